@@ -1,0 +1,1 @@
+"""Analyzers: raw bpftrace output -> summary.json -> tables. Data flows one way."""

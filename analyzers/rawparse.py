@@ -1,0 +1,60 @@
+"""Parsing `bpftrace -f json` output: one JSON object per line."""
+import json
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+# how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
+MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@path_bytes": 3, "@path_calls": 3,
+             "@missed": 2, "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1}
+
+
+@dataclass
+class Raw:
+    maps: Dict[str, object] = field(default_factory=dict)
+    printf: List[str] = field(default_factory=list)
+    attached_probes: int = 0
+    lost_events: int = 0
+    errors: List[str] = field(default_factory=list)
+
+    def keyed(self, name: str) -> Dict[Tuple[str, ...], object]:
+        """A map as {(key fields...): value}; {} when the map never got an entry."""
+        val = self.maps.get(name)
+        if not isinstance(val, dict):
+            return {}
+        n = MAP_ARITY.get(name, 1)
+        out = {}
+        for k, v in val.items():
+            out[tuple(k.split(",", n - 1)) if n > 1 else (k,)] = v
+        return out
+
+    def scalar(self, name: str, default=0):
+        val = self.maps.get(name, default)
+        return val if not isinstance(val, dict) else default
+
+
+def parse_lines(lines) -> Raw:
+    raw = Raw()
+    for lineno, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            raw.errors.append(f"line {lineno}: not JSON: {line[:80]}")
+            continue
+        kind, data = rec.get("type"), rec.get("data")
+        if kind in ("map", "hist", "lhist", "stats") and isinstance(data, dict):
+            raw.maps.update(data)
+        elif kind == "printf":
+            raw.printf.append(data)
+        elif kind == "attached_probes":
+            raw.attached_probes = int(data.get("probes", 0))
+        elif kind == "lost_events":
+            raw.lost_events += int(data.get("events", 0))
+    return raw
+
+
+def parse_file(path) -> Raw:
+    with open(path) as f:
+        return parse_lines(f)

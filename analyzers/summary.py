@@ -1,0 +1,197 @@
+"""raw bpftrace maps + platform constants -> summary.json (schema jvmos.summary/1).
+
+Each category carries `method`: "measured" (counted or timed by a probe), "estimated"
+(bytes x a calibrated cost, because the thing itself cannot be probed) or "sampled".
+"""
+from collections import defaultdict
+from typing import Dict, Optional
+
+from jvmos.catalogue import CATEGORIES, GUARANTEED_IO, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
+from jvmos.probegen import symbol_of_probe
+from .rawparse import Raw
+
+SCHEMA = "jvmos.summary/1"
+
+
+def _blank():
+    return {"calls": 0, "bytes": 0, "time_ns": 0}
+
+
+def _per_pid(raw: Raw, addresses: Dict[str, str]):
+    """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time."""
+    out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
+    for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time")):
+        for (pid, cat, probe), v in raw.keyed(mapname).items():
+            sym = symbol_of_probe(probe, addresses)
+            if sym.startswith("jni_"):
+                sym = sym[4:]
+            out[pid][cat][sym][field] += int(v)
+    return out
+
+
+def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]:
+    if not model:
+        return None
+    return calls * model.get("ns_per_call", 0.0) + nbytes * model["ns_per_byte"]
+
+
+def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str]):
+    cats = {}
+    # --- jni_copy: measured with entry+return probes
+    jc = fns.get("jni_copy", {})
+    if jc:
+        c = {"calls": sum(f["calls"] for f in jc.values()),
+             "bytes": sum(f["bytes"] for f in jc.values()),
+             "time_ns": sum(f["time_ns"] for f in jc.values()),
+             "method": "measured",
+             "calls_without_bytes": sum(f["calls"] for s, f in jc.items()
+                                        if s not in JNI_BYTES_FROM_ARGS),
+             "functions": {s: dict(f) for s, f in sorted(jc.items())}}
+        cats["jni_copy"] = c
+    # --- io_syscall: measured at the syscall tracepoints
+    sc = fns.get("io_syscall", {})
+    if sc:
+        cats["io_syscall"] = {
+            "calls": sum(f["calls"] for f in sc.values()),
+            "bytes": sum(f["bytes"] for f in sc.values()),
+            "time_ns": sum(f["time_ns"] for f in sc.values()),
+            "method": "measured",
+            "syscalls": {s: dict(f) for s, f in sorted(sc.items())}}
+        # --- kernel_copy: bytes the syscalls moved x calibrated per-byte copy cost
+        cin = sum(f["bytes"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s) == "in")
+        cout = sum(f["bytes"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s) == "out")
+        ncalls = sum(f["calls"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s))
+        kin, kout = costs.get("kernel_copyin"), costs.get("kernel_copyout")
+        t = None
+        if kin and kout:
+            t = cin * kin["ns_per_byte"] + cout * kout["ns_per_byte"]
+        cats["kernel_copy"] = {
+            "calls": ncalls, "bytes": cin + cout, "time_ns": t, "method": "estimated",
+            "copyin_bytes": cin, "copyout_bytes": cout,
+            "basis": "bytes moved by the I/O syscalls x per-byte copyin/copyout cost "
+                     "calibrated with pipe writes/reads of growing size (jvmos calibrate)"
+                     + ("" if t is not None else "; no calibration available")}
+    # --- nio_copy: NIO-path syscall bytes x calibrated heap->direct copy cost
+    nio_calls = sum(v["calls"] for (p, _), v in paths.items() if p == "nio")
+    nio_bytes = sum(v["bytes"] for (p, _), v in paths.items() if p == "nio")
+    uc = fns.get("unsafe_copy_out", {})
+    native = fns.get("nio_native", {})
+    if nio_calls or uc or native:
+        model = (costs.get("nio_heap_to_direct") or {}).get(jvm_key or "", None)
+        basis_model = "heap->direct ByteBuffer copy of this JDK (jvmos calibrate)"
+        if model is None and costs.get("memcpy"):
+            model = costs["memcpy"]
+            basis_model = "user-space memcpy (no calibration of this JDK's heap->direct copy)"
+        cats["nio_copy"] = {
+            "calls": nio_calls, "bytes": nio_bytes,
+            "time_ns": _fit_cost(model, nio_calls, nio_bytes), "method": "estimated",
+            "unsafe_copy_calls": sum(f["calls"] for f in uc.values()),
+            "unsafe_copy_bytes": sum(f["bytes"] for f in uc.values()),
+            "confirmed_calls": confirmed,
+            "nio_native_calls": sum(f["calls"] for f in native.values()),
+            "basis": "each I/O syscall issued from a libnio.so read/write native is taken as one "
+                     "copy of its bytes between a heap buffer and a temporary direct buffer, "
+                     "costed as ns_per_call + bytes x ns_per_byte of the " + basis_model +
+                     "; confirmed_calls counts those whose buffer was the destination of an "
+                     "Unsafe_CopyMemory0 just before (only visible before JIT intrinsification); "
+                     "I/O from application direct buffers would be over-counted"}
+    # --- jni_call: census of every JNI entry point
+    census = fns.get("jni_call", {})
+    if census:
+        merged = {s: f["calls"] for s, f in census.items()}
+        for s, f in jc.items():
+            merged[s] = merged.get(s, 0) + f["calls"]
+        total = sum(merged.values())
+        copying = sum(f["calls"] for f in jc.values())
+        cats["jni_call"] = {"calls": total, "bytes": None, "time_ns": None, "method": "measured",
+                            "copying_calls": copying,
+                            "copying_pct": 100.0 * copying / total if total else 0.0,
+                            "functions": dict(sorted(merged.items(), key=lambda kv: -kv[1]))}
+    return cats
+
+
+def _paths(paths, io_bytes: int):
+    jni = sum(v["bytes"] for (p, _), v in paths.items() if p == "jni")
+    nio = sum(v["bytes"] for (p, _), v in paths.items() if p == "nio")
+    return {"jni": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "jni"),
+                    "bytes": jni},
+            "nio": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "nio"),
+                    "bytes": nio},
+            "other": {"bytes": max(0, io_bytes - jni - nio)}}
+
+
+def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
+          costs: dict, jvms_by_pid: Dict[str, str], exit_code=None) -> dict:
+    """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants)."""
+    fns = _per_pid(raw, addresses)
+    pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
+    for (pid, p, d), v in raw.keyed("@path_bytes").items():
+        pathmap[pid][(p, d)]["bytes"] += int(v)
+    for (pid, p, d), v in raw.keyed("@path_calls").items():
+        pathmap[pid][(p, d)]["calls"] += int(v)
+    confirmed = {k[0]: int(v) for k, v in raw.keyed("@nio_confirmed").items()}
+    execs = {k[0]: v for k, v in raw.keyed("@exec").items()}
+
+    by_pid = {}
+    pids = sorted(set(fns) | set(pathmap) | set(execs), key=lambda p: int(p))
+    for pid in pids:
+        cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
+                           costs, jvms_by_pid.get(pid))
+        io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
+        by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
+                       "categories": cats, "paths": _paths(pathmap.get(pid, {}), io_bytes)}
+
+    # totals over pids: sums of the per-pid figures (None stays None only if all are None)
+    cats_total: Dict[str, dict] = {}
+    for pid in pids:
+        for name, c in by_pid[pid]["categories"].items():
+            t = cats_total.setdefault(name, {"method": c["method"]})
+            for k, v in c.items():
+                if k in ("method", "basis"):
+                    t[k] = v
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    t[k] = (t.get(k) or 0) + v
+                elif v is None:
+                    t.setdefault(k, None)
+                elif isinstance(v, dict):
+                    d = t.setdefault(k, {})
+                    for s, f in v.items():
+                        if isinstance(f, dict):
+                            g = d.setdefault(s, {kk: 0 for kk in f})
+                            for kk, vv in f.items():
+                                g[kk] = g.get(kk, 0) + (vv or 0)
+                        else:
+                            d[s] = d.get(s, 0) + f
+    if "jni_call" in cats_total:
+        j = cats_total["jni_call"]
+        j["copying_pct"] = 100.0 * j["copying_calls"] / j["calls"] if j["calls"] else 0.0
+        j["functions"] = dict(sorted(j["functions"].items(), key=lambda kv: -kv[1]))
+    paths_total = {"jni": {"calls": 0, "bytes": 0}, "nio": {"calls": 0, "bytes": 0},
+                   "other": {"bytes": 0}}
+    for pid in pids:
+        for p, v in by_pid[pid]["paths"].items():
+            for k, x in v.items():
+                paths_total[p][k] += x
+
+    guaranteed = [cats_total[c]["time_ns"] for c in GUARANTEED_IO
+                  if c in cats_total and cats_total[c].get("time_ns") is not None]
+    g = sum(guaranteed) if guaranteed else 0
+    missed = defaultdict(int)
+    for (pid, what), v in raw.keyed("@missed").items():
+        missed[what] += int(v)
+    return {
+        "schema": SCHEMA,
+        "status": status,
+        "exit_code": exit_code,
+        "totals": {"wall_ns": wall_ns,
+                   "guaranteed_overhead_ns": g,
+                   "guaranteed_overhead_pct": 100.0 * g / wall_ns if wall_ns else None,
+                   "guaranteed_overhead_categories": [c for c in GUARANTEED_IO if c in cats_total],
+                   "processes": len(pids),
+                   "lost_events": raw.lost_events,
+                   "missed_events": dict(missed)},
+        "categories": {c: cats_total[c] for c in CATEGORIES if c in cats_total},
+        "paths": paths_total,
+        "by_pid": by_pid,
+        "constants": costs,
+    }

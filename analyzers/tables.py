@@ -1,0 +1,65 @@
+"""Tables as Markdown and CSV, and human formatting of the summary's figures."""
+import csv
+import io
+from typing import List, Optional, Sequence
+
+
+def fmt_ns(ns: Optional[float]) -> str:
+    if ns is None:
+        return "—"
+    ns = float(ns)
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= div:
+            return f"{ns / div:.3g} {unit}" if abs(ns) / div < 100 else f"{ns / div:.1f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_count(n) -> str:
+    if n is None:
+        return "—"
+    return f"{int(n):,}"
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "—"
+    n = float(n)
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+class Table:
+    def __init__(self, title: str, headers: Sequence[str]):
+        self.title = title
+        self.headers = list(headers)
+        self.rows: List[List[str]] = []      # formatted, for Markdown
+        self.raw_rows: List[list] = []       # raw values, for CSV
+
+    def add(self, formatted: Sequence, raw: Optional[Sequence] = None):
+        self.rows.append([str(x) for x in formatted])
+        self.raw_rows.append(list(raw if raw is not None else formatted))
+
+    def markdown(self) -> str:
+        out = [f"### {self.title}", "", "| " + " | ".join(self.headers) + " |",
+               "|" + "|".join("---" for _ in self.headers) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in self.rows]
+        return "\n".join(out) + "\n"
+
+    def csv(self) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(self.headers)
+        for r in self.raw_rows:
+            w.writerow(["" if x is None else x for x in r])
+        return buf.getvalue()
+
+
+def category_table(summary: dict, title: str = "Categories") -> Table:
+    t = Table(title, ["category", "calls", "bytes", "time", "method"])
+    for name, c in summary.get("categories", {}).items():
+        t.add([name, fmt_count(c.get("calls")), fmt_bytes(c.get("bytes")),
+               fmt_ns(c.get("time_ns")), c.get("method", "")],
+              [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), c.get("method")])
+    return t

@@ -1,0 +1,124 @@
+"""Platform constants of this machine: the per-byte copy costs jvmos uses for what it cannot
+probe (kernel copyin/copyout, and the JIT-intrinsified heap->direct copies of NIO).
+
+Written to a platform file (JSON) that `record` and `report` read and that each run copies
+into its summary, so a run can be read later on another machine.
+"""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from . import JvmosError
+from .jdk import Jvm
+from .tools import IO_JAR, c_program, host_info, jar
+from jvmos.analyzers.stats import linfit, mean_ci
+
+SCHEMA = "jvmos.platform/1"
+KERNEL_SIZES = "64,256,1024,4096,16384,65536"
+JAVA_SIZES = "16,64,256,1024,4096,16384"
+
+
+def platform_path(explicit: Optional[str] = None) -> Path:
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("JVMOS_PLATFORM"):
+        return Path(os.environ["JVMOS_PLATFORM"])
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "jvmos" / "platform.json"
+
+
+def load(path: Path) -> Optional[dict]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as e:
+        raise JvmosError(f"platform file {path} is unreadable ({e}): "
+                         f"recalibrate with 'jvmos calibrate --force'")
+    if data.get("schema") != SCHEMA:
+        raise JvmosError(f"platform file {path} has schema {data.get('schema')!r}, "
+                         f"expected {SCHEMA}: recalibrate with 'jvmos calibrate --force'")
+    return data
+
+
+def save(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _fit_trials(rows, key) -> dict:
+    """rows: [(trial, size, ns)]; fit ns = a + b*size per trial, then mean and 95% CI."""
+    trials = sorted({r[0] for r in rows})
+    slopes, icepts = [], []
+    for t in trials:
+        pts = [(r[1], r[2]) for r in rows if r[0] == t]
+        a, b = linfit([p[0] for p in pts], [p[1] for p in pts])
+        slopes.append(b)
+        icepts.append(a)
+    m, lo, hi = mean_ci(slopes)
+    ma, loa, hia = mean_ci(icepts)
+    return {"ns_per_byte": m, "ns_per_byte_ci95": [lo, hi],
+            "ns_per_call": max(ma, 0.0), "ns_per_call_ci95": [loa, hia],
+            "trials": len(trials), "sizes": sorted({r[1] for r in rows}), "what": key}
+
+
+def calibrate_kernel(trials: int = 5, millis: int = 60) -> dict:
+    prog = c_program("copycal")
+    out = subprocess.run([str(prog), "--trials", str(trials), "--millis", str(millis),
+                          "--sizes", KERNEL_SIZES], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise JvmosError(f"copycal failed: {out.stderr.strip().splitlines()[-1:]}")
+    recs = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    res = {}
+    for key, field, what in (("kernel_copyin", "write_ns", "write(2) of N bytes into a pipe"),
+                             ("kernel_copyout", "read_ns", "read(2) of N bytes from a pipe"),
+                             ("memcpy", "memcpy_ns", "user-space memcpy of N bytes")):
+        res[key] = _fit_trials([(r["trial"], r["size"], r[field]) for r in recs], what)
+    return res
+
+
+def calibrate_nio(jvm: Jvm, trials: int = 5, millis: int = 150) -> dict:
+    java = jvm.home / "bin" / "java"
+    if not java.exists():
+        raise JvmosError(f"{java} not found: cannot calibrate the NIO copy of {jvm.home}")
+    cmd = [str(java), "-cp", str(jar(IO_JAR)), "org.jvmos.workloads.CopyCalibrate",
+           "--sizes", JAVA_SIZES, "--millis-per-size", str(millis)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise JvmosError(f"CopyCalibrate failed on {jvm.home}: "
+                         f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
+    rows = []
+    for line in out.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"ns_per_copy"' in line:
+            r = json.loads(line)
+            for t, ns in enumerate(r["ns_per_copy"][:trials] if trials else r["ns_per_copy"]):
+                rows.append((t, r["size"], ns))
+    if not rows:
+        raise JvmosError(f"CopyCalibrate printed no results on {jvm.home}")
+    fit = _fit_trials(rows, "ByteBuffer.put(byte[]) into a direct buffer, JIT-compiled")
+    fit["jdk_version"] = jvm.version
+    return fit
+
+
+def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
+    t0 = time.time()
+    log("calibrating kernel copyin/copyout and memcpy (pipe writes/reads of growing size)...")
+    copy = calibrate_kernel(trials)
+    copy["nio_heap_to_direct"] = {}
+    for j in jvms:
+        log(f"calibrating the heap->direct buffer copy of {j.home} (JDK {j.version})...")
+        copy["nio_heap_to_direct"][str(j.home)] = calibrate_nio(j, trials)
+    return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": host_info(), "calibration_seconds": round(time.time() - t0, 1),
+            "copy": copy}
+
+
+def costs_for(platform: Optional[dict]) -> dict:
+    """The cost models the summary uses, from a platform file (empty when there is none)."""
+    return dict(platform.get("copy", {})) if platform else {}

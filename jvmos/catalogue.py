@@ -1,0 +1,50 @@
+"""One catalogue of what belongs where: layers, probe scripts, categories and their symbols.
+
+Probes (probes/*.bt) and analyzers both read this, so a new JDK or layer is one edit here.
+"""
+
+# layer name -> probe scripts loaded for it (common.bt is always loaded first)
+LAYERS = {
+    "io": ["io.bt"],
+    "jni": ["jni.bt"],
+}
+DEFAULT_LAYERS = ["io"]
+
+PRIMITIVES = {"Boolean": 1, "Byte": 1, "Char": 2, "Short": 2,
+              "Int": 4, "Float": 4, "Long": 8, "Double": 8}
+
+# The JNI functions that copy between the Java heap and native memory (paper section 3).
+JNI_COPY_FUNCTIONS = sorted(
+    [f"Get{t}ArrayRegion" for t in PRIMITIVES]
+    + [f"Set{t}ArrayRegion" for t in PRIMITIVES]
+    + [f"Get{t}ArrayElements" for t in PRIMITIVES]
+    + [f"Release{t}ArrayElements" for t in PRIMITIVES]
+    + ["GetPrimitiveArrayCritical", "ReleasePrimitiveArrayCritical",
+       "GetStringRegion", "GetStringUTFRegion", "GetStringChars", "GetStringUTFChars"])
+
+# JNI functions whose arguments give the number of bytes copied.
+JNI_BYTES_FROM_ARGS = {f for f in JNI_COPY_FUNCTIONS if f.endswith("Region")}
+
+IO_SYSCALLS = ["read", "write", "pread64", "pwrite64", "readv", "writev", "sendto",
+               "recvfrom", "sendmsg", "recvmsg", "sendfile64"]
+# direction of the user/kernel copy each syscall implies (sendfile copies kernel to kernel)
+SYSCALL_DIRECTION = {"write": "in", "pwrite64": "in", "writev": "in", "sendto": "in",
+                     "sendmsg": "in", "read": "out", "pread64": "out", "readv": "out",
+                     "recvfrom": "out", "recvmsg": "out", "sendfile64": None}
+
+# Categories reported in summary.json, in table order, with what they are.
+CATEGORIES = {
+    "jni_copy": "JNI functions copying between the Java heap and native memory (libjvm.so)",
+    "nio_copy": "heap <-> temporary direct buffer copies of java.net.Socket and NIO I/O",
+    "io_syscall": "I/O system calls (read, write, ...), time includes blocking",
+    "kernel_copy": "kernel copyin/copyout of the bytes the I/O syscalls moved",
+    "jni_call": "every JNI entry point of libjvm.so (census layer)",
+}
+# The categories that make up the guaranteed overhead of I/O (paper section 3.1.1):
+# copying in the JNI/NIO layer and in the kernel; syscall time itself is not (it blocks).
+GUARANTEED_IO = ["jni_copy", "nio_copy", "kernel_copy"]
+
+
+def is_jni_entry_point(symbol: str) -> bool:
+    """jni_GetVersion yes, jni_invoke_static no: entry points are CamelCase after jni_."""
+    return symbol.startswith("jni_") and len(symbol) > 4 and symbol[4].isupper()

@@ -1,0 +1,196 @@
+"""The jvmos command line: jvmos VERB [options]."""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import JvmosError, __version__
+
+RECORD_EXAMPLES = """\
+examples:
+  jvmos record -- java -cp app.jar Main          # launch a command and trace it (and its children)
+  jvmos record --pid 4242 --duration 30          # attach to a running JVM for 30 s (Ctrl-C ends early)
+  jvmos record --layers io,jni --out /tmp/r1 -- java -jar server.jar
+                                                 # add the JNI census (adds ~30 s of attach time and
+                                                 # one uprobe hit per JNI call: slows JNI-heavy code)
+  jvmos report /tmp/r1                           # read the run again later
+
+cost: every probed JNI copy pays a uprobe+uretprobe pair (~2.8 us here) and every I/O syscall
+two tracepoints (~0.5 us each); uprobes hit every process that maps the same libjvm.so while
+tracing, but only the traced processes are counted.
+"""
+RUN_EXAMPLES = """\
+experiments:
+  blocking-io    paper Table 3: 10-byte writes to /dev/null, C vs Java on every JDK found
+  jni-census     paper Table 2: JNI calls, % copying and bytes by path for four tasks
+
+examples:
+  jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/
+  jvmos run blocking-io --iterations 200000 --out /tmp/bio
+  jvmos run jni-census --quick                   # smaller tasks
+"""
+
+
+def _layers(s: str):
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def cmd_doctor(args) -> int:
+    from . import doctor
+    return doctor.run()
+
+
+def cmd_record(args) -> int:
+    from . import record as rec, report
+    cmd = args.command
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd and args.pid is None:
+        raise JvmosError("nothing to trace: give a command after -- or --pid PID")
+    if cmd and args.pid is not None:
+        raise JvmosError("give either a command or --pid, not both")
+    if args.duration is not None and args.duration <= 0:
+        raise JvmosError("--duration must be positive")
+    opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
+                       layers=_layers(args.layers), out=Path(args.out) if args.out else None,
+                       jdks=args.jdk or (), platform=args.platform)
+    res = rec.record(opts)
+    print(report.render(res.run_dir))
+    print(f"\nrun directory: {res.run_dir}")
+    if res.status == "command_failed":
+        raise JvmosError(f"traced command exited with status {res.exit_code}; its recording is "
+                         f"kept in {res.run_dir} (status command_failed)", 1)
+    if res.status != "complete":
+        raise JvmosError(f"recording {res.status}; partial results in {res.run_dir}", 1)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from . import report
+    if args.json:
+        _, s = report.load_run(args.run_dir)
+        print(json.dumps(s, indent=2))
+    else:
+        print(report.render(args.run_dir))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from . import calibrate as cal
+    from .jdk import discover_jdks
+    path = cal.platform_path(args.platform)
+    existing = cal.load(path)
+    if existing and not args.force:
+        print(f"platform file {path} (created {existing['created']}); --force recalibrates")
+    else:
+        jvms = discover_jdks()
+        data = cal.calibrate_copy(jvms, trials=args.trials,
+                                  log=lambda m: print(m, file=sys.stderr))
+        cal.save(path, data)
+        existing = data
+        print(f"wrote {path}")
+    c = existing["copy"]
+    for key in ("kernel_copyin", "kernel_copyout", "memcpy"):
+        m = c[key]
+        lo, hi = m["ns_per_byte_ci95"]
+        print(f"{key:<16} {m['ns_per_byte']:.4f} ns/byte (95% CI {lo:.4f}..{hi:.4f}), "
+              f"{m['ns_per_call']:.0f} ns per call  [{m['what']}]")
+    for home, m in c.get("nio_heap_to_direct", {}).items():
+        lo, hi = m["ns_per_byte_ci95"]
+        print(f"nio copy, JDK {m.get('jdk_version')}: {m['ns_per_byte']:.4f} ns/byte "
+              f"(95% CI {lo:.4f}..{hi:.4f}), {m['ns_per_call']:.1f} ns per copy  [{home}]")
+    print("paper (Solaris, 2008): 10 µs per 100 bytes copied = 100 ns/byte")
+    return 0
+
+
+def cmd_run(args, extra) -> int:
+    from .experiments import EXPERIMENTS
+    exp = EXPERIMENTS.get(args.experiment)
+    if exp is None:
+        raise JvmosError(f"unknown experiment '{args.experiment}' (known: {', '.join(EXPERIMENTS)})")
+    return exp(extra)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure what the operating system costs a running JVM (bpftrace).",
+        epilog="verbs: doctor, record, report, calibrate, run.  'jvmos VERB -h' has examples.")
+    p.add_argument("--version", action="version", version=f"jvmos {__version__}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB")
+
+    d = sub.add_parser("doctor", help="check what jvmos needs on this machine",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="example:\n  jvmos doctor      # exit 0 when every required part works\n")
+    d.set_defaults(func=cmd_doctor)
+
+    r = sub.add_parser("record", help="trace a command or a running JVM",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S]",
+                       epilog=RECORD_EXAMPLES)
+    r.add_argument("--layers", default="io",
+                   help="comma-separated layers: io (JNI/NIO copies, I/O syscalls; default), "
+                        "jni (census of every JNI call; slow to attach, adds a uprobe per JNI call)")
+    r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
+    r.add_argument("--pid", type=int, help="attach to this running process")
+    r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
+    r.add_argument("--jdk", action="append",
+                   help="JDK home whose libjvm.so to probe when the command is not a JDK "
+                        "launcher (repeatable; default: every JDK found)")
+    r.add_argument("--platform", help="platform file with calibrated costs "
+                                      "(default ~/.local/share/jvmos/platform.json)")
+    r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
+    r.set_defaults(func=cmd_record)
+
+    rp = sub.add_parser("report", help="print a finished run directory",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  jvmos report results/runs/20261122-101500-record\n"
+                               "  jvmos report --json RUN_DIR | jq .categories\n")
+    rp.add_argument("run_dir")
+    rp.add_argument("--json", action="store_true", help="print summary.json")
+    rp.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("calibrate", help="measure this machine's copy costs (platform file)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  jvmos calibrate            # show, or create on first use\n"
+                              "  jvmos calibrate --force    # measure again (about a minute)\n")
+    c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
+    c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
+    c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
+    c.set_defaults(func=cmd_calibrate)
+
+    x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES,
+                       usage="jvmos run EXPERIMENT [options]  (jvmos run EXPERIMENT -h)")
+    x.add_argument("experiment", nargs="?")
+    x.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = build_parser()
+    try:
+        if argv and argv[0] == "run":
+            sub = p._subparsers._group_actions[0].choices["run"]
+            if len(argv) < 2 or argv[1] in ("-h", "--help"):
+                sub.print_help()
+                return 0 if len(argv) >= 2 else 2
+            return cmd_run(argparse.Namespace(experiment=argv[1]), argv[2:])
+        args = p.parse_args(argv)
+        if not getattr(args, "func", None):
+            p.print_help()
+            return 2
+        return args.func(args)
+    except JvmosError as e:
+        print(f"jvmos: error: {e.args[0]}", file=sys.stderr)
+        return e.args[1] if len(e.args) > 1 else 2
+    except KeyboardInterrupt:
+        print("jvmos: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

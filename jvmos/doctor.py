@@ -1,0 +1,108 @@
+"""`jvmos doctor`: what jvmos needs, and whether this machine has it."""
+import os
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import List, Tuple
+
+from . import ROOT
+from .jdk import discover_jdks, maps_of, symbols
+from .tools import C_BUILD, IO_JAR, TOMCAT_JAR
+
+# the symbols without which the io layer loses a category (others only lose detail)
+REQUIRED_JVM_SYMBOLS = ["jni_GetByteArrayRegion", "jni_SetByteArrayRegion", "Unsafe_CopyMemory0"]
+ASYNC_PROFILER_DIR = ROOT / "build" / "async-profiler"
+
+
+def _bt(prog: str, timeout=60) -> Tuple[bool, str]:
+    bt = shutil.which("bpftrace")
+    if not bt:
+        return False, "bpftrace not on PATH"
+    try:
+        r = subprocess.run([bt, "-e", prog], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, "bpftrace timed out"
+    errs = [l for l in r.stderr.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+    if r.returncode != 0 or errs:
+        return False, (errs or r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[0]
+    return True, r.stdout.strip()
+
+
+def checks() -> List[Tuple[str, str, str, str]]:
+    """(name, status ok|FAIL|warn, detail, fix) rows."""
+    rows = []
+
+    def add(name, ok, detail, fix="", warn_only=False):
+        rows.append((name, "ok" if ok else ("warn" if warn_only else "FAIL"), detail, fix))
+
+    root = os.geteuid() == 0
+    add("privileges", root, "root" if root else f"uid {os.geteuid()}",
+        "run jvmos as root (or with CAP_BPF+CAP_PERFMON+CAP_SYS_ADMIN)")
+    bt = shutil.which("bpftrace")
+    ver = ""
+    if bt:
+        r = subprocess.run([bt, "--version"], capture_output=True, text=True)
+        ver = r.stdout.strip()
+    m = re.search(r"v?(\d+)\.(\d+)", ver)
+    new_enough = bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 16)
+    add("bpftrace", bool(bt) and new_enough, ver or "not found",
+        "apt-get install bpftrace (0.16 or newer)")
+    nm = shutil.which("nm")
+    add("nm (binutils)", bool(nm), nm or "not found", "apt-get install binutils")
+    tr = Path("/sys/kernel/tracing/events")
+    if not tr.exists() and root:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
+        subprocess.run(["mount", "-t", "debugfs", "nodev", "/sys/kernel/debug"], capture_output=True)
+    add("tracefs", tr.exists(), "/sys/kernel/tracing" if tr.exists() else "not mounted",
+        "mount -t tracefs nodev /sys/kernel/tracing")
+    sc = Path("/sys/kernel/tracing/events/syscalls/sys_enter_write")
+    add("syscall tracepoints", sc.exists(), "syscalls:sys_enter_write" if sc.exists() else "missing",
+        "kernel needs CONFIG_FTRACE_SYSCALLS")
+    if bt and root:
+        ok, detail = _bt('BEGIN { printf("bpf-ok"); exit(); }')
+        add("BPF syscall", ok and "bpf-ok" in detail, "a BPF program loaded" if ok else detail,
+            "kernel needs CONFIG_BPF_SYSCALL and BPF allowed (not in a restricted container)")
+        ok, detail = _bt('tracepoint:syscalls:sys_enter_getpid { } BEGIN { exit(); }')
+        add("tracepoint attach", ok, "syscalls:sys_enter_getpid attached" if ok else detail,
+            "run privileged; check /sys/kernel/tracing permissions")
+        libc = next((p for p in maps_of(os.getpid()) if re.search(r"/libc[.-]", p)), None)
+        if libc:
+            ok, detail = _bt(f'uprobe:{libc}:getpid {{ }} BEGIN {{ exit(); }}')
+            add("uprobes", ok, f"uprobe on {libc}:getpid attached" if ok else detail,
+                "kernel needs CONFIG_UPROBE_EVENTS")
+        else:
+            add("uprobes", False, "could not find libc in this process's maps", "")
+    jdks = discover_jdks()
+    add("JDKs found", bool(jdks), f"{len(jdks)}", "install a HotSpot JDK (apt-get install openjdk-17-jdk-headless)")
+    for j in jdks:
+        syms = symbols(j.libjvm)
+        jni = sum(1 for s in syms if s.startswith("jni_") and s[4:5].isupper())
+        miss = [s for s in REQUIRED_JVM_SYMBOLS if s not in syms]
+        add(f"JDK {j.version}", not miss and bool(j.libjava),
+            f"{j.libjvm}: {jni} JNI entry points" + (f", missing {', '.join(miss)}" if miss else "")
+            + ("" if j.libjava else ", no libjava.so") + ("" if j.libnio else ", no libnio.so"),
+            "a libjvm.so without its symbol table cannot be probed by name: use a JDK that "
+            "ships one (OpenJDK/Temurin do)")
+    ap = ASYNC_PROFILER_DIR / "libasyncProfiler.so"
+    add("async-profiler", ap.exists(), str(ap) if ap.exists() else "not found",
+        "make deps (fetches tools.profiler:async-profiler:4.1 from Maven Central); "
+        "needed only for sampling", warn_only=True)
+    built = [C_BUILD / "blocking_io", C_BUILD / "copycal", IO_JAR, TOMCAT_JAR]
+    missing = [str(p.relative_to(ROOT)) for p in built if not p.exists()]
+    add("workloads built", not missing, "all" if not missing else "missing " + ", ".join(missing),
+        "make build", warn_only=True)
+    return rows
+
+
+def run(print_fn=print) -> int:
+    rows = checks()
+    w = max(len(r[0]) for r in rows)
+    print_fn(f"{'check':<{w}}  status  detail")
+    for name, status, detail, _ in rows:
+        print_fn(f"{name:<{w}}  {status:<6}  {detail}")
+    fails = [r for r in rows if r[1] == "FAIL"]
+    for name, _, detail, fix in fails:
+        print_fn(f"FAIL {name}: {detail}" + (f" -> {fix}" if fix else ""))
+    return 1 if fails else 0

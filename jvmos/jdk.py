@@ -1,0 +1,207 @@
+"""Finding JVMs: the libjvm.so a process maps, the JDKs installed, and their symbols."""
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import JvmosError
+
+# Where JDKs are commonly installed; searched, never assumed (JVMOS_JDK_ROOTS overrides).
+DEFAULT_JDK_ROOTS = "/usr/lib/jvm:/usr/java:/opt/java:/opt:/usr/local"
+
+
+@dataclass
+class Jvm:
+    libjvm: Path
+    home: Path
+    version: str = "unknown"
+    vendor: str = ""
+    libjava: Optional[Path] = None
+    extra: Dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def libnio(self) -> Optional[Path]:
+        base = self.libjava.parent if self.libjava else self.libjvm.parent.parent
+        p = base / "libnio.so"
+        return p if p.exists() else None
+
+    def as_dict(self):
+        return {"home": str(self.home), "libjvm": str(self.libjvm), "version": self.version,
+                "vendor": self.vendor, "libjava": str(self.libjava) if self.libjava else None,
+                "libnio": str(self.libnio) if self.libnio else None}
+
+
+def _release_info(home: Path):
+    version, vendor = "unknown", ""
+    try:
+        for line in (home / "release").read_text().splitlines():
+            k, _, v = line.partition("=")
+            v = v.strip().strip('"')
+            if k == "JAVA_VERSION":
+                version = v
+            elif k == "IMPLEMENTOR":
+                vendor = v
+    except OSError:
+        pass
+    return version, vendor
+
+
+def jvm_from_libjvm(libjvm: Path, libjava: Optional[Path] = None) -> Jvm:
+    libjvm = Path(libjvm)
+    # <home>/lib/server/libjvm.so (JDK 9+) or <home>/jre/lib/amd64/server/libjvm.so (JDK 8)
+    home = libjvm.parent.parent.parent
+    if home.name == "jre" or not (home / "release").exists():
+        for cand in libjvm.parents:
+            if (cand / "release").exists():
+                home = cand
+                break
+    if libjava is None:
+        cand = libjvm.parent.parent / "libjava.so"
+        libjava = cand if cand.exists() else None
+    version, vendor = _release_info(home)
+    return Jvm(libjvm=libjvm, home=home, version=version, vendor=vendor, libjava=libjava)
+
+
+def maps_of(pid: int) -> List[str]:
+    """Paths of the files a process maps (from /proc/PID/maps)."""
+    paths = []
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    p = parts[5].strip()
+                    if p.endswith(" (deleted)"):
+                        p = p[: -len(" (deleted)")]
+                    if p not in paths:
+                        paths.append(p)
+    except FileNotFoundError:
+        raise JvmosError(f"no process with pid {pid}")
+    except PermissionError:
+        raise JvmosError(f"cannot read /proc/{pid}/maps: run jvmos as root")
+    return paths
+
+
+def jvm_of_pid(pid: int) -> Optional[Jvm]:
+    """The JVM a process runs, from the libjvm.so and libjava.so it maps; None if not a JVM."""
+    maps = maps_of(pid)
+    libjvm = next((p for p in maps if os.path.basename(p) == "libjvm.so"), None)
+    if not libjvm:
+        return None
+    libjava = next((p for p in maps if os.path.basename(p) == "libjava.so"), None)
+    # the process may run in another mount namespace (a container): reach its files via /proc
+    base = Path(libjvm)
+    if not base.exists():
+        base = Path(f"/proc/{pid}/root{libjvm}")
+    lj = Path(libjava) if libjava else None
+    if lj is not None and not lj.exists():
+        lj = Path(f"/proc/{pid}/root{libjava}")
+    return jvm_from_libjvm(base, lj)
+
+
+def discover_jdks() -> List[Jvm]:
+    """Every HotSpot JDK found: JAVA_HOME, java on PATH, and the usual install roots."""
+    found: Dict[str, Jvm] = {}
+
+    def add_home(home: Path):
+        for rel in ("lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"):
+            lib = home / rel
+            if lib.exists():
+                real = os.path.realpath(lib)
+                if real not in found:
+                    found[real] = jvm_from_libjvm(Path(real))
+                return
+
+    if os.environ.get("JAVA_HOME"):
+        add_home(Path(os.environ["JAVA_HOME"]))
+    java = shutil.which("java")
+    if java:
+        add_home(Path(os.path.realpath(java)).parent.parent)
+    for root in os.environ.get("JVMOS_JDK_ROOTS", DEFAULT_JDK_ROOTS).split(":"):
+        r = Path(root)
+        if r.is_dir():
+            try:
+                for child in sorted(r.iterdir()):
+                    if child.is_dir():
+                        add_home(child)
+            except OSError:
+                pass
+    return list(found.values())
+
+
+def jvm_of_executable(exe: str) -> Optional[Jvm]:
+    """The JVM a launcher binary starts, when it lives in a JDK's bin/ (java, jshell, ...)."""
+    path = shutil.which(exe) if "/" not in exe else exe
+    if not path or not os.path.exists(path):
+        return None
+    real = Path(os.path.realpath(path))
+    for rel in ("lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"):
+        lib = real.parent.parent / rel
+        if lib.exists():
+            return jvm_from_libjvm(lib)
+    return None
+
+
+def executable_kind(exe: str) -> str:
+    """'jvm' for a JDK launcher, 'native' for another ELF binary, 'script' otherwise."""
+    path = shutil.which(exe) if "/" not in exe else exe
+    if not path or not os.path.exists(path):
+        return "missing"
+    if jvm_of_executable(exe):
+        return "jvm"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            if head != b"\x7fELF":
+                return "script"
+            data = head + f.read(4 << 20)
+    except OSError:
+        return "missing"
+    # a binary that links the JVM (an embedding launcher) is a JVM too
+    if b"libjvm.so" in data or b"libjli.so" in data:
+        return "jvm-embedder"
+    return "native"
+
+
+@lru_cache(maxsize=32)
+def _symbols_cached(path: str, mtime: float) -> Dict[str, int]:
+    try:
+        out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise JvmosError("nm not found: install binutils (make deps does)")
+    syms: Dict[str, int] = {}
+    dupes = set()
+
+    def take(text):
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "tTwWiI":
+                if parts[2] in syms and syms[parts[2]] != int(parts[0], 16):
+                    dupes.add(parts[2])
+                syms[parts[2]] = int(parts[0], 16)
+
+    take(out.stdout)
+    if not syms:  # stripped: fall back to the dynamic symbol table
+        take(subprocess.run(["nm", "-D", "--defined-only", path],
+                            capture_output=True, text=True).stdout)
+    for d in dupes:  # a name defined twice is ambiguous: do not probe it
+        del syms[d]
+    return syms
+
+
+def symbols(path) -> Dict[str, int]:
+    """Function symbols a shared library defines, with their addresses (full symbol table,
+    else the dynamic one)."""
+    path = str(path)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return {}
+    return _symbols_cached(path, mtime)
+
+
+_PROC_VERSION = re.compile(r"(\d+(\.\d+)*)")

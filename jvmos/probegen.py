@@ -1,0 +1,146 @@
+"""Turns the readable probes/*.bt into the one script bpftrace runs for a recording.
+
+The templates name libraries by placeholder (@LIBJVM@, @LIBNIO@) and put each attach point on
+its own line. Here each placeholder line becomes one line per library that defines the symbol;
+a symbol no library defines is dropped and reported, and a probe block left with no attach
+point is dropped whole, so a JDK missing one function still gets every other probe.
+BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each).
+"""
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence, Set, Tuple
+
+from . import ROOT, JvmosError
+from .catalogue import LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point
+
+PROBES_DIR = ROOT / "probes"
+ATTACH = re.compile(r"^(uprobe|uretprobe|tracepoint|usdt|interval|profile):[^\s{]*?,?\s*$")
+PLACEHOLDER = re.compile(r"^(uprobe|uretprobe):@(\w+)@:(\S+?),?\s*$")
+
+
+@dataclass
+class Script:
+    text: str
+    attached: List[str] = field(default_factory=list)   # attach points kept
+    missing: List[str] = field(default_factory=list)    # "lib:symbol" that no library defines
+    # bpftrace resolves a symbol per attach point by reading the whole symbol table, which took
+    # ~0.25 s per probe on libjvm.so; attaching by address took a third of the time. The probe
+    # names in the output then carry addresses: this maps "path:address" back to the symbol.
+    addresses: Dict[str, str] = field(default_factory=dict)
+    uprobe_count: int = 0
+    tracepoint_count: int = 0
+
+
+def _split_blocks(text: str):
+    """Yield (kind, lines): 'begin'/'end' blocks, or 'other' chunks, preserving order."""
+    lines = text.splitlines()
+    i, out = 0, []
+    while i < len(lines):
+        s = lines[i].strip()
+        if s in ("BEGIN", "END") and i + 1 < len(lines) and lines[i + 1].strip() == "{":
+            j = i + 2
+            body = []
+            while j < len(lines) and lines[j] != "}":
+                body.append(lines[j])
+                j += 1
+            out.append((s.lower(), body))
+            i = j + 1
+            continue
+        out.append(("other", [lines[i]]))
+        i += 1
+    return out
+
+
+def render(layers: Sequence[str], libs: Dict[str, List[Path]],
+           symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True) -> Script:
+    """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths."""
+    for layer in layers:
+        if layer not in LAYERS:
+            raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
+    files = ["common.bt"] + [f for layer in layers for f in LAYERS[layer]]
+    begin, end, body = [], [], []
+    for name in files:
+        path = PROBES_DIR / name
+        if not path.exists():
+            raise JvmosError(f"probe script {path} is missing from this installation")
+        for kind, chunk in _split_blocks(path.read_text()):
+            (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
+    skip_copy = "io" in layers   # io.bt probes the copy functions itself
+    script = Script(text="")
+    out: List[str] = []
+    lines = body
+    i = 0
+    while i < len(lines):
+        if not ATTACH.match(lines[i].strip()):
+            out.append(lines[i])
+            i += 1
+            continue
+        group = []
+        while i < len(lines) and ATTACH.match(lines[i].strip()):
+            group.append(lines[i].strip().rstrip(","))
+            i += 1
+        kept = []
+        for ap in group:
+            m = PLACEHOLDER.match(ap)
+            if not m:
+                kept.append(ap)
+                continue
+            kind, ph, sym = m.groups()
+            paths = libs.get(ph, [])
+            if not paths:
+                script.missing.append(f"@{ph}@:{sym} (library not found)")
+                continue
+            for p in paths:
+                defined = symbols_of(p)
+                if sym == "@JNI_ENTRY_POINTS@":
+                    names = sorted(s for s in defined if is_jni_entry_point(s)
+                                   and not (skip_copy and s[4:] in JNI_COPY_FUNCTIONS))
+                    kept.extend(_ap(script, kind, p, s, defined[s], by_address) for s in names)
+                elif sym in defined:
+                    kept.append(_ap(script, kind, p, sym, defined[sym], by_address))
+                else:
+                    script.missing.append(f"{p}:{sym}")
+        if kept:
+            out.append(",\n".join(kept))
+            script.attached.extend(kept)
+        else:
+            # drop the filter and the block that belonged to the vanished attach points
+            while i < len(lines) and lines[i] != "}":
+                i += 1
+            i += 1
+    text = ["BEGIN", "{"] + begin + ["}", ""] + out + ["", "END", "{"] + end + ["}", ""]
+    script.text = "\n".join(text)
+    script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
+    script.tracepoint_count = sum(1 for a in script.attached if a.startswith("tracepoint"))
+    # a symbol missing from one JDK but present in another is not missing overall
+    present = {script.addresses.get(a.split(":", 1)[1], a.rsplit(":", 1)[-1])
+               for a in script.attached if a.startswith(("uprobe", "uretprobe"))}
+    script.missing = sorted({m for m in script.missing
+                             if m.rsplit(":", 1)[-1] not in present})
+    return script
+
+
+def _ap(script: Script, kind: str, path: Path, sym: str, addr: int, by_address: bool) -> str:
+    if not by_address:
+        return f"{kind}:{path}:{sym}"
+    # bpftrace prints an address attach point back in decimal
+    script.addresses[f"{path}:{addr}"] = sym
+    return f"{kind}:{path}:0x{addr:x}"
+
+
+def symbol_of_probe(probe: str, addresses: Dict[str, str]) -> str:
+    """'uprobe:/x/libjvm.so:9136384' -> 'jni_GetByteArrayRegion'; 'tracepoint:syscalls:sys_exit_write' -> 'write'."""
+    kind, _, rest = probe.partition(":")
+    if kind in ("uprobe", "uretprobe"):
+        sym = addresses.get(rest)
+        if sym is None:
+            sym = rest.rsplit(":", 1)[-1]
+        return sym
+    if kind == "tracepoint":
+        name = rest.rsplit(":", 1)[-1]
+        for pre in ("sys_exit_", "sys_enter_"):
+            if name.startswith(pre):
+                return name[len(pre):]
+        return name
+    return probe

@@ -1,0 +1,402 @@
+"""`jvmos record`: run or attach to a JVM, trace it with bpftrace, write a run directory.
+
+A run directory holds:
+  manifest.json   what was traced and how (written first with status "running")
+  probes.bt       the exact script bpftrace ran
+  raw/bpftrace.json, raw/bpftrace.stderr   the probe output, untouched
+  summary.json    written last and atomically; its "status" says whether the run completed
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from . import JvmosError, __version__
+from . import calibrate as cal
+from .catalogue import DEFAULT_LAYERS, LAYERS
+from .jdk import (Jvm, discover_jdks, executable_kind, jvm_from_libjvm, jvm_of_executable,
+                  jvm_of_pid, symbols)
+from .probegen import render
+from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
+from jvmos.analyzers import rawparse, summary as summ
+
+ATTACH_TIMEOUT_S = 600
+# The gate: the launched command's pid exists (so bpftrace can be told to follow it) but it
+# waits on a pipe until the probes are attached; EOF instead of a byte means "do not start".
+GATE = ("import os, sys\n"
+        "fd = int(sys.argv[1])\n"
+        "go = os.read(fd, 1)\n"
+        "os.close(fd)\n"
+        "if not go: os._exit(125)\n"
+        "try:\n"
+        "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+        "except OSError as e:\n"
+        "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[2], e.strerror))\n"
+        "    os._exit(127)\n")
+# symbols that exist only in some JDKs (libnio's dispatcher natives were renamed in JDK 21):
+# their absence is expected and recorded, not warned about
+OPTIONAL_PREFIXES = ("Java_sun_nio_ch_",)
+
+
+@dataclass
+class Options:
+    cmd: Optional[List[str]] = None
+    pid: Optional[int] = None
+    duration: Optional[float] = None
+    layers: Sequence[str] = tuple(DEFAULT_LAYERS)
+    out: Optional[Path] = None
+    jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
+    platform: Optional[str] = None
+    stdout: Optional[Path] = None      # capture the command's output (experiments)
+    stderr: Optional[Path] = None
+    env: Optional[Dict[str, str]] = None
+    calibrate_if_missing: bool = True
+    log: object = None
+    # with --pid: a load to drive while tracing; the recording ends when it returns
+    workload: Optional[Callable[[], None]] = None
+
+
+@dataclass
+class Result:
+    run_dir: Path
+    status: str
+    exit_code: Optional[int]
+    summary: dict
+    warnings: List[str] = field(default_factory=list)
+
+
+def _now_iso():
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _write_json(path: Path, data: dict):
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def default_out(label: str) -> Path:
+    from . import ROOT
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return ROOT / "results" / "runs" / f"{stamp}-{label}"
+
+
+def prepare_out(out: Path) -> Path:
+    """Create the run directory, or fail at once (before anything runs) if it cannot be."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".jvmos-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise JvmosError(f"cannot write to output directory {out}: {e.strerror or e}")
+    if (out / "summary.json").exists():
+        raise JvmosError(f"{out} already holds a recording: choose another --out")
+    return out
+
+
+class _Tree(threading.Thread):
+    """Polls the traced process tree: pids, their commands and the libjvm.so each maps."""
+
+    def __init__(self, root: int):
+        super().__init__(daemon=True)
+        self.root = root
+        self.pids: Dict[int, dict] = {}
+        self.stop = threading.Event()
+
+    def scan(self):
+        parents = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        s = f.read()
+                    parents[int(d)] = int(s[s.rindex(")") + 2:].split()[1])
+                except (OSError, ValueError, IndexError):
+                    pass
+        tree = {self.root}
+        changed = True
+        while changed:
+            changed = False
+            for p, pp in parents.items():
+                if pp in tree and p not in tree:
+                    tree.add(p)
+                    changed = True
+        for p in tree:
+            info = self.pids.setdefault(p, {"pid": p})
+            try:
+                info["cmdline"] = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[:-1]
+                info["cmdline"] = [a.decode(errors="replace") for a in info["cmdline"]]
+                if "jvm" not in info:
+                    j = jvm_of_pid(p)
+                    if j:
+                        info["jvm"] = j.as_dict()
+            except (OSError, JvmosError):
+                pass
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                self.scan()
+            except OSError:
+                pass
+            self.stop.wait(0.1)
+
+
+def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
+    """Which libjvm.so files to attach to, decided before anything starts."""
+    if opts.jdks:
+        jvms = []
+        for h in opts.jdks:
+            j = jvm_of_executable(str(Path(h) / "bin" / "java"))
+            if j is None:
+                raise JvmosError(f"--jdk {h}: no lib/server/libjvm.so under it")
+            jvms.append(j)
+        return jvms
+    if opts.pid is not None:
+        j = jvm_of_pid(opts.pid)
+        if j is None:
+            warnings.append(f"pid {opts.pid} is not a JVM (no libjvm.so mapped): "
+                            "JVM probes skipped, syscall probes still run")
+            return []
+        return [j]
+    kind = executable_kind(opts.cmd[0])
+    if kind == "missing":
+        raise JvmosError(f"command not found: {opts.cmd[0]}")
+    if kind == "jvm":
+        return [jvm_of_executable(opts.cmd[0])]
+    if kind == "native":
+        warnings.append(f"{opts.cmd[0]} is not a JVM launcher: JVM probes skipped, "
+                        "syscall probes still run")
+        return []
+    jvms = discover_jdks()
+    if not jvms:
+        warnings.append(f"{opts.cmd[0]} may start a JVM but no JDK was found: JVM probes "
+                        "skipped (name one with --jdk)")
+    return jvms
+
+
+def record(opts: Options) -> Result:
+    log = opts.log or (lambda m: print(m, file=sys.stderr))
+    for layer in opts.layers:
+        if layer not in LAYERS:
+            raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
+    if (opts.cmd is None) == (opts.pid is None):
+        raise JvmosError("give either a command (after --) or --pid PID")
+    if opts.pid is not None and not Path(f"/proc/{opts.pid}").exists():
+        raise JvmosError(f"no process with pid {opts.pid}")
+    bpf = bpftrace()
+    if os.geteuid() != 0:
+        raise JvmosError("jvmos record needs root (bpftrace loads BPF programs): run it as root")
+    ensure_tracefs()
+    out = prepare_out(opts.out or default_out("record"))
+    warnings: List[str] = []
+    jvms = _targets(opts, warnings)
+    for w in warnings:
+        log(f"warning: {w}")
+
+    platform_file = cal.platform_path(opts.platform)
+    platform = cal.load(platform_file)
+    if opts.calibrate_if_missing and (platform is None or any(
+            str(j.home) not in platform["copy"].get("nio_heap_to_direct", {}) for j in jvms)):
+        log(f"no calibration for this machine/JDK in {platform_file}: calibrating copy costs "
+            "first (once; 'jvmos calibrate' redoes it)")
+        known = {str(j.home): j for j in jvms}
+        if platform:
+            for h in platform["copy"].get("nio_heap_to_direct", {}):
+                if h not in known and Path(h, "lib", "server", "libjvm.so").exists():
+                    known[h] = jvm_from_libjvm(Path(h, "lib", "server", "libjvm.so"))
+        platform = cal.calibrate_copy(list(known.values()), log=log)
+        cal.save(platform_file, platform)
+
+    libs = {"LIBJVM": [j.libjvm for j in jvms],
+            "LIBNIO": [j.libnio for j in jvms if j.libnio]}
+    script = render(opts.layers, libs, symbols)
+    missing = [m for m in script.missing if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)]
+    for m in missing:
+        log(f"warning: symbol not found, its probe is skipped: {m}")
+    (out / "raw").mkdir(exist_ok=True)
+    (out / "probes.bt").write_text(script.text)
+    manifest = {
+        "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
+        "mode": "launch" if opts.cmd else "attach",
+        "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
+        "layers": list(opts.layers), "jvms_probed": [j.as_dict() for j in jvms],
+        "host": host_info(), "bpftrace": bpftrace_version(),
+        "probes": {"attached": script.attached, "missing": script.missing,
+                   "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
+                   "addresses": script.addresses},
+        "platform_file": str(platform_file), "warnings": warnings,
+        "start_time": None, "end_time": None,
+    }
+    _write_json(out / "manifest.json", manifest)
+
+    # launch mode: the child waits at a gate (a read on fd 3) until the probes are attached
+    child = None
+    gate_w = None
+    if opts.cmd:
+        gate_r, gate_w = os.pipe()
+        stdout = open(opts.stdout, "wb") if opts.stdout else None
+        stderr = open(opts.stderr, "wb") if opts.stderr else None
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-c", GATE, str(gate_r)] + list(opts.cmd),
+                pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=opts.env)
+        finally:
+            os.close(gate_r)
+        root = child.pid
+    else:
+        root = opts.pid
+
+    raw_path = out / "raw" / "bpftrace.json"
+    err_path = out / "raw" / "bpftrace.stderr"
+    t_attach = time.time()
+    bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root)],
+                          stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
+                          start_new_session=True)
+
+    def abort(msg):
+        if gate_w is not None:
+            os.close(gate_w)  # EOF at the gate: the command never starts
+            child.wait()
+        if bt.poll() is None:
+            bt.kill()
+            bt.wait()
+        manifest["status"] = "failed"
+        manifest["error"] = msg
+        manifest["end_time"] = _now_iso()
+        _write_json(out / "manifest.json", manifest)
+        raise JvmosError(msg)
+
+    interrupted = {"sig": None}
+
+    def on_signal(signum, _frame):
+        interrupted["sig"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            if interrupted["sig"] is not None:
+                abort("interrupted before tracing started")
+            if bt.poll() is not None:
+                errs = [l for l in err_path.read_text(errors="replace").splitlines()
+                        if "RLIMIT_MEMLOCK" not in l and l.strip()]
+                first = next((l for l in errs if "ERROR" in l), errs[0] if errs else "no output")
+                abort(f"bpftrace failed: {first.strip()}")
+            if "jvmos-ready" in raw_path.read_text(errors="replace"):
+                break
+            if time.time() - t_attach > ATTACH_TIMEOUT_S:
+                abort(f"bpftrace did not attach within {ATTACH_TIMEOUT_S}s")
+            time.sleep(0.05)
+        attach_s = time.time() - t_attach
+        manifest["attach_seconds"] = round(attach_s, 2)
+        manifest["start_time"] = _now_iso()
+        log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
+            f"tracepoints, attached in {attach_s:.1f}s)" +
+            (f" for {opts.duration}s" if opts.duration else "") +
+            ("; Ctrl-C to stop" if opts.pid else ""))
+        tree = _Tree(root)
+        t0 = time.monotonic_ns()
+        if gate_w is not None:
+            os.write(gate_w, b"go\n")
+            os.close(gate_w)
+            gate_w = None
+        tree.start()
+        exit_code = None
+        load = None
+        load_error = []
+        if opts.workload is not None:
+            def drive():
+                try:
+                    opts.workload()
+                except Exception as e:  # reported after the recording is written
+                    load_error.append(e)
+            load = threading.Thread(target=drive, daemon=True)
+            load.start()
+        if child is not None:
+            while child.poll() is None:
+                if interrupted["sig"] is not None:
+                    try:
+                        child.send_signal(signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+                    try:
+                        child.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        child.kill()
+                    break
+                if bt.poll() is not None:
+                    break
+                time.sleep(0.02)
+            exit_code = child.wait()
+        else:
+            deadline = None if opts.duration is None else time.monotonic() + opts.duration
+            while interrupted["sig"] is None and bt.poll() is None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                if not Path(f"/proc/{root}").exists():
+                    break
+                if load is not None and not load.is_alive():
+                    break
+                time.sleep(0.05)
+        wall_ns = time.monotonic_ns() - t0
+        tree.stop.set()
+        tree.join(timeout=2)
+        manifest["end_time"] = _now_iso()
+
+        # stop bpftrace: SIGINT makes it run END and print its maps
+        bt_died = bt.poll() is not None
+        if not bt_died:
+            bt.send_signal(signal.SIGINT)
+            try:
+                bt.wait(timeout=300)
+            except subprocess.TimeoutExpired:
+                bt.kill()
+                bt.wait()
+                bt_died = True
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if gate_w is not None:
+            os.close(gate_w)
+
+    if bt_died:
+        status = "failed"
+        log("error: bpftrace stopped before the end of the run; its figures are incomplete")
+    elif load_error:
+        status = "load_failed"
+    elif child is not None and interrupted["sig"] is not None:
+        status = "interrupted"
+    elif child is not None and exit_code != 0:
+        status = "command_failed"
+    else:
+        status = "complete"
+    raw = rawparse.parse_file(raw_path)
+    pids = {str(p): info for p, info in tree.pids.items()}
+    jvm_home_by_pid = {p: i["jvm"]["home"] for p, i in pids.items() if "jvm" in i}
+    if opts.pid is not None and jvms:
+        jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
+    costs = cal.costs_for(platform)
+    summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
+                         costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code)
+    if opts.cmd and not jvm_home_by_pid and jvms:
+        warnings.append("the traced command did not map a libjvm.so: no JVM ran, "
+                        "only syscall figures apply")
+    summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
+    manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
+                     "attached_probe_count": raw.attached_probes, "warnings": warnings,
+                     "wall_ns": wall_ns})
+    _write_json(out / "manifest.json", manifest)
+    _write_json(out / "summary.json", summary)
+    if load_error:
+        raise JvmosError(f"the load driven during the recording failed: {load_error[0]}; "
+                         f"the recording is kept in {out}")
+    return Result(run_dir=out, status=status, exit_code=exit_code, summary=summary,
+                  warnings=warnings)

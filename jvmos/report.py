@@ -1,0 +1,65 @@
+"""`jvmos report RUN_DIR`: re-read a finished run directory, without the live process."""
+import json
+from pathlib import Path
+
+from . import JvmosError
+from jvmos.analyzers.tables import Table, category_table, fmt_bytes, fmt_count, fmt_ns
+
+
+def load_run(run_dir) -> tuple:
+    d = Path(run_dir)
+    if not d.is_dir():
+        raise JvmosError(f"{d} is not a directory")
+    try:
+        manifest = json.loads((d / "manifest.json").read_text())
+    except FileNotFoundError:
+        raise JvmosError(f"{d} is not a jvmos run directory (no manifest.json)")
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{d}/manifest.json is damaged: {e}")
+    try:
+        summary = json.loads((d / "summary.json").read_text())
+    except FileNotFoundError:
+        raise JvmosError(f"{d} has no summary.json: the recording did not finish "
+                         f"(manifest status: {manifest.get('status')})")
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{d}/summary.json is damaged: {e}")
+    return manifest, summary
+
+
+def render(run_dir) -> str:
+    manifest, s = load_run(run_dir)
+    out = []
+    cmd = " ".join(manifest.get("command") or []) or f"pid {manifest.get('attach_pid')}"
+    out.append(f"run {run_dir}: {cmd}")
+    out.append(f"status {s['status']}" + (f" (exit code {s.get('exit_code')})"
+                                          if s.get("exit_code") not in (None, 0) else ""))
+    jv = ", ".join(f"JDK {j['version']} ({j['home']})" for j in manifest.get("jvms_probed", []))
+    out.append(f"JVMs probed: {jv or 'none'}; layers {','.join(manifest.get('layers', []))}; "
+               f"{manifest.get('bpftrace')}; kernel {manifest['host']['kernel']}")
+    t = s["totals"]
+    out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed I/O overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
+               + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
+               + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
+    if t.get("lost_events"):
+        out.append(f"warning: bpftrace lost {t['lost_events']} events")
+    for what, n in (t.get("missed_events") or {}).items():
+        out.append(f"note: {n} {what.replace('_', ' ')} events (thread was inside before tracing began)")
+    out.append("")
+    out.append(category_table(s, "Categories (all traced processes)").markdown())
+    p = s.get("paths", {})
+    pt = Table("I/O bytes by path", ["path", "syscalls", "bytes"])
+    for name in ("jni", "nio", "other"):
+        v = p.get(name, {})
+        pt.add([name, fmt_count(v.get("calls")) if "calls" in v else "—", fmt_bytes(v.get("bytes"))])
+    out.append(pt.markdown())
+    jc = s["categories"].get("jni_copy", {}).get("functions", {})
+    if jc:
+        ft = Table("JNI copy functions", ["function", "calls", "bytes", "time"])
+        for name, f in sorted(jc.items(), key=lambda kv: -kv[1]["calls"]):
+            ft.add([name, fmt_count(f["calls"]), fmt_bytes(f["bytes"]) if f["bytes"] else "—",
+                    fmt_ns(f["time_ns"])])
+        out.append(ft.markdown())
+    for name, c in s["categories"].items():
+        if c.get("basis"):
+            out.append(f"{name} ({c['method']}): {c['basis']}")
+    return "\n".join(out)

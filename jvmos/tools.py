@@ -1,0 +1,69 @@
+"""Locating the project's built workloads and the external tools jvmos drives."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import ROOT, JvmosError
+
+C_BUILD = ROOT / "workloads" / "c" / "build"
+IO_JAR = ROOT / "workloads" / "java" / "io" / "target" / "jvmos-io.jar"
+TOMCAT_JAR = ROOT / "workloads" / "java" / "tomcat" / "target" / "jvmos-tomcat.jar"
+
+
+def c_program(name: str) -> Path:
+    p = C_BUILD / name
+    if not p.exists():
+        raise JvmosError(f"{p} is not built: run 'make build' in {ROOT}")
+    return p
+
+
+def jar(path: Path) -> Path:
+    if not path.exists():
+        raise JvmosError(f"{path} is not built: run 'make build' in {ROOT}")
+    return path
+
+
+def bpftrace() -> str:
+    p = shutil.which("bpftrace")
+    if not p:
+        raise JvmosError("bpftrace not found on PATH: install it ('make deps' does, "
+                         "or apt-get install bpftrace)")
+    return p
+
+
+def bpftrace_version() -> str:
+    try:
+        out = subprocess.run([bpftrace(), "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.strip() or out.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({e})"
+
+
+def ensure_tracefs() -> None:
+    """Mount tracefs (and debugfs) when they are not: bpftrace needs them for tracepoints."""
+    if os.path.exists("/sys/kernel/tracing/events") or \
+            os.path.exists("/sys/kernel/debug/tracing/events"):
+        return
+    if os.geteuid() != 0:
+        raise JvmosError("tracefs is not mounted and jvmos is not root: run as root")
+    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"],
+                   capture_output=True)
+    subprocess.run(["mount", "-t", "debugfs", "nodev", "/sys/kernel/debug"], capture_output=True)
+    if not os.path.exists("/sys/kernel/tracing/events"):
+        raise JvmosError("could not mount tracefs at /sys/kernel/tracing: "
+                         "mount -t tracefs nodev /sys/kernel/tracing")
+
+
+def host_info() -> dict:
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    u = os.uname()
+    return {"hostname": u.nodename, "kernel": u.release, "machine": u.machine, "cpu_model": cpu,
+            "cpus": os.cpu_count()}

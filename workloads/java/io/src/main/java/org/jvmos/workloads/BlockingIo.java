@@ -1,0 +1,67 @@
+package org.jvmos.workloads;
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Unbuffered blocking writes: {@code new FileOutputStream(target).write(byte[size])} N times in a
+ * tight loop. Each call is one JNI transition plus one write(2) system call; the default
+ * (10-byte writes to /dev/null) isolates the per-call overhead of the JDK I/O path.
+ *
+ * <pre>BlockingIo --iterations N --size S --target PATH</pre>
+ */
+public final class BlockingIo {
+
+    private BlockingIo() {
+    }
+
+    public static void main(String[] args) {
+        int rc = run(args, System.out, System.err);
+        System.out.flush();
+        if (rc != 0) {
+            System.exit(rc);
+        }
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        long iterations;
+        int size;
+        String target;
+        try {
+            Cli cli = Cli.parse(args, List.of("iterations", "size", "target"), List.of());
+            iterations = cli.longValue("iterations", 1_000_000L, 0, Long.MAX_VALUE);
+            size = cli.intValue("size", 10, 1, 64 << 20);
+            target = cli.string("target", "/dev/null");
+        } catch (Cli.UsageException e) {
+            err.println("error: " + e.getMessage());
+            return Cli.EXIT_USAGE;
+        }
+
+        byte[] buf = new byte[size];
+        Arrays.fill(buf, (byte) 'x');
+        long elapsed;
+        try (FileOutputStream fos = new FileOutputStream(target)) {
+            long t0 = System.nanoTime();
+            for (long i = 0; i < iterations; i++) {
+                fos.write(buf);
+            }
+            elapsed = System.nanoTime() - t0;
+        } catch (IOException e) {
+            err.println("error: " + target + ": " + e.getMessage());
+            return 1;
+        }
+
+        out.println(Cli.summary("blocking-io")
+                .put("ops", iterations)
+                .put("bytes", iterations * size)
+                .put("size", size)
+                .put("target", target)
+                .put("elapsed_ns", elapsed)
+                .put("ns_per_op", iterations == 0 ? 0.0 : (double) elapsed / iterations)
+                .put("java_version", Cli.javaVersion()));
+        return 0;
+    }
+}

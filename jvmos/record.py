@@ -219,7 +219,9 @@ def record(opts: Options) -> Result:
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio]}
     script = render(opts.layers, libs, symbols)
-    missing = [m for m in script.missing if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)]
+    missing = [m for m in script.missing
+               if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
+               and "(library not found)" not in m]
     for m in missing:
         log(f"warning: symbol not found, its probe is skipped: {m}")
     (out / "raw").mkdir(exist_ok=True)
@@ -263,8 +265,10 @@ def record(opts: Options) -> Result:
                           start_new_session=True)
 
     def abort(msg):
+        nonlocal gate_w
         if gate_w is not None:
             os.close(gate_w)  # EOF at the gate: the command never starts
+            gate_w = None
             child.wait()
         if bt.poll() is None:
             bt.kill()
@@ -298,6 +302,7 @@ def record(opts: Options) -> Result:
         attach_s = time.time() - t_attach
         manifest["attach_seconds"] = round(attach_s, 2)
         manifest["start_time"] = _now_iso()
+        _write_json(out / "manifest.json", manifest)  # a reader can see tracing has begun
         log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
             f"tracepoints, attached in {attach_s:.1f}s)" +
             (f" for {opts.duration}s" if opts.duration else "") +

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what jvmos needs on Debian/Ubuntu, as root, skipping what is already there.
+# Used by `make deps` and by the Dockerfile, so both set up the same machine.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+have bpftrace || need+=(bpftrace)
+have nm || need+=(binutils)
+have cc || need+=(gcc)
+have make || need+=(make)
+have mvn || need+=(maven)
+have curl || need+=(curl)
+have unzip || need+=(unzip)
+have python3 || need+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+if ! ls /usr/lib/jvm/*/bin/javac >/dev/null 2>&1 && ! have javac; then
+  need+=(openjdk-17-jdk-headless)
+fi
+# Java2D (the jni-census task) renders text: it needs fontconfig and a font
+for p in fontconfig fonts-dejavu-core; do pkg_missing "$p" && need+=("$p"); done
+
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing ${need[*]}; run as root (apt-get install)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# bpftrace needs tracefs (tracepoints) and, on older kernels, debugfs
+if [ "$(id -u)" -eq 0 ]; then
+  [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+  [ -d /sys/kernel/debug/tracing ] || mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
+fi
+echo "install-deps: system packages ok"

@@ -1,0 +1,37 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+JVMOS = [sys.executable, "-m", "jvmos.cli"]
+
+
+def can_trace() -> str:
+    if os.geteuid() != 0:
+        return "needs root"
+    if not shutil.which("bpftrace"):
+        return "needs bpftrace"
+    return ""
+
+
+@pytest.fixture(scope="session")
+def platform_file(tmp_path_factory):
+    """One calibration per test session, shared by every recording (JVMOS_PLATFORM)."""
+    path = tmp_path_factory.mktemp("platform") / "platform.json"
+    os.environ["JVMOS_PLATFORM"] = str(path)
+    r = subprocess.run(JVMOS + ["calibrate", "--trials", "3"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=900)
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def run_jvmos(args, timeout=900, env=None, **kw):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run(JVMOS + list(args), capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout, env=e, **kw)

@@ -1,0 +1,155 @@
+"""Real bpftrace on real processes: what `jvmos record` counts must match what the programs did."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, JVMOS, can_trace, run_jvmos
+from jvmos.jdk import discover_jdks
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+IO_JAR = ROOT / "workloads/java/io/target/jvmos-io.jar"
+C_LOOP = ROOT / "workloads/c/build/blocking_io"
+
+
+def java():
+    jdks = discover_jdks()
+    assert jdks, "no JDK found"
+    return str(jdks[0].home / "bin" / "java")
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def cat(s, name):
+    return s["categories"].get(name, {"calls": 0, "bytes": 0, "functions": {}, "syscalls": {}})
+
+
+def test_java_loop_counts_every_write_and_jni_copy(platform_file, tmp_path):
+    out = tmp_path / "java-loop"
+    r = run_jvmos(["record", "--out", str(out), "--", java(), "-cp", str(IO_JAR),
+                   "org.jvmos.workloads.BlockingIo", "--iterations", "1000000", "--size", "10",
+                   "--target", "/dev/null"])
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    assert s["status"] == "complete"
+    writes = cat(s, "io_syscall")["syscalls"]["write"]
+    assert writes["calls"] >= 1_000_000
+    assert writes["bytes"] >= 10_000_000
+    gbar = cat(s, "jni_copy")["functions"]["GetByteArrayRegion"]
+    assert gbar["calls"] >= 1_000_000
+    assert gbar["bytes"] >= 10_000_000
+    # the loop's bytes went through the JNI path, and are attributed to it
+    assert s["paths"]["jni"]["bytes"] >= 10_000_000
+    assert cat(s, "kernel_copy")["method"] == "estimated"
+    assert cat(s, "kernel_copy")["time_ns"] > 0
+    assert s["totals"]["wall_ns"] > 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["jvms_probed"] and m["bpftrace"]
+    assert any("GetByteArrayRegion" in sym for sym in m["probes"]["addresses"].values())
+    assert (out / "raw" / "bpftrace.json").stat().st_size > 0
+    # report reads it back later, without the process
+    rep = run_jvmos(["report", str(out)])
+    assert rep.returncode == 0 and "jni_copy" in rep.stdout
+
+
+def test_c_loop_has_no_jni_and_still_traces_syscalls(platform_file, tmp_path):
+    out = tmp_path / "c-loop"
+    r = run_jvmos(["record", "--out", str(out), "--", str(C_LOOP), "--iterations", "1000000",
+                   "--size", "10"])
+    assert r.returncode == 0, r.stderr
+    assert "not a JVM" in r.stderr and "Traceback" not in r.stderr
+    s = summary(out)
+    assert cat(s, "jni_copy")["calls"] == 0
+    assert cat(s, "io_syscall")["syscalls"]["write"]["calls"] >= 1_000_000
+
+
+def test_socket_stream_copies_through_nio_not_jni(platform_file, tmp_path):
+    out = tmp_path / "socket"
+    n = 200_000
+    r = run_jvmos(["record", "--out", str(out), "--", java(), "-cp", str(IO_JAR),
+                   "org.jvmos.workloads.SocketStream", "--writes", str(n), "--size", "10"])
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    writes = cat(s, "io_syscall")["syscalls"]["write"]["calls"]
+    assert writes >= n
+    jni = cat(s, "jni_copy")["functions"]
+    region = sum(f["calls"] for name, f in jni.items() if name.endswith("ArrayRegion"))
+    assert region < 0.01 * writes
+    nio = cat(s, "nio_copy")
+    assert nio["bytes"] >= n * 10          # the client's bytes (and the server's reads)
+    assert nio["calls"] >= n
+    assert nio["method"] == "estimated" and nio["time_ns"] > 0
+
+
+def test_attach_by_pid_detaches_and_jvm_exits_normally(platform_file, tmp_path):
+    out = tmp_path / "attach"
+    jvm = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
+                            "--iterations", "40000000", "--size", "10", "--target", "/dev/null"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.0)
+        r = run_jvmos(["record", "--pid", str(jvm.pid), "--duration", "3", "--out", str(out)])
+        assert r.returncode == 0, r.stderr
+        assert jvm.poll() is None, "the JVM must keep running after jvmos detaches"
+        s = summary(out)
+        assert s["status"] == "complete"
+        assert cat(s, "io_syscall")["syscalls"]["write"]["calls"] > 1000
+        assert cat(s, "jni_copy")["functions"]["GetByteArrayRegion"]["calls"] > 1000
+        out_, err = jvm.communicate(timeout=300)
+        assert jvm.returncode == 0, err
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+
+
+def test_attach_stops_on_sigterm_and_writes_results(platform_file, tmp_path):
+    out = tmp_path / "sigterm"
+    jvm = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
+                            "--iterations", "2000000000", "--size", "10", "--target", "/dev/null"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and not (out / "manifest.json").exists():
+            time.sleep(0.2)
+        while time.time() < deadline and \
+                json.loads((out / "manifest.json").read_text()).get("start_time") is None:
+            time.sleep(0.2)
+        time.sleep(2)
+        rec.send_signal(signal.SIGTERM)
+        _, err = rec.communicate(timeout=300)
+        assert rec.returncode == 0, err
+        assert summary(out)["status"] == "complete"
+        assert jvm.poll() is None
+    finally:
+        jvm.kill()
+
+
+def test_interrupted_launch_is_marked_interrupted(platform_file, tmp_path):
+    out = tmp_path / "interrupted"
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--", "sleep", "60"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        m = out / "manifest.json"
+        if m.exists() and json.loads(m.read_text()).get("start_time"):
+            break
+        time.sleep(0.2)
+    time.sleep(1)
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=120)
+    assert rec.returncode != 0
+    s = summary(out)
+    assert s["status"] == "interrupted", "an interrupted run must not look complete"
+    assert "Traceback" not in err

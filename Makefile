@@ -15,6 +15,7 @@ demo: build
 	@echo "demo done: tables and recordings are in results/runs/ (newest demo-* directories)"
 
 test: build
+	cd workloads/java && mvn -q -B test
 	$(PY) -m pytest -q -rs tests
 
 unit: venv

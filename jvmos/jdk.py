@@ -93,14 +93,18 @@ def jvm_of_pid(pid: int) -> Optional[Jvm]:
     if not libjvm:
         return None
     libjava = next((p for p in maps if os.path.basename(p) == "libjava.so"), None)
-    # the process may run in another mount namespace (a container): reach its files via /proc
-    base = Path(libjvm)
-    if not base.exists():
-        base = Path(f"/proc/{pid}/root{libjvm}")
-    lj = Path(libjava) if libjava else None
-    if lj is not None and not lj.exists():
-        lj = Path(f"/proc/{pid}/root{libjava}")
-    return jvm_from_libjvm(base, lj)
+    # a process in another mount namespace (a container, or jvmos itself in one) names files
+    # of its own filesystem: reach the very same files through /proc/PID/root
+    prefix = f"/proc/{pid}/root" if _other_mount_ns(pid) or not Path(libjvm).exists() else ""
+    lj = Path(prefix + libjava) if libjava else None
+    return jvm_from_libjvm(Path(prefix + libjvm), lj)
+
+
+def _other_mount_ns(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return False
 
 
 def discover_jdks() -> List[Jvm]:

@@ -183,6 +183,24 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
+def _ensure_calibrated(platform, platform_file, jvms, log):
+    """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
+    if platform is None:
+        log(f"no calibration in {platform_file}: measuring this machine's copy costs first "
+            "(once; 'jvmos calibrate --force' redoes it)")
+        platform = cal.calibrate_copy(jvms, log=log)
+        cal.save(platform_file, platform)
+        return platform
+    nio = platform["copy"].setdefault("nio_heap_to_direct", {})
+    todo = [j for j in jvms if str(j.home) not in nio]
+    for j in todo:
+        log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
+        nio[str(j.home)] = cal.calibrate_nio(j)
+    if todo:
+        cal.save(platform_file, platform)
+    return platform
+
+
 def record(opts: Options) -> Result:
     log = opts.log or (lambda m: print(m, file=sys.stderr))
     for layer in opts.layers:
@@ -204,17 +222,8 @@ def record(opts: Options) -> Result:
 
     platform_file = cal.platform_path(opts.platform)
     platform = cal.load(platform_file)
-    if opts.calibrate_if_missing and (platform is None or any(
-            str(j.home) not in platform["copy"].get("nio_heap_to_direct", {}) for j in jvms)):
-        log(f"no calibration for this machine/JDK in {platform_file}: calibrating copy costs "
-            "first (once; 'jvmos calibrate' redoes it)")
-        known = {str(j.home): j for j in jvms}
-        if platform:
-            for h in platform["copy"].get("nio_heap_to_direct", {}):
-                if h not in known and Path(h, "lib", "server", "libjvm.so").exists():
-                    known[h] = jvm_from_libjvm(Path(h, "lib", "server", "libjvm.so"))
-        platform = cal.calibrate_copy(list(known.values()), log=log)
-        cal.save(platform_file, platform)
+    if opts.calibrate_if_missing:
+        platform = _ensure_calibrated(platform, platform_file, jvms, log)
 
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio]}

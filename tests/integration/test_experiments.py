@@ -1,0 +1,47 @@
+"""The experiments end to end at a small scale: tables written, recordings kept, figures sane."""
+import json
+
+import pytest
+
+from conftest import can_trace, run_jvmos
+from jvmos.jdk import discover_jdks
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+
+def test_blocking_io_quick(platform_file, tmp_path):
+    out = tmp_path / "bio"
+    jdk = str(discover_jdks()[0].home)
+    r = run_jvmos(["run", "blocking-io", "--iterations", "50000", "--repeat", "1",
+                   "--jdk", jdk, "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "table3.json").read_text())
+    assert set(res["impls"]) >= {"c"} and len(res["impls"]) == 2
+    java = next(v for k, v in res["impls"].items() if k != "c")
+    assert java["categories"]["jni_copy"]["functions"]["GetByteArrayRegion"]["calls"] >= 50_000
+    assert res["impls"]["c"]["categories"].get("jni_copy", {}).get("calls", 0) == 0
+    assert java["java_c_loop_ratio"] > 0
+    assert "Table 3" in (out / "table3.md").read_text()
+    assert (out / "table3.csv").read_text().startswith("row,")
+    for name in res["impls"]:
+        assert (out / "runs" / name / "summary.json").exists()
+
+
+def test_jni_census_quick(platform_file, tmp_path):
+    out = tmp_path / "census"
+    r = run_jvmos(["run", "jni-census", "--quick", "--out", str(out)], timeout=1200)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "table2.json").read_text())
+    assert set(res["tasks"]) == {"tomcat", "java2d", "randomrw", "socket"}
+    for name, t in res["tasks"].items():
+        assert t["jni_calls"] > 0, name
+        assert 0 < t["copying_pct"] < 100, name
+        assert t["io_syscalls"] > 0, name
+    rw = res["tasks"]["randomrw"]
+    assert rw["paths"]["jni"]["bytes"] >= 100_000 * 10 * 0.9   # RandomAccessFile copies via JNI
+    sock = res["tasks"]["socket"]
+    assert sock["paths"]["nio"]["bytes"] >= 50_000 * 10       # Socket writes copy via NIO
+    assert sock["copying_calls"] < 0.01 * sock["syscalls"]["write"]["calls"]
+    tc = res["tasks"]["tomcat"]
+    assert tc["pages"] == 30 and tc["io_bytes"] >= 30 * 10240

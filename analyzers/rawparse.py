@@ -43,6 +43,9 @@ def parse_lines(lines) -> Raw:
         except json.JSONDecodeError:
             raw.errors.append(f"line {lineno}: not JSON: {line[:80]}")
             continue
+        if not isinstance(rec, dict):
+            raw.errors.append(f"line {lineno}: not a bpftrace record: {line[:80]}")
+            continue
         kind, data = rec.get("type"), rec.get("data")
         if kind in ("map", "hist", "lhist", "stats") and isinstance(data, dict):
             raw.maps.update(data)

@@ -24,9 +24,10 @@ def fmt_bytes(n) -> str:
     if n is None:
         return "—"
     n = float(n)
-    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    for unit, div in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= div:
-            return f"{n / div:.3g} {unit}"
+            x = n / div
+            return (f"{x:.3g}" if x < 100 else f"{x:.0f}") + f" {unit}"
     return f"{int(n)} B"
 
 

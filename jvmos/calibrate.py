@@ -35,11 +35,12 @@ def load(path: Path) -> Optional[dict]:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         return None
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise JvmosError(f"platform file {path} is unreadable ({e}): "
                          f"recalibrate with 'jvmos calibrate --force'")
-    if data.get("schema") != SCHEMA:
-        raise JvmosError(f"platform file {path} has schema {data.get('schema')!r}, "
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise JvmosError(f"platform file {path} has schema {schema!r}, "
                          f"expected {SCHEMA}: recalibrate with 'jvmos calibrate --force'")
     return data
 

@@ -150,8 +150,16 @@ def jvm_of_executable(exe: str) -> Optional[Jvm]:
     return None
 
 
+# programs that run another command: what they start may be a JVM, so all JDKs are probed
+WRAPPERS = {"sh", "bash", "dash", "zsh", "ksh", "env", "timeout", "nice", "nohup", "taskset",
+            "numactl", "chrt", "ionice", "stdbuf", "time", "xargs", "setsid", "sudo", "su",
+            "runuser", "unshare", "nsenter", "make", "mvn", "gradle", "ant", "perf", "strace",
+            "valgrind", "python", "python3", "perl"}
+
+
 def executable_kind(exe: str) -> str:
-    """'jvm' for a JDK launcher, 'native' for another ELF binary, 'script' otherwise."""
+    """'jvm' for a JDK launcher, 'jvm-embedder' for a binary linking the JVM, 'script' for
+    an interpreted file or a wrapper that runs other commands, 'native' otherwise."""
     path = shutil.which(exe) if "/" not in exe else exe
     if not path or not os.path.exists(path):
         return "missing"
@@ -168,6 +176,9 @@ def executable_kind(exe: str) -> str:
     # a binary that links the JVM (an embedding launcher) is a JVM too
     if b"libjvm.so" in data or b"libjli.so" in data:
         return "jvm-embedder"
+    name = os.path.basename(path)
+    if name in WRAPPERS or name.rstrip("0123456789.") in WRAPPERS:
+        return "script"
     return "native"
 
 

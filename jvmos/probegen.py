@@ -15,6 +15,7 @@ from . import ROOT, JvmosError
 from .catalogue import LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point
 
 PROBES_DIR = ROOT / "probes"
+MODES = ("time", "count")
 ATTACH = re.compile(r"^(uprobe|uretprobe|tracepoint|usdt|interval|profile):[^\s{]*?,?\s*$")
 PLACEHOLDER = re.compile(r"^(uprobe|uretprobe):@(\w+)@:(\S+?),?\s*$")
 
@@ -53,8 +54,13 @@ def _split_blocks(text: str):
 
 
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
-           symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True) -> Script:
-    """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths."""
+           symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
+           mode: str = "time") -> Script:
+    """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
+
+    mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only)."""
+    if mode not in MODES:
+        raise JvmosError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     for layer in layers:
         if layer not in LAYERS:
             raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
@@ -65,6 +71,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         if not path.exists():
             raise JvmosError(f"probe script {path} is missing from this installation")
         for kind, chunk in _split_blocks(path.read_text()):
+            if mode == "count":
+                chunk = [l for l in chunk if not l.rstrip().endswith("/* time */")]
             (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
     skip_copy = "io" in layers   # io.bt probes the copy functions itself
     script = Script(text="")
@@ -87,6 +95,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
                 kept.append(ap)
                 continue
             kind, ph, sym = m.groups()
+            if mode == "count" and kind == "uretprobe":
+                continue
             paths = libs.get(ph, [])
             if not paths:
                 script.missing.append(f"@{ph}@:{sym} (library not found)")
@@ -114,8 +124,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
     script.tracepoint_count = sum(1 for a in script.attached if a.startswith("tracepoint"))
     # a symbol missing from one JDK but present in another is not missing overall
-    present = {script.addresses.get(a.split(":", 1)[1], a.rsplit(":", 1)[-1])
-               for a in script.attached if a.startswith(("uprobe", "uretprobe"))}
+    present = set(script.addresses.values()) | {
+        a.rsplit(":", 1)[-1] for a in script.attached if a.startswith(("uprobe", "uretprobe"))}
     script.missing = sorted({m for m in script.missing
                              if m.rsplit(":", 1)[-1] not in present})
     return script

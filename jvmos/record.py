@@ -400,9 +400,11 @@ def record(opts: Options) -> Result:
     costs = cal.costs_for(platform)
     summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
                          costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code)
-    if opts.cmd and not jvm_home_by_pid and jvms:
-        warnings.append("the traced command did not map a libjvm.so: no JVM ran, "
-                        "only syscall figures apply")
+    jni_hits = summary["categories"].get("jni_copy", {}).get("calls", 0)
+    if opts.cmd and jvms and not jvm_home_by_pid and not jni_hits:
+        warnings.append("no JVM ran under the traced command (no libjvm.so mapped, no JVM "
+                        "probe fired): only syscall figures apply")
+        log(f"warning: {warnings[-1]}")
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,

@@ -14,14 +14,14 @@ def load_run(run_dir) -> tuple:
         manifest = json.loads((d / "manifest.json").read_text())
     except FileNotFoundError:
         raise JvmosError(f"{d} is not a jvmos run directory (no manifest.json)")
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise JvmosError(f"{d}/manifest.json is damaged: {e}")
     try:
         summary = json.loads((d / "summary.json").read_text())
     except FileNotFoundError:
         raise JvmosError(f"{d} has no summary.json: the recording did not finish "
                          f"(manifest status: {manifest.get('status')})")
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise JvmosError(f"{d}/summary.json is damaged: {e}")
     return manifest, summary
 

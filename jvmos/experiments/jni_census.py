@@ -175,6 +175,12 @@ def main(argv) -> int:
              "bytes by path: a syscall is JNI-path when its buffer is the one a JNI Region copy "
              "of the same thread filled (write) or drained (read); NIO-path when a libnio.so "
              "read/write native issued it; other = the rest (JVM-internal and direct-buffer I/O)."]
+    from jvmos.analyzers.figures import bytes_by_path
+    for name, r in results["tasks"].items():
+        r["short"] = name
+    figs = bytes_by_path(results["tasks"], out / "table2-paths",
+                         f"I/O bytes by path, JDK {jvm.version} (JNI copy, NIO copy, other)")
+    notes.append(f"figure: {figs[0].name} (and .svg), the share of each task's I/O bytes by path.")
     write_outputs(out, "table2", [t], results, notes)
     print(t.markdown())
     for n in notes:

@@ -43,5 +43,7 @@ def test_jni_census_quick(platform_file, tmp_path):
     sock = res["tasks"]["socket"]
     assert sock["paths"]["nio"]["bytes"] >= 50_000 * 10       # Socket writes copy via NIO
     assert sock["copying_calls"] < 0.01 * sock["syscalls"]["write"]["calls"]
+    assert (out / "table2-paths.png").stat().st_size > 5000
+    assert (out / "table2-paths.svg").read_text().lstrip().startswith("<?xml")
     tc = res["tasks"]["tomcat"]
     assert tc["pages"] == 30 and tc["io_bytes"] >= 30 * 10240

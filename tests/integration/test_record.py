@@ -153,3 +153,17 @@ def test_interrupted_launch_is_marked_interrupted(platform_file, tmp_path):
     s = summary(out)
     assert s["status"] == "interrupted", "an interrupted run must not look complete"
     assert "Traceback" not in err
+
+
+def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
+    out = tmp_path / "child"
+    r = run_jvmos(["record", "--out", str(out), "--", "/bin/sh", "-c",
+                   f"'{java()}' -cp '{IO_JAR}' org.jvmos.workloads.BlockingIo --iterations 100000"
+                   " --size 10 --target /dev/null; true"])
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    assert cat(s, "jni_copy")["functions"]["GetByteArrayRegion"]["calls"] >= 100_000
+    # the shell and its java child are both traced, each under its own pid
+    jvm_pids = [p for p, v in s["by_pid"].items()
+                if v["categories"].get("jni_copy", {}).get("calls", 0) >= 100_000]
+    assert len(jvm_pids) == 1 and len(s["by_pid"]) >= 2

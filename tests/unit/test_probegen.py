@@ -1,0 +1,389 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from jvmos import JvmosError, probegen
+from jvmos.catalogue import JNI_COPY_FUNCTIONS
+from jvmos.probegen import PROBES_DIR, render, symbol_of_probe
+
+LIBJVM = Path("/jdk17/lib/server/libjvm.so")
+LIBJVM2 = Path("/jdk21/lib/server/libjvm.so")
+LIBNIO = Path("/jdk17/lib/libnio.so")
+
+
+def template_symbols(name, placeholder):
+    return sorted(set(re.findall(rf"^\s*u(?:ret)?probe:@{placeholder}@:(\w+)",
+                                 (PROBES_DIR / name).read_text(), re.M)))
+
+
+IO_JVM_SYMBOLS = template_symbols("io.bt", "LIBJVM")
+IO_NIO_SYMBOLS = template_symbols("io.bt", "LIBNIO")
+# JNI entry points besides the copy functions, and names that are not entry points
+OTHER_ENTRY_POINTS = ["jni_GetVersion", "jni_FindClass", "jni_GetObjectClass", "jni_NewStringUTF"]
+NOT_ENTRY_POINTS = ["jni_invoke_static", "jni_check_async_exceptions", "JNI_CreateJavaVM",
+                    "jni_", "os_write"]
+
+
+def fake_table(symbols, base):
+    return {s: base + 0x40 * i for i, s in enumerate(symbols)}
+
+
+JVM_TABLE = fake_table(IO_JVM_SYMBOLS + OTHER_ENTRY_POINTS + NOT_ENTRY_POINTS
+                       + [f"jni_{f}" for f in JNI_COPY_FUNCTIONS if f"jni_{f}" not in IO_JVM_SYMBOLS],
+                       0x800000)
+JVM2_TABLE = fake_table(sorted(JVM_TABLE), 0x900000)
+NIO_TABLE = fake_table(IO_NIO_SYMBOLS, 0x3000)
+
+
+def symbols_from(tables):
+    calls = []
+
+    def symbols_of(path):
+        calls.append(path)
+        return dict(tables.get(path, {}))
+    symbols_of.calls = calls
+    return symbols_of
+
+
+def blocks(text):
+    """[(attach points, filter+body text)] of the rendered probe blocks, BEGIN/END excluded."""
+    lines = text.splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if probegen.ATTACH.match(lines[i].strip()):
+            group = []
+            while i < len(lines) and probegen.ATTACH.match(lines[i].strip()):
+                group.append(lines[i])
+                i += 1
+            body = []
+            while i < len(lines) and lines[i] != "}":
+                body.append(lines[i])
+                i += 1
+            out.append((group, "\n".join(body)))
+        i += 1
+    return out
+
+
+def code_only(text):
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+def ap(kind, path, table, sym):
+    return f"{kind}:{path}:0x{table[sym]:x}"
+
+
+def test_io_layer_attaches_each_symbol_by_address():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    assert s.missing == []
+    assert "@LIBJVM@" not in code_only(s.text) and "@LIBNIO@" not in code_only(s.text)
+    lines = {l.strip().rstrip(",") for l in s.text.splitlines()}
+    for sym in IO_JVM_SYMBOLS:
+        assert ap("uprobe", LIBJVM, JVM_TABLE, sym) in lines, sym
+        assert s.addresses[f"{LIBJVM}:{JVM_TABLE[sym]}"] == sym
+    for sym in IO_NIO_SYMBOLS:
+        assert ap("uprobe", LIBNIO, NIO_TABLE, sym) in lines, sym
+        assert s.addresses[f"{LIBNIO}:{NIO_TABLE[sym]}"] == sym
+    # every JNI copy function gets an entry and a return probe (it is timed)
+    for f in JNI_COPY_FUNCTIONS:
+        assert ap("uretprobe", LIBJVM, JVM_TABLE, f"jni_{f}") in lines, f
+    assert ap("uretprobe", LIBJVM, JVM_TABLE, "Unsafe_CopyMemory0") not in lines
+    assert "jni_GetVersion" not in s.addresses.values()        # io layer: no census
+    io = (PROBES_DIR / "io.bt").read_text() + (PROBES_DIR / "common.bt").read_text()
+    n_uprobes = len(re.findall(r"^\s*u(?:ret)?probe:@LIB", io, re.M))
+    n_tracepoints = len(re.findall(r"^\s*tracepoint:", io, re.M))
+    assert s.uprobe_count == n_uprobes
+    assert s.tracepoint_count == n_tracepoints
+    assert len(s.attached) == n_uprobes + n_tracepoints
+    assert "tracepoint:syscalls:sys_exit_write" in s.attached
+    assert "tracepoint:task:task_newtask" in s.attached
+
+
+def test_attach_by_symbol_when_asked():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}), by_address=False)
+    assert f"uprobe:{LIBJVM}:jni_GetByteArrayRegion" in s.attached
+    assert f"uretprobe:{LIBJVM}:jni_GetByteArrayRegion" in s.attached
+    assert s.addresses == {}
+    assert not any(":0x" in a for a in s.attached)
+    assert f":0x{JVM_TABLE['jni_GetByteArrayRegion']:x}" not in s.text
+
+
+def test_attach_points_of_a_block_are_comma_separated():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    bl = blocks(s.text)
+    assert bl
+    for group, body in bl:
+        assert all(l.endswith(",") for l in group[:-1]), group
+        assert not group[-1].endswith(","), group
+        assert body.lstrip().startswith(("/", "{")), body[:40]
+    t = code_only(s.text)
+    assert t.count("{") == t.count("}")
+
+
+def test_missing_symbol_is_dropped_and_the_rest_of_its_block_stays():
+    table = dict(JVM_TABLE)
+    del table["jni_GetBooleanArrayRegion"]
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: table, LIBNIO: NIO_TABLE}))
+    assert s.missing == [f"{LIBJVM}:jni_GetBooleanArrayRegion"]
+    assert "jni_GetBooleanArrayRegion" not in s.addresses.values()
+    assert f"0x{JVM_TABLE['jni_GetBooleanArrayRegion']:x}" not in s.text
+    gbar = ap("uprobe", LIBJVM, table, "jni_GetByteArrayRegion")
+    (group, body), = [(g, b) for g, b in blocks(s.text) if gbar in g[0]]
+    assert group == [gbar]                               # alone now, and no dangling comma
+    assert "@jbuf[tid] = arg4;" in body and "arg3 * 1)" in body
+    # the uretprobe block loses only the missing function
+    ret = ap("uretprobe", LIBJVM, table, "jni_GetByteArrayRegion")
+    (group, body), = [(g, b) for g, b in blocks(s.text) if any(ret in l for l in g)]
+    assert len(group) == len(JNI_COPY_FUNCTIONS) - 1
+    t = code_only(s.text)
+    assert t.count("{") == t.count("}")
+
+
+def test_block_whose_every_attach_point_is_missing_is_dropped_whole():
+    table = dict(JVM_TABLE)
+    del table["Unsafe_CopyMemory0"]
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: table, LIBNIO: NIO_TABLE}))
+    assert s.missing == [f"{LIBJVM}:Unsafe_CopyMemory0"]
+    code = code_only(s.text)
+    assert "unsafe_copy_out" not in code
+    assert 'reg("sp")' not in code
+    assert "Unsafe_CopyMemory0" not in code
+    # the blocks around it are still there
+    assert '"nio_native"' in code and '"io_syscall"' in code
+    assert code.count("{") == code.count("}")
+    full = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+                  symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    assert len(blocks(full.text)) - len(blocks(s.text)) == 1
+
+
+def test_library_not_found_drops_its_probes():
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
+    assert '"nio_native"' not in code_only(s.text)
+    assert f"@LIBNIO@:{IO_NIO_SYMBOLS[0]} (library not found)" in s.missing
+    assert len([m for m in s.missing if m.startswith("@LIBNIO@")]) == len(IO_NIO_SYMBOLS)
+    assert all(a.startswith(("tracepoint", f"uprobe:{LIBJVM}", f"uretprobe:{LIBJVM}"))
+               for a in s.attached)
+
+
+def test_partially_present_library_symbols():
+    # a JDK has only one of FileDispatcherImpl / UnixFileDispatcherImpl
+    nio = {k: v for k, v in NIO_TABLE.items() if "UnixFileDispatcherImpl" not in k}
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: nio}))
+    assert s.missing == sorted(f"{LIBNIO}:{k}" for k in NIO_TABLE if "UnixFileDispatcherImpl" in k)
+    assert '"nio_native"' in s.text
+
+
+@pytest.mark.parametrize("layers", [["io"], ["jni"], ["io", "jni"]])
+def test_begin_and_end_blocks_are_merged(layers):
+    s = render(layers, {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    lines = s.text.splitlines()
+    assert [l.strip() for l in lines].count("BEGIN") == 1
+    assert [l.strip() for l in lines].count("END") == 1
+    assert lines[0] == "BEGIN" and lines[1] == "{"
+    b = lines.index("}")
+    begin = "\n".join(lines[2:b])
+    assert "@trk[$1] = 1;" in begin and 'printf("jvmos-ready\\n");' in begin
+    assert ("@jbuf[0] = (uint64)0" in begin) == ("io" in layers)
+    e = lines.index("END")
+    end = "\n".join(lines[e + 2:])
+    assert "clear(@trk);" in end and "@end_ns = nsecs;" in end
+    assert ("clear(@depth);" in end) == ("io" in layers)
+    assert lines[-1] == "}" or lines[-2] == "}"
+
+
+def test_unknown_layer_raises():
+    with pytest.raises(JvmosError, match="unknown layer 'gpu'.*io"):
+        render(["io", "gpu"], {}, symbols_from({}))
+
+
+JNI_ENTRY_POINTS = sorted([s for s in JVM_TABLE if re.match(r"jni_[A-Z]", s)])
+
+
+def symbol_at(script, attach_line):
+    """The symbol an attach point 'kind:PATH:0xHEX' probes, through script.addresses."""
+    path, _, hexaddr = attach_line.strip().rstrip(",").split(":", 1)[1].rpartition(":0x")
+    return script.addresses[f"{path}:{int(hexaddr, 16)}"]
+
+
+def census_symbols(script):
+    (group, body), = [(g, b) for g, b in blocks(script.text) if '"jni_call"' in b]
+    return sorted(symbol_at(script, l) for l in group)
+
+
+def test_jni_layer_alone_probes_every_camelcase_entry_point():
+    s = render(["jni"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
+    assert census_symbols(s) == JNI_ENTRY_POINTS
+    assert "jni_GetByteArrayRegion" in census_symbols(s)
+    for bad in NOT_ENTRY_POINTS:
+        assert bad not in s.addresses.values()
+    assert s.uprobe_count == len(JNI_ENTRY_POINTS)
+    assert s.missing == []
+
+
+def test_jni_layer_with_io_leaves_the_copy_functions_to_io():
+    s = render(["io", "jni"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    census = census_symbols(s)
+    assert census == sorted(set(JNI_ENTRY_POINTS) - {f"jni_{f}" for f in JNI_COPY_FUNCTIONS})
+    assert "jni_GetVersion" in census and "jni_GetByteArrayRegion" not in census
+    # no function carries two entry probes
+    entries = [a for a in s.attached if a.startswith("uprobe:")]
+    assert len(entries) == len(set(entries))
+    assert entries.count(ap("uprobe", LIBJVM, JVM_TABLE, "jni_GetByteArrayRegion")) == 1
+
+
+def test_two_jdks_give_one_attach_point_per_library():
+    s = render(["io", "jni"], {"LIBJVM": [LIBJVM, LIBJVM2]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBJVM2: JVM2_TABLE}))
+    for sym in IO_JVM_SYMBOLS:
+        assert ap("uprobe", LIBJVM, JVM_TABLE, sym) in s.attached
+        assert ap("uprobe", LIBJVM2, JVM2_TABLE, sym) in s.attached
+        assert s.addresses[f"{LIBJVM}:{JVM_TABLE[sym]}"] == sym
+        assert s.addresses[f"{LIBJVM2}:{JVM2_TABLE[sym]}"] == sym
+    assert ap("uprobe", LIBJVM2, JVM2_TABLE, "jni_GetVersion") in s.attached
+    n_jvm = sum(1 for a in s.attached if a.startswith(("uprobe:" + str(LIBJVM) + ":",
+                                                       "uretprobe:" + str(LIBJVM) + ":")))
+    n_jvm2 = sum(1 for a in s.attached if str(LIBJVM2) in a)
+    assert n_jvm == n_jvm2 > 0
+    assert all("LIBNIO" in m for m in s.missing)
+
+
+@pytest.mark.parametrize("by_address", [
+    False,
+    True,
+])
+def test_symbol_missing_from_one_jdk_but_present_in_another_is_not_missing(by_address):
+    t1 = dict(JVM_TABLE)
+    del t1["jni_GetBooleanArrayRegion"]
+    s = render(["io"], {"LIBJVM": [LIBJVM, LIBJVM2], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: t1, LIBJVM2: JVM2_TABLE, LIBNIO: NIO_TABLE}),
+               by_address=by_address)
+    assert s.missing == []
+
+
+def test_symbol_missing_from_every_jdk_is_reported_once_per_library():
+    t1, t2 = dict(JVM_TABLE), dict(JVM2_TABLE)
+    del t1["jni_GetBooleanArrayRegion"], t2["jni_GetBooleanArrayRegion"]
+    s = render(["io"], {"LIBJVM": [LIBJVM, LIBJVM2], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: t1, LIBJVM2: t2, LIBNIO: NIO_TABLE}))
+    assert s.missing == [f"{LIBJVM}:jni_GetBooleanArrayRegion",
+                         f"{LIBJVM2}:jni_GetBooleanArrayRegion"]
+
+
+# ---- a small synthetic template, to check the rewriting exactly
+
+COMMON = """/* common */
+BEGIN
+{
+	@c = 1;
+}
+
+tracepoint:sched:sched_process_exit
+{
+	@exit = count();
+}
+
+END
+{
+	clear(@c);
+}
+"""
+
+LAYER = """BEGIN
+{
+	@t = 2;
+}
+
+uprobe:@LIBX@:keep_me,
+uprobe:@LIBX@:gone
+/@c/
+{
+	@kept_body = count();
+}
+
+uprobe:@LIBX@:gone_too
+/@c/
+{
+	@dropped_body = count();
+	if (1) { @nested = 1; }
+}
+
+uretprobe:@LIBX@:keep_me
+{
+	@after = count();
+}
+
+END
+{
+	clear(@t);
+}
+"""
+
+
+@pytest.fixture
+def synthetic(tmp_path, monkeypatch):
+    (tmp_path / "common.bt").write_text(COMMON)
+    (tmp_path / "t.bt").write_text(LAYER)
+    monkeypatch.setattr(probegen, "PROBES_DIR", tmp_path)
+    monkeypatch.setitem(probegen.LAYERS, "t", ["t.bt"])
+    monkeypatch.setitem(probegen.LAYERS, "absent", ["absent.bt"])
+    return tmp_path
+
+
+def test_synthetic_template_rendered_exactly(synthetic):
+    lib = Path("/l/libx.so")
+    s = render(["t"], {"LIBX": [lib]}, symbols_from({lib: {"keep_me": 0x10, "other": 0x20}}))
+    assert s.text == "\n".join([
+        "BEGIN", "{", "\t@c = 1;", "\t@t = 2;", "}", "",
+        "/* common */",
+        "", "tracepoint:sched:sched_process_exit", "{", "\t@exit = count();", "}", "", "",
+        "uprobe:/l/libx.so:0x10", "/@c/", "{", "\t@kept_body = count();", "}", "",
+        "", "uretprobe:/l/libx.so:0x10", "{", "\t@after = count();", "}", "", "",
+        "END", "{", "\tclear(@c);", "\tclear(@t);", "}", ""])
+    assert s.missing == ["/l/libx.so:gone", "/l/libx.so:gone_too"]
+    assert s.addresses == {"/l/libx.so:16": "keep_me"}
+    assert s.attached == ["tracepoint:sched:sched_process_exit", "uprobe:/l/libx.so:0x10",
+                          "uretprobe:/l/libx.so:0x10"]
+    assert (s.uprobe_count, s.tracepoint_count) == (2, 1)
+
+
+def test_layer_script_missing_from_installation(synthetic):
+    with pytest.raises(JvmosError, match="absent.bt is missing"):
+        render(["absent"], {}, symbols_from({}))
+
+
+# ---- symbol_of_probe
+
+@pytest.mark.parametrize("probe,expected", [
+    ("uprobe:/x/libjvm.so:9136384", "jni_GetByteArrayRegion"),
+    ("uretprobe:/x/libjvm.so:9136384", "jni_GetByteArrayRegion"),
+    ("uprobe:/x/libjvm.so:12345", "12345"),                  # unknown address
+    ("uprobe:/x/libjvm.so:jni_GetVersion", "jni_GetVersion"),  # attached by symbol
+    ("uprobe:/y/libjvm.so:9136384", "9136384"),              # same address, other library
+    ("tracepoint:syscalls:sys_exit_write", "write"),
+    ("tracepoint:syscalls:sys_enter_pread64", "pread64"),
+    ("tracepoint:sched:sched_process_exit", "sched_process_exit"),
+    ("interval:s:1", "interval:s:1"),
+])
+def test_symbol_of_probe(probe, expected):
+    assert symbol_of_probe(probe, {"/x/libjvm.so:9136384": "jni_GetByteArrayRegion"}) == expected
+
+
+def test_symbol_of_probe_round_trips_render_addresses():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    for a in s.attached:
+        if a.startswith(("uprobe", "uretprobe")):
+            kind, _, rest = a.partition(":")
+            path, _, hexaddr = rest.rpartition(":")
+            printed = f"{kind}:{path}:{int(hexaddr, 16)}"     # how bpftrace prints it back
+            sym = symbol_of_probe(printed, s.addresses)
+            table = NIO_TABLE if path == str(LIBNIO) else JVM_TABLE
+            assert table[sym] == int(hexaddr, 16)

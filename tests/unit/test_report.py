@@ -1,0 +1,138 @@
+import json
+import locale
+import shutil
+
+import pytest
+
+from jvmos import JvmosError, report
+
+from _unit_helpers import FIXTURE_NAMES, FIXTURES
+
+
+def run_dir(tmp_path, name, with_summary=True):
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy(FIXTURES / name / "manifest.json", d)
+    if with_summary:
+        shutil.copy(FIXTURES / name / "summary.json", d)
+    return d
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_render_of_a_recorded_run(tmp_path, name):
+    d = run_dir(tmp_path, name)
+    text = report.render(d)
+    summary = json.loads((d / "summary.json").read_text())
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert text.startswith(f"run {d}: {' '.join(manifest['command'])}\n")
+    assert "\nstatus complete\n" in text
+    assert "exit code" not in text                         # 0 is not worth a mention
+    assert "JDK 17.0.15 (/usr/lib/jvm/java-17-openjdk-amd64)" in text
+    assert f"layers {','.join(manifest['layers'])}" in text
+    assert "kernel 6.18.44-fc-v657" in text
+    assert "= jni_copy + nio_copy + kernel_copy" in text
+    pct = summary["totals"]["guaranteed_overhead_pct"]
+    assert f"({pct:.1f}% of wall)" in text
+    for cat in summary["categories"]:
+        assert f"\n| {cat} | " in text, cat
+    for path in ("jni", "nio", "other"):
+        assert f"\n| {path} | " in text
+    assert "### JNI copy functions" in text
+    assert "\n| GetByteArrayRegion | " in text
+    assert "note: 1 syscall no entry events" in text
+    assert "warning: bpftrace lost" not in text
+    assert "kernel_copy (estimated): bytes moved by the I/O syscalls" in text
+
+
+def test_render_figures_of_socket_census(tmp_path):
+    text = report.render(run_dir(tmp_path, "socket-census"))
+    assert "| jni_call | 1,728 | — | — | measured |" in text
+    assert "| nio_copy | 72,432 | 1 MB |" in text
+    assert "| nio | 72,432 | 1 MB |" in text
+    assert "| other | — | 357 kB |" in text
+    assert "wall 413.2 ms; guaranteed I/O overhead 1.05 ms (0.3% of wall)" in text
+    # JNI copy functions ordered by calls, descending
+    fn_rows = [l for l in text.splitlines() if l.startswith("| Get") or l.startswith("| Set")
+               or l.startswith("| Release")]
+    calls = [int(l.split("|")[2].strip().replace(",", "")) for l in fn_rows]
+    assert calls == sorted(calls, reverse=True) and len(calls) == 7
+
+
+def test_render_shows_failed_status_exit_code_and_lost_events(tmp_path):
+    d = run_dir(tmp_path, "blocking-java17")
+    s = json.loads((d / "summary.json").read_text())
+    s["status"], s["exit_code"] = "command_failed", 3
+    s["totals"]["lost_events"] = 42
+    s["totals"]["guaranteed_overhead_pct"] = None
+    (d / "summary.json").write_text(json.dumps(s))
+    text = report.render(d)
+    assert "\nstatus command_failed (exit code 3)\n" in text
+    assert "warning: bpftrace lost 42 events" in text
+    assert "% of wall" not in text
+
+
+def test_render_of_an_attach_run_without_command(tmp_path):
+    d = run_dir(tmp_path, "blocking-java17")
+    m = json.loads((d / "manifest.json").read_text())
+    m["command"], m["attach_pid"], m["jvms_probed"] = None, 4242, []
+    (d / "manifest.json").write_text(json.dumps(m))
+    text = report.render(d)
+    assert text.startswith(f"run {d}: pid 4242\n")
+    assert "JVMs probed: none;" in text
+
+
+def test_load_run_returns_both_files(tmp_path):
+    d = run_dir(tmp_path, "socket-census")
+    manifest, summary = report.load_run(d)
+    assert manifest["schema"] == "jvmos.manifest/1"
+    assert summary["schema"] == "jvmos.summary/1"
+
+
+def test_load_run_without_summary_names_the_manifest_status(tmp_path):
+    d = run_dir(tmp_path, "blocking-java17", with_summary=False)
+    m = json.loads((d / "manifest.json").read_text())
+    m["status"] = "recording"
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(JvmosError, match=r"no summary\.json.*did not finish.*manifest status: "
+                                         r"recording"):
+        report.load_run(d)
+
+
+def test_load_run_of_a_directory_without_manifest(tmp_path):
+    with pytest.raises(JvmosError, match="not a jvmos run directory"):
+        report.load_run(tmp_path)
+
+
+def test_load_run_of_something_that_is_not_a_directory(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(JvmosError, match="is not a directory"):
+        report.load_run(f)
+    with pytest.raises(JvmosError, match="is not a directory"):
+        report.load_run(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "garbage"])
+def test_load_run_of_a_damaged_summary(tmp_path, damage):
+    d = run_dir(tmp_path, "socket-census")
+    text = (d / "summary.json").read_text()
+    (d / "summary.json").write_text({"truncate": text[: len(text) // 2], "empty": "",
+                                     "garbage": "}{"}[damage])
+    with pytest.raises(JvmosError, match=r"summary\.json is damaged"):
+        report.load_run(d)
+
+
+def test_load_run_of_a_damaged_manifest(tmp_path):
+    d = run_dir(tmp_path, "socket-census")
+    (d / "manifest.json").write_text('{"schema": ')
+    with pytest.raises(JvmosError, match=r"manifest\.json is damaged"):
+        report.load_run(d)
+
+
+@pytest.mark.skipif(locale.getpreferredencoding(False).lower().replace("-", "") != "utf8",
+                    reason="needs a UTF-8 locale for the bytes to be undecodable")
+def test_load_run_of_a_summary_damaged_into_binary(tmp_path):
+    d = run_dir(tmp_path, "socket-census")
+    (d / "summary.json").write_bytes(b"\x00\xff\xfe\x81" * 16)
+    with pytest.raises(JvmosError):
+        report.load_run(d)

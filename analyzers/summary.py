@@ -35,7 +35,7 @@ def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]
     return calls * model.get("ns_per_call", 0.0) + nbytes * model["ns_per_byte"]
 
 
-def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str]):
+def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str):
     cats = {}
     # --- jni_copy: measured with entry+return probes
     jc = fns.get("jni_copy", {})
@@ -47,6 +47,16 @@ def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str])
              "calls_without_bytes": sum(f["calls"] for s, f in jc.items()
                                         if s not in JNI_BYTES_FROM_ARGS),
              "functions": {s: dict(f) for s, f in sorted(jc.items())}}
+        if mode == "count":
+            model = (costs.get("jni_region") or {}).get(jvm_key or "")
+            c["method"] = "estimated"
+            c["time_ns"] = _fit_cost(model, c["calls"], c["bytes"])
+            c["basis"] = ("--mode count: calls x ns_per_call + bytes x ns_per_byte of this JDK's "
+                          "JNI Region copy, calibrated in --mode time with the probe window "
+                          "subtracted (jvmos calibrate --probes)"
+                          + ("" if model else "; no calibration for this JDK"))
+            for f in c["functions"].values():
+                f["time_ns"] = None
         cats["jni_copy"] = c
     # --- io_syscall: measured at the syscall tracepoints
     sc = fns.get("io_syscall", {})
@@ -121,7 +131,8 @@ def _paths(paths, io_bytes: int):
 
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
-          costs: dict, jvms_by_pid: Dict[str, str], exit_code=None) -> dict:
+          costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
+          probes: Optional[dict] = None, mode: str = "time") -> dict:
     """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants)."""
     fns = _per_pid(raw, addresses)
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
@@ -136,7 +147,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     pids = sorted(set(fns) | set(pathmap) | set(execs), key=lambda p: int(p))
     for pid in pids:
         cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
-                           costs, jvms_by_pid.get(pid))
+                           costs, jvms_by_pid.get(pid), mode)
         io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
         by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
                        "categories": cats, "paths": _paths(pathmap.get(pid, {}), io_bytes)}
@@ -173,6 +184,15 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
             for k, x in v.items():
                 paths_total[p][k] += x
 
+    for level in [cats_total] + [by_pid[p]["categories"] for p in pids]:
+        correct_times(level, probes, mode)
+    overhead = probe_overhead(cats_total, probes, mode)
+    ns = overhead["probe_overhead_ns"]
+    if ns is not None and wall_ns:
+        base = wall_ns - ns
+        overhead["wall_uninstrumented_estimate_ns"] = base if base > 0 else None
+        overhead["slowdown_pct"] = 100.0 * ns / base if base > 0 else None
+
     guaranteed = [cats_total[c]["time_ns"] for c in GUARANTEED_IO
                   if c in cats_total and cats_total[c].get("time_ns") is not None]
     g = sum(guaranteed) if guaranteed else 0
@@ -189,9 +209,60 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                    "guaranteed_overhead_categories": [c for c in GUARANTEED_IO if c in cats_total],
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
-                   "missed_events": dict(missed)},
+                   "missed_events": dict(missed),
+                   "mode": mode,
+                   **overhead},
         "categories": {c: cats_total[c] for c in CATEGORIES if c in cats_total},
         "paths": paths_total,
         "by_pid": by_pid,
         "constants": costs,
+        "probe_costs": probes,
     }
+
+
+# which calibrated window applies to the measured times of each category
+WINDOWS = {"jni_copy": "jni_copy_time_window", "io_syscall": "io_syscall_window"}
+
+
+def correct(raw_ns: int, hits: int, window_ns: Optional[float]) -> dict:
+    """raw minus hits x per-hit probe window, floored at zero; flags when the correction is
+    most of the figure (the estimate is then mostly the probe's own cost, and uncertain)."""
+    if window_ns is None:
+        return {"time_ns": raw_ns, "time_raw_ns": raw_ns, "time_hits": hits,
+                "corrected": False}
+    corr = hits * window_ns
+    val = raw_ns - corr
+    return {"time_ns": max(0.0, val), "time_raw_ns": raw_ns, "time_hits": hits,
+            "probe_window_ns": window_ns, "corrected": True,
+            "correction_dominates": bool(raw_ns and corr > 0.5 * raw_ns), "floored": val < 0}
+
+
+def correct_times(cats: dict, probes: Optional[dict], mode: str) -> None:
+    for name, key in WINDOWS.items():
+        c = cats.get(name)
+        if not c or (name == "jni_copy" and mode == "count"):
+            continue
+        window = (probes or {}).get(key, {}).get("mean_ns")
+        sub = c.get("functions") or c.get("syscalls") or {}
+        for f in sub.values():
+            raw = f.get("time_raw_ns", f["time_ns"])
+            f.update(correct(raw, f["calls"], window))
+        raw = c.get("time_raw_ns", c["time_ns"])
+        c.update(correct(raw, c["calls"], window))
+
+
+def probe_overhead(cats: dict, probes: Optional[dict], mode: str) -> dict:
+    """What the probes cost the traced processes: hits x calibrated cost per hit."""
+    if not probes:
+        return {"probe_overhead_ns": None, "slowdown_pct": None}
+    g = lambda k: (probes.get(k) or {}).get("mean_ns") or 0.0
+    jni_hit = g("jni_copy_time_hit") if mode == "time" else g("jni_copy_count_hit")
+    hits = {"jni_copy": cats.get("jni_copy", {}).get("calls", 0),
+            "io_syscall": cats.get("io_syscall", {}).get("calls", 0),
+            "other_uprobes": (cats.get("nio_copy", {}).get("nio_native_calls", 0)
+                              + cats.get("nio_copy", {}).get("unsafe_copy_calls", 0)
+                              + (cats.get("jni_call", {}).get("calls", 0)
+                                 - cats.get("jni_call", {}).get("copying_calls", 0)))}
+    ns = hits["jni_copy"] * jni_hit + hits["io_syscall"] * g("io_syscall_hit") \
+        + hits["other_uprobes"] * g("uprobe")
+    return {"probe_overhead_ns": ns, "probe_hits": hits}

@@ -58,9 +58,13 @@ class Table:
 
 
 def category_table(summary: dict, title: str = "Categories") -> Table:
-    t = Table(title, ["category", "calls", "bytes", "time", "method"])
+    t = Table(title, ["category", "calls", "bytes", "time", "measured raw", "method"])
     for name, c in summary.get("categories", {}).items():
+        method = c.get("method", "")
+        if c.get("corrected"):
+            method += ", corrected" + (" (correction dominates)" if c.get("correction_dominates") else "")
+        raw = c.get("time_raw_ns") if c.get("corrected") else None
         t.add([name, fmt_count(c.get("calls")), fmt_bytes(c.get("bytes")),
-               fmt_ns(c.get("time_ns")), c.get("method", "")],
-              [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), c.get("method")])
+               fmt_ns(c.get("time_ns")), fmt_ns(raw), method],
+              [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), raw, method])
     return t

@@ -120,6 +120,25 @@ def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
             "copy": copy}
 
 
+def calibrate_probes(trials: int = 5, log=print) -> dict:
+    from .probecost import calibrate
+    return calibrate(trials=trials, log=log)
+
+
+def calibrate_jni(jvm: Jvm, probes: dict, log=print) -> dict:
+    from .probecost import calibrate_jni_model
+    return calibrate_jni_model(jvm, probes["jni_copy_time_window"]["mean_ns"], jar(IO_JAR),
+                               log=log)
+
+
+def calibrate_all(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
+    data = calibrate_copy(jvms, trials, log=log)
+    data["probes"] = calibrate_probes(trials, log=log)
+    data["copy"]["jni_region"] = {str(j.home): calibrate_jni(j, data["probes"], log=log)
+                                  for j in jvms}
+    return data
+
+
 def costs_for(platform: Optional[dict]) -> dict:
     """The cost models the summary uses, from a platform file (empty when there is none)."""
     return dict(platform.get("copy", {})) if platform else {}

@@ -53,6 +53,7 @@ def cmd_record(args) -> int:
         raise JvmosError("--duration must be positive")
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
+                       mode=args.mode,
                        jdks=args.jdk or (), platform=args.platform)
     res = rec.record(opts)
     print(report.render(res.run_dir))
@@ -80,15 +81,27 @@ def cmd_calibrate(args) -> int:
     from .jdk import discover_jdks
     path = cal.platform_path(args.platform)
     existing = cal.load(path)
-    if existing and not args.force:
+    log = lambda m: print(m, file=sys.stderr, flush=True)
+    if args.trials < 2:
+        raise JvmosError("--trials must be at least 2 (for an interval)")
+    jvms = discover_jdks()
+    if existing and not args.force and not args.probes:
         print(f"platform file {path} (created {existing['created']}); --force recalibrates")
+    elif existing and args.probes and not args.force:
+        existing["probes"] = cal.calibrate_probes(args.trials, log=log)
+        existing["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, existing["probes"], log=log)
+                                          for j in jvms}
+        cal.save(path, existing)
+        print(f"updated the probe costs in {path}")
     else:
-        jvms = discover_jdks()
-        data = cal.calibrate_copy(jvms, trials=args.trials,
-                                  log=lambda m: print(m, file=sys.stderr))
-        cal.save(path, data)
-        existing = data
+        existing = cal.calibrate_all(jvms, trials=args.trials, log=log)
+        cal.save(path, existing)
         print(f"wrote {path}")
+    print_platform(existing)
+    return 0
+
+
+def print_platform(existing: dict) -> None:
     c = existing["copy"]
     for key in ("kernel_copyin", "kernel_copyout", "memcpy"):
         m = c[key]
@@ -100,7 +113,17 @@ def cmd_calibrate(args) -> int:
         print(f"nio copy, JDK {m.get('jdk_version')}: {m['ns_per_byte']:.4f} ns/byte "
               f"(95% CI {lo:.4f}..{hi:.4f}), {m['ns_per_call']:.1f} ns per copy  [{home}]")
     print("paper (Solaris, 2008): 10 µs per 100 bytes copied = 100 ns/byte")
-    return 0
+    for home, m in c.get("jni_region", {}).items():
+        print(f"JNI Region copy, JDK {m.get('jdk_version')}: {m['ns_per_call']:.1f} ns per call "
+              f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]")
+    p = existing.get("probes")
+    if p:
+        print(f"probe costs per hit ({p['trials']} trials x {p['iterations']:,} hits, mean and 95% CI):")
+        for k in ("tracepoint", "uprobe", "uprobe_pair", "jni_copy_time_hit", "jni_copy_count_hit",
+                  "jni_copy_time_window", "io_syscall_hit", "io_syscall_window"):
+            v = p[k]
+            lo, hi = v["ci95_ns"]
+            print(f"  {k:<22} {v['mean_ns']:9.1f} ns  ({lo:.1f}..{hi:.1f})")
 
 
 def cmd_run(args, extra) -> int:
@@ -132,6 +155,10 @@ def build_parser():
                    help="comma-separated layers: io (JNI/NIO copies, I/O syscalls; default), "
                         "jni (census of every JNI call; slow to attach, adds a uprobe per JNI call)")
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
+    r.add_argument("--mode", choices=["time", "count"], default="time",
+                   help="time: entry+return probes, measured times corrected for the probe "
+                        "window (default); count: entry probes only (cheaper), JNI copy times "
+                        "from a calibrated cost model")
     r.add_argument("--pid", type=int, help="attach to this running process")
     r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
     r.add_argument("--jdk", action="append",
@@ -153,10 +180,13 @@ def build_parser():
     c = sub.add_parser("calibrate", help="measure this machine's copy costs (platform file)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n  jvmos calibrate            # show, or create on first use\n"
-                              "  jvmos calibrate --force    # measure again (about a minute)\n")
+                              "  jvmos calibrate --force    # measure everything again (a few minutes)\n"
+                              "  jvmos calibrate --probes   # only the probe costs\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
+    c.add_argument("--probes", action="store_true",
+                   help="(re)measure only the probe costs and the JNI copy cost models")
     c.set_defaults(func=cmd_calibrate)
 
     x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,

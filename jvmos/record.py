@@ -50,6 +50,7 @@ class Options:
     pid: Optional[int] = None
     duration: Optional[float] = None
     layers: Sequence[str] = tuple(DEFAULT_LAYERS)
+    mode: str = "time"                 # time: entry+return probes; count: entry probes only
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -183,20 +184,30 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
-def _ensure_calibrated(platform, platform_file, jvms, log):
+def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
     if platform is None:
-        log(f"no calibration in {platform_file}: measuring this machine's copy costs first "
-            "(once; 'jvmos calibrate --force' redoes it)")
+        log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
+            "first (once; 'jvmos calibrate --force' redoes it)")
         platform = cal.calibrate_copy(jvms, log=log)
         cal.save(platform_file, platform)
-        return platform
+    changed = False
     nio = platform["copy"].setdefault("nio_heap_to_direct", {})
-    todo = [j for j in jvms if str(j.home) not in nio]
-    for j in todo:
+    for j in [j for j in jvms if str(j.home) not in nio]:
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = cal.calibrate_nio(j)
-    if todo:
+        changed = True
+    if not platform.get("probes"):
+        log(f"no probe-cost calibration in {platform_file}: measuring it once (about a minute)")
+        platform["probes"] = cal.calibrate_probes(log=log)
+        changed = True
+    if mode == "count":
+        jr = platform["copy"].setdefault("jni_region", {})
+        for j in [j for j in jvms if str(j.home) not in jr]:
+            log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
+            jr[str(j.home)] = cal.calibrate_jni(j, platform["probes"], log=log)
+            changed = True
+    if changed:
         cal.save(platform_file, platform)
     return platform
 
@@ -222,12 +233,14 @@ def record(opts: Options) -> Result:
 
     platform_file = cal.platform_path(opts.platform)
     platform = cal.load(platform_file)
+    if opts.mode not in ("time", "count"):
+        raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count)")
     if opts.calibrate_if_missing:
-        platform = _ensure_calibrated(platform, platform_file, jvms, log)
+        platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode)
 
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio]}
-    script = render(opts.layers, libs, symbols)
+    script = render(opts.layers, libs, symbols, mode=opts.mode)
     missing = [m for m in script.missing
                if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
                and "(library not found)" not in m]
@@ -239,7 +252,7 @@ def record(opts: Options) -> Result:
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "mode": "launch" if opts.cmd else "attach",
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
-        "layers": list(opts.layers), "jvms_probed": [j.as_dict() for j in jvms],
+        "layers": list(opts.layers), "mode": opts.mode, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(), "bpftrace": bpftrace_version(),
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
@@ -399,7 +412,8 @@ def record(opts: Options) -> Result:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)
     summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
-                         costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code)
+                         costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
+                         probes=(platform or {}).get("probes"), mode=opts.mode)
     jni_hits = summary["categories"].get("jni_copy", {}).get("calls", 0)
     if opts.cmd and jvms and not jvm_home_by_pid and not jni_hits:
         warnings.append("no JVM ran under the traced command (no libjvm.so mapped, no JVM "

@@ -40,6 +40,13 @@ def render(run_dir) -> str:
     out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed I/O overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
                + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
+    if t.get("probe_overhead_ns") is not None:
+        out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
+                   f"traced processes" + (f" (slowdown {t['slowdown_pct']:.0f}%)"
+                                          if t.get("slowdown_pct") is not None else "")
+                   + f"; mode {t.get('mode', 'time')}")
+    else:
+        out.append("probe effect: not calibrated (jvmos calibrate --probes): times are raw")
     if t.get("lost_events"):
         out.append(f"warning: bpftrace lost {t['lost_events']} events")
     for what, n in (t.get("missed_events") or {}).items():

@@ -82,12 +82,13 @@ def test_category_table_of_a_recorded_summary():
     assert [r[0] for r in t.rows] == list(s["categories"])
     nio = dict(zip(t.headers, t.raw_rows[[r[0] for r in t.rows].index("nio_copy")]))
     assert nio == {"category": "nio_copy", "calls": 72432, "bytes": 1_000_000,
-                   "time": s["categories"]["nio_copy"]["time_ns"], "method": "estimated"}
+                   "time": s["categories"]["nio_copy"]["time_ns"], "measured raw": None,
+                   "method": "estimated"}
     census = t.rows[[r[0] for r in t.rows].index("jni_call")]
-    assert census == ["jni_call", "1,728", "—", "—", "measured"]
+    assert census == ["jni_call", "1,728", "—", "—", "—", "measured"]
     rows = list(csv.reader(io.StringIO(t.csv())))
-    assert rows[0] == ["category", "calls", "bytes", "time", "method"]
-    assert ["jni_call", "1728", "", "", "measured"] in rows
+    assert rows[0] == ["category", "calls", "bytes", "time", "measured raw", "method"]
+    assert ["jni_call", "1728", "", "", "", "measured"] in rows
 
 
 def test_category_table_of_an_empty_summary():

@@ -224,7 +224,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
 WINDOWS = {"jni_copy": "jni_copy_time_window", "io_syscall": "io_syscall_window"}
 
 
-def correct(raw_ns: int, hits: int, window_ns: Optional[float]) -> dict:
+def correct(raw_ns: int, hits: int, window_ns: Optional[float], window_ci=None) -> dict:
     """raw minus hits x per-hit probe window, floored at zero; flags when the correction is
     most of the figure (the estimate is then mostly the probe's own cost, and uncertain)."""
     if window_ns is None:
@@ -232,9 +232,14 @@ def correct(raw_ns: int, hits: int, window_ns: Optional[float]) -> dict:
                 "corrected": False}
     corr = hits * window_ns
     val = raw_ns - corr
-    return {"time_ns": max(0.0, val), "time_raw_ns": raw_ns, "time_hits": hits,
-            "probe_window_ns": window_ns, "corrected": True,
-            "correction_dominates": bool(raw_ns and corr > 0.5 * raw_ns), "floored": val < 0}
+    out = {"time_ns": max(0.0, val), "time_raw_ns": raw_ns, "time_hits": hits,
+           "probe_window_ns": window_ns, "corrected": True,
+           "correction_dominates": bool(raw_ns and corr > 0.5 * raw_ns), "floored": val < 0}
+    if window_ci:
+        # the interval of the corrected figure that the window's own 95% interval implies
+        out["time_ci95_ns"] = [max(0.0, raw_ns - hits * window_ci[1]),
+                               max(0.0, raw_ns - hits * window_ci[0])]
+    return out
 
 
 def correct_times(cats: dict, probes: Optional[dict], mode: str) -> None:
@@ -243,12 +248,13 @@ def correct_times(cats: dict, probes: Optional[dict], mode: str) -> None:
         if not c or (name == "jni_copy" and mode == "count"):
             continue
         window = (probes or {}).get(key, {}).get("mean_ns")
+        ci = (probes or {}).get(key, {}).get("ci95_ns")
         sub = c.get("functions") or c.get("syscalls") or {}
         for f in sub.values():
             raw = f.get("time_raw_ns", f["time_ns"])
-            f.update(correct(raw, f["calls"], window))
+            f.update(correct(raw, f["calls"], window, ci))
         raw = c.get("time_raw_ns", c["time_ns"])
-        c.update(correct(raw, c["calls"], window))
+        c.update(correct(raw, c["calls"], window, ci))
 
 
 def probe_overhead(cats: dict, probes: Optional[dict], mode: str) -> dict:

@@ -53,7 +53,7 @@ def cmd_record(args) -> int:
         raise JvmosError("--duration must be positive")
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
-                       mode=args.mode,
+                       mode=args.mode, sample=args.sample,
                        jdks=args.jdk or (), platform=args.platform)
     res = rec.record(opts)
     print(report.render(res.run_dir))
@@ -155,10 +155,15 @@ def build_parser():
                    help="comma-separated layers: io (JNI/NIO copies, I/O syscalls; default), "
                         "jni (census of every JNI call; slow to attach, adds a uprobe per JNI call)")
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
-    r.add_argument("--mode", choices=["time", "count"], default="time",
+    r.add_argument("--mode", choices=["time", "count", "sample"], default="time",
                    help="time: entry+return probes, measured times corrected for the probe "
-                        "window (default); count: entry probes only (cheaper), JNI copy times "
-                        "from a calibrated cost model")
+                        "window (default; the costliest); count: entry probes only, exact "
+                        "calls and bytes, JNI copy times from a calibrated cost model; sample: "
+                        "async-profiler only (CPU samples with Java and kernel frames, lowest "
+                        "overhead, no counts)")
+    r.add_argument("--sample", action="store_true",
+                   help="with --mode count or time: also sample with async-profiler; in count "
+                        "mode the times then come from the samples")
     r.add_argument("--pid", type=int, help="attach to this running process")
     r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
     r.add_argument("--jdk", action="append",

@@ -23,6 +23,7 @@ from .catalogue import DEFAULT_LAYERS, LAYERS
 from .jdk import (Jvm, discover_jdks, executable_kind, jvm_from_libjvm, jvm_of_executable,
                   jvm_of_pid, symbols)
 from .probegen import render
+from . import sampling
 from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
@@ -50,7 +51,9 @@ class Options:
     pid: Optional[int] = None
     duration: Optional[float] = None
     layers: Sequence[str] = tuple(DEFAULT_LAYERS)
-    mode: str = "time"                 # time: entry+return probes; count: entry probes only
+    mode: str = "time"                 # time: entry+return probes; count: entry probes only;
+                                       # sample: async-profiler only, no bpftrace
+    sample: bool = False               # with time/count: also sample with async-profiler
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -184,6 +187,17 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
+STOP_MAGIC = 0x6a766d6f
+
+
+def stop_counting() -> None:
+    """The signal common.bt waits for: getsid() of a pid that cannot exist."""
+    try:
+        os.getsid(STOP_MAGIC)
+    except OSError:
+        pass
+
+
 def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
     if platform is None:
@@ -221,6 +235,10 @@ def record(opts: Options) -> Result:
         raise JvmosError("give either a command (after --) or --pid PID")
     if opts.pid is not None and not Path(f"/proc/{opts.pid}").exists():
         raise JvmosError(f"no process with pid {opts.pid}")
+    if opts.mode not in ("time", "count", "sample"):
+        raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count, sample)")
+    if opts.mode == "sample":
+        return _record_sampled(opts, log)
     bpf = bpftrace()
     if os.geteuid() != 0:
         raise JvmosError("jvmos record needs root (bpftrace loads BPF programs): run it as root")
@@ -233,8 +251,6 @@ def record(opts: Options) -> Result:
 
     platform_file = cal.platform_path(opts.platform)
     platform = cal.load(platform_file)
-    if opts.mode not in ("time", "count"):
-        raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count)")
     if opts.calibrate_if_missing:
         platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode)
 
@@ -252,7 +268,7 @@ def record(opts: Options) -> Result:
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "mode": "launch" if opts.cmd else "attach",
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
-        "layers": list(opts.layers), "mode": opts.mode, "jvms_probed": [j.as_dict() for j in jvms],
+        "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(), "bpftrace": bpftrace_version(),
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
@@ -270,9 +286,10 @@ def record(opts: Options) -> Result:
         stdout = open(opts.stdout, "wb") if opts.stdout else None
         stderr = open(opts.stderr, "wb") if opts.stderr else None
         try:
+            env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
             child = subprocess.Popen(
                 [sys.executable, "-c", GATE, str(gate_r)] + list(opts.cmd),
-                pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=opts.env)
+                pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=env)
         finally:
             os.close(gate_r)
         root = child.pid
@@ -329,6 +346,13 @@ def record(opts: Options) -> Result:
             f"tracepoints, attached in {attach_s:.1f}s)" +
             (f" for {opts.duration}s" if opts.duration else "") +
             ("; Ctrl-C to stop" if opts.pid else ""))
+        if opts.sample and opts.pid is not None:
+            if not jvms:
+                abort(f"--sample needs a JVM: pid {opts.pid} is not one")
+            try:
+                sampling.attach_start(jvms[0], opts.pid)
+            except JvmosError as e:
+                abort(str(e))
         tree = _Tree(root)
         t0 = time.monotonic_ns()
         if gate_w is not None:
@@ -374,11 +398,18 @@ def record(opts: Options) -> Result:
                     break
                 time.sleep(0.05)
         wall_ns = time.monotonic_ns() - t0
+        if opts.sample and opts.pid is not None and Path(f"/proc/{opts.pid}").exists():
+            try:
+                sampling.attach_stop(jvms[0], opts.pid, out)
+            except JvmosError as e:
+                log(f"warning: {e}")
         tree.stop.set()
         tree.join(timeout=2)
         manifest["end_time"] = _now_iso()
 
-        # stop bpftrace: SIGINT makes it run END and print its maps
+        # stop counting now (see common.bt), then stop bpftrace: SIGINT makes it run END and
+        # print its maps, which can take seconds
+        stop_counting()
         bt_died = bt.poll() is not None
         if not bt_died:
             bt.send_signal(signal.SIGINT)
@@ -420,6 +451,8 @@ def record(opts: Options) -> Result:
                         "probe fired): only syscall figures apply")
         log(f"warning: {warnings[-1]}")
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
+    if opts.sample:
+        merge_samples(summary, sampling.collect(out, log=log))
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
                      "wall_ns": wall_ns})
@@ -428,5 +461,124 @@ def record(opts: Options) -> Result:
     if load_error:
         raise JvmosError(f"the load driven during the recording failed: {load_error[0]}; "
                          f"the recording is kept in {out}")
+    return Result(run_dir=out, status=status, exit_code=exit_code, summary=summary,
+                  warnings=warnings)
+
+
+SAMPLED_CATEGORIES = ("jni_copy", "nio_copy", "io_syscall", "kernel_copy")
+
+
+def merge_samples(summary: dict, samp: Optional[dict]) -> None:
+    """Times from samples next to (count mode: instead of) the probe-derived ones."""
+    summary["sampling"] = samp
+    if not samp:
+        summary.setdefault("warnings", []).append("no profile was written: no JVM was sampled")
+        return
+    for name in SAMPLED_CATEGORIES:
+        c = summary["categories"].get(name)
+        s = samp["categories"].get(name, {"samples": 0, "time_ns": 0, "time_err95_ns": 0.0})
+        if c is None:
+            continue
+        c["time_sampled_ns"] = s["time_ns"]
+        c["time_sampled_err95_ns"] = s["time_err95_ns"]
+        c["samples"] = s["samples"]
+        if summary["totals"].get("mode") == "count" and name != "kernel_copy":
+            c["time_ns"] = s["time_ns"]
+            c["method"] = "sampled"
+
+
+def _record_sampled(opts: Options, log) -> Result:
+    """--mode sample: async-profiler alone, no bpftrace (the lowest-overhead mode)."""
+    out = prepare_out(opts.out or default_out("record"))
+    warnings: List[str] = []
+    if opts.pid is not None:
+        jvm = jvm_of_pid(opts.pid)
+        if jvm is None:
+            raise JvmosError(f"--mode sample needs a JVM: pid {opts.pid} maps no libjvm.so")
+    elif executable_kind(opts.cmd[0]) == "missing":
+        raise JvmosError(f"command not found: {opts.cmd[0]}")
+    manifest = {"schema": "jvmos.manifest/1", "jvmos_version": __version__,
+                "status": "running", "mode": "sample",
+                "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
+                "layers": [], "jvms_probed": [], "host": host_info(),
+                "sampler": f"async-profiler ({sampling.lib()}), cpu, "
+                           f"{sampling.INTERVAL_NS} ns interval",
+                "start_time": _now_iso(), "end_time": None}
+    _write_json(out / "manifest.json", manifest)
+    interrupted = {"sig": None}
+    old = {s: signal.signal(s, lambda n, f: interrupted.__setitem__("sig", n))
+           for s in (signal.SIGINT, signal.SIGTERM)}
+    exit_code = None
+    try:
+        if opts.cmd:
+            stdout = open(opts.stdout, "wb") if opts.stdout else None
+            stderr = open(opts.stderr, "wb") if opts.stderr else None
+            t0 = time.monotonic_ns()
+            child = subprocess.Popen(list(opts.cmd), stdout=stdout, stderr=stderr,
+                                     env=sampling.launch_env(out, opts.env))
+            while child.poll() is None:
+                if interrupted["sig"] is not None:
+                    child.terminate()
+                    break
+                time.sleep(0.02)
+            exit_code = child.wait()
+            wall_ns = time.monotonic_ns() - t0
+            root = child.pid
+        else:
+            sampling.attach_start(jvm, opts.pid)
+            manifest["jvms_probed"] = [jvm.as_dict()]
+            log(f"sampling pid {opts.pid}" + (f" for {opts.duration}s" if opts.duration else
+                                              "; Ctrl-C to stop"))
+            t0 = time.monotonic_ns()
+            deadline = None if opts.duration is None else time.monotonic() + opts.duration
+            load = None
+            if opts.workload is not None:
+                load = threading.Thread(target=opts.workload, daemon=True)
+                load.start()
+            while interrupted["sig"] is None and Path(f"/proc/{opts.pid}").exists():
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                if load is not None and not load.is_alive():
+                    break
+                time.sleep(0.05)
+            wall_ns = time.monotonic_ns() - t0
+            if Path(f"/proc/{opts.pid}").exists():
+                sampling.attach_stop(jvm, opts.pid, out)
+            root = opts.pid
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if opts.cmd and interrupted["sig"] is not None:
+        status = "interrupted"
+    elif opts.cmd and exit_code != 0:
+        status = "command_failed"
+    else:
+        status = "complete"
+    samp = sampling.collect(out, log=log)
+    if samp is None:
+        warnings.append("no profile was written (the command ran no JVM, or it could not "
+                        "load the agent)")
+        log(f"warning: {warnings[-1]}")
+    cats = {}
+    for name, c in ((samp or {}).get("categories") or {}).items():
+        cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
+                      "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
+                      "share_pct": c["share_pct"], "method": "sampled"}
+    summary = {"schema": summ.SCHEMA, "status": status, "exit_code": exit_code,
+               "totals": {"wall_ns": wall_ns, "mode": "sample",
+                          "guaranteed_overhead_ns": sum(cats.get(c, {}).get("time_ns", 0)
+                                                        for c in ("jni_copy", "nio_copy",
+                                                                  "kernel_copy")),
+                          "guaranteed_overhead_categories": ["jni_copy", "nio_copy", "kernel_copy"],
+                          "probe_overhead_ns": None, "slowdown_pct": None,
+                          "processes": len((samp or {}).get("by_pid", {}))},
+               "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
+               "warnings": warnings}
+    g = summary["totals"]["guaranteed_overhead_ns"]
+    summary["totals"]["guaranteed_overhead_pct"] = 100.0 * g / wall_ns if wall_ns else None
+    manifest.update({"status": status, "exit_code": exit_code, "end_time": _now_iso(),
+                     "wall_ns": wall_ns, "root_pid": root, "warnings": warnings})
+    _write_json(out / "manifest.json", manifest)
+    _write_json(out / "summary.json", summary)
     return Result(run_dir=out, status=status, exit_code=exit_code, summary=summary,
                   warnings=warnings)

@@ -34,8 +34,13 @@ def render(run_dir) -> str:
     out.append(f"status {s['status']}" + (f" (exit code {s.get('exit_code')})"
                                           if s.get("exit_code") not in (None, 0) else ""))
     jv = ", ".join(f"JDK {j['version']} ({j['home']})" for j in manifest.get("jvms_probed", []))
-    out.append(f"JVMs probed: {jv or 'none'}; layers {','.join(manifest.get('layers', []))}; "
-               f"{manifest.get('bpftrace')}; kernel {manifest['host']['kernel']}")
+    if manifest.get("mode") == "sample":
+        out.append(f"mode sample: {manifest.get('sampler')}; no bpftrace probes; "
+                   f"kernel {manifest['host']['kernel']}")
+    else:
+        out.append(f"JVMs probed: {jv or 'none'}; layers {','.join(manifest.get('layers', []))}; "
+                   f"mode {manifest.get('mode', 'time')}; {manifest.get('bpftrace')}; "
+                   f"kernel {manifest['host']['kernel']}")
     t = s["totals"]
     out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed I/O overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
@@ -45,6 +50,9 @@ def render(run_dir) -> str:
                    f"traced processes" + (f" (slowdown {t['slowdown_pct']:.0f}%)"
                                           if t.get("slowdown_pct") is not None else "")
                    + f"; mode {t.get('mode', 'time')}")
+    elif t.get("mode") == "sample":
+        out.append("probe effect: no probes; async-profiler's sampling overhead is small and "
+                   "not subtracted")
     else:
         out.append("probe effect: not calibrated (jvmos calibrate --probes): times are raw")
     if t.get("lost_events"):
@@ -53,12 +61,6 @@ def render(run_dir) -> str:
         out.append(f"note: {n} {what.replace('_', ' ')} events (thread was inside before tracing began)")
     out.append("")
     out.append(category_table(s, "Categories (all traced processes)").markdown())
-    p = s.get("paths", {})
-    pt = Table("I/O bytes by path", ["path", "syscalls", "bytes"])
-    for name in ("jni", "nio", "other"):
-        v = p.get(name, {})
-        pt.add([name, fmt_count(v.get("calls")) if "calls" in v else "—", fmt_bytes(v.get("bytes"))])
-    out.append(pt.markdown())
     jc = s["categories"].get("jni_copy", {}).get("functions", {})
     if jc:
         ft = Table("JNI copy functions", ["function", "calls", "bytes", "time"])
@@ -66,6 +68,29 @@ def render(run_dir) -> str:
             ft.add([name, fmt_count(f["calls"]), fmt_bytes(f["bytes"]) if f["bytes"] else "—",
                     fmt_ns(f["time_ns"])])
         out.append(ft.markdown())
+    samp = s.get("sampling")
+    if samp:
+        st = Table(f"CPU samples by category (async-profiler, {samp['samples_total']:,} samples of "
+                   f"{fmt_ns(samp['interval_ns'])})", ["category", "samples", "share", "time ± 95%"])
+        for name, c in samp["categories"].items():
+            st.add([name, fmt_count(c["samples"]), f"{c['share_pct']:.1f}%",
+                    f"{fmt_ns(c['time_ns'])} ± {fmt_ns(c['time_err95_ns'])}"])
+        out.append(st.markdown())
+        for name in ("jni_copy", "nio_copy", "io_syscall", "kernel_copy"):
+            sites = samp.get("top_call_sites", {}).get(name)
+            if sites:
+                out.append(f"top Java call sites, {name}: " +
+                           "; ".join(f"{site} ({n})" for site, n in sites[:3]))
+        if samp.get("flamegraphs"):
+            out.append("flame graphs: " + ", ".join(samp["flamegraphs"]))
+        out.append("")
+    p = s.get("paths") or {}
+    if p:
+        pt = Table("I/O bytes by path", ["path", "syscalls", "bytes"])
+        for name in ("jni", "nio", "other"):
+            v = p.get(name, {})
+            pt.add([name, fmt_count(v.get("calls")) if "calls" in v else "—", fmt_bytes(v.get("bytes"))])
+        out.append(pt.markdown())
     for name, c in s["categories"].items():
         if c.get("basis"):
             out.append(f"{name} ({c['method']}): {c['basis']}")

@@ -43,10 +43,14 @@ def _jcmd(jvm: Jvm, pid: int, args: str) -> str:
     jcmd = jvm.home / "bin" / "jcmd"
     if not jcmd.exists():
         raise JvmosError(f"{jcmd} not found: sampling an attached JVM needs a JDK (not a JRE)")
-    r = subprocess.run([str(jcmd), str(pid), "JVMTI.agent_load", str(lib()), args],
+    # the diagnostic-command parser splits unquoted text at '=': quote the agent's options
+    r = subprocess.run([str(jcmd), str(pid), "JVMTI.agent_load", str(lib()), f'"{args}"'],
                        capture_output=True, text=True, timeout=120)
     out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "Exception" in out or "error" in out.lower():
+    if "return code: 0" not in out and r.returncode == 0 and "Exception" not in out:
+        raise JvmosError(f"async-profiler refused '{args}' in pid {pid} ({out.splitlines()[-1]}); "
+                         "its message is on the JVM's stderr")
+    if r.returncode != 0 or "Exception" in out:
         lines = [l.strip() for l in out.splitlines() if l.strip()]
         last = next((l for l in lines if "Exception" in l), lines[-1] if lines else "no output")
         raise JvmosError(f"cannot load async-profiler into pid {pid} (is attach disabled with "

@@ -1,0 +1,84 @@
+"""--mode sample and --sample: async-profiler in real JVMs, attributed to jvmos categories."""
+import json
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, can_trace, run_jvmos
+from test_record import IO_JAR, java, summary
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok"),
+              pytest.mark.skipif(not (ROOT / "build/async-profiler/libasyncProfiler.so").exists(),
+                                 reason="async-profiler not installed (make build)")]
+WRITE_PATH = ("jni_copy", "io_syscall", "kernel_copy", "kernel_other")
+
+
+def loop(n):
+    return [java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo", "--iterations",
+            str(n), "--size", "10", "--target", "/dev/null"]
+
+
+def test_sample_mode_attributes_the_write_loop_and_draws_a_flame_graph(tmp_path):
+    out = tmp_path / "sample"
+    r = run_jvmos(["record", "--mode", "sample", "--out", str(out), "--"] + loop(3_000_000))
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    samp = s["sampling"]
+    assert samp["samples_total"] > 100
+    on_path = sum(samp["categories"].get(c, {}).get("samples", 0) for c in WRITE_PATH)
+    assert on_path > samp["samples_total"] / 2
+    assert s["categories"]["jni_copy"]["method"] == "sampled"
+    site = samp["top_call_sites"]["jni_copy"][0][0]
+    assert "BlockingIo" in site and "FileOutputStream.write" in site
+    html = out / samp["flamegraphs"][0]
+    assert html.stat().st_size > 10_000 and "FileOutputStream" in html.read_text(errors="replace")
+    assert "top Java call sites" in run_jvmos(["report", str(out)]).stdout
+
+
+def test_count_mode_with_samples_takes_times_from_samples(platform_file, tmp_path):
+    out = tmp_path / "count-sample"
+    r = run_jvmos(["record", "--mode", "count", "--sample", "--out", str(out), "--"] + loop(1_000_000))
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    jc = s["categories"]["jni_copy"]
+    assert jc["calls"] >= 1_000_000                         # exact, from bpftrace
+    assert jc["method"] == "sampled" and jc["time_ns"] == jc["time_sampled_ns"]
+    assert s["sampling"]["samples_total"] > 0
+
+
+def test_sample_mode_attaches_and_detaches_cleanly(tmp_path):
+    out = tmp_path / "attach"
+    jvm = subprocess.Popen(loop(60_000_000), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        r = run_jvmos(["record", "--mode", "sample", "--pid", str(jvm.pid), "--duration", "2",
+                       "--out", str(out)])
+        assert r.returncode == 0, r.stderr
+        assert jvm.poll() is None, "the JVM keeps running after the profiler stops"
+        samp = summary(out)["sampling"]
+        assert samp["samples_total"] > 100
+        _, err = jvm.communicate(timeout=600)
+        assert jvm.returncode == 0, err
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+
+
+def test_jvm_without_attach_gives_a_clear_error_and_bpftrace_modes_still_work(platform_file, tmp_path):
+    jvm = subprocess.Popen([java(), "-XX:+DisableAttachMechanism"] + loop(500_000_000)[1:],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        r = run_jvmos(["record", "--mode", "sample", "--pid", str(jvm.pid), "--duration", "1",
+                       "--out", str(tmp_path / "s")])
+        assert r.returncode != 0 and "Traceback" not in r.stderr
+        errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
+        assert len(errors) == 1 and "DisableAttachMechanism" in errors[0]
+        r = run_jvmos(["record", "--mode", "count", "--pid", str(jvm.pid), "--duration", "2",
+                       "--out", str(tmp_path / "c")])
+        assert r.returncode == 0, r.stderr
+        assert summary(tmp_path / "c")["categories"]["jni_copy"]["calls"] > 1000
+    finally:
+        jvm.kill()

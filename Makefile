@@ -1,5 +1,6 @@
 # jvmos: two commands for a new user (as root, Debian/Ubuntu): `make demo` and `make test`.
 # Both install what is missing first and are safe to run again.
+# demo: calibrate (first time only), then blocking-io, jni-census and accuracy (~15 min).
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
@@ -12,6 +13,7 @@ demo: build
 	$(JVMOS) calibrate
 	$(JVMOS) run blocking-io --out results/runs/demo-blocking-io-$$(date +%Y%m%d-%H%M%S)
 	$(JVMOS) run jni-census --out results/runs/demo-jni-census-$$(date +%Y%m%d-%H%M%S)
+	$(JVMOS) run accuracy --out results/runs/demo-accuracy-$$(date +%Y%m%d-%H%M%S)
 	@echo "demo done: tables and recordings are in results/runs/ (newest demo-* directories)"
 
 test: build

@@ -23,6 +23,7 @@ RUN_EXAMPLES = """\
 experiments:
   blocking-io    paper Table 3: 10-byte writes to /dev/null, C vs Java on every JDK found
   jni-census     paper Table 2: JNI calls, % copying and bytes by path for four tasks
+  accuracy       jvmos's times against probe-free ground truth, and each mode's slowdown
 
 examples:
   jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/

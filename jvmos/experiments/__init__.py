@@ -1,7 +1,8 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from . import blocking_io, jni_census
+from . import accuracy, blocking_io, jni_census
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
     "jni-census": jni_census.main,
+    "accuracy": accuracy.main,
 }

@@ -47,3 +47,18 @@ def test_jni_census_quick(platform_file, tmp_path):
     assert (out / "table2-paths.svg").read_text().lstrip().startswith("<?xml")
     tc = res["tasks"]["tomcat"]
     assert tc["pages"] == 30 and tc["io_bytes"] >= 30 * 10240
+
+
+def test_accuracy_quick(platform_file, tmp_path):
+    out = tmp_path / "acc"
+    r = run_jvmos(["run", "accuracy", "--quick", "--iterations", "100000", "--writes", "20000",
+                   "--out", str(out)], timeout=1200)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "accuracy.json").read_text())
+    assert set(res["runs"]) == {f"{w}/{m}" for w in ("blocking-io", "socket")
+                                for m in ("time", "count", "sample")}
+    assert res["truth"]["blocking-io"]["syscall_ns"] > 0
+    for key, run in res["runs"].items():
+        assert run["slowdown_pct"] is not None, key
+        assert run["estimates"]["syscall_ns"] > 0, key
+    assert "Accuracy" in (out / "accuracy.md").read_text()

@@ -5,6 +5,8 @@ Ground truth comes from runs without any probe made in the same invocation:
                its run time is the syscall time of the Java loop; Java minus C is what the Java
                side adds around the same syscalls (JNI transitions, copies, Java code).
   socket       10-byte java.net.Socket writes: only the bare throughput (for the slowdown).
+  tomcat       embedded Tomcat serving a 10 kB page to a loopback client: the bare page rate
+               before and after, against the rate while each mode is attached.
 Each mode (time corrected, count, sample) records the same workload once; its estimates are
 set against the ground truth, and its slowdown is its loop time over the bare loop time.
 """
@@ -30,12 +32,13 @@ def parse(argv):
     p.add_argument("--iterations", type=int, default=1_000_000, help="blocking-io writes")
     p.add_argument("--writes", type=int, default=200_000, help="socket writes")
     p.add_argument("--repeat", type=int, default=3, help="bare runs per workload (median)")
+    p.add_argument("--pages", type=int, default=300, help="tomcat: pages per measurement")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out")
     p.add_argument("--quick", action="store_true")
     a = p.parse_args(argv)
     if a.quick:
-        a.iterations, a.writes, a.repeat = 300_000, 50_000, 2
+        a.iterations, a.writes, a.repeat, a.pages = 300_000, 50_000, 2, 60
     return a
 
 
@@ -106,6 +109,7 @@ def main(argv) -> int:
                   [wl, mode, est["syscall_ns"], tr["syscall_ns"] if tr else None,
                    row.get("syscall_error_pct"), est["copy_ns"],
                    tr["java_side_ns"] if tr else None, row.get("copy_share_of_java_side_pct"), slow])
+    tomcat_rows(a, java, out, results, t)
     notes = [
         f"bare loops (median of {a.repeat}): C {fmt_ns(med['c'])}, Java {fmt_ns(med['blocking-io'])}, "
         f"socket {fmt_ns(med['socket'])}; same invocation, interleaved.",
@@ -122,3 +126,62 @@ def main(argv) -> int:
         print(f"- {n}")
     print(f"\nresults: {out}/accuracy.md (and .csv, .json)")
     return 0
+
+
+def tomcat_rows(a, java, out, results, t):
+    """Tomcat: pages per second bare (before and after) and while each mode is attached."""
+    import subprocess
+    import time
+    from .. import JvmosError
+    from .. import record as rec
+    from ..tools import TOMCAT_JAR
+    from .jni_census import fetch_pages
+
+    d = out / "runs" / "tomcat"
+    d.mkdir(parents=True, exist_ok=True)
+    port_file = d / "port"
+    srv = subprocess.Popen([java, "-jar", str(jar(TOMCAT_JAR)), "--page-bytes", "10240",
+                            "--max-requests", "0", "--max-seconds", "900",
+                            "--port-file", str(port_file)],
+                           stdout=open(d / "server-stdout.txt", "wb"),
+                           stderr=open(d / "server-stderr.txt", "wb"))
+    try:
+        t0 = time.monotonic()
+        while not port_file.exists():
+            if srv.poll() is not None or time.monotonic() - t0 > 120:
+                raise JvmosError(f"Tomcat did not start; see {d}/server-stderr.txt")
+            time.sleep(0.1)
+        port = int(port_file.read_text())
+        fetch_pages(port, max(a.pages, 200), 10240)          # warm-up: JIT and class loading
+
+        def timed():
+            t1 = time.monotonic_ns()
+            fetch_pages(port, a.pages, 10240)
+            return time.monotonic_ns() - t1
+
+        bare = [timed()]
+        for mode, kw in MODES:
+            log(f"recorded run: tomcat, --mode {mode}")
+            took = {}
+            res = rec.record(rec.Options(pid=srv.pid, out=d / mode, **kw,
+                                         workload=lambda: took.setdefault("ns", timed()),
+                                         log=lambda m: log(f"  [tomcat-{mode}] {m}")))
+            bare.append(timed())
+            base = statistics.median(bare)
+            slow = 100.0 * (took["ns"] - base) / base
+            results["runs"][f"tomcat/{mode}"] = {
+                "pages": a.pages, "ns": took["ns"], "bare_ns": list(bare), "slowdown_pct": slow,
+                "estimates": estimates(res.summary, mode),
+                "jvmos_slowdown_estimate_pct": res.summary["totals"].get("slowdown_pct"),
+                "run_dir": str(res.run_dir.relative_to(out))}
+            est = results["runs"][f"tomcat/{mode}"]["estimates"]
+            t.add(["tomcat", mode, fmt_ns(est["syscall_ns"]), "—", "—", fmt_ns(est["copy_ns"]),
+                   "—", "—", f"{slow:+.0f}%"],
+                  ["tomcat", mode, est["syscall_ns"], None, None, est["copy_ns"], None, None, slow])
+        results["tomcat_bare_ns"] = bare
+    finally:
+        srv.terminate()
+        try:
+            srv.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srv.kill()

@@ -55,7 +55,7 @@ def test_accuracy_quick(platform_file, tmp_path):
                    "--out", str(out)], timeout=1200)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "accuracy.json").read_text())
-    assert set(res["runs"]) == {f"{w}/{m}" for w in ("blocking-io", "socket")
+    assert set(res["runs"]) == {f"{w}/{m}" for w in ("blocking-io", "socket", "tomcat")
                                 for m in ("time", "count", "sample")}
     assert res["truth"]["blocking-io"]["syscall_ns"] > 0
     for key, run in res["runs"].items():

@@ -20,12 +20,16 @@ def _blank():
 def _per_pid(raw: Raw, addresses: Dict[str, str]):
     """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time."""
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
-    for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time")):
+    # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
+    # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
+    for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time"),
+                           ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall")):
         for (pid, cat, probe), v in raw.keyed(mapname).items():
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):
                 sym = sym[4:]
-            out[pid][cat][sym][field] += int(v)
+            f = out[pid][cat][sym]
+            f[field] = f.get(field, 0) + int(v)
     return out
 
 

@@ -7,6 +7,9 @@ Probes (probes/*.bt) and analyzers both read this, so a new JDK or layer is one 
 LAYERS = {
     "io": ["io.bt"],
     "jni": ["jni.bt"],
+    "threads": ["threads.bt"],
+    "links": ["links.bt"],
+    "mem": ["mem.bt"],
 }
 DEFAULT_LAYERS = ["io"]
 
@@ -39,10 +42,28 @@ CATEGORIES = {
     "io_syscall": "I/O system calls (read, write, ...), time includes blocking",
     "kernel_copy": "kernel copyin/copyout of the bytes the I/O syscalls moved",
     "jni_call": "every JNI entry point of libjvm.so (census layer)",
+    "thread_create": "native thread creation and exit: libc (pthread_create, start_thread) "
+                     "and kernel (clone3, stack syscalls, exit)",
+    "thread_jvm": "the JVM's part of starting and ending a Java thread (JVM_StartThread, "
+                  "JavaThread::exit), reported beside thread_create for the ratio",
+    "thread_wait": "waiting while a thread is created: delay until the new thread first "
+                   "runs, futex waits for it (not work of any layer)",
+    "sync": "native synchronization: futex wait/wake syscalls (time includes blocking)",
+    "link": "establishing network links: accept, accept4, connect",
+    "file": "opening and closing files: open, openat, openat2, close",
+    "malloc": "libc allocator: malloc, calloc, realloc, free, posix_memalign, aligned_alloc, "
+              "memalign",
+    "vm": "kernel memory services: brk, mmap, munmap, mprotect, madvise, user page faults",
 }
 # The categories that make up the guaranteed overhead of I/O (paper section 3.1.1):
 # copying in the JNI/NIO layer and in the kernel; syscall time itself is not (it blocks).
 GUARANTEED_IO = ["jni_copy", "nio_copy", "kernel_copy"]
+# ... of threads (section 3.2.1): the native part of creating and ending threads
+GUARANTEED_THREADS = ["thread_create"]
+# ... of memory (section 3.3): the libc allocator and the kernel's memory services
+GUARANTEED_MEM = ["malloc", "vm"]
+# every category in the guaranteed overhead, by resource (paper equation 1: a sum)
+GUARANTEED = {"io": GUARANTEED_IO, "threads": GUARANTEED_THREADS, "mem": GUARANTEED_MEM}
 
 
 def is_jni_entry_point(symbol: str) -> bool:

@@ -137,6 +137,19 @@ def discover_jdks() -> List[Jvm]:
     return list(found.values())
 
 
+def libc_of(pid: Optional[int] = None) -> Optional[Path]:
+    """The libc.so.6 a process maps (jvmos's own when pid is None: a command jvmos launches
+    runs in the same mount namespace and loads the same libc)."""
+    maps = maps_of(pid) if pid is not None else maps_of(os.getpid())
+    lib = next((p for p in maps if re.match(r"libc(-[\d.]+)?\.so(\.6)?$", os.path.basename(p))),
+               None)
+    if lib is None:
+        return None
+    if pid is not None and (_other_mount_ns(pid) or not Path(lib).exists()):
+        return Path(f"/proc/{pid}/root{lib}")
+    return Path(lib)
+
+
 def jvm_of_executable(exe: str) -> Optional[Jvm]:
     """The JVM a launcher binary starts, when it lives in a JDK's bin/ (java, jshell, ...)."""
     path = shutil.which(exe) if "/" not in exe else exe
@@ -192,12 +205,25 @@ def _symbols_cached(path: str, mtime: float) -> Dict[str, int]:
     dupes = set()
 
     def take(text):
+        default_version = set()
         for line in text.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[1] in "tTwWiI":
-                if parts[2] in syms and syms[parts[2]] != int(parts[0], 16):
-                    dupes.add(parts[2])
-                syms[parts[2]] = int(parts[0], 16)
+                # the dynamic table names versions (malloc@@GLIBC_2.2.5): the default version
+                # (@@) is what a caller links to; an older one (@) yields to it
+                name, at, ver = parts[2].partition("@")
+                addr = int(parts[0], 16)
+                if at:
+                    is_default = ver.startswith("@")
+                    if name in default_version or (not is_default and name in syms):
+                        continue
+                    if is_default:
+                        default_version.add(name)
+                        syms[name] = addr
+                        continue
+                if name in syms and syms[name] != addr:
+                    dupes.add(name)
+                syms[name] = addr
 
     take(out.stdout)
     if not syms:  # stripped: fall back to the dynamic symbol table

@@ -1,6 +1,6 @@
 """Turns the readable probes/*.bt into the one script bpftrace runs for a recording.
 
-The templates name libraries by placeholder (@LIBJVM@, @LIBNIO@) and put each attach point on
+The templates name libraries by placeholder (@LIBJVM@, @LIBNIO@, @LIBC@) and put each attach point on
 its own line. Here each placeholder line becomes one line per library that defines the symbol;
 a symbol no library defines is dropped and reported, and a probe block left with no attach
 point is dropped whole, so a JDK missing one function still gets every other probe.
@@ -29,6 +29,8 @@ class Script:
     # ~0.25 s per probe on libjvm.so; attaching by address took a third of the time. The probe
     # names in the output then carry addresses: this maps "path:address" back to the symbol.
     addresses: Dict[str, str] = field(default_factory=dict)
+    # "lib:name" -> the name probed instead (same address)
+    aliases: Dict[str, str] = field(default_factory=dict)
     uprobe_count: int = 0
     tracepoint_count: int = 0
 
@@ -76,6 +78,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
             (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
     skip_copy = "io" in layers   # io.bt probes the copy functions itself
     script = Script(text="")
+    seen: Dict[Tuple[str, str, int], str] = {}
     out: List[str] = []
     lines = body
     i = 0
@@ -106,11 +109,20 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
                 if sym == "@JNI_ENTRY_POINTS@":
                     names = sorted(s for s in defined if is_jni_entry_point(s)
                                    and not (skip_copy and s[4:] in JNI_COPY_FUNCTIONS))
-                    kept.extend(_ap(script, kind, p, s, defined[s], by_address) for s in names)
                 elif sym in defined:
-                    kept.append(_ap(script, kind, p, sym, defined[sym], by_address))
+                    names = [sym]
                 else:
                     script.missing.append(f"{p}:{sym}")
+                    continue
+                for name in names:
+                    # two names for one function (glibc's aligned_alloc and memalign): one
+                    # probe, or every call would be counted twice
+                    where = (kind, str(p), defined[name])
+                    if where in seen:
+                        script.aliases[f"{p}:{name}"] = seen[where]
+                        continue
+                    seen[where] = name
+                    kept.append(_ap(script, kind, p, name, defined[name], by_address))
         if kept:
             out.append(",\n".join(kept))
             script.attached.extend(kept)

@@ -21,7 +21,7 @@ from . import JvmosError, __version__
 from . import calibrate as cal
 from .catalogue import DEFAULT_LAYERS, LAYERS
 from .jdk import (Jvm, discover_jdks, executable_kind, jvm_from_libjvm, jvm_of_executable,
-                  jvm_of_pid, symbols)
+                  jvm_of_pid, libc_of, symbols)
 from .probegen import render
 from . import sampling
 from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
@@ -187,6 +187,17 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
+# Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
+# run that starts thousands of threads; updates beyond the limit would be lost silently.
+MAP_KEYS_MAX = "16384"
+
+
+def bpftrace_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS_MAX)
+    return env
+
+
 STOP_MAGIC = 0x6a766d6f
 
 
@@ -254,8 +265,10 @@ def record(opts: Options) -> Result:
     if opts.calibrate_if_missing:
         platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode)
 
+    libc = libc_of(opts.pid)
     libs = {"LIBJVM": [j.libjvm for j in jvms],
-            "LIBNIO": [j.libnio for j in jvms if j.libnio]}
+            "LIBNIO": [j.libnio for j in jvms if j.libnio],
+            "LIBC": [libc] if libc else []}
     script = render(opts.layers, libs, symbols, mode=opts.mode)
     missing = [m for m in script.missing
                if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
@@ -272,7 +285,8 @@ def record(opts: Options) -> Result:
         "host": host_info(), "bpftrace": bpftrace_version(),
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
-                   "addresses": script.addresses},
+                   "addresses": script.addresses, "aliases": script.aliases,
+                   "libc": str(libc) if libc else None},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
     }
@@ -301,7 +315,7 @@ def record(opts: Options) -> Result:
     t_attach = time.time()
     bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root)],
                           stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
-                          start_new_session=True)
+                          start_new_session=True, env=bpftrace_env())
 
     def abort(msg):
         nonlocal gate_w

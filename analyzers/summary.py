@@ -6,7 +6,9 @@ Each category carries `method`: "measured" (counted or timed by a probe), "estim
 from collections import defaultdict
 from typing import Dict, Optional
 
-from jvmos.catalogue import CATEGORIES, GUARANTEED_IO, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
+from jvmos.catalogue import (CATEGORIES, GUARANTEED, GUARANTEED_IO, JNI_BYTES_FROM_ARGS,
+                             SYSCALL_DIRECTION)
+from . import layers
 from jvmos.probegen import symbol_of_probe
 from .rawparse import Raw
 
@@ -39,8 +41,12 @@ def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]
     return calls * model.get("ns_per_call", 0.0) + nbytes * model["ns_per_byte"]
 
 
-def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str):
+def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str,
+                probes: Optional[dict] = None, thr_incl: int = 0):
     cats = {}
+    cats.update(layers.thread_categories(fns, thr_incl, probes))
+    cats.update(layers.link_categories(fns, probes))
+    cats.update(layers.mem_categories(fns, probes, costs, mode))
     # --- jni_copy: measured with entry+return probes
     jc = fns.get("jni_copy", {})
     if jc:
@@ -146,15 +152,23 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         pathmap[pid][(p, d)]["calls"] += int(v)
     confirmed = {k[0]: int(v) for k, v in raw.keyed("@nio_confirmed").items()}
     execs = {k[0]: v for k, v in raw.keyed("@exec").items()}
+    incl = {k[0]: v for k, v in raw.keyed("@thr_incl").items()}
 
     by_pid = {}
     pids = sorted(set(fns) | set(pathmap) | set(execs), key=lambda p: int(p))
     for pid in pids:
         cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
-                           costs, jvms_by_pid.get(pid), mode)
+                           costs, jvms_by_pid.get(pid), mode, probes, int(incl.get(pid, 0)))
         io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
         by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
                        "categories": cats, "paths": _paths(pathmap.get(pid, {}), io_bytes)}
+        csw = layers.context_switches(raw.keyed("@csw"), pid)
+        if csw:
+            by_pid[pid]["context_switches"] = csw
+        grow = {k: layers.growth(raw.keyed(m), pid) for k, m in
+                (("vm_bytes", "@grow_vm"), ("malloc_bytes", "@grow_malloc"))}
+        if any(grow.values()):
+            by_pid[pid]["memory_growth"] = dict(grow, bucket_s=0.25)
 
     # totals over pids: sums of the per-pid figures (None stays None only if all are None)
     cats_total: Dict[str, dict] = {}
@@ -164,7 +178,9 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
             for k, v in c.items():
                 if k in ("method", "basis"):
                     t[k] = v
-                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                elif isinstance(v, bool):
+                    t[k] = bool(t.get(k)) or v
+                elif isinstance(v, (int, float)):
                     t[k] = (t.get(k) or 0) + v
                 elif v is None:
                     t.setdefault(k, None)
@@ -172,9 +188,12 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                     d = t.setdefault(k, {})
                     for s, f in v.items():
                         if isinstance(f, dict):
-                            g = d.setdefault(s, {kk: 0 for kk in f})
+                            g = d.setdefault(s, {})
                             for kk, vv in f.items():
-                                g[kk] = g.get(kk, 0) + (vv or 0)
+                                if isinstance(vv, bool):
+                                    g[kk] = bool(g.get(kk)) or vv
+                                elif isinstance(vv, (int, float)) or vv is None:
+                                    g[kk] = (g.get(kk) or 0) + (vv or 0)
                         else:
                             d[s] = d.get(s, 0) + f
     if "jni_call" in cats_total:
@@ -197,9 +216,14 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         overhead["wall_uninstrumented_estimate_ns"] = base if base > 0 else None
         overhead["slowdown_pct"] = 100.0 * ns / base if base > 0 else None
 
-    guaranteed = [cats_total[c]["time_ns"] for c in GUARANTEED_IO
-                  if c in cats_total and cats_total[c].get("time_ns") is not None]
-    g = sum(guaranteed) if guaranteed else 0
+    by_resource = {}
+    for resource, names in GUARANTEED.items():
+        ts = [cats_total[c]["time_ns"] for c in names
+              if c in cats_total and cats_total[c].get("time_ns") is not None]
+        if ts:
+            by_resource[resource] = sum(ts)
+    g = sum(by_resource.values())
+    sw = [by_pid[p]["context_switches"] for p in pids if "context_switches" in by_pid[p]]
     missed = defaultdict(int)
     for (pid, what), v in raw.keyed("@missed").items():
         missed[what] += int(v)
@@ -210,7 +234,13 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "totals": {"wall_ns": wall_ns,
                    "guaranteed_overhead_ns": g,
                    "guaranteed_overhead_pct": 100.0 * g / wall_ns if wall_ns else None,
-                   "guaranteed_overhead_categories": [c for c in GUARANTEED_IO if c in cats_total],
+                   "guaranteed_overhead_categories": [c for names in GUARANTEED.values()
+                                                      for c in names if c in cats_total],
+                   "guaranteed_by_resource": by_resource,
+                   "context_switches": ({"voluntary": sum(x["voluntary"] for x in sw),
+                                         "involuntary": sum(x["involuntary"] for x in sw),
+                                         "threads": sum(x["threads"] for x in sw)}
+                                        if sw else None),
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
                    "missed_events": dict(missed),
@@ -273,6 +303,25 @@ def probe_overhead(cats: dict, probes: Optional[dict], mode: str) -> dict:
                               + cats.get("nio_copy", {}).get("unsafe_copy_calls", 0)
                               + (cats.get("jni_call", {}).get("calls", 0)
                                  - cats.get("jni_call", {}).get("copying_calls", 0)))}
+    pair = g("jni_copy_time_hit") if mode == "time" else g("jni_copy_count_hit")
+    tc, tj = cats.get("thread_create", {}), cats.get("thread_jvm", {})
+    parts = tc.get("parts", {})
+    # threads layer: pthread_create, JVM_StartThread, thread_native_entry, JavaThread::exit
+    # pairs; a syscall pair per syscall inside a span and per futex; clone entries
+    hits["uprobe_pairs"] = (tc.get("calls", 0) + tj.get("calls", 0)
+                            + sum(p.get("calls", 0) for n, p in parts.items()
+                                  if n.startswith(("libc start", "libc exit")))
+                            + sum(p.get("calls", 0) for n, p in tj.get("parts", {}).items()
+                                  if n.startswith("jvm exit"))
+                            + cats.get("malloc", {}).get("calls", 0))
+    hits["syscall_pairs"] = (sum(p.get("calls", 0) for n, p in parts.items()
+                                 if n.startswith("kernel in"))
+                             + cats.get("sync", {}).get("calls", 0)
+                             + cats.get("link", {}).get("calls", 0)
+                             + cats.get("file", {}).get("calls", 0)
+                             + cats.get("vm", {}).get("calls", 0))
+    hits["tracepoints"] = tc.get("clone_calls", 0) + (cats.get("vm", {}).get("page_faults") or 0)
     ns = hits["jni_copy"] * jni_hit + hits["io_syscall"] * g("io_syscall_hit") \
-        + hits["other_uprobes"] * g("uprobe")
+        + hits["other_uprobes"] * g("uprobe") + hits["uprobe_pairs"] * pair \
+        + hits["syscall_pairs"] * g("io_syscall_hit") + hits["tracepoints"] * g("tracepoint")
     return {"probe_overhead_ns": ns, "probe_hits": hits}

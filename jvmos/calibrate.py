@@ -107,10 +107,31 @@ def calibrate_nio(jvm: Jvm, trials: int = 5, millis: int = 150) -> dict:
     return fit
 
 
+def calibrate_memory(trials: int = 5) -> dict:
+    """Cost of one allocator call and of one user page fault (workloads/c/memcal)."""
+    prog = c_program("memcal")
+    out = subprocess.run([str(prog), "--trials", str(trials)], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode != 0:
+        raise JvmosError(f"memcal failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
+    recs = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    res = {}
+    for key, field, scale, what in (
+            ("malloc_call", "malloc_ns", 0.5, "one libc malloc or free call (half of a "
+                                             "malloc+free pair of 16 B..4 KiB, batches of 256)"),
+            ("page_fault", "fault_ns", 1.0, "first touch of a fresh anonymous page")):
+        m, lo, hi = mean_ci([r[field] * scale for r in recs])
+        res[key] = {"ns_per_call": m, "ns_per_call_ci95": [lo, hi], "trials": len(recs),
+                    "what": what}
+    return res
+
+
 def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
     t0 = time.time()
     log("calibrating kernel copyin/copyout and memcpy (pipe writes/reads of growing size)...")
     copy = calibrate_kernel(trials)
+    log("calibrating the allocator call and page-fault costs...")
+    copy.update(calibrate_memory(trials))
     copy["nio_heap_to_direct"] = {}
     for j in jvms:
         log(f"calibrating the heap->direct buffer copy of {j.home} (JDK {j.version})...")
@@ -131,11 +152,25 @@ def calibrate_jni(jvm: Jvm, probes: dict, log=print) -> dict:
                                log=log)
 
 
-def calibrate_all(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
+def calibrate_constants(data: dict, jvm: Jvm, path: Path, trials: int = 5,
+                        chunk: Optional[int] = None, log=print) -> dict:
+    """The heuristic's platform constants (C_nt, C_link, C_file, C_io_chunk), measured with
+    the probes; needs the copy and probe costs in `data`, which is saved to `path` first
+    because the recordings read it from there."""
+    from jvmos.heuristic import constants
+    save(path, data)
+    return constants.measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK,
+                             log=log, platform_file=str(path))
+
+
+def calibrate_all(jvms: List[Jvm], path: Path, trials: int = 5, chunk: Optional[int] = None,
+                  log=print) -> dict:
     data = calibrate_copy(jvms, trials, log=log)
     data["probes"] = calibrate_probes(trials, log=log)
     data["copy"]["jni_region"] = {str(j.home): calibrate_jni(j, data["probes"], log=log)
                                   for j in jvms}
+    if jvms:
+        data["constants"] = calibrate_constants(data, jvms[0], path, trials, chunk, log=log)
     return data
 
 

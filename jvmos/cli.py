@@ -85,17 +85,47 @@ def cmd_calibrate(args) -> int:
     log = lambda m: print(m, file=sys.stderr, flush=True)
     if args.trials < 2:
         raise JvmosError("--trials must be at least 2 (for an interval)")
+    if args.chunk is not None and args.chunk <= 0:
+        raise JvmosError("--chunk must be a positive number of bytes")
     jvms = discover_jdks()
-    if existing and not args.force and not args.probes:
-        print(f"platform file {path} (created {existing['created']}); --force recalibrates")
-    elif existing and args.probes and not args.force:
+    if args.jdk:
+        from .experiments.common import select_jdks
+        jvms = select_jdks([args.jdk])
+    if not jvms:
+        raise JvmosError("no JDK found: the platform constants are measured on a JVM "
+                         "(install one, or give --jdk HOME)")
+    if existing and args.probes and not args.force:
         existing["probes"] = cal.calibrate_probes(args.trials, log=log)
         existing["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, existing["probes"], log=log)
                                           for j in jvms}
         cal.save(path, existing)
         print(f"updated the probe costs in {path}")
+    elif existing and not args.force:
+        # fill in what an older platform file lacks; re-measure the constants on request
+        changed = []
+        if "malloc_call" not in existing["copy"] or "page_fault" not in existing["copy"]:
+            existing["copy"].update(cal.calibrate_memory(args.trials))
+            changed.append("memory costs")
+        if not existing.get("probes"):
+            existing["probes"] = cal.calibrate_probes(args.trials, log=log)
+            changed.append("probe costs")
+        nio = existing["copy"].setdefault("nio_heap_to_direct", {})
+        if str(jvms[0].home) not in nio:
+            nio[str(jvms[0].home)] = cal.calibrate_nio(jvms[0], args.trials)
+            changed.append("NIO copy")
+        chunk_changed = (args.chunk is not None and existing.get("constants")
+                         and existing["constants"].get("chunk_bytes") != args.chunk)
+        if args.constants or not existing.get("constants") or chunk_changed:
+            existing["constants"] = cal.calibrate_constants(existing, jvms[0], path, args.trials,
+                                                            args.chunk, log=log)
+            changed.append("platform constants")
+        if changed:
+            cal.save(path, existing)
+            print(f"updated {', '.join(changed)} in {path}")
+        else:
+            print(f"platform file {path} (created {existing['created']}); --force recalibrates")
     else:
-        existing = cal.calibrate_all(jvms, trials=args.trials, log=log)
+        existing = cal.calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
         cal.save(path, existing)
         print(f"wrote {path}")
     print_platform(existing)
@@ -117,6 +147,22 @@ def print_platform(existing: dict) -> None:
     for home, m in c.get("jni_region", {}).items():
         print(f"JNI Region copy, JDK {m.get('jdk_version')}: {m['ns_per_call']:.1f} ns per call "
               f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]")
+    for key in ("malloc_call", "page_fault"):
+        m = c.get(key)
+        if m:
+            lo, hi = m["ns_per_call_ci95"]
+            print(f"{key:<16} {m['ns_per_call']:.1f} ns (95% CI {lo:.1f}..{hi:.1f})  [{m['what']}]")
+    k = existing.get("constants")
+    if k:
+        from jvmos.heuristic.constants import PAPER_US
+        print(f"platform constants (JDK {k['jdk_version']}, {k['trials']} trials, "
+              f"chunk {k['chunk_bytes']} bytes; paper: Solaris 10, dual SPARC):")
+        for name in ("C_nt", "C_link", "C_file", "C_io_chunk"):
+            v = k[name]
+            lo, hi = v["ci95_us"]
+            paper = PAPER_US.get(name)
+            print(f"  {name:<11} {v['mean_us']:9.2f} µs  (95% CI {lo:.2f}..{hi:.2f})   paper: "
+                  + (f"{paper:g} µs" if paper else "—") + f"   [{v['what']}]")
     p = existing.get("probes")
     if p:
         print(f"probe costs per hit ({p['trials']} trials x {p['iterations']:,} hits, mean and 95% CI):")
@@ -185,14 +231,22 @@ def build_parser():
 
     c = sub.add_parser("calibrate", help="measure this machine's copy costs (platform file)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples:\n  jvmos calibrate            # show, or create on first use\n"
+                       epilog="examples:\n  jvmos calibrate            # show, or measure what is missing\n"
                               "  jvmos calibrate --force    # measure everything again (a few minutes)\n"
-                              "  jvmos calibrate --probes   # only the probe costs\n")
+                              "  jvmos calibrate --probes   # only the probe costs\n"
+                              "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
     c.add_argument("--probes", action="store_true",
                    help="(re)measure only the probe costs and the JNI copy cost models")
+    c.add_argument("--constants", action="store_true",
+                   help="(re)measure the heuristic's platform constants C_nt, C_link, C_file, "
+                        "C_io_chunk (about a minute: each is a traced microbenchmark)")
+    c.add_argument("--chunk", type=int,
+                   help="I/O chunk size in bytes for C_io_chunk (default 8192)")
+    c.add_argument("--jdk", help="JDK home to measure the platform constants on "
+                                 "(default: the first found)")
     c.set_defaults(func=cmd_calibrate)
 
     x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,

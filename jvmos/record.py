@@ -459,8 +459,10 @@ def record(opts: Options) -> Result:
     summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
                          costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
                          probes=(platform or {}).get("probes"), mode=opts.mode)
-    jni_hits = summary["categories"].get("jni_copy", {}).get("calls", 0)
-    if opts.cmd and jvms and not jvm_home_by_pid and not jni_hits:
+    jvm_hits = sum(summary["categories"].get(c, {}).get("calls") or 0
+                   for c in ("jni_copy", "thread_jvm", "jni_call"))
+    jvm_hits += (summary["categories"].get("nio_copy") or {}).get("nio_native_calls", 0)
+    if opts.cmd and jvms and not jvm_home_by_pid and not jvm_hits:
         warnings.append("no JVM ran under the traced command (no libjvm.so mapped, no JVM "
                         "probe fired): only syscall figures apply")
         log(f"warning: {warnings[-1]}")

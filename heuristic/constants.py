@@ -1,0 +1,115 @@
+"""The platform constants of the paper's cost heuristic (section 4), measured on this machine.
+
+  C_nt        guaranteed cost of one native thread: the libc + kernel layers of creating and
+              ending a Java thread (threads layer on the NoOp-threads program)
+  C_link      cost of accepting one network connection: on-CPU time of accept/accept4 when
+              the connection is already waiting (links layer on LinkBench --mode accept)
+  C_file      cost of opening one file: openat + close (links layer on LinkBench --mode open)
+  C_io_chunk  guaranteed cost of one blocking write of CHUNK bytes from the Java heap to a
+              socket: the heap -> temporary direct buffer copy (nio_copy) of the written bytes
+              plus the kernel's copyin of them (io layer on SocketStream --size CHUNK)
+  copy_ns_per_byte  the kernel copyin cost per byte (jvmos calibrate's pipe fit)
+
+Each is measured TRIALS times with the real probes on a real JVM (`record`), corrected for the
+probe effect like every recorded figure, and reported as mean and 95% interval in µs.
+"""
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from jvmos import JvmosError
+from jvmos.analyzers.stats import mean_ci
+
+PAPER_US = {"C_nt": 173.0, "C_link": 140.0, "C_io_chunk": 3.3}
+DEFAULT_CHUNK = 8192   # Tomcat's socket write buffer and java.io's buffer size
+
+
+def _stat(samples_us: List[float], what: str) -> dict:
+    m, lo, hi = mean_ci(samples_us)
+    return {"mean_us": m, "ci95_us": [lo, hi], "samples_us": [round(x, 4) for x in samples_us],
+            "what": what}
+
+
+def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = print,
+            platform_file: Optional[str] = None) -> dict:
+    """Runs the microbenchmarks under `record`; needs the probe costs calibrated first."""
+    from jvmos import record as rec
+    from jvmos.tools import IO_JAR, jar
+    java = str(jvm.home / "bin" / "java")
+    cp = str(jar(IO_JAR))
+    benches = {
+        "C_nt": (["threads"], [java, "-cp", cp, "org.jvmos.workloads.NoOpThreads",
+                               "--threads", "100", "--repeat", "5", "--warmup", "1"]),
+        "C_link": (["links"], [java, "-cp", cp, "org.jvmos.workloads.LinkBench",
+                               "--mode", "accept", "--links", "2000", "--batch", "100"]),
+        "C_file": (["links"], [java, "-cp", cp, "org.jvmos.workloads.LinkBench",
+                               "--mode", "open", "--links", "5000"]),
+        "C_io_chunk": (["io"], [java, "-cp", cp, "org.jvmos.workloads.SocketStream",
+                                "--writes", "20000", "--size", str(chunk)]),
+    }
+    samples = {k: [] for k in benches}
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="jvmos-constants-") as tmp:
+        for t in range(trials):
+            for name, (layers, cmd) in benches.items():
+                log(f"platform constant {name}: trial {t + 1}/{trials}")
+                run = Path(tmp) / f"{name}-{t}"
+                res = rec.record(rec.Options(
+                    cmd=cmd, layers=layers, out=run, stdout=run.parent / f"{name}-{t}.out",
+                    stderr=run.parent / f"{name}-{t}.err", jdks=[str(jvm.home)],
+                    platform=platform_file, calibrate_if_missing=False, log=lambda m: None))
+                if res.status != "complete":
+                    raise JvmosError(f"calibrating {name}: the recording ended {res.status}")
+                samples[name].append(_value(name, res.summary))
+    out = {
+        "C_nt": _stat(samples["C_nt"], "libc + kernel time per Java thread created and "
+                                       "ended (NoOpThreads, 100 threads x 5 rounds)"),
+        "C_link": _stat(samples["C_link"], "on-CPU time of accept per connection accepted "
+                                           "from a filled backlog (LinkBench, 2000 links)"),
+        "C_file": _stat(samples["C_file"], "openat + close per file opened "
+                                           "(LinkBench, 5000 opens)"),
+        "C_io_chunk": _stat(samples["C_io_chunk"], f"NIO copy + kernel copyin per {chunk}-byte "
+                                                   "socket write (SocketStream, 20000 writes)"),
+        "chunk_bytes": chunk, "trials": trials, "jdk": str(jvm.home), "jdk_version": jvm.version,
+        "calibration_seconds": round(time.time() - t0, 1),
+    }
+    for k, v in out.items():
+        if isinstance(v, dict) and not v["mean_us"] > 0:
+            raise JvmosError(f"platform constant {k} came out {v['mean_us']}: not usable")
+    return out
+
+
+def _value(name: str, s: dict) -> float:
+    """One trial's constant, in µs, from a recording's summary."""
+    cats = s["categories"]
+    if name == "C_nt":
+        java = ((cats.get("thread_create") or {}).get("layers") or {}).get("java") or {}
+        n = java.get("threads") or 0
+        if not n:
+            raise JvmosError("calibrating C_nt: no Java thread creation was recorded")
+        return (java["libc_ns"] + java["kernel_ns"]) / n / 1e3
+    if name == "C_link":
+        sc = (cats.get("link") or {}).get("syscalls") or {}
+        acc = [v for k, v in sc.items() if k in ("accept", "accept4")]
+        n = sum(v["calls"] for v in acc)
+        if not n:
+            raise JvmosError("calibrating C_link: no accept was recorded")
+        return sum(v["time_ns"] for v in acc) / n / 1e3
+    if name == "C_file":
+        sc = (cats.get("file") or {}).get("syscalls") or {}
+        opens = sum(v["calls"] for k, v in sc.items() if k.startswith("open"))
+        if not opens:
+            raise JvmosError("calibrating C_file: no open was recorded")
+        return sum(v["time_ns"] for v in sc.values()) / opens / 1e3
+    if name == "C_io_chunk":
+        io = cats.get("io_syscall") or {}
+        writes = ((io.get("syscalls") or {}).get("write") or {})
+        nio, kc = cats.get("nio_copy") or {}, cats.get("kernel_copy") or {}
+        if not writes.get("calls") or not nio.get("bytes") or kc.get("time_ns") is None:
+            raise JvmosError("calibrating C_io_chunk: no NIO socket write was recorded")
+        # the copies of the written bytes only (the reader's side is the peer's cost)
+        nio_write = (nio.get("time_ns") or 0.0) * min(1.0, writes["bytes"] / nio["bytes"])
+        copyin = kc["time_ns"] * (kc["copyin_bytes"] / kc["bytes"]) if kc.get("bytes") else 0.0
+        return (nio_write + copyin) / writes["calls"] / 1e3
+    raise KeyError(name)

@@ -63,10 +63,17 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
         parts[name] = p
         return p
 
+    # allocator probes (mem layer) nested in the spans: their time is left out in the kernel,
+    # the part of their cost outside their own window is taken out here
+    na = fns.get("thread_nested_alloc", {})
+    creates = {lab: _get(tc, f"pthread_create {lab}") for lab in THREAD_LABELS}
+    n_creates = sum(creates.values()) or 1
     for lab in THREAD_LABELS:
         k_create = _get(tc, f"kernel in create {lab}")
+        alloc = _get(na, "libc create") * creates[lab] / n_creates
         part(f"libc create {lab}", f"libc create {lab}", c["pair_window"],
-             extra=k_create * nested_sys, calls_what=f"pthread_create {lab}")
+             extra=k_create * nested_sys + alloc * nested_pair,
+             calls_what=f"pthread_create {lab}")
         part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"])
         part(f"kernel in start/exit {lab}", f"kernel in start/exit {lab}", c["sys_window"])
         part(f"kernel exit {lab}", f"kernel exit {lab}", 0.0)
@@ -77,6 +84,7 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
         part(f"jvm exit {lab}", f"exit {lab}", c["pair_window"])
         # probes nested in start/exit spans: share their cost out by raw time
         nested = _get(tc, f"kernel in start/exit {lab}") * nested_sys
+        nested += _get(na, "start/exit") * nested_pair * creates[lab] / n_creates
         spans = [parts[f"libc start {lab}"], parts[f"libc exit {lab}"], parts[f"jvm exit {lab}"]]
         total_raw = sum(p["time_raw_ns"] for p in spans)
         if total_raw and nested:
@@ -85,7 +93,7 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
                 p.update(corrected(p["time_raw_ns"], p["correction_ns"] + share, p["time_hits"]))
     jstart = _get(tj, "start")
     part("jvm start java", "start", c["pair_window"],
-         extra=(_get(tc, "pthread_create java") * nested_pair
+         extra=((_get(tc, "pthread_create java") + _get(na, "jvm start")) * nested_pair
                 + (_get(tc, "kernel in jvm start java") + _get(tw, "futex in JVM_StartThread"))
                 * nested_sys))
     part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"])
@@ -209,29 +217,50 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
     m = fns.get("malloc")
     if m:
         funcs = {}
+        malloc_model, free_model = costs.get("malloc_call"), costs.get("free_call")
         for k, v in sorted(m.items()):
-            if mode == "time":
-                p = corrected(v.get("time_ns", 0), v.get("calls", 0) * c["pair_window"],
-                              v.get("calls", 0))
+            if k == "off-CPU":
+                continue
+            calls = v.get("calls", 0)
+            if k == "free" or mode != "time":
+                # counted, not timed: calls x the calibrated cost of one call
+                model = free_model if k == "free" else malloc_model
+                p = {"time_ns": calls * model["ns_per_call"] if model else None,
+                     "method": "estimated"}
             else:
-                p = {"time_ns": None}
-            p.update(calls=v.get("calls", 0), bytes=v.get("bytes", 0))
+                p = corrected(v.get("time_ns", 0), calls * c["pair_window"], calls)
+                p["method"] = "measured"
+            p.update(calls=calls, bytes=v.get("bytes", 0))
             funcs[k] = p
+        # free is not probed (mem.bt says why): every block allocated is taken as freed once
+        allocs = sum(p["calls"] for k, p in funcs.items() if k != "realloc")
+        if "free" not in funcs and allocs:
+            funcs["free"] = {"time_ns": allocs * free_model["ns_per_call"] if free_model else None,
+                             "method": "estimated", "calls": allocs, "bytes": 0,
+                             "calls_estimated": True}
+        timed = [p for p in funcs.values() if p["method"] == "measured"]
+        est = [p for p in funcs.values() if p["method"] == "estimated"]
         cat = {"calls": sum(p["calls"] for p in funcs.values()),
                "bytes": sum(p["bytes"] for p in funcs.values()),
-               "method": "measured", "functions": funcs}
-        if mode == "time":
-            cat["time_ns"] = sum(p["time_ns"] for p in funcs.values())
-            cat["time_raw_ns"] = sum(p["time_raw_ns"] for p in funcs.values())
+               "time_ns": (sum(p["time_ns"] for p in timed)
+                           + sum(p["time_ns"] or 0 for p in est)),
+               "method": "measured" if timed else "estimated", "functions": funcs,
+               "timed_calls": sum(p["calls"] for p in timed),
+               "estimated_calls": sum(p["calls"] for p in est),
+               "estimated_time_ns": sum(p["time_ns"] or 0 for p in est),
+               "off_cpu_ns": _get(m, "off-CPU", "time_ns"),
+               "basis": "malloc, calloc, realloc, *memalign: on-CPU time between entry and "
+                        "return probes minus hits x the calibrated probe window (--mode count: "
+                        "calls x the calibrated cost of one malloc); free is not probed: one "
+                        "free per block allocated, x the calibrated cost of one free "
+                        "(workloads/c/memcal), estimated"
+                        + ("" if (malloc_model and free_model) else "; not calibrated")}
+        if timed:
+            cat["time_raw_ns"] = sum(p["time_raw_ns"] for p in timed)
             cat["corrected"] = c["calibrated"]
+            measured = sum(p["time_ns"] for p in timed)
             cat["correction_dominates"] = bool(
-                cat["time_raw_ns"] and cat["time_raw_ns"] - cat["time_ns"] > 0.5 * cat["time_raw_ns"])
-        else:
-            model = costs.get("malloc_call")
-            cat["time_ns"] = cat["calls"] * model["ns_per_call"] if model else None
-            cat["method"] = "estimated"
-            cat["basis"] = ("--mode count: calls x the calibrated cost of one malloc/free "
-                            "call (jvmos calibrate)" + ("" if model else "; not calibrated"))
+                cat["time_raw_ns"] and cat["time_raw_ns"] - measured > 0.5 * cat["time_raw_ns"])
         out["malloc"] = cat
     v = fns.get("vm")
     if v:

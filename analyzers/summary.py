@@ -25,7 +25,8 @@ def _per_pid(raw: Raw, addresses: Dict[str, str]):
     # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
     for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time"),
-                           ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall")):
+                           ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall"),
+                           ("calls", "@nhits")):
         for (pid, cat, probe), v in raw.keyed(mapname).items():
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):

@@ -116,11 +116,11 @@ def calibrate_memory(trials: int = 5) -> dict:
         raise JvmosError(f"memcal failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
     recs = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
     res = {}
-    for key, field, scale, what in (
-            ("malloc_call", "malloc_ns", 0.5, "one libc malloc or free call (half of a "
-                                             "malloc+free pair of 16 B..4 KiB, batches of 256)"),
-            ("page_fault", "fault_ns", 1.0, "first touch of a fresh anonymous page")):
-        m, lo, hi = mean_ci([r[field] * scale for r in recs])
+    for key, field, what in (
+            ("malloc_call", "malloc_ns", "one libc malloc of 16 B..4 KiB (batches of 256)"),
+            ("free_call", "free_ns", "one libc free of such a block (batches of 256)"),
+            ("page_fault", "fault_ns", "first touch of a fresh anonymous page")):
+        m, lo, hi = mean_ci([r[field] for r in recs])
         res[key] = {"ns_per_call": m, "ns_per_call_ci95": [lo, hi], "trials": len(recs),
                     "what": what}
     return res

@@ -103,7 +103,7 @@ def cmd_calibrate(args) -> int:
     elif existing and not args.force:
         # fill in what an older platform file lacks; re-measure the constants on request
         changed = []
-        if "malloc_call" not in existing["copy"] or "page_fault" not in existing["copy"]:
+        if any(k not in existing["copy"] for k in ("malloc_call", "free_call", "page_fault")):
             existing["copy"].update(cal.calibrate_memory(args.trials))
             changed.append("memory costs")
         if not existing.get("probes"):
@@ -147,7 +147,7 @@ def print_platform(existing: dict) -> None:
     for home, m in c.get("jni_region", {}).items():
         print(f"JNI Region copy, JDK {m.get('jdk_version')}: {m['ns_per_call']:.1f} ns per call "
               f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]")
-    for key in ("malloc_call", "page_fault"):
+    for key in ("malloc_call", "free_call", "page_fault"):
         m = c.get(key)
         if m:
             lo, hi = m["ns_per_call_ci95"]

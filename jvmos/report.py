@@ -42,9 +42,17 @@ def render(run_dir) -> str:
                    f"mode {manifest.get('mode', 'time')}; {manifest.get('bpftrace')}; "
                    f"kernel {manifest['host']['kernel']}")
     t = s["totals"]
-    out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed I/O overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
+    out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
                + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
+    res = t.get("guaranteed_by_resource") or {}
+    if len(res) > 1:
+        out.append("  by resource: " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in res.items())
+                   + " (time summed over threads: can exceed wall on several cores)")
+    if t.get("context_switches"):
+        cs = t["context_switches"]
+        out.append(f"context switches: {cs['voluntary']:,} voluntary, {cs['involuntary']:,} "
+                   f"involuntary, over {cs['threads']:,} threads")
     if t.get("probe_overhead_ns") is not None:
         out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
                    f"traced processes" + (f" (slowdown {t['slowdown_pct']:.0f}%)"

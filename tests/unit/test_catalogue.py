@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from jvmos.catalogue import (CATEGORIES, GUARANTEED_IO, IO_SYSCALLS, JNI_BYTES_FROM_ARGS,
+from jvmos.catalogue import (CATEGORIES, GUARANTEED, GUARANTEED_IO, IO_SYSCALLS, JNI_BYTES_FROM_ARGS,
                              JNI_COPY_FUNCTIONS, LAYERS, PRIMITIVES, SYSCALL_DIRECTION,
                              is_jni_entry_point)
 from jvmos.probegen import PROBES_DIR
@@ -36,8 +36,14 @@ def test_syscall_catalogue():
 
 
 def test_categories():
-    assert list(CATEGORIES) == ["jni_copy", "nio_copy", "io_syscall", "kernel_copy", "jni_call"]
+    assert list(CATEGORIES) == ["jni_copy", "nio_copy", "io_syscall", "kernel_copy", "jni_call",
+                                "thread_create", "thread_jvm", "thread_wait", "sync", "link",
+                                "file", "malloc", "vm"]
     assert set(GUARANTEED_IO) <= set(CATEGORIES) and "io_syscall" not in GUARANTEED_IO
+    # waiting and blocking are never guaranteed overhead; the JVM's own part is reported beside
+    guaranteed = {c for names in GUARANTEED.values() for c in names}
+    assert guaranteed <= set(CATEGORIES)
+    assert not guaranteed & {"io_syscall", "thread_wait", "sync", "thread_jvm", "jni_call"}
     for files in LAYERS.values():
         for f in files:
             assert (PROBES_DIR / f).is_file(), f
@@ -87,7 +93,11 @@ def test_io_bt_traces_exactly_the_catalogued_syscalls():
 def test_categories_the_probes_emit_are_known_to_the_analyzer():
     emitted = set()
     for f in PROBES_DIR.glob("*.bt"):
-        emitted |= set(re.findall(r'@(?:calls|bytes|time)\[pid, "(\w+)", probe\]', f.read_text()))
+        emitted |= set(re.findall(r'@(?:calls|bytes|time|wall|ncalls|ntime|nhits)\[[^,\]]+, "(\w+)", ',
+                                  f.read_text()))
     # categories of the summary, plus the raw inputs the summary turns into them
-    assert emitted <= set(CATEGORIES) | {"unsafe_copy_out", "unsafe_copy_etc", "nio_native"}
+    assert emitted <= set(CATEGORIES) | {"unsafe_copy_out", "unsafe_copy_etc", "nio_native",
+                                         "vm_timed", "thread_nested_alloc"}
+    assert {"thread_create", "thread_jvm", "thread_wait", "sync", "link", "file", "malloc",
+            "vm"} <= emitted
     assert {"jni_copy", "io_syscall", "jni_call", "nio_native", "unsafe_copy_out"} <= emitted

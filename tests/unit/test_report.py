@@ -50,7 +50,7 @@ def test_render_figures_of_socket_census(tmp_path):
     assert "| nio_copy | 72,432 | 1 MB |" in text
     assert "| nio | 72,432 | 1 MB |" in text
     assert "| other | — | 357 kB |" in text
-    assert "wall 413.2 ms; guaranteed I/O overhead 1.05 ms (0.3% of wall)" in text
+    assert "wall 413.2 ms; guaranteed overhead 1.05 ms (0.3% of wall)" in text
     # JNI copy functions ordered by calls, descending
     fn_rows = [l for l in text.splitlines() if l.startswith("| Get") or l.startswith("| Set")
                or l.startswith("| Release")]

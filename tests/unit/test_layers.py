@@ -1,0 +1,193 @@
+"""The threads, links and memory categories: arithmetic on hand-built raw output, and a recorded
+fixture (NoOpThreads under the threads, links and mem layers) rebuilt exactly."""
+import copy
+
+import pytest
+
+from jvmos.analyzers import layers, summary as summ
+from jvmos.analyzers.rawparse import parse_lines
+
+from _unit_helpers import map_lines, Recording
+
+PROBES = {"jni_copy_time_hit": {"mean_ns": 1300.0}, "jni_copy_time_window": {"mean_ns": 600.0},
+          "io_syscall_hit": {"mean_ns": 640.0}, "io_syscall_window": {"mean_ns": 300.0},
+          "uprobe": {"mean_ns": 500.0}, "tracepoint": {"mean_ns": 80.0}}
+COSTS = {"malloc_call": {"ns_per_call": 20.0}, "free_call": {"ns_per_call": 14.0},
+         "page_fault": {"ns_per_call": 1400.0}}
+
+
+def build(maps, probes=PROBES, costs=COSTS, mode="time"):
+    raw = parse_lines(map_lines(maps))
+    return summ.build(raw, wall_ns=10_000_000, status="complete", addresses={}, costs=costs,
+                      jvms_by_pid={}, probes=probes, mode=mode)
+
+
+# ---------------------------------------------------------------- threads
+
+THREADS = {
+    "@ncalls": {"7,thread_create,pthread_create java": 100,
+                "7,thread_create,kernel in create java": 200,
+                "7,thread_create,libc start java": 100,
+                "7,thread_create,libc exit java": 100,
+                "7,thread_create,kernel exit java": 100,
+                "7,thread_jvm,start": 100, "7,thread_jvm,exit java": 100,
+                "7,thread_wait,first run delay": 100,
+                "7,thread_wait,futex in JVM_StartThread": 50,
+                "7,sync,futex wait": 40, "7,sync,futex wake": 60},
+    "@ntime": {"7,thread_create,libc create java": 1_000_000,
+               "7,thread_create,kernel in create java": 2_000_000,
+               "7,thread_create,libc start java": 800_000,
+               "7,thread_create,libc exit java": 600_000,
+               "7,thread_create,kernel exit java": 900_000,
+               "7,thread_jvm,start": 3_000_000, "7,thread_jvm,exit java": 1_500_000,
+               "7,thread_wait,first run delay": 2_500_000,
+               "7,thread_wait,futex in JVM_StartThread": 7_000_000,
+               "7,sync,futex wait": 9_000_000, "7,sync,futex wake": 100_000},
+    "@calls": {"7,thread_create,tracepoint:syscalls:sys_enter_clone3": 100},
+    "@thr_incl": {"7": 20_000_000},
+    "@csw": {"7,70,voluntary": 5, "7,70,involuntary": 2, "7,71,voluntary": 1},
+}
+
+
+def test_thread_layers_are_exclusive_and_corrected():
+    s = build(THREADS)
+    tc = s["categories"]["thread_create"]
+    p = tc["parts"]
+    # libc create: its own window per call, and the outside-window part of the nested syscalls
+    assert p["libc create java"]["time_raw_ns"] == 1_000_000
+    assert p["libc create java"]["time_ns"] == pytest.approx(1_000_000 - 100 * 600 - 200 * 340)
+    # syscalls: their window
+    assert p["kernel in create java"]["time_ns"] == pytest.approx(2_000_000 - 200 * 300)
+    # the exit span ends at a tracepoint and a switch-out: nothing to take off
+    assert p["kernel exit java"]["time_ns"] == 900_000
+    # libc start: half an entry uprobe; libc exit: half a uretprobe (pair hit - uprobe)
+    assert p["libc start java"]["time_ns"] == pytest.approx(800_000 - 100 * 250)
+    assert p["libc exit java"]["time_ns"] == pytest.approx(600_000 - 100 * 400)
+    java = tc["layers"]["java"]
+    assert java["threads"] == 100
+    assert java["libc_ns"] == pytest.approx(sum(p[n]["time_ns"] for n in
+                                                ("libc create java", "libc start java",
+                                                 "libc exit java")))
+    assert java["kernel_ns"] == pytest.approx(sum(p[n]["time_ns"] for n in
+                                                  ("kernel in create java", "kernel exit java")))
+    assert tc["time_ns"] == pytest.approx(java["libc_ns"] + java["kernel_ns"])
+    assert tc["clone_calls"] == 100 and tc["calls"] == 100
+    tj = s["categories"]["thread_jvm"]
+    # JVM_StartThread: own window, plus outside-window cost of the nested pthread_create pair
+    # and of the futex tracepoint pairs it waited in
+    assert tj["parts"]["jvm start java"]["time_ns"] == pytest.approx(
+        3_000_000 - 100 * 600 - 100 * 700 - 50 * 340)
+    assert tj["start_inclusive_raw_ns"] == 20_000_000
+    assert tj["start_probe_outside_window_ns"] == pytest.approx(100 * 700)
+    # waiting is reported, not corrected and not guaranteed overhead
+    tw = s["categories"]["thread_wait"]
+    assert tw["time_ns"] == 9_500_000 and tw["calls"] == 100
+    assert s["totals"]["guaranteed_overhead_categories"] == ["thread_create"]
+    assert s["totals"]["guaranteed_overhead_ns"] == pytest.approx(tc["time_ns"])
+    sync = s["categories"]["sync"]
+    assert sync["calls"] == 100 and sync["wait_calls"] == 40 and sync["wake_calls"] == 60
+    assert sync["time_ns"] == pytest.approx(9_100_000 - 100 * 300)
+    cs = s["by_pid"]["7"]["context_switches"]
+    assert (cs["voluntary"], cs["involuntary"], cs["threads"]) == (6, 2, 2)
+    assert s["totals"]["context_switches"] == {"voluntary": 6, "involuntary": 2, "threads": 2}
+
+
+def test_allocator_probes_nested_in_thread_spans_are_taken_out():
+    maps = copy.deepcopy(THREADS)
+    maps["@nhits"] = {"7,thread_nested_alloc,libc create": 300}
+    s = build(maps)
+    p = s["categories"]["thread_create"]["parts"]["libc create java"]
+    assert p["time_ns"] == pytest.approx(1_000_000 - 100 * 600 - 200 * 340 - 300 * 700)
+
+
+def test_correction_that_dominates_is_floored_and_flagged():
+    maps = {"@ncalls": {"7,thread_create,pthread_create java": 100},
+            "@ntime": {"7,thread_create,libc create java": 10_000}}
+    p = build(maps)["categories"]["thread_create"]["parts"]["libc create java"]
+    assert p["time_ns"] == 0 and p["floored"] and p["correction_dominates"]
+
+
+def test_without_probe_calibration_times_are_raw():
+    p = build(THREADS, probes=None)["categories"]["thread_create"]["parts"]["libc create java"]
+    assert p["time_ns"] == 1_000_000 and p["correction_ns"] == 0
+
+
+# ---------------------------------------------------------------- links
+
+def test_links_are_on_cpu_time_and_failed_calls_apart():
+    maps = {"@calls": {"7,link,tracepoint:syscalls:sys_exit_accept4": 10,
+                       "7,file,tracepoint:syscalls:sys_exit_openat": 20,
+                       "7,file,tracepoint:syscalls:sys_exit_close": 20},
+            "@time": {"7,link,tracepoint:syscalls:sys_exit_accept4": 50_000,
+                      "7,file,tracepoint:syscalls:sys_exit_openat": 40_000,
+                      "7,file,tracepoint:syscalls:sys_exit_close": 10_000},
+            "@wall": {"7,link,tracepoint:syscalls:sys_exit_accept4": 5_000_000},
+            "@ncalls": {"7,file,failed": 3}}
+    s = build(maps)
+    link, f = s["categories"]["link"], s["categories"]["file"]
+    assert link["calls"] == 10 and link["syscalls"]["accept4"]["wall_ns"] == 5_000_000
+    assert link["time_ns"] == pytest.approx(50_000 - 10 * 300)
+    assert f["calls"] == 40 and f["failed_calls"] == 3
+    assert f["time_ns"] == pytest.approx(50_000 - 40 * 300)
+    assert "link" not in s["totals"]["guaranteed_overhead_categories"]
+
+
+# ---------------------------------------------------------------- memory
+
+MEM = {"@calls": {"7,malloc,uprobe:/lib/libc.so.6:malloc": 1000,
+                  "7,malloc,uprobe:/lib/libc.so.6:realloc": 10,
+                  "7,vm,tracepoint:syscalls:sys_enter_mmap": 30,
+                  "7,vm_timed,tracepoint:syscalls:sys_exit_mmap": 20},
+       "@bytes": {"7,malloc,uprobe:/lib/libc.so.6:malloc": 64_000,
+                  "7,malloc,uprobe:/lib/libc.so.6:realloc": 640,
+                  "7,vm,tracepoint:syscalls:sys_enter_mmap": 3 << 20},
+       "@time": {"7,malloc,uretprobe:/lib/libc.so.6:malloc": 800_000,
+                 "7,malloc,uretprobe:/lib/libc.so.6:realloc": 5_000,
+                 "7,vm,tracepoint:syscalls:sys_exit_mmap": 200_000},
+       "@ncalls": {"7,vm,page_fault_user": 100},
+       "@ntime": {"7,malloc,off-CPU": 123_456},
+       "@grow_vm": {"7,0": 1 << 20, "7,3": 2 << 20}}
+
+
+def test_malloc_time_measured_free_estimated():
+    s = build(MEM)
+    m = s["categories"]["malloc"]
+    f = m["functions"]
+    assert f["malloc"]["time_ns"] == pytest.approx(800_000 - 1000 * 600)
+    assert f["realloc"]["floored"] and f["realloc"]["time_ns"] == 0
+    # free is not probed: one per block allocated (realloc does not add a block)
+    assert f["free"]["calls"] == 1000 and f["free"]["method"] == "estimated"
+    assert f["free"]["time_ns"] == pytest.approx(1000 * 14.0)
+    assert m["calls"] == 2010 and m["bytes"] == 64_640
+    assert m["time_ns"] == pytest.approx(200_000 + 14_000)
+    assert m["off_cpu_ns"] == 123_456 and "off-CPU" not in f
+    vm = s["categories"]["vm"]
+    # only the 20 calls that were timed (not nested in an allocator call) are corrected
+    assert vm["syscalls"]["mmap"]["time_ns"] == pytest.approx(200_000 - 20 * 300)
+    assert vm["page_faults"] == 100 and vm["page_fault_time_ns"] == pytest.approx(140_000)
+    assert vm["time_ns"] == pytest.approx(200_000 - 20 * 300 + 140_000)
+    assert s["totals"]["guaranteed_by_resource"]["mem"] == pytest.approx(m["time_ns"] + vm["time_ns"])
+    assert s["by_pid"]["7"]["memory_growth"]["vm_bytes"] == [[0.0, 1 << 20], [0.75, 2 << 20]]
+
+
+def test_count_mode_costs_every_allocator_call():
+    m = build(MEM, mode="count")["categories"]["malloc"]
+    assert m["method"] == "estimated"
+    assert m["time_ns"] == pytest.approx(1010 * 20.0 + 1000 * 14.0)
+
+
+# ---------------------------------------------------------------- recorded fixture
+
+def test_recorded_threads_fixture_rebuilds_exactly():
+    rec = Recording("noop-threads-mem")
+    built = rec.rebuild(probes=rec.summary["probe_costs"], mode="time")
+    stored = copy.deepcopy(rec.summary)
+    stored["totals"].pop("attach_seconds", None)
+    assert built["categories"] == stored["categories"]
+    assert built["by_pid"] == stored["by_pid"]
+    tc = built["categories"]["thread_create"]
+    java = tc["layers"]["java"]
+    # 50 threads x (1 warm-up + 2) rounds, each created by JVM_StartThread
+    assert java["threads"] >= 150 and tc["clone_calls"] >= 150
+    assert java["libc_ns"] > 0 and java["kernel_ns"] > 0 and java["jvm_ns"] > 0
+    assert built["categories"]["malloc"]["calls"] > 0

@@ -195,6 +195,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                                     g[kk] = bool(g.get(kk)) or vv
                                 elif isinstance(vv, (int, float)) or vv is None:
                                     g[kk] = (g.get(kk) or 0) + (vv or 0)
+                                elif isinstance(vv, str):
+                                    g.setdefault(kk, vv)
                         else:
                             d[s] = d.get(s, 0) + f
     if "jni_call" in cats_total:

@@ -62,3 +62,22 @@ def test_accuracy_quick(platform_file, tmp_path):
         assert run["slowdown_pct"] is not None, key
         assert run["estimates"]["syscall_ns"] > 0, key
     assert "Accuracy" in (out / "accuracy.md").read_text()
+
+
+def test_threads_quick(platform_file, tmp_path):
+    out = tmp_path / "threads"
+    r = run_jvmos(["run", "threads", "--quick", "--out", str(out)], timeout=1200)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "tables4-5.json").read_text())
+    platform = [r for r in res["runs"].values() if not r["virtual"]]
+    assert platform
+    for run in platform:
+        L = run["layers"]
+        assert run["bare_start_ns_per_100_median"] > 0
+        for k in ("java_us", "jvm_us", "libc_us", "kernel_us"):
+            assert L[k] is not None and L[k] >= 0, k
+        assert L["libc_us"] + L["kernel_us"] > 0 and L["overhead_pct"] > 0
+    for run in (r for r in res["runs"].values() if r["virtual"]):
+        assert run["layers"]["pthread_create_calls"] < run["threads_started"] / 5
+    text = (out / "tables4-5.md").read_text()
+    assert "Table 4" in text and "Table 5" in text and "paper: Solaris 10" in text

@@ -14,6 +14,7 @@ demo: build
 	$(JVMOS) run blocking-io --out results/runs/demo-blocking-io-$$(date +%Y%m%d-%H%M%S)
 	$(JVMOS) run jni-census --out results/runs/demo-jni-census-$$(date +%Y%m%d-%H%M%S)
 	$(JVMOS) run accuracy --out results/runs/demo-accuracy-$$(date +%Y%m%d-%H%M%S)
+	$(JVMOS) run threads --out results/runs/demo-threads-$$(date +%Y%m%d-%H%M%S)
 	@echo "demo done: tables and recordings are in results/runs/ (newest demo-* directories)"
 
 test: build

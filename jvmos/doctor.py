@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import List, Tuple
 
 from . import ROOT
-from .jdk import discover_jdks, maps_of, symbols
+from .jdk import discover_jdks, libc_of, maps_of, symbols
 from .tools import C_BUILD, IO_JAR, TOMCAT_JAR
 
 # the symbols without which the io layer loses a category (others only lose detail)
 REQUIRED_JVM_SYMBOLS = ["jni_GetByteArrayRegion", "jni_SetByteArrayRegion", "Unsafe_CopyMemory0"]
+# ... and the threads layer's (the other layers probe tracepoints and libc)
+THREAD_JVM_SYMBOLS = ["JVM_StartThread", "_ZL19thread_native_entryP6Thread",
+                      "_ZN10JavaThread4exitEbNS_8ExitTypeE"]
+LIBC_SYMBOLS = ["pthread_create", "malloc", "calloc", "realloc"]
 ASYNC_PROFILER_DIR = ROOT / "build" / "async-profiler"
 
 
@@ -74,6 +78,12 @@ def checks() -> List[Tuple[str, str, str, str]]:
                 "kernel needs CONFIG_UPROBE_EVENTS")
         else:
             add("uprobes", False, "could not find libc in this process's maps", "")
+    libc = libc_of()
+    if libc:
+        miss = [x for x in LIBC_SYMBOLS if x not in symbols(libc)]
+        add("libc symbols", not miss, f"{libc}: " + ("pthread_create, malloc family" if not miss
+                                                     else "missing " + ", ".join(miss)),
+            "the threads and mem layers probe libc by its dynamic symbols", warn_only=True)
     jdks = discover_jdks()
     add("JDKs found", bool(jdks), f"{len(jdks)}", "install a HotSpot JDK (apt-get install openjdk-17-jdk-headless)")
     for j in jdks:
@@ -85,11 +95,17 @@ def checks() -> List[Tuple[str, str, str, str]]:
             + ("" if j.libjava else ", no libjava.so") + ("" if j.libnio else ", no libnio.so"),
             "a libjvm.so without its symbol table cannot be probed by name: use a JDK that "
             "ships one (OpenJDK/Temurin do)")
+        tmiss = [x for x in THREAD_JVM_SYMBOLS if x not in syms]
+        add(f"JDK {j.version} threads layer", not tmiss,
+            "JVM_StartThread, thread_native_entry, JavaThread::exit" if not tmiss
+            else "missing " + ", ".join(tmiss) + " (those spans are skipped)",
+            "", warn_only=True)
     ap = ASYNC_PROFILER_DIR / "libasyncProfiler.so"
     add("async-profiler", ap.exists(), str(ap) if ap.exists() else "not found",
         "make deps (fetches tools.profiler:async-profiler:4.1 from Maven Central); "
         "needed only for sampling", warn_only=True)
-    built = [C_BUILD / "blocking_io", C_BUILD / "copycal", IO_JAR, TOMCAT_JAR]
+    built = [C_BUILD / "blocking_io", C_BUILD / "copycal", C_BUILD / "memcal", C_BUILD / "probecal",
+             IO_JAR, TOMCAT_JAR]
     missing = [str(p.relative_to(ROOT)) for p in built if not p.exists()]
     add("workloads built", not missing, "all" if not missing else "missing " + ", ".join(missing),
         "make build", warn_only=True)

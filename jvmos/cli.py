@@ -173,6 +173,100 @@ def print_platform(existing: dict) -> None:
             print(f"  {k:<22} {v['mean_ns']:9.1f} ns  ({lo:.1f}..{hi:.1f})")
 
 
+PREDICT_EXAMPLES = """\
+examples:
+  jvmos predict --connections 100 --chunks 133 --exec-time-ms 1000
+                                     # constants from the platform file (jvmos calibrate)
+  jvmos predict --c-nt 173 --c-link 140 --c-io-chunk 3.3 --connections 100 --chunks 133
+                                     # the paper's constants: equation 6 gives 75.2 ms
+  jvmos predict --connections 1000 --chunks 8 --files 50 --mem-ms 40 --exec-time-ms 9000 --json
+"""
+
+
+def cmd_predict(args) -> int:
+    from jvmos.heuristic import model
+    from . import calibrate as cal
+    inline = {"C_nt": args.c_nt, "C_link": args.c_link, "C_io_chunk": args.c_io_chunk,
+              "C_file": args.c_file, "C_sync": args.c_sync}
+    for name, v in inline.items():
+        if v is not None and (v < 0 or v != v):
+            raise JvmosError(f"--{name[2:].replace('_', '-').lower()} must be a non-negative "
+                             "number of microseconds")
+    for name in ("connections", "chunks", "threads", "files", "file_chunks", "mem_ms",
+                 "exec_time_ms", "futex"):
+        v = getattr(args, name)
+        if v is not None and v < 0:
+            raise JvmosError(f"--{name.replace('_', '-')} must not be negative")
+    k = None
+    if any(inline[c] is None for c in ("C_nt", "C_link", "C_io_chunk")):
+        path = cal.platform_path(args.platform)
+        k = model.from_platform(cal.load(path))
+        if k is None:
+            missing = [f"--{c[2:].replace('_', '-').lower()}" for c in ("C_nt", "C_link", "C_io_chunk")
+                       if inline[c] is None]
+            raise JvmosError(f"no platform constants in {path}: run 'jvmos calibrate', or give "
+                             f"{', '.join(missing)} (µs)")
+    if k is None:
+        k = model.Constants(C_nt=inline["C_nt"], C_link=inline["C_link"],
+                            C_io_chunk=inline["C_io_chunk"])
+    for name, v in inline.items():
+        if v is not None:
+            setattr(k, name, v)
+            k.ci95.pop(name, None)        # a value given inline has no interval
+    w = model.Workload(connections=args.connections, chunks=args.chunks, threads=args.threads,
+                       files=args.files, file_chunks=args.file_chunks,
+                       mem_us=(args.mem_ms or 0.0) * 1e3, futex=args.futex or 0,
+                       exec_time_us=args.exec_time_ms * 1e3 if args.exec_time_ms else None)
+    res = model.predict(k, w)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print(render_prediction(res))
+    return 0
+
+
+def render_prediction(res: dict) -> str:
+    k, w, t = res["constants_us"], res["workload"], res["terms"]
+    ci = res.get("constants_ci95_us", {})
+    ms = lambda us: f"{us / 1e3:,.3f} ms"
+    lines = ["constants (µs): " + ", ".join(
+        f"{n} {v:g}" + (f" ({ci[n][0]:.3g}..{ci[n][1]:.3g})" if n in ci else "")
+        for n, v in k.items() if v or n in ("C_nt", "C_link", "C_io_chunk"))]
+    n_thr = w["threads"] if w["threads"] is not None else w["connections"]
+    fc = w["file_chunks"] if w["file_chunks"] is not None else w["chunks"]
+    lines.append(f"workload: {w['connections']:,} connections x {w['chunks']:g} chunks, "
+                 f"{n_thr:,} threads, {w['files']:,} files x {fc:g} chunks, "
+                 f"C_mem {w['mem_us'] / 1e3:g} ms" + (f", {w['futex']:,} futex" if w['futex'] else ""))
+    lines += [
+        f"(2) C_thr  = n_thr x C_nt = {n_thr:,} x {k['C_nt']:g} = {ms(t['eq2_C_thr_us'])}",
+        f"(4) C_net  = n_links x (n_chunks x C_IOchunk + C_link) = {w['connections']:,} x "
+        f"({w['chunks']:g} x {k['C_io_chunk']:g} + {k['C_link']:g}) = {ms(t['eq4_C_net_us'])}",
+        f"(5) C_file = n_files x (n_chunks x C_IOchunk + C_file) = {w['files']:,} x "
+        f"({fc:g} x {k['C_io_chunk']:g} + {k['C_file']:g}) = {ms(t['eq5_C_file_us'])}",
+        f"(3) C_IO   = C_net + C_file = {ms(t['eq3_C_IO_us'])}",
+    ]
+    if t["sync_us"]:
+        lines.append(f"    sync   = n_futex x C_sync = {ms(t['sync_us'])}  (jvmos's extra term)")
+    lines.append(f"(1) C_os   = C_thr + C_IO + C_mem = {ms(t['eq1_C_os_us'])}"
+                 + (f"  (95% interval {ms(res['C_os_ci95_us'][0])} .. {ms(res['C_os_ci95_us'][1])})"
+                    if "C_os_ci95_us" in res else ""))
+    lines.append(f"(6) C_os   = n_thr x (C_nt + C_link + n_chunks x C_IOchunk) + C_mem = "
+                 f"{ms(t['eq6_C_os_us'])}  (server in steady state)")
+    if w["exec_time_us"]:
+        sp = res.get("speedup")
+        lines.append(f"execution time T = {ms(w['exec_time_us'])}: the OS costs "
+                     f"{res['overhead_pct']:.1f}% of it")
+        if sp is None:
+            lines.append("predicted speedup: undefined (C_os >= T: the constants or the "
+                         "workload description do not fit this run)")
+        else:
+            iv = res.get("speedup_ci95")
+            lines.append(f"predicted speedup of an OS-less, hypervisor-hosted JVM: T / (T - C_os) "
+                         f"= {sp:.3f}x" + (f" (95% interval {iv[0]:.3f}x .. {iv[1]:.3f}x)"
+                                           if iv and None not in iv else ""))
+    return "\n".join(lines)
+
+
 def cmd_run(args, extra) -> int:
     from .experiments import EXPERIMENTS
     exp = EXPERIMENTS.get(args.experiment)
@@ -185,7 +279,7 @@ def build_parser():
     p = argparse.ArgumentParser(
         prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure what the operating system costs a running JVM (bpftrace).",
-        epilog="verbs: doctor, record, report, calibrate, run.  'jvmos VERB -h' has examples.")
+        epilog="verbs: doctor, record, report, calibrate, predict, run.  'jvmos VERB -h' has examples.")
     p.add_argument("--version", action="version", version=f"jvmos {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB")
 
@@ -248,6 +342,27 @@ def build_parser():
     c.add_argument("--jdk", help="JDK home to measure the platform constants on "
                                  "(default: the first found)")
     c.set_defaults(func=cmd_calibrate)
+
+    pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=PREDICT_EXAMPLES)
+    pr.add_argument("--platform", help="platform file with the constants (jvmos calibrate)")
+    pr.add_argument("--c-nt", type=float, help="µs per native thread (C_nt)")
+    pr.add_argument("--c-link", type=float, help="µs per accepted connection (C_link)")
+    pr.add_argument("--c-io-chunk", type=float, help="µs per blocking I/O chunk (C_I/Ochunk)")
+    pr.add_argument("--c-file", type=float, help="µs per file opened (C_file)")
+    pr.add_argument("--c-sync", type=float, help="µs per futex call (fitted sync term)")
+    pr.add_argument("--connections", type=int, required=True, help="connections (n_links)")
+    pr.add_argument("--chunks", type=float, required=True, help="I/O chunks per connection")
+    pr.add_argument("--threads", type=int, help="native threads started (default: connections)")
+    pr.add_argument("--files", type=int, default=0, help="files opened (default 0)")
+    pr.add_argument("--file-chunks", type=float, help="I/O chunks per file (default: --chunks)")
+    pr.add_argument("--futex", type=int, help="futex calls, for --c-sync")
+    pr.add_argument("--mem-ms", type=float, help="C_mem in ms (default 0, as the paper)")
+    pr.add_argument("--exec-time-ms", type=float, help="the workload's execution time T, for "
+                                                       "the speedup T / (T - C_os)")
+    pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    pr.set_defaults(func=cmd_predict)
 
     x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES,

@@ -9,6 +9,8 @@ from . import ROOT, JvmosError
 C_BUILD = ROOT / "workloads" / "c" / "build"
 IO_JAR = ROOT / "workloads" / "java" / "io" / "target" / "jvmos-io.jar"
 TOMCAT_JAR = ROOT / "workloads" / "java" / "tomcat" / "target" / "jvmos-tomcat.jar"
+DACAPO_JAR = ROOT / "workloads" / "java" / "dacapo" / "target" / "jvmos-dacapo.jar"
+PETSTORE_JAR = ROOT / "workloads" / "java" / "petstore" / "target" / "jvmos-petstore.jar"
 
 
 def c_program(name: str) -> Path:

@@ -1,0 +1,120 @@
+"""The paper's cost heuristic (section 4, equations 1-6): what the OS costs a JVM, predicted
+from platform constants and a description of the workload. One function per equation, so the
+code can be checked against the paper line by line. Times in microseconds.
+
+  (2) C_thr  = n_thr * C_nt
+  (4) C_net  = n_links * (n_chunks * C_IOchunk + C_link)
+  (5) C_file = n_files * (n_file_chunks * C_IOchunk + C_file)
+  (3) C_IO   = C_net + C_file
+  (1) C_os   = C_thr + C_IO + C_mem
+  (6) C_os   = n_thr * (C_nt + C_link + n_chunks * C_IOchunk) + C_mem   (a server in steady
+             state: one thread and one link per connection, no files)
+
+jvmos adds an optional synchronization term, n_futex * C_sync, fitted from measured runs
+(`jvmos run heuristic`): the paper blames unmeasured native synchronization for its error.
+"""
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Tuple
+
+CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file", "C_sync")
+
+
+@dataclass
+class Constants:
+    C_nt: float
+    C_link: float
+    C_io_chunk: float
+    C_file: float = 0.0
+    C_sync: float = 0.0
+    # 95% intervals, (low, high), where known
+    ci95: Dict[str, Tuple[float, float]] = field(default_factory=dict)
+
+    def at(self, end: str) -> "Constants":
+        """The constants at the low or high end of their intervals (the model is monotone
+        in every constant, so this bounds the prediction)."""
+        i = 0 if end == "low" else 1
+        vals = {k: self.ci95[k][i] if k in self.ci95 else getattr(self, k) for k in CONSTANTS}
+        return Constants(**vals)
+
+
+@dataclass
+class Workload:
+    connections: int                 # n_links: network connections accepted
+    chunks: float                    # n_chunks: blocking I/O operations per connection
+    threads: Optional[int] = None    # n_thr: native threads started (default: connections)
+    files: int = 0                   # n_files
+    file_chunks: Optional[float] = None   # I/O chunks per file (default: chunks)
+    mem_us: float = 0.0              # C_mem
+    futex: int = 0                   # n_futex, for the synchronization term
+    exec_time_us: Optional[float] = None  # T, the run's execution time
+
+
+def c_thr(k: Constants, w: Workload) -> float:                       # equation 2
+    return (w.threads if w.threads is not None else w.connections) * k.C_nt
+
+
+def c_net(k: Constants, w: Workload) -> float:                       # equation 4
+    return w.connections * (w.chunks * k.C_io_chunk + k.C_link)
+
+
+def c_file(k: Constants, w: Workload) -> float:                      # equation 5
+    chunks = w.file_chunks if w.file_chunks is not None else w.chunks
+    return w.files * (chunks * k.C_io_chunk + k.C_file)
+
+
+def c_io(k: Constants, w: Workload) -> float:                        # equation 3
+    return c_net(k, w) + c_file(k, w)
+
+
+def c_sync(k: Constants, w: Workload) -> float:                      # jvmos's extra term
+    return w.futex * k.C_sync
+
+
+def c_os(k: Constants, w: Workload) -> float:                        # equation 1 (+ sync)
+    return c_thr(k, w) + c_io(k, w) + w.mem_us + c_sync(k, w)
+
+
+def c_os_server(k: Constants, w: Workload) -> float:                 # equation 6
+    n_thr = w.threads if w.threads is not None else w.connections
+    return n_thr * (k.C_nt + k.C_link + w.chunks * k.C_io_chunk) + w.mem_us
+
+
+def speedup(t_us: float, cost_us: float) -> Optional[float]:
+    """T / (T - C_os): how much faster the same work would run without the OS's cost, on a
+    JVM hosted directly by a hypervisor. None when the cost is not less than T."""
+    if t_us is None or cost_us >= t_us:
+        return None
+    return t_us / (t_us - cost_us)
+
+
+def predict(k: Constants, w: Workload) -> dict:
+    terms = {"eq2_C_thr_us": c_thr(k, w), "eq4_C_net_us": c_net(k, w),
+             "eq5_C_file_us": c_file(k, w), "eq3_C_IO_us": c_io(k, w), "C_mem_us": w.mem_us,
+             "sync_us": c_sync(k, w), "eq1_C_os_us": c_os(k, w),
+             "eq6_C_os_us": c_os_server(k, w)}
+    out = {"constants_us": {c: getattr(k, c) for c in CONSTANTS}, "workload": asdict(w),
+           "terms": terms, "C_os_us": terms["eq1_C_os_us"]}
+    if k.ci95:
+        lo, hi = k.at("low"), k.at("high")
+        out["C_os_ci95_us"] = [c_os(lo, w), c_os(hi, w)]
+        out["constants_ci95_us"] = {c: list(v) for c, v in k.ci95.items()}
+    if w.exec_time_us:
+        out["speedup"] = speedup(w.exec_time_us, out["C_os_us"])
+        out["overhead_pct"] = 100.0 * out["C_os_us"] / w.exec_time_us
+        if "C_os_ci95_us" in out:
+            a, b = out["C_os_ci95_us"]
+            out["speedup_ci95"] = [speedup(w.exec_time_us, a), speedup(w.exec_time_us, b)]
+    return out
+
+
+def from_platform(platform: Optional[dict]) -> Optional[Constants]:
+    """The constants of a platform file (jvmos calibrate), with their intervals; the fitted
+    ones (jvmos run heuristic) when it holds them and they are asked for."""
+    k = (platform or {}).get("constants")
+    if not k:
+        return None
+    get = lambda n: k.get(n, {}).get("mean_us", 0.0)
+    ci = {n: tuple(k[n]["ci95_us"]) for n in ("C_nt", "C_link", "C_io_chunk", "C_file")
+          if n in k and k[n].get("ci95_us")}
+    return Constants(C_nt=get("C_nt"), C_link=get("C_link"), C_io_chunk=get("C_io_chunk"),
+                     C_file=get("C_file"), ci95=ci)

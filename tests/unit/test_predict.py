@@ -1,0 +1,78 @@
+"""The cost heuristic (paper equations 1-6) against hand-computed cases, and `jvmos predict`."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jvmos.heuristic import model
+from jvmos.heuristic.model import Constants, Workload
+
+PAPER = Constants(C_nt=173.0, C_link=140.0, C_io_chunk=3.3)
+
+
+def test_paper_constants_equation_6():
+    # 100 x (173 + 140 + 133 x 3.3) = 75,190 us; the paper's Table 7 prints 72.5 ms
+    w = Workload(connections=100, chunks=133)
+    assert model.c_os_server(PAPER, w) == pytest.approx(75_190.0)
+    assert model.c_os(PAPER, w) == pytest.approx(75_190.0)     # eq 1 = eq 6 for a server
+    w = Workload(connections=1000, chunks=133)
+    assert model.c_os_server(PAPER, w) == pytest.approx(751_900.0)  # paper: 725.0 ms
+
+
+def test_each_equation_by_hand():
+    k = Constants(C_nt=10.0, C_link=2.0, C_io_chunk=0.5, C_file=3.0, C_sync=0.1)
+    w = Workload(connections=4, chunks=6, threads=7, files=5, file_chunks=2, mem_us=100.0,
+                 futex=1000)
+    assert model.c_thr(k, w) == 70.0                          # (2) 7 x 10
+    assert model.c_net(k, w) == 4 * (6 * 0.5 + 2.0)           # (4) 20
+    assert model.c_file(k, w) == 5 * (2 * 0.5 + 3.0)          # (5) 20
+    assert model.c_io(k, w) == 40.0                           # (3)
+    assert model.c_sync(k, w) == pytest.approx(100.0)
+    assert model.c_os(k, w) == pytest.approx(70 + 40 + 100 + 100)   # (1) + sync
+    assert model.c_os_server(k, w) == pytest.approx(7 * (10 + 2 + 6 * 0.5) + 100)   # (6)
+
+
+def test_speedup_and_its_interval():
+    k = Constants(C_nt=10.0, C_link=2.0, C_io_chunk=1.0,
+                  ci95={"C_nt": (8.0, 12.0), "C_link": (1.0, 3.0), "C_io_chunk": (1.0, 1.0)})
+    w = Workload(connections=10, chunks=10, exec_time_us=1000.0)
+    r = model.predict(k, w)
+    assert r["C_os_us"] == pytest.approx(220.0)
+    assert r["speedup"] == pytest.approx(1000 / 780)
+    assert r["C_os_ci95_us"] == pytest.approx([190.0, 250.0])
+    assert r["speedup_ci95"] == pytest.approx([1000 / 810, 1000 / 750])
+    assert model.speedup(100.0, 100.0) is None
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "jvmos.cli", "predict"] + list(args),
+                          capture_output=True, text=True)
+
+
+def test_cli_with_the_papers_constants():
+    r = run("--c-nt", "173", "--c-link", "140", "--c-io-chunk", "3.3", "--connections", "100",
+            "--chunks", "133", "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["terms"]["eq6_C_os_us"] == pytest.approx(75_190.0)
+    r = run("--c-nt", "173", "--c-link", "140", "--c-io-chunk", "3.3", "--connections", "100",
+            "--chunks", "133", "--exec-time-ms", "1000")
+    assert "75.190 ms" in r.stdout and "1.081x" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--c-nt", "1", "--c-link", "1", "--c-io-chunk", "1", "--connections", "-3", "--chunks", "1"],
+     "--connections must not be negative"),
+    (["--c-nt", "-1", "--c-link", "1", "--c-io-chunk", "1", "--connections", "3", "--chunks", "1"],
+     "--c-nt must be"),
+])
+def test_cli_bad_input(args, msg):
+    r = run(*args)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("jvmos: error:") and msg in r.stderr
+
+
+def test_cli_without_constants(tmp_path):
+    r = run("--platform", str(tmp_path / "none.json"), "--connections", "3", "--chunks", "1")
+    assert r.returncode != 0 and "jvmos calibrate" in r.stderr and "Traceback" not in r.stderr

@@ -188,10 +188,10 @@ def cmd_predict(args) -> int:
     from . import calibrate as cal
     inline = {"C_nt": args.c_nt, "C_link": args.c_link, "C_io_chunk": args.c_io_chunk,
               "C_file": args.c_file, "C_sync": args.c_sync}
+    flag = lambda name: "--" + name.lower().replace("_", "-")
     for name, v in inline.items():
         if v is not None and (v < 0 or v != v):
-            raise JvmosError(f"--{name[2:].replace('_', '-').lower()} must be a non-negative "
-                             "number of microseconds")
+            raise JvmosError(f"{flag(name)} must be a non-negative number of microseconds")
     for name in ("connections", "chunks", "threads", "files", "file_chunks", "mem_ms",
                  "exec_time_ms", "futex"):
         v = getattr(args, name)
@@ -202,8 +202,7 @@ def cmd_predict(args) -> int:
         path = cal.platform_path(args.platform)
         k = model.from_platform(cal.load(path))
         if k is None:
-            missing = [f"--{c[2:].replace('_', '-').lower()}" for c in ("C_nt", "C_link", "C_io_chunk")
-                       if inline[c] is None]
+            missing = [flag(c) for c in ("C_nt", "C_link", "C_io_chunk") if inline[c] is None]
             raise JvmosError(f"no platform constants in {path}: run 'jvmos calibrate', or give "
                              f"{', '.join(missing)} (µs)")
     if k is None:

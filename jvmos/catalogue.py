@@ -62,8 +62,11 @@ GUARANTEED_IO = ["jni_copy", "nio_copy", "kernel_copy"]
 GUARANTEED_THREADS = ["thread_create"]
 # ... of memory (section 3.3): the libc allocator and the kernel's memory services
 GUARANTEED_MEM = ["malloc", "vm"]
+# ... of links (section 4: C_link, C_file are terms of C_os): accept/connect, open/close
+GUARANTEED_LINKS = ["link", "file"]
 # every category in the guaranteed overhead, by resource (paper equation 1: a sum)
-GUARANTEED = {"io": GUARANTEED_IO, "threads": GUARANTEED_THREADS, "mem": GUARANTEED_MEM}
+GUARANTEED = {"io": GUARANTEED_IO, "threads": GUARANTEED_THREADS, "mem": GUARANTEED_MEM,
+              "links": GUARANTEED_LINKS}
 
 
 def is_jni_entry_point(symbol: str) -> bool:

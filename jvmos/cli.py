@@ -24,6 +24,10 @@ experiments:
   blocking-io    paper Table 3: 10-byte writes to /dev/null, C vs Java on every JDK found
   jni-census     paper Table 2: JNI calls, % copying and bytes by path for four tasks
   accuracy       jvmos's times against probe-free ground truth, and each mode's slowdown
+  threads        paper Tables 4 and 5: NoOp threads, per-layer cost, virtual threads
+  memory         paper Table 6: allocator and kernel memory cost under a DaCapo-style suite
+  tomcat         paper Figure 2: a JPetStore-style shop on Tomcat under growing load
+  heuristic      paper Table 7: the cost heuristic against measured cost, and a fitted model
 
 examples:
   jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/

@@ -1,5 +1,5 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from . import accuracy, blocking_io, jni_census, memory, threads
+from . import accuracy, blocking_io, heuristic, jni_census, memory, threads, tomcat
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -7,4 +7,6 @@ EXPERIMENTS = {
     "accuracy": accuracy.main,
     "threads": threads.main,
     "memory": memory.main,
+    "tomcat": tomcat.main,
+    "heuristic": heuristic.main,
 }

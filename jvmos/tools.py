@@ -10,7 +10,7 @@ C_BUILD = ROOT / "workloads" / "c" / "build"
 IO_JAR = ROOT / "workloads" / "java" / "io" / "target" / "jvmos-io.jar"
 TOMCAT_JAR = ROOT / "workloads" / "java" / "tomcat" / "target" / "jvmos-tomcat.jar"
 DACAPO_JAR = ROOT / "workloads" / "java" / "dacapo" / "target" / "jvmos-dacapo.jar"
-PETSTORE_JAR = ROOT / "workloads" / "java" / "petstore" / "target" / "jvmos-petstore.jar"
+SHOP_JAR = ROOT / "workloads" / "java" / "shop" / "target" / "jvmos-shop.jar"
 
 
 def c_program(name: str) -> Path:

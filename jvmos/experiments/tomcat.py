@@ -1,6 +1,6 @@
 """`jvmos run tomcat`: the paper's Figure 2 (section 5) on this machine.
 
-A JPetStore-style shop (workloads/java/petstore) on embedded Tomcat 10, 1 GB heap, large
+A JPetStore-style shop (workloads/java/shop) on embedded Tomcat 10, 1 GB heap, large
 connector pool, 127.0.0.1 only, loaded by a client with the paper's two parameters: concurrent
 threads, and pages each thread retrieves before it halts (a new connection per page). Four
 load levels, both parameters growing (a quadratic growth of the work, as in the paper). At each
@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 from jvmos import JvmosError
 from jvmos import record as rec
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
-from ..tools import PETSTORE_JAR, jar
+from ..tools import SHOP_JAR, jar
 from .common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
 
 EXAMPLES = """\
@@ -92,7 +92,7 @@ class Shop:
         self.dir.mkdir(parents=True, exist_ok=True)
         port_file = self.dir / "server.port"
         port_file.unlink(missing_ok=True)
-        cmd = [self.java, "-Xms1g", "-Xmx1g", "-jar", str(jar(PETSTORE_JAR)),
+        cmd = [self.java, "-Xms1g", "-Xmx1g", "-jar", str(jar(SHOP_JAR)),
                "--page-bytes", str(self.page_bytes), "--max-threads", "500", "--port", "0",
                "--port-file", str(port_file), "--max-seconds", str(self.max_seconds)]
         self.cmd = cmd
@@ -120,7 +120,7 @@ class Shop:
 
     def load(self, threads: int, pages: int, keepalive: bool = False,
              max_seconds: int = 900) -> dict:
-        cmd = [self.java, "-cp", str(jar(PETSTORE_JAR)), "org.jvmos.workloads.petstore.ShopLoad",
+        cmd = [self.java, "-cp", str(jar(SHOP_JAR)), "org.jvmos.workloads.shop.ShopLoad",
                "--port", str(self.port), "--threads", str(threads), "--pages", str(pages),
                "--max-seconds", str(max_seconds), "--expect-min-bytes", str(self.page_bytes)]
         if keepalive:

@@ -2,8 +2,9 @@
 
   C_nt        guaranteed cost of one native thread: the libc + kernel layers of creating and
               ending a Java thread (threads layer on the NoOp-threads program)
-  C_link      cost of accepting one network connection: on-CPU time of accept/accept4 when
-              the connection is already waiting (links layer on LinkBench --mode accept)
+  C_link      cost of one network connection: on-CPU time of a blocking accept/accept4 woken
+              by the client's connect, plus the close of the accepted socket (links layer on
+              LinkBench --mode accept)
   C_file      cost of opening one file: openat + close (links layer on LinkBench --mode open)
   C_io_chunk  guaranteed cost of one blocking write of CHUNK bytes from the Java heap to a
               socket: the heap -> temporary direct buffer copy (nio_copy) of the written bytes
@@ -65,8 +66,8 @@ def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = pr
     out = {
         "C_nt": _stat(samples["C_nt"], "libc + kernel time per Java thread created and "
                                        "ended (NoOpThreads, 100 threads x 5 rounds)"),
-        "C_link": _stat(samples["C_link"], "on-CPU time of accept per connection accepted "
-                                           "from a filled backlog (LinkBench, 2000 links)"),
+        "C_link": _stat(samples["C_link"], "on-CPU time of a blocking accept + the close of "
+                                           "the accepted socket (LinkBench, 2000 links)"),
         "C_file": _stat(samples["C_file"], "openat + close per file opened "
                                            "(LinkBench, 5000 opens)"),
         "C_io_chunk": _stat(samples["C_io_chunk"], f"NIO copy + kernel copyin per {chunk}-byte "
@@ -93,9 +94,12 @@ def _value(name: str, s: dict) -> float:
         sc = (cats.get("link") or {}).get("syscalls") or {}
         acc = [v for k, v in sc.items() if k in ("accept", "accept4")]
         n = sum(v["calls"] for v in acc)
-        if not n:
-            raise JvmosError("calibrating C_link: no accept was recorded")
-        return sum(v["time_ns"] for v in acc) / n / 1e3
+        closes = ((cats.get("file") or {}).get("syscalls") or {}).get("close") or {}
+        if not n or not closes.get("calls"):
+            raise JvmosError("calibrating C_link: no accept or close was recorded")
+        # accept, and the close of the accepted socket (an average close of this run: server
+        # and client ends close alike)
+        return (sum(v["time_ns"] for v in acc) / n + closes["time_ns"] / closes["calls"]) / 1e3
     if name == "C_file":
         sc = (cats.get("file") or {}).get("syscalls") or {}
         opens = sum(v["calls"] for k, v in sc.items() if k.startswith("open"))

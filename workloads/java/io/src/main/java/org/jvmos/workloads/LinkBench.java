@@ -15,11 +15,10 @@ import java.util.List;
 /**
  * Establishing links, for the platform constants C_link and C_file (paper section 4).
  *
- * <p>{@code --mode accept}: a server socket on 127.0.0.1 with a backlog of {@code batch}; a
- * client opens {@code batch} connections (the kernel completes them into the backlog), then the
- * server accepts them all and closes both ends. Because the connections are already waiting,
- * accept() does not block: what it costs is the kernel's and the JDK's work of accepting.
- * Repeated until {@code links} connections have been accepted.
+ * <p>{@code --mode accept}: a server socket on 127.0.0.1; the main thread accepts {@code links}
+ * connections and closes each at once, while a client thread opens them one after another
+ * (closing its ends {@code batch} at a time): the accept path of a server under load, with
+ * the acceptor blocking and being woken for each connection.
  *
  * <p>{@code --mode open}: {@code new FileInputStream(file).close()} {@code links} times on a
  * small temporary file (open + close, as a server opening a file per request).
@@ -73,32 +72,55 @@ public final class LinkBench {
         return 0;
     }
 
-    /** Returns the time spent in accept() calls only. */
+    /**
+     * A server thread blocks in accept() while a client thread connects, one connection after
+     * another, as a server's acceptor thread does under load; the server closes each accepted
+     * socket at once. Returns the time the server spent in accept() (wall, for reference).
+     */
     private static long accept(int links, int batch) throws IOException {
-        long acceptNs = 0;
         try (ServerSocket server = new ServerSocket()) {
-            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), batch);
+            // a backlog that never fills: a full one drops SYNs, and the 1 s retransmission
+            // would be timed instead of the accept
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 4096);
             int port = server.getLocalPort();
-            List<Socket> clients = new ArrayList<>(batch);
-            for (int done = 0; done < links; ) {
-                int n = Math.min(batch, links - done);
-                for (int i = 0; i < n; i++) {
-                    clients.add(new Socket(InetAddress.getLoopbackAddress(), port));
+            IOException[] clientError = new IOException[1];
+            Thread client = new Thread(() -> {
+                List<Socket> open = new ArrayList<>(batch);
+                try {
+                    for (int i = 0; i < links; i++) {
+                        open.add(new Socket(InetAddress.getLoopbackAddress(), port));
+                        if (open.size() == batch) {
+                            for (Socket c : open) {
+                                c.close();
+                            }
+                            open.clear();
+                        }
+                    }
+                    for (Socket c : open) {
+                        c.close();
+                    }
+                } catch (IOException e) {
+                    clientError[0] = e;
                 }
-                for (int i = 0; i < n; i++) {
-                    long a = System.nanoTime();
-                    Socket s = server.accept();
-                    acceptNs += System.nanoTime() - a;
-                    s.close();
-                }
-                for (Socket c : clients) {
-                    c.close();
-                }
-                clients.clear();
-                done += n;
+            }, "link-bench-client");
+            client.start();
+            long acceptNs = 0;
+            for (int i = 0; i < links; i++) {
+                long a = System.nanoTime();
+                Socket s = server.accept();
+                acceptNs += System.nanoTime() - a;
+                s.close();
             }
+            try {
+                client.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (clientError[0] != null) {
+                throw clientError[0];
+            }
+            return acceptNs;
         }
-        return acceptNs;
     }
 
     private static long open(int links) throws IOException {

@@ -81,3 +81,24 @@ def test_threads_quick(platform_file, tmp_path):
         assert run["layers"]["pthread_create_calls"] < run["threads_started"] / 5
     text = (out / "tables4-5.md").read_text()
     assert "Table 4" in text and "Table 5" in text and "paper: Solaris 10" in text
+
+
+def test_tomcat_quick(platform_file, tmp_path):
+    out = tmp_path / "tomcat"
+    r = run_jvmos(["run", "tomcat", "--quick", "--out", str(out)], timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "figure2.json").read_text())
+    assert len(res["levels"]) == 4
+    for name, L in res["levels"].items():
+        assert L["recorded"]["errors"] == 0 and L["bare"]["errors"] == 0, name
+        assert L["counts"]["accepts"] >= L["threads"] * L["pages"], name
+        assert L["by_resource"]["io"] > 0 and L["by_resource"]["links"] > 0, name
+    # the connector's pool grows with the load while jvmos watches
+    assert sum(L["counts"]["threads_created"] for L in res["levels"].values()) > 0
+    last = json.loads((out / "runs" / "10x10" / "summary.json").read_text())
+    cats = last["categories"]
+    # modern Tomcat copies through NIO, not JNI
+    for c in ("nio_copy", "io_syscall", "link", "malloc", "vm", "sync"):
+        assert cats.get(c, {}).get("calls", 0) > 0, c
+    assert (out / "figure2.png").stat().st_size > 5000
+    assert (out / "figure2.svg").read_text().lstrip().startswith("<?xml")

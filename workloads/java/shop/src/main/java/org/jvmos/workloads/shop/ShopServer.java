@@ -31,7 +31,7 @@ import org.apache.catalina.startup.Tomcat;
  * <p>Prints {@code PORT n} once listening and writes n to {@code --port-file} (atomically);
  * stops after {@code --max-seconds} or {@code --max-requests} pages and prints one JSON line.
  *
- * <pre>ShopServer --page-bytes 65536 --max-threads 500 [--port 0] [--port-file P]
+ * <pre>ShopServer --page-bytes 65536 --max-threads 500 [--min-spare-threads 4] [--port 0] [--port-file P]
  *            [--max-seconds 600] [--max-requests 0]</pre>
  */
 public final class ShopServer {
@@ -50,15 +50,17 @@ public final class ShopServer {
     static int run(String[] args, PrintStream out, PrintStream err) {
         int pageBytes;
         int maxThreads;
+        int minSpare;
         int port;
         long maxSeconds;
         long maxRequests;
         String portFile;
         try {
-            Args a = Args.parse(args, List.of("page-bytes", "max-threads", "port", "port-file",
-                    "max-seconds", "max-requests"), List.of());
+            Args a = Args.parse(args, List.of("page-bytes", "max-threads", "min-spare-threads",
+                    "port", "port-file", "max-seconds", "max-requests"), List.of());
             pageBytes = (int) a.number("page-bytes", 65536, 0, 64 << 20);
             maxThreads = (int) a.number("max-threads", 500, 1, 10_000);
+            minSpare = (int) a.number("min-spare-threads", 4, 1, 10_000);
             port = (int) a.number("port", 0, 0, 65535);
             portFile = a.string("port-file", "");
             maxSeconds = a.number("max-seconds", 600, 1, 7 * 24 * 3600L);
@@ -81,7 +83,7 @@ public final class ShopServer {
             ShopServlet servlet = new ShopServlet(store, pageBytes, maxRequests, limit::countDown);
             Tomcat tomcat = new Tomcat();
             try {
-                int bound = start(tomcat, base, servlet, port, maxThreads);
+                int bound = start(tomcat, base, servlet, port, maxThreads, minSpare);
                 if (!portFile.isEmpty()) {
                     writePortFile(Paths.get(portFile), bound);
                 }
@@ -118,14 +120,17 @@ public final class ShopServer {
     }
 
     /** Starts Tomcat with the shop at "/"; returns the port it bound. */
-    static int start(Tomcat tomcat, Path base, ShopServlet servlet, int port, int maxThreads)
-            throws LifecycleException {
+    static int start(Tomcat tomcat, Path base, ShopServlet servlet, int port, int maxThreads,
+                     int minSpare) throws LifecycleException {
         tomcat.setBaseDir(base.toString());
         tomcat.setSilent(true);
         Connector connector = new Connector("HTTP/1.1");
         connector.setPort(port);
         connector.setProperty("address", "127.0.0.1");
         connector.setProperty("maxThreads", Integer.toString(maxThreads));
+        // the pool starts small and grows with the load, so that thread creation under load
+        // is seen (Tomcat's default keeps 10 spare threads from the start)
+        connector.setProperty("minSpareThreads", Integer.toString(Math.min(minSpare, maxThreads)));
         connector.setProperty("acceptCount", "1000");
         connector.setProperty("maxConnections", "10000");
         connector.setThrowOnFailure(true);

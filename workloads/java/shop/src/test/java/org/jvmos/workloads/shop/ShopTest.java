@@ -39,7 +39,7 @@ class ShopTest {
         servlet = new ShopServlet(store, PAGE, 0, () -> { });
         tomcat = new Tomcat();
         base = Files.createTempDirectory("shop-test-");
-        port = ShopServer.start(tomcat, base, servlet, 0, 50);
+        port = ShopServer.start(tomcat, base, servlet, 0, 50, 4);
     }
 
     @AfterAll

@@ -118,3 +118,37 @@ def from_platform(platform: Optional[dict]) -> Optional[Constants]:
           if n in k and k[n].get("ci95_us")}
     return Constants(C_nt=get("C_nt"), C_link=get("C_link"), C_io_chunk=get("C_io_chunk"),
                      C_file=get("C_file"), ci95=ci)
+
+
+def counts_from_summary(s: dict) -> dict:
+    """What the probes counted in a recording (summary.json), in the heuristic's terms."""
+    cats = s["categories"]
+    sc = (cats.get("io_syscall") or {}).get("syscalls") or {}
+    calls = lambda names: sum((sc.get(k) or {}).get("calls", 0) for k in names)
+    link = (cats.get("link") or {}).get("syscalls") or {}
+    files = (cats.get("file") or {}).get("syscalls") or {}
+    return {"accepts": sum(v["calls"] for k, v in link.items() if k.startswith("accept")),
+            "io_writes": calls(("write", "writev", "sendto", "sendmsg", "pwrite64")),
+            "io_reads": calls(("read", "readv", "recvfrom", "recvmsg", "pread64")),
+            "io_syscalls": (cats.get("io_syscall") or {}).get("calls", 0),
+            "io_bytes": (cats.get("io_syscall") or {}).get("bytes", 0),
+            "threads_created": (cats.get("thread_create") or {}).get("calls", 0),
+            "files_opened": sum(v["calls"] for k, v in files.items() if k.startswith("open")),
+            "futex": (cats.get("sync") or {}).get("calls", 0),
+            "malloc_calls": (cats.get("malloc") or {}).get("calls", 0),
+            "context_switches": s["totals"].get("context_switches")}
+
+
+def workload_from_summary(s: dict) -> Workload:
+    """Equation 1's inputs as a recording measured them: connections accepted, I/O operations
+    per connection, threads created, files opened, C_mem = the memory cost measured, T = the
+    recording's wall time."""
+    c = counts_from_summary(s)
+    conns = c["accepts"]
+    ops = c["io_writes"] + c["io_reads"]
+    by = s["totals"].get("guaranteed_by_resource") or {}
+    return Workload(connections=conns, chunks=ops / conns if conns else 0.0,
+                    threads=c["threads_created"], files=c["files_opened"],
+                    file_chunks=0 if conns else (ops / c["files_opened"] if c["files_opened"] else 0),
+                    mem_us=by.get("mem", 0.0) / 1e3, futex=c["futex"],
+                    exec_time_us=s["totals"]["wall_ns"] / 1e3)

@@ -184,6 +184,8 @@ examples:
   jvmos predict --c-nt 173 --c-link 140 --c-io-chunk 3.3 --connections 100 --chunks 133
                                      # the paper's constants: equation 6 gives 75.2 ms
   jvmos predict --connections 1000 --chunks 8 --files 50 --mem-ms 40 --exec-time-ms 9000 --json
+  jvmos predict --from-run results/tomcat/runs/40x40
+                                     # the workload a recording measured, predicted and compared
 """
 
 
@@ -216,15 +218,32 @@ def cmd_predict(args) -> int:
         if v is not None:
             setattr(k, name, v)
             k.ci95.pop(name, None)        # a value given inline has no interval
-    w = model.Workload(connections=args.connections, chunks=args.chunks, threads=args.threads,
-                       files=args.files, file_chunks=args.file_chunks,
-                       mem_us=(args.mem_ms or 0.0) * 1e3, futex=args.futex or 0,
-                       exec_time_us=args.exec_time_ms * 1e3 if args.exec_time_ms else None)
+    measured = None
+    if args.from_run:
+        from .report import load_run
+        _, summary = load_run(args.from_run)
+        w = model.workload_from_summary(summary)
+        measured = summary["totals"].get("guaranteed_overhead_ns")
+    else:
+        if args.connections is None or args.chunks is None:
+            raise JvmosError("give --connections and --chunks (or --from-run RUN_DIR)")
+        w = model.Workload(connections=args.connections, chunks=args.chunks, threads=args.threads,
+                           files=args.files, file_chunks=args.file_chunks,
+                           mem_us=(args.mem_ms or 0.0) * 1e3, futex=args.futex or 0,
+                           exec_time_us=args.exec_time_ms * 1e3 if args.exec_time_ms else None)
     res = model.predict(k, w)
+    if measured is not None:
+        res["measured_C_os_us"] = measured / 1e3
+        res["measured_diff_pct"] = (100.0 * (measured / 1e3 - res["C_os_us"]) / (measured / 1e3)
+                                    if measured else None)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     print(render_prediction(res))
+    if "measured_C_os_us" in res:
+        d = res["measured_diff_pct"]
+        print(f"measured by the probes in {args.from_run}: {res['measured_C_os_us'] / 1e3:,.3f} ms"
+              + ("" if d is None else f" (real - predicted) / real = {d:+.1f}%"))
     return 0
 
 
@@ -355,8 +374,11 @@ def build_parser():
     pr.add_argument("--c-io-chunk", type=float, help="µs per blocking I/O chunk (C_I/Ochunk)")
     pr.add_argument("--c-file", type=float, help="µs per file opened (C_file)")
     pr.add_argument("--c-sync", type=float, help="µs per futex call (fitted sync term)")
-    pr.add_argument("--connections", type=int, required=True, help="connections (n_links)")
-    pr.add_argument("--chunks", type=float, required=True, help="I/O chunks per connection")
+    pr.add_argument("--from-run", metavar="RUN_DIR",
+                    help="take the workload from a recording (connections, I/O operations, "
+                         "threads, files, C_mem and T as measured) and compare")
+    pr.add_argument("--connections", type=int, help="connections (n_links)")
+    pr.add_argument("--chunks", type=float, help="I/O chunks per connection")
     pr.add_argument("--threads", type=int, help="native threads started (default: connections)")
     pr.add_argument("--files", type=int, default=0, help="files opened (default 0)")
     pr.add_argument("--file-chunks", type=float, help="I/O chunks per file (default: --chunks)")

@@ -59,13 +59,13 @@ def parse(argv):
     return a
 
 
-def workload_of(L: dict, exec_us=None) -> model.Workload:
+def workload_of(L: dict) -> model.Workload:
     c = L["counts"]
     acc = max(c["accepts"], 1)
     return model.Workload(connections=c["accepts"], chunks=(c["io_writes"] + c["io_reads"]) / acc,
                           threads=c["threads_created"], files=c["files_opened"],
                           file_chunks=0, mem_us=L["by_resource"].get("mem", 0.0) / 1e3,
-                          futex=c["futex"], exec_time_us=exec_us)
+                          futex=c["futex"])
 
 
 def paper_estimate(k: model.Constants, L: dict) -> float:

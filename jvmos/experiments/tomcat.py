@@ -18,7 +18,8 @@ from typing import List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos import record as rec
-from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
+from jvmos.analyzers.tables import Table, fmt_count
+from jvmos.heuristic import model
 from ..tools import SHOP_JAR, jar
 from .common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
 
@@ -168,15 +169,6 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
     load = box["load"]
-    io = cats.get("io_syscall") or {}
-    sc = io.get("syscalls") or {}
-    writes = sum((sc.get(k) or {}).get("calls", 0) for k in ("write", "writev", "sendto", "sendmsg"))
-    reads = sum((sc.get(k) or {}).get("calls", 0) for k in ("read", "readv", "recvfrom", "recvmsg"))
-    link = cats.get("link") or {}
-    accepts = sum(v["calls"] for k, v in (link.get("syscalls") or {}).items()
-                  if k.startswith("accept"))
-    tc, f = cats.get("thread_create") or {}, cats.get("file") or {}
-    opens = sum(v["calls"] for k, v in (f.get("syscalls") or {}).items() if k.startswith("open"))
     cpu = box["cpu1"] - box["cpu0"]
     overhead = sum(by.values())
     return {
@@ -186,12 +178,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "guaranteed_ns": overhead, "by_resource": by,
         "java_exec_ns": max(0.0, cpu - overhead),
         "overhead_pct_of_cpu": 100.0 * overhead / cpu if cpu else None,
-        "counts": {"accepts": accepts, "io_writes": writes, "io_reads": reads,
-                   "io_syscalls": io.get("calls", 0), "io_bytes": io.get("bytes", 0),
-                   "threads_created": tc.get("calls", 0), "files_opened": opens,
-                   "futex": (cats.get("sync") or {}).get("calls", 0),
-                   "malloc_calls": (cats.get("malloc") or {}).get("calls", 0),
-                   "context_switches": t.get("context_switches")},
+        "counts": model.counts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
     }
 

@@ -76,3 +76,16 @@ def test_cli_bad_input(args, msg):
 def test_cli_without_constants(tmp_path):
     r = run("--platform", str(tmp_path / "none.json"), "--connections", "3", "--chunks", "1")
     assert r.returncode != 0 and "jvmos calibrate" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_workload_from_a_recording():
+    s = {"categories": {
+            "io_syscall": {"calls": 1500, "bytes": 10,
+                           "syscalls": {"write": {"calls": 1000}, "read": {"calls": 500}}},
+            "link": {"syscalls": {"accept": {"calls": 100}, "connect": {"calls": 7}}},
+            "file": {"syscalls": {"openat": {"calls": 20}, "close": {"calls": 130}}},
+            "thread_create": {"calls": 12}, "sync": {"calls": 999}},
+         "totals": {"wall_ns": 2_000_000_000, "guaranteed_by_resource": {"mem": 5_000_000}}}
+    w = model.workload_from_summary(s)
+    assert (w.connections, w.chunks, w.threads, w.files, w.futex) == (100, 15.0, 12, 20, 999)
+    assert w.mem_us == 5000.0 and w.exec_time_us == 2_000_000.0

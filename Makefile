@@ -1,6 +1,7 @@
 # jvmos: two commands for a new user (as root, Debian/Ubuntu): `make demo` and `make test`.
 # Both install what is missing first and are safe to run again.
-# demo: calibrate (first time only), then blocking-io, jni-census and accuracy (~15 min).
+# demo: calibrate (first time only), then the whole pipeline at a quick scale (~15 min):
+# Tables 2-7 and Figure 2, and a prediction for a recorded run.
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
@@ -11,11 +12,18 @@ PYTHON ?= python3
 demo: build
 	$(JVMOS) doctor
 	$(JVMOS) calibrate
-	$(JVMOS) run blocking-io --out results/runs/demo-blocking-io-$$(date +%Y%m%d-%H%M%S)
-	$(JVMOS) run jni-census --out results/runs/demo-jni-census-$$(date +%Y%m%d-%H%M%S)
-	$(JVMOS) run accuracy --out results/runs/demo-accuracy-$$(date +%Y%m%d-%H%M%S)
-	$(JVMOS) run threads --out results/runs/demo-threads-$$(date +%Y%m%d-%H%M%S)
-	@echo "demo done: tables and recordings are in results/runs/ (newest demo-* directories)"
+	@stamp=$$(date +%Y%m%d-%H%M%S); out=results/runs/demo-$$stamp; \
+	set -e; \
+	$(JVMOS) run blocking-io --quick --out $$out/blocking-io; \
+	$(JVMOS) run jni-census --quick --out $$out/jni-census; \
+	$(JVMOS) run threads --quick --out $$out/threads; \
+	$(JVMOS) run memory --quick --out $$out/memory; \
+	$(JVMOS) run tomcat --quick --out $$out/tomcat; \
+	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
+	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
+	echo; echo "demo done: every table, figure and recording is under $$out/"; \
+	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
+	echo "   tomcat/figure2.png, heuristic/table7.md; 'jvmos report DIR' reads any recording)"
 
 test: build
 	cd workloads/java && mvn -q -B test

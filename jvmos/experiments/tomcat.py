@@ -83,8 +83,10 @@ def parse(argv):
 class Shop:
     """The petstore server: started, warmed up, loaded, stopped."""
 
-    def __init__(self, java: str, run_dir: Path, page_bytes: int, max_seconds: int = 3600):
+    def __init__(self, java: str, run_dir: Path, page_bytes: int, max_seconds: int = 3600,
+                 jvm_args=()):
         self.java, self.dir, self.page_bytes = java, run_dir, page_bytes
+        self.jvm_args = list(jvm_args)
         self.max_seconds = max_seconds
         self.proc: Optional[subprocess.Popen] = None
         self.port: Optional[int] = None
@@ -93,7 +95,7 @@ class Shop:
         self.dir.mkdir(parents=True, exist_ok=True)
         port_file = self.dir / "server.port"
         port_file.unlink(missing_ok=True)
-        cmd = [self.java, "-Xms1g", "-Xmx1g", "-jar", str(jar(SHOP_JAR)),
+        cmd = [self.java, "-Xms1g", "-Xmx1g"] + self.jvm_args + ["-jar", str(jar(SHOP_JAR)),
                "--page-bytes", str(self.page_bytes), "--max-threads", "500",
                "--min-spare-threads", "4", "--port", "0",
                "--port-file", str(port_file), "--max-seconds", str(self.max_seconds)]

@@ -236,8 +236,8 @@ def table6(results) -> Table:
 def table_growth(results) -> Table:
     t = Table(f"Native memory requested during the first {int(RAMP_FRACTION * 100)}% of the "
               "recorded run (the paper: C_mem is paid once, during ramp-up)",
-              ["program", "from the kernel (mmap, brk)", "in the first quarter", "from malloc",
-               "in the first quarter"])
+              ["program", "from the kernel (pages faulted in, brk)", "in the first quarter",
+               "from malloc", "in the first quarter"])
     for b, r in results["benchmarks"].items():
         g = r["growth"]
         vm, ml = g.get("vm_bytes") or {}, g.get("malloc_bytes") or {}
@@ -281,7 +281,7 @@ def growth_figure(results, stem: Path) -> list:
     if not benches:
         return []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=False)
-    for ax, key, title in ((axes[0], "vm_bytes", "from the kernel (mmap, brk)"),
+    for ax, key, title in ((axes[0], "vm_bytes", "from the kernel (pages faulted in, brk)"),
                            (axes[1], "malloc_bytes", "from libc malloc")):
         for b, g in benches:
             s = (g.get(key) or {}).get("series")

@@ -34,10 +34,16 @@ def bytes_by_path(tasks: Dict[str, dict], out_stem: Path, title: str) -> list:
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, -0.45 if len(names) < 4 else -0.3),
               ncol=3, frameon=False)
+    return save(fig, out_stem)
+
+
+def save(fig, stem: Path) -> list:
+    """Writes a figure as STEM.png and STEM.svg, closes it, returns the two paths."""
+    import matplotlib.pyplot as plt
     fig.tight_layout()
     files = []
     for ext in ("png", "svg"):
-        f = out_stem.with_suffix("." + ext)
+        f = stem.with_suffix("." + ext)
         fig.savefig(f, dpi=120)
         files.append(f)
     plt.close(fig)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from jvmos import JvmosError
+from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from ..tools import DACAPO_JAR, jar
 from .common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
@@ -304,11 +305,4 @@ def growth_figure(results, stem: Path) -> list:
     axes[1].legend(fontsize=8, loc="lower right")
     fig.suptitle("Native memory requested over time (paper: paid once, during ramp-up)",
                  fontsize=11)
-    fig.tight_layout()
-    files = []
-    for ext in ("png", "svg"):
-        f = stem.with_suffix("." + ext)
-        fig.savefig(f, dpi=120)
-        files.append(f)
-    plt.close(fig)
-    return files
+    return figures.save(fig, stem)

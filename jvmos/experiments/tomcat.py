@@ -18,6 +18,7 @@ from typing import List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos import record as rec
+from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from ..tools import SHOP_JAR, jar
@@ -271,11 +272,4 @@ def figure2(results, stem: Path) -> list:
     ax.set_title(f"Shop on Tomcat: guaranteed overhead by resource ({results['jdk_label']})",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    files = []
-    for ext in ("png", "svg"):
-        f = stem.with_suffix("." + ext)
-        fig.savefig(f, dpi=120)
-        files.append(f)
-    plt.close(fig)
-    return files
+    return figures.save(fig, stem)

@@ -1,5 +1,11 @@
 package org.jvmos.workloads;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -9,22 +15,22 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Minimal command-line and JSON helpers shared by the workloads (no dependencies).
+ * Minimal command-line, JSON and port-file helpers shared by the workloads (no dependencies).
  *
  * <p>Options have the form {@code --name value} (or {@code --name=value}); flags have the form
  * {@code --name}. Any problem is reported as a {@link UsageException}, which the workloads turn
  * into one {@code error: ...} line on stderr and exit status 2.
  */
-final class Cli {
+public final class Cli {
 
     /** Exit status for bad usage (unknown option, bad number, ...). */
-    static final int EXIT_USAGE = 2;
+    public static final int EXIT_USAGE = 2;
 
     /** Raised for any invalid command line. */
-    static final class UsageException extends Exception {
+    public static final class UsageException extends Exception {
         private static final long serialVersionUID = 1L;
 
-        UsageException(String message) {
+        public UsageException(String message) {
             super(message);
         }
     }
@@ -39,7 +45,7 @@ final class Cli {
      * Parses {@code args}. {@code valueOptions} take one argument, {@code flagOptions} take none;
      * both are given without the leading dashes.
      */
-    static Cli parse(String[] args, List<String> valueOptions, List<String> flagOptions)
+    public static Cli parse(String[] args, List<String> valueOptions, List<String> flagOptions)
             throws UsageException {
         Cli cli = new Cli();
         for (int i = 0; i < args.length; i++) {
@@ -79,11 +85,11 @@ final class Cli {
         return cli;
     }
 
-    boolean flag(String name) {
+    public boolean flag(String name) {
         return flags.contains(name);
     }
 
-    String string(String name, String def) throws UsageException {
+    public String string(String name, String def) throws UsageException {
         String v = values.get(name);
         if (v == null) {
             if (def == null) {
@@ -98,7 +104,7 @@ final class Cli {
     }
 
     /** A long in [{@code min}, {@code max}]; {@code def} is used when the option is absent. */
-    long longValue(String name, long def, long min, long max) throws UsageException {
+    public long longValue(String name, long def, long min, long max) throws UsageException {
         String v = values.get(name);
         if (v == null) {
             return def;
@@ -106,7 +112,7 @@ final class Cli {
         return parseLong(name, v, min, max);
     }
 
-    int intValue(String name, int def, int min, int max) throws UsageException {
+    public int intValue(String name, int def, int min, int max) throws UsageException {
         return (int) longValue(name, def, min, max);
     }
 
@@ -233,5 +239,19 @@ final class Cli {
 
     static String javaVersion() {
         return System.getProperty("java.version", "unknown");
+    }
+
+    /**
+     * Writes "port\n" to PATH.tmp, then renames it over PATH, so that a reader polling for the
+     * file never sees a partial one.
+     */
+    public static void writePortFile(Path target, int port) throws IOException {
+        Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+        Files.write(tmp, (port + "\n").getBytes(StandardCharsets.US_ASCII));
+        try {
+            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+        }
     }
 }

@@ -6,11 +6,9 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -112,7 +110,7 @@ public final class TomcatServe {
                 return 1;
             }
             if (!portFile.isEmpty()) {
-                writePortFile(Paths.get(portFile), port);
+                Cli.writePortFile(Paths.get(portFile), port);
             }
             out.println("PORT " + port);
             out.flush();
@@ -155,17 +153,6 @@ public final class TomcatServe {
                 }
             }
             deleteTree(baseDir);
-        }
-    }
-
-    /** Writes "port\n" to PATH.tmp, then renames it over PATH so readers never see a partial file. */
-    static void writePortFile(Path target, int port) throws IOException {
-        Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-        Files.write(tmp, (port + "\n").getBytes(StandardCharsets.US_ASCII));
-        try {
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
         }
     }
 

@@ -1,5 +1,6 @@
 package org.jvmos.workloads.shop;
 
+import org.jvmos.workloads.Cli;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -70,21 +71,21 @@ public final class ShopLoad {
         int connectTimeout;
         long expectMin;
         try {
-            Args a = Args.parse(args, List.of("port", "threads", "pages", "max-seconds",
+            Cli a = Cli.parse(args, List.of("port", "threads", "pages", "max-seconds",
                     "connect-timeout-ms", "expect-min-bytes"), List.of("keepalive"));
-            port = (int) a.number("port", -1, 1, 65535);
+            port = (int) a.longValue("port", -1, 1, 65535);
             if (port < 0) {
-                throw new Args.Usage("missing required option --port");
+                throw new Cli.UsageException("missing required option --port");
             }
-            threads = (int) a.number("threads", 10, 1, 10_000);
-            pages = (int) a.number("pages", 10, 1, 10_000_000);
+            threads = (int) a.longValue("threads", 10, 1, 10_000);
+            pages = (int) a.longValue("pages", 10, 1, 10_000_000);
             keepalive = a.flag("keepalive");
-            maxSeconds = a.number("max-seconds", 300, 1, 24 * 3600);
-            connectTimeout = (int) a.number("connect-timeout-ms", 5000, 1, 600_000);
-            expectMin = a.number("expect-min-bytes", 0, 0, Long.MAX_VALUE);
-        } catch (Args.Usage e) {
+            maxSeconds = a.longValue("max-seconds", 300, 1, 24 * 3600);
+            connectTimeout = (int) a.longValue("connect-timeout-ms", 5000, 1, 600_000);
+            expectMin = a.longValue("expect-min-bytes", 0, 0, Long.MAX_VALUE);
+        } catch (Cli.UsageException e) {
             err.println("error: " + e.getMessage());
-            return Args.EXIT_USAGE;
+            return Cli.EXIT_USAGE;
         }
         // a server that is not there is one clear line, not N failing clients
         try (Socket s = new Socket()) {

@@ -1,13 +1,11 @@
 package org.jvmos.workloads.shop;
 
+import org.jvmos.workloads.Cli;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.sql.SQLException;
 import java.util.Comparator;
 import java.util.List;
@@ -56,18 +54,18 @@ public final class ShopServer {
         long maxRequests;
         String portFile;
         try {
-            Args a = Args.parse(args, List.of("page-bytes", "max-threads", "min-spare-threads",
+            Cli a = Cli.parse(args, List.of("page-bytes", "max-threads", "min-spare-threads",
                     "port", "port-file", "max-seconds", "max-requests"), List.of());
-            pageBytes = (int) a.number("page-bytes", 65536, 0, 64 << 20);
-            maxThreads = (int) a.number("max-threads", 500, 1, 10_000);
-            minSpare = (int) a.number("min-spare-threads", 4, 1, 10_000);
-            port = (int) a.number("port", 0, 0, 65535);
+            pageBytes = (int) a.longValue("page-bytes", 65536, 0, 64 << 20);
+            maxThreads = (int) a.longValue("max-threads", 500, 1, 10_000);
+            minSpare = (int) a.longValue("min-spare-threads", 4, 1, 10_000);
+            port = (int) a.longValue("port", 0, 0, 65535);
             portFile = a.string("port-file", "");
-            maxSeconds = a.number("max-seconds", 600, 1, 7 * 24 * 3600L);
-            maxRequests = a.number("max-requests", 0, 0, Long.MAX_VALUE);
-        } catch (Args.Usage e) {
+            maxSeconds = a.longValue("max-seconds", 600, 1, 7 * 24 * 3600L);
+            maxRequests = a.longValue("max-requests", 0, 0, Long.MAX_VALUE);
+        } catch (Cli.UsageException e) {
             err.println("error: " + e.getMessage());
-            return Args.EXIT_USAGE;
+            return Cli.EXIT_USAGE;
         }
         APACHE_LOGGER.setLevel(Level.WARNING);
         Path base;
@@ -85,7 +83,7 @@ public final class ShopServer {
             try {
                 int bound = start(tomcat, base, servlet, port, maxThreads, minSpare);
                 if (!portFile.isEmpty()) {
-                    writePortFile(Paths.get(portFile), bound);
+                    Cli.writePortFile(Paths.get(portFile), bound);
                 }
                 out.println("PORT " + bound);
                 out.flush();
@@ -152,16 +150,6 @@ public final class ShopServer {
             throw new LifecycleException("the connector did not bind");
         }
         return bound;
-    }
-
-    static void writePortFile(Path target, int port) throws IOException {
-        Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-        Files.write(tmp, (port + "\n").getBytes(StandardCharsets.US_ASCII));
-        try {
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
-        }
     }
 
     private static void deleteTree(Path root) {

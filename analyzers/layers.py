@@ -109,7 +109,7 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
             "kernel_ns": layer_sum([f"kernel in create {lab}", f"kernel in start/exit {lab}",
                                     f"kernel exit {lab}"]
                                    + (["kernel in jvm start java"] if lab == "java" else [])),
-            "jvm_ns": layer_sum(([f"jvm start java"] if lab == "java" else [])
+            "jvm_ns": layer_sum((["jvm start java"] if lab == "java" else [])
                                 + [f"jvm exit {lab}"]),
         }
     native_names = [n for n in parts if not n.startswith("jvm ")]

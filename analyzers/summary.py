@@ -6,8 +6,7 @@ Each category carries `method`: "measured" (counted or timed by a probe), "estim
 from collections import defaultdict
 from typing import Dict, Optional
 
-from jvmos.catalogue import (CATEGORIES, GUARANTEED, GUARANTEED_IO, JNI_BYTES_FROM_ARGS,
-                             SYSCALL_DIRECTION)
+from jvmos.catalogue import CATEGORIES, GUARANTEED, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
 from . import layers
 from jvmos.probegen import symbol_of_probe
 from .rawparse import Raw

@@ -3,7 +3,6 @@ import os
 import re
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import List, Tuple
 

@@ -9,7 +9,7 @@ BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of ea
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from . import ROOT, JvmosError
 from .catalogue import LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point

@@ -20,8 +20,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 from . import JvmosError, __version__
 from . import calibrate as cal
 from .catalogue import DEFAULT_LAYERS, LAYERS
-from .jdk import (Jvm, discover_jdks, executable_kind, jvm_from_libjvm, jvm_of_executable,
-                  jvm_of_pid, libc_of, symbols)
+from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
+                  symbols)
 from .probegen import render
 from . import sampling
 from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
@@ -279,7 +279,7 @@ def record(opts: Options) -> Result:
     (out / "probes.bt").write_text(script.text)
     manifest = {
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
-        "mode": "launch" if opts.cmd else "attach",
+        "target": "launch" if opts.cmd else "attach",
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
         "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(), "bpftrace": bpftrace_version(),

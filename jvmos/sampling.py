@@ -8,7 +8,7 @@ kernel frames, which jvmos.analyzers.stacks attributes to categories.
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from . import ROOT, JvmosError
 from .jdk import Jvm, discover_jdks

@@ -6,7 +6,6 @@ invocation, so the Java/C ratio compares runs made side by side.
 """
 import argparse
 import statistics
-from pathlib import Path
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count, fmt_ns
 from ..tools import IO_JAR, c_program, jar

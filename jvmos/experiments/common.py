@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 from .. import JvmosError
 from .. import record as rec

@@ -23,7 +23,7 @@ from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from .common import jdk_label, log, out_dir, select_jdks, write_outputs
-from .tomcat import LAYERS, Shop, measure_level, parse_levels
+from .tomcat import Shop, measure_level, parse_levels
 
 EXAMPLES = """\
 examples:

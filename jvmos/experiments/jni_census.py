@@ -10,7 +10,6 @@ import os
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from .. import JvmosError

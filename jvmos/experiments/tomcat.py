@@ -10,7 +10,6 @@ links, beside the server's Java execution time (its CPU time during the load, le
 overhead), drawn as stacked bars.
 """
 import argparse
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -168,7 +167,6 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     bare = shop.load(threads, pages, keepalive)
     bare["server_cpu_ns"] = shop.cpu_ns() - c0
     s = res.summary
-    cats = s["categories"]
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
     load = box["load"]

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from jvmos.analyzers import layers, summary as summ
+from jvmos.analyzers import summary as summ
 from jvmos.analyzers.rawparse import parse_lines
 
 from _unit_helpers import map_lines, Recording

@@ -54,6 +54,7 @@ def parse(argv):
     p.add_argument("--size", default="default", choices=["small", "default", "large"],
                    help="input size of the suite (default: default)")
     p.add_argument("--dacapo-jar", help="a real DaCapo jar to run instead of the suite")
+    p.add_argument("--heap", help="maximum heap, e.g. 2g (default: the JVM's own default)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-memory)")
     p.add_argument("--quick", action="store_true", help="small inputs, 1 iteration")
@@ -84,8 +85,9 @@ def check_dacapo_jar(path: str) -> Path:
 class Suite:
     """How to list and run benchmarks: the project's suite, or a real DaCapo jar."""
 
-    def __init__(self, java: str, dacapo_jar: Optional[Path]):
+    def __init__(self, java: str, dacapo_jar: Optional[Path], heap: Optional[str] = None):
         self.java, self.dacapo = java, dacapo_jar
+        self.heap = heap
 
     def names(self) -> List[str]:
         import subprocess
@@ -98,7 +100,8 @@ class Suite:
         return [n for n in re.split(r"\s+", r.stdout.strip()) if n]
 
     def cmd(self, bench: str, iterations: int, size: str) -> List[str]:
-        heap = ["-Xmx1g"]
+        # the JVM's default heap (a quarter of the memory) unless told: DaCapo runs that way
+        heap = [f"-Xmx{self.heap}"] if self.heap else []
         if self.dacapo:
             return [self.java] + heap + ["-jar", str(self.dacapo), "-n", str(iterations),
                                          "-s", size, bench]
@@ -135,7 +138,9 @@ def main(argv) -> int:
     dj = check_dacapo_jar(a.dacapo_jar) if a.dacapo_jar else None
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
-    suite = Suite(java, dj)
+    if a.heap and not re.fullmatch(r"\d+[kKmMgG]?", a.heap):
+        raise JvmosError(f"--heap {a.heap}: write a size such as 512m or 2g")
+    suite = Suite(java, dj, a.heap)
     available = suite.names()
     benches = [b.strip() for b in a.bench.split(",") if b.strip()] if a.bench else available
     unknown = [b for b in benches if b not in available]
@@ -143,7 +148,7 @@ def main(argv) -> int:
         raise JvmosError(f"unknown benchmark(s) {', '.join(unknown)} (known: {', '.join(available)})")
     out = out_dir(a.out, "memory")
     results = {"experiment": "memory", "suite": str(dj) if dj else "jvmos-dacapo",
-               "size": a.size, "iterations": a.iterations, "jdk": str(jvm.home),
+               "size": a.size, "heap": a.heap or "JVM default", "iterations": a.iterations, "jdk": str(jvm.home),
                "jdk_label": jdk_label(jvm), "benchmarks": {}}
     for b in benches:
         cmd = suite.cmd(b, a.iterations, a.size)

@@ -267,7 +267,7 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
         sc = {}
         timed = fns.get("vm_timed", {})
         for k, x in sorted(v.items()):
-            if k == "page_fault_user":
+            if k in ("page_fault_user", "off-CPU"):
                 continue
             hits = _get(timed, k)
             p = corrected(x.get("time_ns", 0), hits * c["sys_window"], hits)
@@ -284,10 +284,12 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
             "method": "measured", "corrected": c["calibrated"], "syscalls": sc,
             "page_faults": faults, "page_fault_time_ns": fault_ns,
             "page_fault_method": "estimated",
-            "basis": "memory syscalls timed at their tracepoints (not when nested in an "
-                     "allocator call, whose time already holds them), minus hits x the "
-                     "calibrated window; user page faults x a calibrated per-fault cost "
-                     "(first touch of an anonymous page), estimated"
+            "off_cpu_ns": _get(v, "off-CPU", "time_ns"),
+            "basis": "memory syscalls timed at their tracepoints, on-CPU (the time switched "
+                     "out inside them is off_cpu_ns), not when nested in an allocator call, "
+                     "whose time already holds them; minus hits x the calibrated window; user "
+                     "page faults x a calibrated per-fault cost (first touch of an anonymous "
+                     "page), estimated"
                      + ("" if fault_model else "; page faults not calibrated")}
     return out
 

@@ -50,6 +50,7 @@ def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = pr
                                 "--writes", "20000", "--size", str(chunk)]),
     }
     samples = {k: [] for k in benches}
+    bounds = []     # C_io_chunk at the ends of the copy costs' intervals, per trial
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="jvmos-constants-") as tmp:
         for t in range(trials):
@@ -63,6 +64,8 @@ def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = pr
                 if res.status != "complete":
                     raise JvmosError(f"calibrating {name}: the recording ended {res.status}")
                 samples[name].append(_value(name, res.summary))
+                if name == "C_io_chunk":
+                    bounds.append(_io_chunk_bounds(res.summary, str(jvm.home)))
     out = {
         "C_nt": _stat(samples["C_nt"], "libc + kernel time per Java thread created and "
                                        "ended (NoOpThreads, 100 threads x 5 rounds)"),
@@ -75,6 +78,14 @@ def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = pr
         "chunk_bytes": chunk, "trials": trials, "jdk": str(jvm.home), "jdk_version": jvm.version,
         "calibration_seconds": round(time.time() - t0, 1),
     }
+    # C_io_chunk is bytes x calibrated per-byte costs: its trials barely vary, and its
+    # uncertainty is that of the copy costs. The interval covers both.
+    if bounds:
+        io = out["C_io_chunk"]
+        lo = sum(b[0] for b in bounds) / len(bounds)
+        hi = sum(b[1] for b in bounds) / len(bounds)
+        io["ci95_us"] = [min(io["ci95_us"][0], lo), max(io["ci95_us"][1], hi)]
+        io["what"] += ("; interval: the trials' and the calibrated copy costs' 95% intervals")
     for k, v in out.items():
         if isinstance(v, dict) and not v["mean_us"] > 0:
             raise JvmosError(f"platform constant {k} came out {v['mean_us']}: not usable")
@@ -113,7 +124,35 @@ def _value(name: str, s: dict) -> float:
         if not writes.get("calls") or not nio.get("bytes") or kc.get("time_ns") is None:
             raise JvmosError("calibrating C_io_chunk: no NIO socket write was recorded")
         # the copies of the written bytes only (the reader's side is the peer's cost)
-        nio_write = (nio.get("time_ns") or 0.0) * min(1.0, writes["bytes"] / nio["bytes"])
-        copyin = kc["time_ns"] * (kc["copyin_bytes"] / kc["bytes"]) if kc.get("bytes") else 0.0
-        return (nio_write + copyin) / writes["calls"] / 1e3
+        calls, nio_write, copyin = _io_chunk_parts(s)
+        return (nio_write + copyin) / calls / 1e3
     raise KeyError(name)
+
+
+def _io_chunk_parts(s: dict):
+    """(writes, NIO copy time of the written bytes, kernel copyin time), ns."""
+    cats = s["categories"]
+    io = cats.get("io_syscall") or {}
+    writes = ((io.get("syscalls") or {}).get("write") or {})
+    nio, kc = cats.get("nio_copy") or {}, cats.get("kernel_copy") or {}
+    nio_write = (nio.get("time_ns") or 0.0) * min(1.0, writes["bytes"] / nio["bytes"])
+    copyin = kc["time_ns"] * (kc["copyin_bytes"] / kc["bytes"]) if kc.get("bytes") else 0.0
+    return writes["calls"], nio_write, copyin
+
+
+def _io_chunk_bounds(s: dict, jdk_home: str):
+    """One trial's C_io_chunk (µs) with the NIO and copyin per-byte costs at the low and at the
+    high end of their calibrated 95% intervals (both estimates scale with them)."""
+    calls, nio_write, copyin = _io_chunk_parts(s)
+    k = s.get("constants") or {}
+
+    def ratios(c):
+        if not c or not c.get("ns_per_byte") or not c.get("ns_per_byte_ci95"):
+            return 1.0, 1.0
+        lo, hi = c["ns_per_byte_ci95"]
+        return max(0.0, lo) / c["ns_per_byte"], hi / c["ns_per_byte"]
+
+    nio_c = (k.get("nio_heap_to_direct") or {}).get(jdk_home)
+    (nl, nh), (cl, ch) = ratios(nio_c), ratios(k.get("kernel_copyin"))
+    return ((nio_write * nl + copyin * cl) / calls / 1e3,
+            (nio_write * nh + copyin * ch) / calls / 1e3)

@@ -12,6 +12,11 @@ Then the constants are fitted to the measured runs by least squares, one term at
 (each resource's measured cost against its count), with a synchronization term (futex calls)
 as the paper suggested, and each level is predicted by a model fitted on the other levels
 (leave-one-out): the error on a held-out level. Goal: within 5% at every level.
+
+Each level is recorded --repeat times; its figures are the per-resource medians of the
+repeats (cost and count alike), so one recording's garbage-collector burst does not become the
+level's cost, and the spread of the repeats' real cost is printed beside the errors: an error
+smaller than that spread cannot be told apart from run-to-run noise.
 """
 import argparse
 import statistics
@@ -30,6 +35,10 @@ examples:
   jvmos run heuristic                        # 100, 500, 1000, 2000, 3500 connections
   jvmos run heuristic --quick                # 25 .. 400 connections, small pages
   jvmos run heuristic --levels 10x10,25x40,50x70 --page-bytes 32768
+  jvmos run heuristic --repeat 5                # five recordings per level, medians
+
+cost: every recording has the io, threads, links and mem layers attached to the server; the
+run takes about a minute per level and repeat on 2 cores.
 """
 
 # connections = threads x pages: the paper's 100, 1000, 3500, and 500, 2000 for the fit
@@ -46,6 +55,8 @@ def parse(argv):
     p.add_argument("--levels", help=f"load levels THREADSxPAGES,... (default {DEFAULT_LEVELS})")
     p.add_argument("--page-bytes", type=int, default=65536, help="page size (default 65536)")
     p.add_argument("--warmup-pages", type=int, default=400)
+    p.add_argument("--repeat", type=int, default=None,
+                   help="recordings per level, medians taken (default 3; --quick 1)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file with the constants")
     p.add_argument("--out", help="output directory (default results/runs/<time>-heuristic)")
@@ -55,10 +66,52 @@ def parse(argv):
         a.levels = a.levels or QUICK_LEVELS
         a.page_bytes = min(a.page_bytes, 16384)
         a.warmup_pages = min(a.warmup_pages, 100)
+    if a.repeat is None:
+        a.repeat = 1 if a.quick else 3
+    if a.repeat <= 0:
+        p.error("--repeat must be positive")
     a.levels = parse_levels(a.levels or DEFAULT_LEVELS)
     if len(a.levels) < 3:
         p.error("need at least 3 load levels (the fit holds one out)")
     return a
+
+
+def _median_dict(ds: List[dict]) -> dict:
+    """Key by key median of numbers (nested dicts recursively); keys missing count as 0."""
+    out = {}
+    for key in sorted({k for d in ds for k in d}):
+        vals = [d.get(key) for d in ds]
+        if any(isinstance(v, dict) for v in vals):
+            out[key] = _median_dict([v if isinstance(v, dict) else {} for v in vals])
+        elif all(isinstance(v, (int, float)) or v is None for v in vals):
+            out[key] = statistics.median(v or 0 for v in vals)
+    return out
+
+
+def combine(reps: List[dict]) -> dict:
+    """One load level from its repeated recordings: the median of each resource's cost and of
+    each count (a typical recording, robust to one run's GC or scheduling burst); the real cost
+    is the sum of the resource medians; each repeat is kept under 'repeats'."""
+    if len(reps) == 1:
+        L = dict(reps[0])
+        L["repeats"] = [dict(reps[0])]
+        L["real_spread_pct"] = None
+        return L
+    L = {k: reps[0][k] for k in ("threads", "pages", "connections")}
+    L["by_resource"] = _median_dict([r["by_resource"] for r in reps])
+    L["counts"] = _median_dict([r["counts"] for r in reps])
+    L["guaranteed_ns"] = sum(L["by_resource"].values())
+    for k in ("server_cpu_ns", "wall_ns", "probe_overhead_ns"):
+        L[k] = statistics.median(r.get(k) or 0 for r in reps)
+    L["java_exec_ns"] = max(0.0, L["server_cpu_ns"] - L["guaranteed_ns"])
+    L["overhead_pct_of_cpu"] = (100.0 * L["guaranteed_ns"] / L["server_cpu_ns"]
+                                if L["server_cpu_ns"] else None)
+    L["bare"], L["recorded"] = reps[0]["bare"], reps[0]["recorded"]
+    L["run_dir"] = reps[0]["run_dir"]
+    L["repeats"] = reps
+    g = [r["guaranteed_ns"] for r in reps]
+    L["real_spread_pct"] = 100.0 * (max(g) - min(g)) / L["guaranteed_ns"] if L["guaranteed_ns"] else None
+    return L
 
 
 def workload_of(L: dict) -> model.Workload:
@@ -132,9 +185,12 @@ def main(argv) -> int:
         if a.warmup_pages:
             log(f"warm-up: {a.warmup_pages} pages, untraced")
             shop.load(4, max(1, a.warmup_pages // 4))
+        results["repeat"] = a.repeat
         for t, p in a.levels:
             name = f"{t}x{p}"
-            results["levels"][name] = measure_level(shop, t, p, out, name)
+            reps = [measure_level(shop, t, p, out, name if a.repeat == 1 else f"{name}-{i + 1}")
+                    for i in range(a.repeat)]
+            results["levels"][name] = combine(reps)
     analyze(results, k)
     write_tables(results, out)
     return 0
@@ -187,18 +243,22 @@ def _pct(x):
 def table7(results) -> Table:
     t = Table(f"Table 7: estimated vs real cost ({results['jdk_label']}, "
               f"{results['page_bytes']:,}-byte pages; ms)",
-              ["load", "connections", "real cost (probes)", "paper's estimate (eq. 6)", "diff",
+              ["load", "connections", "real cost (probes)", "repeats: min..max",
+               "paper's estimate (eq. 6)", "diff",
                "estimate from counts (eq. 1)", "diff", "fitted, level held out", "diff",
                "paper: est. / real / diff"])
     for name, L in results["levels"].items():
         conns = L["counts"]["accepts"]
         paper = PAPER_T7.get(L["connections"])
         ptxt = f"{paper[0]} / {paper[1]} / {paper[2]}%" if paper else "—"
-        t.add([name, fmt_count(conns), _ms(L["real_us"]), _ms(L["paper_estimate_us"]),
+        reps = [r["guaranteed_ns"] / 1e3 for r in L.get("repeats") or []]
+        rng = f"{_ms(min(reps))}..{_ms(max(reps))} (n={len(reps)})" if len(reps) > 1 else "—"
+        t.add([name, fmt_count(conns), _ms(L["real_us"]), rng, _ms(L["paper_estimate_us"]),
                _pct(L["paper_diff_pct"]), _ms(L["counted_estimate"]["C_os_us"]),
                _pct(L["counted_diff_pct"]), _ms(L["loo_estimate_us"]), _pct(L["loo_diff_pct"]),
                ptxt],
-              [name, conns, L["real_us"] / 1e3, L["paper_estimate_us"] / 1e3, L["paper_diff_pct"],
+              [name, conns, L["real_us"] / 1e3, rng, L["paper_estimate_us"] / 1e3,
+               L["paper_diff_pct"],
                L["counted_estimate"]["C_os_us"] / 1e3, L["counted_diff_pct"],
                L["loo_estimate_us"] / 1e3, L["loo_diff_pct"], ptxt])
     return t
@@ -223,7 +283,14 @@ def table_fit(results) -> Table:
 
 def notes_for(results) -> List[str]:
     worst = results["worst_held_out_error_pct"]
-    return [
+    spreads = [L.get("real_spread_pct") for L in results["levels"].values()]
+    spreads = [x for x in spreads if x is not None]
+    noise = ([f"run-to-run noise: the repeats' real cost spread over {min(spreads):.0f}% to "
+              f"{max(spreads):.0f}% of the level's median (max - min); an error smaller than "
+              "that cannot be told from noise. Each level's figures are the medians of its "
+              f"{results.get('repeat', 1)} recordings, resource by resource."]
+             if spreads else [])
+    return noise + [
         "real cost = the guaranteed overhead the probes measured while the load ran (I/O "
         "copies, native thread creation, allocator and kernel memory services, accept and "
         "open/close), corrected for the probe effect; diff = (real - estimate) / real, as in "

@@ -147,7 +147,7 @@ MEM = {"@calls": {"7,malloc,uprobe:/lib/libc.so.6:malloc": 1000,
                  "7,malloc,uretprobe:/lib/libc.so.6:realloc": 5_000,
                  "7,vm,tracepoint:syscalls:sys_exit_mmap": 200_000},
        "@ncalls": {"7,vm,page_fault_user": 100},
-       "@ntime": {"7,malloc,off-CPU": 123_456},
+       "@ntime": {"7,malloc,off-CPU": 123_456, "7,vm,off-CPU": 7_000_000},
        "@grow_vm": {"7,0": 1 << 20, "7,3": 2 << 20}}
 
 
@@ -168,6 +168,9 @@ def test_malloc_time_measured_free_estimated():
     assert vm["syscalls"]["mmap"]["time_ns"] == pytest.approx(200_000 - 20 * 300)
     assert vm["page_faults"] == 100 and vm["page_fault_time_ns"] == pytest.approx(140_000)
     assert vm["time_ns"] == pytest.approx(200_000 - 20 * 300 + 140_000)
+    # mem.bt already left the time switched out inside the syscalls out of @time: kept beside
+    assert vm["off_cpu_ns"] == 7_000_000 and "off-CPU" not in vm["syscalls"]
+    assert vm["calls"] == 30
     assert s["totals"]["guaranteed_by_resource"]["mem"] == pytest.approx(m["time_ns"] + vm["time_ns"])
     assert s["by_pid"]["7"]["memory_growth"]["vm_bytes"] == [[0.0, 1 << 20], [0.75, 2 << 20]]
 

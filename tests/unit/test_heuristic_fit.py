@@ -1,0 +1,87 @@
+"""`jvmos run heuristic`'s analysis: repeats combined by medians, the fit and its held-out error."""
+import pytest
+
+from jvmos.experiments import heuristic as h
+from jvmos.heuristic.model import Constants
+
+TRUE = {"C_nt": 100.0, "C_link": 8.0, "C_io_chunk": 0.35, "C_mem": 2000.0, "C_sync": 5.0}
+
+
+def level(conns, threads, futex, mem_us=TRUE["C_mem"], scale=1.0):
+    """A load level whose costs follow the model exactly (µs -> ns in by_resource)."""
+    ops = 10 * conns
+    by = {"io": ops * TRUE["C_io_chunk"] * 1e3 * scale,
+          "links": conns * TRUE["C_link"] * 1e3 * scale,
+          "threads": threads * TRUE["C_nt"] * 1e3 * scale,
+          "mem": mem_us * 1e3}
+    sync_ns = futex * TRUE["C_sync"] * 1e3
+    return {"threads": 1, "pages": conns, "connections": conns,
+            "by_resource": by, "guaranteed_ns": sum(by.values()) + sync_ns,
+            "counts": {"accepts": conns, "io_writes": 6 * conns, "io_reads": 4 * conns,
+                       "io_syscalls": ops, "threads_created": threads, "files_opened": 0,
+                       "futex": futex, "context_switches": {"voluntary": conns, "threads": 3}},
+            "server_cpu_ns": 1e9, "wall_ns": 2e9, "probe_overhead_ns": 1e6,
+            "bare": {"pages_per_s": 100.0}, "recorded": {"pages_per_s": 90.0},
+            "run_dir": f"runs/{conns}"}
+
+
+def test_a_model_that_holds_exactly_is_recovered_and_predicts_held_out_levels():
+    levels = [level(100, 3, 400), level(500, 12, 1300), level(1000, 2, 1600),
+              level(2000, 17, 2300), level(3500, 8, 2800)]
+    f = h.fit(levels, Constants(C_nt=1, C_link=1, C_io_chunk=1))
+    for k in ("C_nt", "C_link", "C_io_chunk", "C_mem"):
+        assert f[k] == pytest.approx(TRUE[k])
+    # the sync term is fitted on what the resource terms leave: here exactly futex x 5 µs
+    assert f["C_sync"] == pytest.approx(TRUE["C_sync"])
+    results = {"levels": {str(i): L for i, L in enumerate(levels)}}
+    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
+    assert results["worst_held_out_error_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert results["goal_met"]
+
+
+def test_a_level_with_a_memory_burst_misses_the_goal():
+    levels = [level(100, 3, 0), level(500, 12, 0), level(1000, 2, 0),
+              level(2000, 17, 0, mem_us=45000), level(3500, 8, 0)]
+    results = {"levels": {str(i): L for i, L in enumerate(levels)}}
+    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    assert not results["goal_met"]
+    assert abs(results["levels"]["3"]["loo_diff_pct"]) > 50
+
+
+def test_repeats_are_combined_resource_by_resource_with_medians():
+    reps = [level(1000, 2, 1600), level(1000, 2, 1600, mem_us=45000), level(1000, 2, 1600, scale=1.1)]
+    reps[2]["counts"]["accepts"] = 1003
+    L = h.combine(reps)
+    # the burst of one repeat is not the level's memory cost
+    assert L["by_resource"]["mem"] == pytest.approx(2000e3)
+    assert L["by_resource"]["links"] == pytest.approx(1000 * 8e3)
+    assert L["counts"]["accepts"] == 1000
+    assert L["counts"]["context_switches"] == {"threads": 3, "voluntary": 1000}
+    assert L["guaranteed_ns"] == pytest.approx(sum(L["by_resource"].values()))
+    assert len(L["repeats"]) == 3
+    g = [r["guaranteed_ns"] for r in reps]
+    assert L["real_spread_pct"] == pytest.approx(100 * (max(g) - min(g)) / L["guaranteed_ns"])
+
+
+def test_a_single_recording_is_the_level():
+    one = level(100, 3, 400)
+    L = h.combine([one])
+    assert L["guaranteed_ns"] == one["guaranteed_ns"] and L["real_spread_pct"] is None
+
+
+def test_table7_shows_the_spread_of_the_repeats():
+    reps = [level(100, 3, 400), level(100, 3, 400, scale=1.2), level(100, 3, 400, scale=0.9)]
+    levels = {"a": h.combine(reps), "b": h.combine([level(500, 12, 1300)] * 3),
+              "c": h.combine([level(1000, 2, 1600)] * 3)}
+    results = {"levels": levels, "repeat": 3, "jdk_label": "jdk", "page_bytes": 65536,
+               "constants_us": {}}
+    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    md = h.table7(results).markdown()
+    assert "(n=3)" in md
+    assert any("run-to-run noise" in n for n in h.notes_for(results))
+
+
+def test_repeat_must_be_positive():
+    with pytest.raises(SystemExit):
+        h.parse(["--repeat", "0"])
+    assert h.parse([]).repeat == 3 and h.parse(["--quick"]).repeat == 1

@@ -136,7 +136,18 @@ def counts_from_summary(s: dict) -> dict:
             "files_opened": sum(v["calls"] for k, v in files.items() if k.startswith("open")),
             "futex": (cats.get("sync") or {}).get("calls", 0),
             "malloc_calls": (cats.get("malloc") or {}).get("calls", 0),
+            "page_faults": (cats.get("vm") or {}).get("page_faults", 0) or 0,
             "context_switches": s["totals"].get("context_switches")}
+
+
+def mem_parts_from_summary(s: dict) -> dict:
+    """The memory resource of a recording split as jvmos's extended model uses it (ns): the
+    allocator's time, the user page faults' time, the memory syscalls' time."""
+    cats = s["categories"]
+    m, vm = cats.get("malloc") or {}, cats.get("vm") or {}
+    pf = vm.get("page_fault_time_ns") or 0.0
+    return {"malloc_ns": m.get("time_ns") or 0.0, "page_fault_ns": pf,
+            "vm_syscall_ns": max(0.0, (vm.get("time_ns") or 0.0) - pf)}
 
 
 def workload_from_summary(s: dict) -> Workload:

@@ -180,6 +180,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "java_exec_ns": max(0.0, cpu - overhead),
         "overhead_pct_of_cpu": 100.0 * overhead / cpu if cpu else None,
         "counts": model.counts_from_summary(s),
+        "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
     }
 

@@ -102,3 +102,24 @@ def test_tomcat_quick(platform_file, tmp_path):
         assert cats.get(c, {}).get("calls", 0) > 0, c
     assert (out / "figure2.png").stat().st_size > 5000
     assert (out / "figure2.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_heuristic_with_repeats(platform_file, tmp_path):
+    """Table 7 on three small levels, two recordings each: medians, spreads and both fits."""
+    out = tmp_path / "heuristic"
+    r = run_jvmos(["run", "heuristic", "--levels", "3x3,4x4,5x5", "--repeat", "2",
+                   "--page-bytes", "8192", "--warmup-pages", "20", "--out", str(out)],
+                  timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "table7.json").read_text())
+    assert res["repeat"] == 2 and len(res["levels"]) == 3
+    for name, L in res["levels"].items():
+        assert len(L["repeats"]) == 2, name
+        for i in (1, 2):
+            assert (out / "runs" / f"{name}-{i}" / "summary.json").exists()
+        assert L["counts"]["accepts"] >= L["threads"] * L["pages"], name
+        assert L["real_us"] > 0 and L["real_spread_pct"] is not None
+        assert L["loo_estimate_us"] > 0 and L["loo_ext_estimate_us"] > 0
+        assert set(L["mem_parts"]) == {"malloc_ns", "page_fault_ns", "vm_syscall_ns"}
+    text = (out / "table7.md").read_text()
+    assert "extended fit" in text and "(n=2)" in text and "run-to-run noise" in text

@@ -287,6 +287,8 @@ def growth_figure(results, stem: Path) -> list:
     if not benches:
         return []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=False)
+    # one colour per benchmark (tab10 repeats after ten), dashed for the second ten
+    styles = {b: (plt.cm.tab10(i % 10), "-" if i < 10 else "--") for i, (b, _) in enumerate(benches)}
     for ax, key, title in ((axes[0], "vm_bytes", "from the kernel (pages faulted in, brk)"),
                            (axes[1], "malloc_bytes", "from libc malloc")):
         for b, g in benches:
@@ -300,7 +302,7 @@ def growth_figure(results, stem: Path) -> list:
                 acc += v
                 xs.append(100.0 * t / end)
                 ys.append(100.0 * acc / total)
-            ax.step(xs, ys, where="post", label=b)
+            ax.step(xs, ys, where="post", label=b, color=styles[b][0], ls=styles[b][1])
         ax.axvline(100 * RAMP_FRACTION, color="#999999", lw=0.8, ls="--")
         ax.set_xlabel("time (% of the recorded run)")
         ax.set_ylabel("cumulative share of bytes requested (%)")

@@ -61,6 +61,9 @@ def parse(argv):
     p.add_argument("--platform", help="platform file with the constants")
     p.add_argument("--out", help="output directory (default results/runs/<time>-heuristic)")
     p.add_argument("--quick", action="store_true", help=f"levels {QUICK_LEVELS}, 16 kB pages")
+    p.add_argument("--analyze", metavar="DIR",
+                   help="measure nothing: re-read DIR/table7.json (a finished run), combine its "
+                        "recordings and fit again, rewriting DIR's tables")
     a = p.parse_args(argv)
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
@@ -100,6 +103,8 @@ def combine(reps: List[dict]) -> dict:
     L = {k: reps[0][k] for k in ("threads", "pages", "connections")}
     L["by_resource"] = _median_dict([r["by_resource"] for r in reps])
     L["counts"] = _median_dict([r["counts"] for r in reps])
+    if all("mem_parts" in r for r in reps):
+        L["mem_parts"] = _median_dict([r["mem_parts"] for r in reps])
     L["guaranteed_ns"] = sum(L["by_resource"].values())
     for k in ("server_cpu_ns", "wall_ns", "probe_overhead_ns"):
         L[k] = statistics.median(r.get(k) or 0 for r in reps)
@@ -217,8 +222,32 @@ def diff_pct(real: float, est: float):
     return 100.0 * (real - est) / real if real else None
 
 
+def reanalyze(run: Path) -> int:
+    """A finished run analyzed again from its table7.json with the constants it was made with:
+    levels recombined from their stored recordings, fits and tables rewritten."""
+    import json
+    f = run / "table7.json"
+    if not f.is_file():
+        raise JvmosError(f"--analyze {run}: no table7.json there (not a heuristic run)")
+    try:
+        results = json.loads(f.read_text())
+        for name, L in results["levels"].items():
+            reps = L.get("repeats") or [L]
+            results["levels"][name] = combine(reps) if len(reps) > 1 else L
+        k = model.from_platform({"constants": results["constants_us"]})
+    except (ValueError, KeyError, TypeError) as e:
+        raise JvmosError(f"--analyze {run}: table7.json is not a heuristic result ({e})")
+    if k is None:
+        raise JvmosError(f"--analyze {run}: table7.json holds no platform constants")
+    analyze(results, k)
+    write_tables(results, run)
+    return 0
+
+
 def main(argv) -> int:
     a = parse(argv)
+    if a.analyze:
+        return reanalyze(Path(a.analyze))
     platform = cal.load(cal.platform_path(a.platform))
     k = model.from_platform(platform)
     if k is None:

@@ -124,6 +124,36 @@ def test_extended_model_needs_the_memory_split():
     assert results["worst_held_out_error_extended_pct"] is None
 
 
+def test_repeats_keep_the_memory_split_and_a_finished_run_can_be_analyzed_again(tmp_path):
+    import json
+    reps = {c: [mem_level(c, 3, 20), mem_level(c, 3, 20), mem_level(c, 3, 20)]
+            for c in (100, 500, 1000, 2000)}
+    L = h.combine(reps[100])
+    assert L["mem_parts"]["vm_syscall_ns"] == pytest.approx(300e3)
+    # a run written before the analysis existed: levels as measured, repeats kept
+    results = {"levels": {str(c): {**h.combine(r), "mem_parts": None} for c, r in reps.items()},
+               "repeat": 3, "jdk_label": "jdk", "page_bytes": 65536,
+               "constants_us": {"C_nt": {"mean_us": 75.0, "ci95_us": [70, 80]},
+                                "C_link": {"mean_us": 6.0, "ci95_us": [5, 7]},
+                                "C_io_chunk": {"mean_us": 0.8, "ci95_us": [0.7, 0.9]}}}
+    for x in results["levels"].values():
+        del x["mem_parts"]
+    (tmp_path / "table7.json").write_text(json.dumps(results))
+    assert h.main(["--analyze", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "table7.json").read_text())
+    assert again["worst_held_out_error_extended_pct"] == pytest.approx(0.0, abs=1e-6)
+    assert "extended fit" in (tmp_path / "table7.md").read_text()
+
+
+def test_analyze_of_a_directory_that_is_not_a_heuristic_run(tmp_path):
+    from jvmos import JvmosError
+    with pytest.raises(JvmosError, match="no table7.json"):
+        h.main(["--analyze", str(tmp_path)])
+    (tmp_path / "table7.json").write_text("{}")
+    with pytest.raises(JvmosError, match="not a heuristic result"):
+        h.main(["--analyze", str(tmp_path)])
+
+
 def test_two_regressor_fit_falls_back_when_a_coefficient_would_be_negative():
     a, b = h._lstsq2([1, 2, 3], [3, 2, 1], [1.0, 2.0, 3.0])
     assert a == pytest.approx(1.0) and b == 0.0

@@ -108,3 +108,19 @@ def test_calibrate_rejects_a_bad_chunk(platform_file):
     r = run_jvmos(["calibrate", "--chunk", "0"])
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("jvmos: error: --chunk")
+
+
+def test_count_mode_runs_every_layer_at_once(platform_file, tmp_path):
+    """--mode count drops the time-only lines of every layer: the scripts must still load
+    together, and the counts stay exact."""
+    out = tmp_path / "count"
+    r = run_jvmos(["record", "--mode", "count", "--layers", "io,threads,links,mem", "--out",
+                   str(out), "--", java(), "-cp", str(IO_JAR), "org.jvmos.workloads.NoOpThreads",
+                   "--threads", "20", "--repeat", "2", "--warmup", "0"])
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["status"] == "complete"
+    cats = s["by_pid"][jvm_pid(s)]["categories"]
+    assert cats["thread_create"]["clone_calls"] >= 40
+    assert cats["malloc"]["calls"] > 0 and cats["malloc"]["method"] == "estimated"
+    assert cats["vm"]["calls"] > 0

@@ -256,6 +256,9 @@ def record(opts: Options) -> Result:
     ensure_tracefs()
     out = prepare_out(opts.out or default_out("record"))
     warnings: List[str] = []
+    if opts.mode == "count" and "threads" in (opts.layers or []):
+        warnings.append("--mode count keeps the threads layer's entry probes only: thread "
+                        "counts are exact, its per-layer times are partial (use --mode time)")
     jvms = _targets(opts, warnings)
     for w in warnings:
         log(f"warning: {w}")

@@ -122,5 +122,7 @@ def test_count_mode_runs_every_layer_at_once(platform_file, tmp_path):
     assert s["status"] == "complete"
     cats = s["by_pid"][jvm_pid(s)]["categories"]
     assert cats["thread_create"]["clone_calls"] >= 40
+    assert cats["thread_create"]["time_partial"]
+    assert "per-layer times are partial" in r.stderr
     assert cats["malloc"]["calls"] > 0 and cats["malloc"]["method"] == "estimated"
     assert cats["vm"]["calls"] > 0

@@ -49,6 +49,14 @@ THREADS = {
 }
 
 
+def test_count_mode_says_thread_times_are_partial():
+    s = build(THREADS, mode="count")
+    for name in ("thread_create", "thread_jvm"):
+        c = s["categories"][name]
+        assert c["time_partial"] and c["basis"].startswith("--mode count")
+    assert "time_partial" not in build(THREADS)["categories"]["thread_create"]
+
+
 def test_thread_layers_are_exclusive_and_corrected():
     s = build(THREADS)
     tc = s["categories"]["thread_create"]

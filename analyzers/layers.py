@@ -42,7 +42,14 @@ def _get(parts, what, field="calls"):
 THREAD_LABELS = ("java", "internal")
 
 
-def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
+# count mode drops the return probes that close the JVM and pthread_create spans
+COUNT_MODE_THREADS = ("--mode count: the return probes that close the JVM and pthread_create "
+                      "spans are not attached, so this time is partial (calls are exact; use "
+                      "--mode time); ")
+
+
+def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
+                      mode: str = "time") -> dict:
     c = probe_costs(probes)
     tc, tj = fns.get("thread_create", {}), fns.get("thread_jvm", {})
     tw, sy = fns.get("thread_wait", {}), fns.get("sync", {})
@@ -161,6 +168,11 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict]) -> dict:
             "wait_calls": _get(sy, "futex wait"), "wake_calls": _get(sy, "futex wake"),
             "parts": sparts,
             "basis": "futex syscalls of the traced threads, time includes blocking"}
+    if mode == "count":
+        for name in ("thread_create", "thread_jvm"):
+            if name in out:
+                out[name]["time_partial"] = True
+                out[name]["basis"] = COUNT_MODE_THREADS + out[name].get("basis", "")
     return out
 
 

@@ -44,16 +44,7 @@ def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]
 def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str,
                 probes: Optional[dict] = None, thr_incl: int = 0):
     cats = {}
-    cats.update(layers.thread_categories(fns, thr_incl, probes))
-    if mode == "count":
-        # count mode drops the return probes that close the JVM and pthread_create spans
-        for name in ("thread_create", "thread_jvm"):
-            if name in cats:
-                cats[name]["time_partial"] = True
-                cats[name]["basis"] = ("--mode count: the return probes that close the JVM and "
-                                       "pthread_create spans are not attached, so this time is "
-                                       "partial (calls are exact; use --mode time); "
-                                       + cats[name].get("basis", ""))
+    cats.update(layers.thread_categories(fns, thr_incl, probes, mode))
     cats.update(layers.link_categories(fns, probes))
     cats.update(layers.mem_categories(fns, probes, costs, mode))
     # --- jni_copy: measured with entry+return probes

@@ -118,23 +118,20 @@ def _value(name: str, s: dict) -> float:
             raise JvmosError("calibrating C_file: no open was recorded")
         return sum(v["time_ns"] for v in sc.values()) / opens / 1e3
     if name == "C_io_chunk":
-        io = cats.get("io_syscall") or {}
-        writes = ((io.get("syscalls") or {}).get("write") or {})
-        nio, kc = cats.get("nio_copy") or {}, cats.get("kernel_copy") or {}
-        if not writes.get("calls") or not nio.get("bytes") or kc.get("time_ns") is None:
-            raise JvmosError("calibrating C_io_chunk: no NIO socket write was recorded")
-        # the copies of the written bytes only (the reader's side is the peer's cost)
         calls, nio_write, copyin = _io_chunk_parts(s)
         return (nio_write + copyin) / calls / 1e3
     raise KeyError(name)
 
 
 def _io_chunk_parts(s: dict):
-    """(writes, NIO copy time of the written bytes, kernel copyin time), ns."""
+    """(writes, NIO copy time of the written bytes, kernel copyin time), ns: the copies of the
+    written bytes only (the reader's side is the peer's cost)."""
     cats = s["categories"]
     io = cats.get("io_syscall") or {}
     writes = ((io.get("syscalls") or {}).get("write") or {})
     nio, kc = cats.get("nio_copy") or {}, cats.get("kernel_copy") or {}
+    if not writes.get("calls") or not nio.get("bytes") or kc.get("time_ns") is None:
+        raise JvmosError("calibrating C_io_chunk: no NIO socket write was recorded")
     nio_write = (nio.get("time_ns") or 0.0) * min(1.0, writes["bytes"] / nio["bytes"])
     copyin = kc["time_ns"] * (kc["copyin_bytes"] / kc["bytes"]) if kc.get("bytes") else 0.0
     return writes["calls"], nio_write, copyin

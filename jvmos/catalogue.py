@@ -12,6 +12,8 @@ LAYERS = {
     "mem": ["mem.bt"],
 }
 DEFAULT_LAYERS = ["io"]
+# layers whose times need --mode time: count mode drops the return probes that close their spans
+TIMED_SPAN_LAYERS = ["threads"]
 
 PRIMITIVES = {"Boolean": 1, "Byte": 1, "Char": 2, "Short": 2,
               "Int": 4, "Float": 4, "Long": 8, "Double": 8}

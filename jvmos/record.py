@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from . import JvmosError, __version__
 from . import calibrate as cal
-from .catalogue import DEFAULT_LAYERS, LAYERS
+from .catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
 from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
                   symbols)
 from .probegen import render
@@ -256,9 +256,10 @@ def record(opts: Options) -> Result:
     ensure_tracefs()
     out = prepare_out(opts.out or default_out("record"))
     warnings: List[str] = []
-    if opts.mode == "count" and "threads" in (opts.layers or []):
-        warnings.append("--mode count keeps the threads layer's entry probes only: thread "
-                        "counts are exact, its per-layer times are partial (use --mode time)")
+    for layer in (opts.layers if opts.mode == "count" else []):
+        if layer in TIMED_SPAN_LAYERS:
+            warnings.append(f"--mode count keeps the {layer} layer's entry probes only: its "
+                            "counts are exact, its per-layer times are partial (use --mode time)")
     jvms = _targets(opts, warnings)
     for w in warnings:
         log(f"warning: {w}")

@@ -28,7 +28,7 @@ from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from .common import jdk_label, log, out_dir, select_jdks, write_outputs
-from .tomcat import Shop, measure_level, parse_levels
+from .tomcat import Shop, cpu_split, measure_level, parse_levels
 
 EXAMPLES = """\
 examples:
@@ -108,9 +108,7 @@ def combine(reps: List[dict]) -> dict:
     L["guaranteed_ns"] = sum(L["by_resource"].values())
     for k in ("server_cpu_ns", "wall_ns", "probe_overhead_ns"):
         L[k] = statistics.median(r.get(k) or 0 for r in reps)
-    L["java_exec_ns"] = max(0.0, L["server_cpu_ns"] - L["guaranteed_ns"])
-    L["overhead_pct_of_cpu"] = (100.0 * L["guaranteed_ns"] / L["server_cpu_ns"]
-                                if L["server_cpu_ns"] else None)
+    L.update(cpu_split(L["server_cpu_ns"], L["guaranteed_ns"]))
     L["bare"], L["recorded"] = reps[0]["bare"], reps[0]["recorded"]
     L["run_dir"] = reps[0]["run_dir"]
     L["repeats"] = reps
@@ -119,20 +117,30 @@ def combine(reps: List[dict]) -> dict:
     return L
 
 
+def _count(L: dict, key: str) -> float:
+    return L["counts"].get(key, 0) or 0
+
+
+def _io_ops(L: dict) -> float:
+    """Blocking I/O operations of a level: the paper's chunks, all connections together."""
+    return _count(L, "io_writes") + _count(L, "io_reads")
+
+
+def _cost_us(L: dict, resource: str) -> float:
+    return L["by_resource"].get(resource, 0.0) / 1e3
+
+
 def workload_of(L: dict) -> model.Workload:
-    c = L["counts"]
-    acc = max(c["accepts"], 1)
-    return model.Workload(connections=c["accepts"], chunks=(c["io_writes"] + c["io_reads"]) / acc,
-                          threads=c["threads_created"], files=c["files_opened"],
-                          file_chunks=0, mem_us=L["by_resource"].get("mem", 0.0) / 1e3,
-                          futex=c["futex"])
+    acc = max(_count(L, "accepts"), 1)
+    return model.Workload(connections=_count(L, "accepts"), chunks=_io_ops(L) / acc,
+                          threads=_count(L, "threads_created"), files=_count(L, "files_opened"),
+                          file_chunks=0, mem_us=_cost_us(L, "mem"), futex=_count(L, "futex"))
 
 
 def paper_estimate(k: model.Constants, L: dict) -> float:
     """Equation 6 as the paper applied it: a thread per connection, C_mem = 0 (µs)."""
-    c = L["counts"]
-    acc = max(c["accepts"], 1)
-    w = model.Workload(connections=c["accepts"], chunks=(c["io_writes"] + c["io_reads"]) / acc)
+    acc = max(_count(L, "accepts"), 1)
+    w = model.Workload(connections=_count(L, "accepts"), chunks=_io_ops(L) / acc)
     return model.c_os_server(k, w)
 
 
@@ -142,22 +150,34 @@ def _ratio_fit(xs: List[float], ys: List[float]) -> float:
     return sum(x * y for x, y in zip(xs, ys)) / den if den else 0.0
 
 
+def _shared_fit(levels: List[dict]) -> Dict[str, float]:
+    """The terms both models fit alike: I/O against I/O operations, threads against threads
+    created (0 when no level created one)."""
+    return {"C_io_chunk": _ratio_fit([_io_ops(L) for L in levels],
+                                     [_cost_us(L, "io") for L in levels]),
+            "C_nt": _ratio_fit([_count(L, "threads_created") for L in levels],
+                               [_cost_us(L, "threads") for L in levels])}
+
+
+def _shared_terms(f: Dict[str, float], L: dict) -> float:
+    return (_count(L, "threads_created") * f["C_nt"] + _count(L, "accepts") * f["C_link"]
+            + _io_ops(L) * f["C_io_chunk"])
+
+
 def fit(levels: List[dict], fallback: model.Constants) -> Dict[str, float]:
     """Constants fitted to measured levels (µs): each resource's measured cost against its own
     count, by least squares through the origin; C_mem as a constant (the paper: paid once,
     "a constant value that can be discovered through experimentation"); then C_sync from what
     the other terms leave, against the futex calls."""
-    ns = lambda L, r: L["by_resource"].get(r, 0.0) / 1e3
-    c = lambda L, k: L["counts"][k]
-    ops = [c(L, "io_writes") + c(L, "io_reads") for L in levels]
-    out = {"C_io_chunk": _ratio_fit(ops, [ns(L, "io") for L in levels]),
-           "C_link": _ratio_fit([c(L, "accepts") for L in levels], [ns(L, "links") for L in levels]),
-           # the median: one level's garbage collector may unmap and map far more than usual
-           "C_mem": statistics.median(ns(L, "mem") for L in levels)}
-    thr = [c(L, "threads_created") for L in levels]
-    out["C_nt"] = _ratio_fit(thr, [ns(L, "threads") for L in levels]) if any(thr) else fallback.C_nt
+    out = _shared_fit(levels)
+    if not any(_count(L, "threads_created") for L in levels):
+        out["C_nt"] = fallback.C_nt
+    out["C_link"] = _ratio_fit([_count(L, "accepts") for L in levels],
+                               [_cost_us(L, "links") for L in levels])
+    # the median: one level's garbage collector may unmap and map far more than usual
+    out["C_mem"] = statistics.median(_cost_us(L, "mem") for L in levels)
     resid = [L["guaranteed_ns"] / 1e3 - predict_fitted(out, L, sync=False) for L in levels]
-    out["C_sync"] = max(0.0, _ratio_fit([c(L, "futex") for L in levels], resid))
+    out["C_sync"] = max(0.0, _ratio_fit([_count(L, "futex") for L in levels], resid))
     return out
 
 
@@ -185,37 +205,28 @@ def fit_extended(levels: List[dict]):
     None when the levels lack the memory split (results made before it existed)."""
     if not levels or not all("mem_parts" in L for L in levels):
         return None
-    ns = lambda L, r: L["by_resource"].get(r, 0.0) / 1e3
-    c = lambda L, k: L["counts"].get(k, 0) or 0
-    mp = lambda L, k: L["mem_parts"].get(k, 0.0) / 1e3
-    f = {"C_io_chunk": _ratio_fit([c(L, "io_writes") + c(L, "io_reads") for L in levels],
-                                  [ns(L, "io") for L in levels])}
-    f["C_link"], f["C_file"] = _lstsq2([c(L, "accepts") for L in levels],
-                                       [c(L, "files_opened") for L in levels],
-                                       [ns(L, "links") for L in levels])
-    thr = [c(L, "threads_created") for L in levels]
-    f["C_nt"] = _ratio_fit(thr, [ns(L, "threads") for L in levels])
-    f["C_malloc"] = _ratio_fit([c(L, "malloc_calls") for L in levels],
-                               [mp(L, "malloc_ns") for L in levels])
-    f["C_pf"] = _ratio_fit([c(L, "page_faults") for L in levels],
-                           [mp(L, "page_fault_ns") for L in levels])
-    f["C_vm"] = statistics.median(mp(L, "vm_syscall_ns") for L in levels)
+    mem = lambda L, part: L["mem_parts"].get(part, 0.0) / 1e3
+    f = _shared_fit(levels)
+    f["C_link"], f["C_file"] = _lstsq2([_count(L, "accepts") for L in levels],
+                                       [_count(L, "files_opened") for L in levels],
+                                       [_cost_us(L, "links") for L in levels])
+    f["C_malloc"] = _ratio_fit([_count(L, "malloc_calls") for L in levels],
+                               [mem(L, "malloc_ns") for L in levels])
+    f["C_pf"] = _ratio_fit([_count(L, "page_faults") for L in levels],
+                           [mem(L, "page_fault_ns") for L in levels])
+    f["C_vm"] = statistics.median(mem(L, "vm_syscall_ns") for L in levels)
     return f
 
 
 def predict_extended(f: Dict[str, float], L: dict) -> float:
-    c = lambda k: L["counts"].get(k, 0) or 0
-    return (c("threads_created") * f["C_nt"] + c("accepts") * f["C_link"]
-            + c("files_opened") * f["C_file"]
-            + (c("io_writes") + c("io_reads")) * f["C_io_chunk"]
-            + c("malloc_calls") * f["C_malloc"] + c("page_faults") * f["C_pf"] + f["C_vm"])
+    return (_shared_terms(f, L) + _count(L, "files_opened") * f["C_file"]
+            + _count(L, "malloc_calls") * f["C_malloc"] + _count(L, "page_faults") * f["C_pf"]
+            + f["C_vm"])
 
 
 def predict_fitted(f: Dict[str, float], L: dict, sync: bool = True) -> float:
-    c = L["counts"]
-    return (c["threads_created"] * f["C_nt"] + c["accepts"] * f["C_link"]
-            + (c["io_writes"] + c["io_reads"]) * f["C_io_chunk"] + f["C_mem"]
-            + (c["futex"] * f.get("C_sync", 0.0) if sync else 0.0))
+    return (_shared_terms(f, L) + f["C_mem"]
+            + (_count(L, "futex") * f.get("C_sync", 0.0) if sync else 0.0))
 
 
 def diff_pct(real: float, est: float):

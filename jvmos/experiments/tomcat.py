@@ -145,6 +145,12 @@ class Shop:
         return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+def cpu_split(cpu_ns: float, overhead_ns: float) -> dict:
+    """The server's CPU time during a load: Java execution (the rest) and the overhead's share."""
+    return {"java_exec_ns": max(0.0, cpu_ns - overhead_ns),
+            "overhead_pct_of_cpu": 100.0 * overhead_ns / cpu_ns if cpu_ns else None}
+
+
 def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
                   keepalive: bool = False, layers=LAYERS) -> dict:
     """One load level: recorded (jvmos attached to the server for the load), then bare.
@@ -177,8 +183,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "bare": bare, "recorded": load, "run_dir": str(res.run_dir.relative_to(out)),
         "server_cpu_ns": cpu, "wall_ns": t["wall_ns"],
         "guaranteed_ns": overhead, "by_resource": by,
-        "java_exec_ns": max(0.0, cpu - overhead),
-        "overhead_pct_of_cpu": 100.0 * overhead / cpu if cpu else None,
+        **cpu_split(cpu, overhead),
         "counts": model.counts_from_summary(s),
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),

@@ -21,6 +21,11 @@ def can_trace() -> str:
 @pytest.fixture(scope="session")
 def platform_file(tmp_path_factory):
     """One calibration per test session, shared by every recording (JVMOS_PLATFORM)."""
+    reuse = os.environ.get("JVMOS_TEST_PLATFORM")
+    if reuse and Path(reuse).is_file():
+        # a developer's shortcut: reuse a calibration made by this conftest earlier
+        os.environ["JVMOS_PLATFORM"] = reuse
+        return Path(reuse)
     path = tmp_path_factory.mktemp("platform") / "platform.json"
     os.environ["JVMOS_PLATFORM"] = str(path)
     r = subprocess.run(JVMOS + ["calibrate", "--trials", "3"], capture_output=True, text=True,

@@ -4,6 +4,14 @@ A stack is attributed to one category: the first frame, walking from the leaf to
 that names a category (a memmove inside jni_GetByteArrayRegion is a JNI copy; the kernel's
 copy_from_iter under a write is a kernel copy). Frames carry async-profiler's annotations:
 _[k] kernel, _[j] JIT-compiled Java, _[i] inlined, _[0] interpreted, _[1] C1-compiled.
+
+nio_copy is a copy between the Java heap and native memory, and only that. The frames name the
+method, not the buffers it was given, so a candidate copy frame (a buffer's put/get, Unsafe or
+ScopedMemoryAccess.copyMemory, Unsafe_CopyMemory0) is judged by the buffer classes on its chain of
+java/nio and jdk/internal/misc frames and by the code that called that chain (see boundary_copy).
+What cannot be told from the frames is counted as not crossing: a heap buffer filled from a
+direct buffer by application code (e.g. HeapByteBuffer.put(ByteBuffer) called by a library) is
+counted as a heap-to-heap copy, and a stack truncated inside the chain is not a boundary copy.
 """
 import math
 import re
@@ -22,9 +30,10 @@ RULES: List[Tuple[str, re.Pattern]] = [
     ("jni_copy", re.compile(r"^(checked_)?jni_(Get|Set|Release)\w*(ArrayRegion|ArrayElements|"
                             r"ArrayCritical|StringRegion|StringUTFRegion|StringChars|"
                             r"StringUTFChars)$")),
-    ("nio_copy", re.compile(r"^(Unsafe_CopyMemory0|jdk/internal/misc/Unsafe\.copyMemory\w*|"
-                            r"jdk/internal/misc/ScopedMemoryAccess\.copyMemory\w*|"
-                            r"java/nio/Direct\w*Buffer\.put\w*|java/nio/Heap\w*Buffer\.put\w*)$")),
+    # a candidate only: boundary_copy() decides whether it crosses between heap and native memory
+    ("nio_copy", re.compile(r"^(Unsafe_Copy(Swap)?Memory0|"
+                            r"jdk/internal/misc/(Unsafe|ScopedMemoryAccess)\.copy(Swap)?Memory\w*|"
+                            r"java/nio/Bits\.copy\w*|java/nio/\w*Buffer\w*\.(put|get)\w*)$")),
     ("malloc", re.compile(r"^(__libc_)?(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|"
                           r"memalign|_int_malloc|_int_free|malloc_consolidate)$")),
     ("thread_create", re.compile(r"^(pthread_create\S*|__clone\d*|clone\d*|JVM_StartThread|"
@@ -46,16 +55,71 @@ def is_java(frame: str) -> bool:
     return bool(JAVA_SUFFIX.search(frame))
 
 
+# the buffer machinery a copy runs in: the chain of frames between the copy and its caller
+NIO_CHAIN = ("java/nio/", "jdk/internal/misc/", "Unsafe_")
+# classes whose memory is native (MappedByteBuffer's only subclasses are the direct buffers)
+NATIVE_BUFFER = re.compile(r"^java/nio/(Direct\w*Buffer\w*|MappedByteBuffer)\.")
+HEAP_BUFFER = re.compile(r"^java/nio/Heap\w*Buffer\w*\.")
+# X-Buffer's own bulk paths, which a heap buffer never takes (it overrides the public bulk put/get
+# with System.arraycopy and put(buffer) with a HeapXBuffer.put frame): with no HeapXBuffer frame
+# on the chain, the buffer they fill or drain is a direct one
+NON_HEAP_PATH = re.compile(r"^java/nio/[A-Z][a-z]+Buffer\.(putArray|getArray|putBuffer)$")
+# the JDK's channel code moves data only between the caller's buffer and a temporary direct
+# buffer (sun.nio.ch.Util.getTemporaryDirectBuffer), and its file-system code copies into native
+# buffers (sun.nio.fs.NativeBuffers): a buffer copy they call crosses the boundary
+NATIVE_CALLERS = ("sun/nio/ch/", "sun/nio/fs/")
+# the VM entered from a copy frame (JIT counters, compilation, deoptimisation) is not the copy
+VM_RUNTIME = re.compile(r"^(Runtime1|SharedRuntime|InterpreterRuntime|OptoRuntime|"
+                        r"CompilationPolicy|CompileBroker|Deoptimization)::")
+
+
+def nio_chain(frames: List[str], i: int) -> int:
+    """Index of the root-most frame of the buffer chain that frames[i] belongs to."""
+    j = i
+    while j > 0 and strip(frames[j - 1]).startswith(NIO_CHAIN):
+        j -= 1
+    return j
+
+
+def boundary_copy(frames: List[str], i: int) -> bool:
+    """Does the candidate copy frame frames[i] copy between the heap and native memory?
+    - a direct (or mapped) buffer on the chain: one side is native memory;
+    - a heap buffer on the chain: native only when the JDK's channel code called it (IOUtil.read
+      puts the temporary direct buffer into the caller's heap buffer); otherwise heap-to-heap
+      (HeapByteBuffer.put(byte[]), Tomcat's SocketWrapperBase.transfer, a charset encoder
+      growing its output, a String put into a HeapCharBuffer);
+    - ByteBuffer.putArray/getArray/putBuffer without a heap buffer: a direct buffer's bulk
+      put/get (DirectByteBuffer inherits them; the frames then name only ByteBuffer);
+    - anything else (ByteBuffer.put's own checks, Unsafe.copyMemory): by the caller.
+    Not visible in frames, hence not counted: the source of a heap buffer's put(ByteBuffer)
+    outside the JDK's channel code, and a direct-to-direct copy (counted as crossing).
+    """
+    if any(VM_RUNTIME.match(strip(f)) for f in frames[i + 1:]):
+        return False
+    j = nio_chain(frames, i)
+    chain = [strip(f) for f in frames[j:i + 1]]
+    if any(NATIVE_BUFFER.match(f) for f in chain):
+        return True
+    caller = strip(frames[j - 1]) if j > 0 else ""
+    if any(HEAP_BUFFER.match(f) for f in chain):
+        return caller.startswith("sun/nio/ch/")
+    if any(NON_HEAP_PATH.match(f) for f in chain):
+        return True
+    return caller.startswith(NATIVE_CALLERS)
+
+
 def categorize(frames: List[str]) -> str:
     """frames root first, as in the collapsed format."""
-    for f in reversed(frames):
-        name = strip(f)
+    i = len(frames) - 1
+    while i >= 0:
+        name = strip(frames[i])
         for cat, rx in RULES:
             if rx.match(name):
-                if cat == "nio_copy" and not any(strip(x).startswith(("sun/nio/", "java/nio/"))
-                                                 for x in frames):
-                    continue
+                if cat == "nio_copy" and not boundary_copy(frames, i):
+                    i = nio_chain(frames, i)        # the rest of the chain is the same copy
+                    break
                 return cat
+        i -= 1
     if any(f.endswith(KERNEL_SUFFIX) for f in frames) or \
             (frames and SYSCALL_WRAPPER.match(strip(frames[-1]))):
         if any(SYSCALL_WRAPPER.match(strip(f)) for f in frames):

@@ -9,13 +9,28 @@ Ground truth comes from runs without any probe made in the same invocation:
                before and after, against the rate while each mode is attached.
 Each mode (time corrected, count, sample) records the same workload once; its estimates are
 set against the ground truth, and its slowdown is its loop time over the bare loop time.
+
+The blocking-io truth assumes a Java write(2) costs the kernel what the C loop's does. That is
+checked, not assumed: both loops run again under one sampler, bpftrace's profile probe on the
+launched process (the same script, rate and classification for both), and the kernel time per
+write of the writing thread is compared (see kernel_check).
 """
 import argparse
+import json
+import math
+import os
+import re
 import statistics
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List
 
 from jvmos.analyzers.tables import Table, fmt_ns
-from ..tools import IO_JAR, c_program, jar
-from .common import log, out_dir, run_bare, run_recorded, select_jdks, workload_json, write_outputs
+from .. import JvmosError
+from ..tools import IO_JAR, bpftrace, c_program, jar
+from .common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
+                     write_outputs)
 
 MODES = [("time", {"mode": "time"}), ("count", {"mode": "count"}), ("sample", {"mode": "sample"})]
 EXAMPLES = """\
@@ -36,9 +51,13 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--kernel-hz", type=int, default=KERNEL_HZ,
+                   help=f"kernel-time check: samples per second and CPU (default {KERNEL_HZ})")
     a = p.parse_args(argv)
     if a.quick:
         a.iterations, a.writes, a.repeat, a.pages = 300_000, 50_000, 2, 60
+    if min(a.iterations, a.writes, a.repeat, a.pages, a.kernel_hz) <= 0:
+        raise JvmosError("--iterations, --writes, --repeat, --pages and --kernel-hz must be positive")
     return a
 
 
@@ -60,6 +79,156 @@ def err(est, truth):
     return None if not truth else 100.0 * (est - truth) / truth
 
 
+# --- the kernel-time check of the blocking-io truth ----------------------------------------------
+KERNEL_HZ = 4999            # samples per second and CPU (prime: not in step with a periodic timer)
+# one sample per tick of each CPU running the launched process: its thread, the privilege level
+# it was interrupted at (cs & 3: 0 kernel, 3 user), and its kernel stack
+KERNEL_SAMPLER = 'profile:hz:{hz} /pid == cpid/ {{ @s[tid, reg("cs") & 3, kstack] = count(); }}'
+WRITE_BODY = re.compile(r"^(__x64_sys_write|__ia32_sys_write|__se_sys_write|__do_sys_write|"
+                        r"ksys_write)$")
+OTHER_SYSCALL = re.compile(r"^(__x64_sys_|__ia32_sys_|__se_sys_|__do_sys_|ksys_)\w+$")
+SYSCALL_ENTRY = re.compile(r"^entry_SYSCALL_64\w*$")
+# another tracer's work in the loop's thread: a uprobe's trap or a uretprobe's return (its own
+# system call on recent kernels) in a library the loop uses, or system-call tracepoints with perf
+# or BPF attached (the slow entry and exit paths). Not the loop's cost: counted apart, and warned.
+TRACER = re.compile(r"^(asm_exc_int3|\w*uprobe\w*|\w*uretprobe\w*|syscall_trace_enter|"
+                    r"syscall_exit_work|perf_syscall_\w+|perf_call_bpf_\w+|trace_call_bpf|"
+                    r"perf_tp_event|_*bpf_prog_\w+|ftrace_syscall_\w+)$")
+
+
+def kernel_stack_kind(stack: List[str]) -> str:
+    """A kernel-mode sample's place, from its stack (leaf first, 'symbol+offset' or 'symbol'):
+    tracer (another tracer's probe work, see TRACER), write (inside write(2)'s handler), other_syscall (inside
+    another system call's handler), syscall_path (system-call entry, dispatch or exit, no handler
+    on the stack: the part every call pays), other (interrupts, page faults, a stack not
+    resolved)."""
+    names = [f.strip().split("+")[0] for f in stack if f.strip()]
+    if any(TRACER.match(f) for f in names):
+        return "tracer"
+    if any(WRITE_BODY.match(f) for f in names):
+        return "write"
+    if any(OTHER_SYSCALL.match(f) for f in names):
+        return "other_syscall"
+    if names and SYSCALL_ENTRY.match(names[-1]):
+        return "syscall_path"
+    return "other"
+
+
+def parse_kernel_samples(bpftrace_json: str) -> Dict[int, Counter]:
+    """bpftrace -f json output of KERNEL_SAMPLER -> {tid: Counter(user=, write=, ...)}."""
+    by_tid: Dict[int, Counter] = {}
+    for line in bpftrace_json.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get("type") != "map" or "@s" not in d.get("data", {}):
+            continue
+        for key, n in d["data"]["@s"].items():
+            tid, mode, stack = key.split(",", 2)
+            frames = stack.splitlines()
+            kind = "user" if int(mode) == 3 else kernel_stack_kind(frames)
+            c = by_tid.setdefault(int(tid), Counter())
+            c[kind] += int(n)
+            if kind == "write":
+                c["write:" + write_callee(frames)] += int(n)
+    return by_tid
+
+
+def write_callee(stack: List[str]) -> str:
+    """The function write's handler was in (the frame below the handler's outermost frame), or
+    the handler itself when the sample fell in its own code."""
+    names = [f.strip().split("+")[0] for f in stack if f.strip()]
+    i = max(i for i, f in enumerate(names) if WRITE_BODY.match(f))
+    while i > 0 and WRITE_BODY.match(names[i - 1]):
+        i -= 1
+    return names[i - 1] if i > 0 else names[i]
+
+
+def writer_kernel_ns(by_tid: Dict[int, Counter], hz: int, writes: int) -> dict:
+    """Kernel time per write(2) of the thread that wrote (the one with the most samples inside
+    write's handler): samples in the handler plus samples on the system-call path (entry,
+    dispatch, exit: the writer's other system calls pay it too, so this part is an upper bound),
+    each sample 1/hz s of CPU, with a 95% Poisson interval (1.96 sqrt(n))."""
+    if not by_tid or writes <= 0:
+        raise JvmosError("kernel-time check: no samples or no writes")
+    tid, c = max(by_tid.items(), key=lambda kv: kv[1]["write"])
+    n = c["write"] + c["syscall_path"]
+    per = 1e9 / hz / writes
+    return {"thread_rank": tid, "samples": dict(c), "samples_write": c["write"],
+            "samples_syscall_path": c["syscall_path"], "samples_counted": n,
+            "samples_tracer": c["tracer"], "writes": writes, "hz": hz,
+            "ns_per_write": n * per, "ns_per_write_err95": 1.96 * math.sqrt(n) * per,
+            "handler_ns_per_write": c["write"] * per,
+            "handler_ns_per_write_err95": 1.96 * math.sqrt(c["write"]) * per,
+            "handler_ns_per_write_by_callee": {k.split(":", 1)[1]: v * per for k, v in c.items()
+                                               if k.startswith("write:")}}
+
+
+def ratio_ci95(n_num: int, w_num: int, n_den: int, w_den: int):
+    """(n_num/w_num) / (n_den/w_den) with a 95% interval from the two Poisson counts."""
+    if not (n_num and n_den and w_num and w_den):
+        return None, None
+    r = (n_num / w_num) / (n_den / w_den)
+    rel = 1.96 * math.sqrt(1 / n_num + 1 / n_den)
+    return r, [r * math.exp(-rel), r * math.exp(rel)]
+
+
+def sample_kernel(cmd: List[str], hz: int, out: Path) -> dict:
+    """Run cmd under the kernel sampler; its samples by thread, and the workload's JSON line."""
+    if any(ch.isspace() for arg in cmd for ch in arg):
+        raise JvmosError(f"kernel-time check: bpftrace -c splits at spaces: {cmd}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([bpftrace(), "-f", "json", "-o", str(out),
+                        "-e", KERNEL_SAMPLER.format(hz=hz), "-c", " ".join(cmd)],
+                       capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "BPFTRACE_MAP_KEYS_MAX": "65536"})
+    wl = last_json(r.stdout)
+    text = out.read_text(errors="replace") if out.exists() else ""
+    if r.returncode != 0 or not wl or '"@s"' not in text:
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise JvmosError(f"kernel-time check failed (exit {r.returncode}): {' '.join(cmd)}: {tail}")
+    # bpftrace reports a kernel stack it could not store (a stack-map collision) as an error line;
+    # that sample is counted under an empty stack ('other')
+    lost = sum(1 for l in r.stderr.splitlines() if "failed to look up stack id" in l)
+    return {"by_tid": parse_kernel_samples(text), "workload": wl, "stacks_lost": lost}
+
+
+def kernel_check(cmds: dict, repeat: int, hz: int, out: Path) -> dict:
+    """The C loop and the Java loop, interleaved `repeat` times under the same sampler; the
+    samples of one side's runs are added up, thread by rank (the writer first)."""
+    tot = {k: {} for k in ("c", "blocking-io")}
+    writes = {k: 0 for k in tot}
+    lost = {k: 0 for k in tot}
+    for r in range(repeat):
+        for k in tot:
+            log(f"kernel-time check {r + 1}/{repeat}: {k} under profile:hz:{hz}")
+            res = sample_kernel(cmds[k], hz, out / "runs" / "kernel-check" / f"{k}-{r + 1}.json")
+            ranked = sorted(res["by_tid"].values(), key=lambda c: -c["write"])
+            for i, c in enumerate(ranked):
+                tot[k].setdefault(i, Counter()).update(c)
+            writes[k] += int(res["workload"].get("ops") or 0)
+            lost[k] += res["stacks_lost"]
+    c = writer_kernel_ns(tot["c"], hz, writes["c"])
+    j = writer_kernel_ns(tot["blocking-io"], hz, writes["blocking-io"])
+    res = {"hz": hz, "runs_per_side": repeat, "c": c, "java": j,
+           "sampler": KERNEL_SAMPLER.format(hz=hz), "warnings": []}
+    res["java_over_c"], res["java_over_c_ci95"] = ratio_ci95(
+        j["samples_counted"], j["writes"], c["samples_counted"], c["writes"])
+    res["handler_java_over_c"], res["handler_java_over_c_ci95"] = ratio_ci95(
+        j["samples_write"], j["writes"], c["samples_write"], c["writes"])
+    for name, side, k in (("C", c, "c"), ("Java", j, "blocking-io")):
+        if side["samples_tracer"]:
+            res["warnings"].append(
+                f"the {name} loop's writing thread spent {side['samples_tracer']} samples in "
+                "another tracer's probes (uprobes on a library it uses, or system-call "
+                "tracepoints): left out of its kernel time, but they also slow what is counted")
+        if lost[k]:
+            res["warnings"].append(f"{lost[k]} kernel stacks of the {name} loop were not stored "
+                                   "by bpftrace (counted as 'other')")
+    return res
+
+
 def main(argv) -> int:
     a = parse(argv)
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
@@ -79,6 +248,8 @@ def main(argv) -> int:
             bare[k].append(run_bare(cmd)["elapsed_ns"])
     med = {k: statistics.median(v) for k, v in bare.items()}
     truth = {"blocking-io": {"syscall_ns": med["c"], "java_side_ns": med["blocking-io"] - med["c"]}}
+    kc = kernel_check(cmds, a.repeat, a.kernel_hz, out)
+    truth["blocking-io"]["kernel_check"] = kc
     results = {"experiment": "accuracy", "jdk": jvm.as_dict(), "bare_loop_ns": bare,
                "bare_loop_median_ns": med, "truth": truth, "runs": {}}
     t = Table(f"Accuracy of jvmos's times, and its slowdown (JDK {jvm.version})",
@@ -120,12 +291,70 @@ def main(argv) -> int:
         "goal figures (issue 3): corrected times within ±15% of the truth; sample mode within "
         "±15% with a slowdown below 5%. Printed as reached, not asserted.",
     ]
-    write_outputs(out, "accuracy", [t], results, notes)
+    kt = kernel_check_table(kc, med["c"], a.iterations)
+    notes.append(kernel_check_note(kc))
+    write_outputs(out, "accuracy", [t, kt], results, notes)
     print(t.markdown())
+    print(kt.markdown())
     for n in notes:
         print(f"- {n}")
     print(f"\nresults: {out}/accuracy.md (and .csv, .json)")
     return 0
+
+
+def _ratio_text(r, ci) -> str:
+    if r is None:
+        return "not measured (no sample on one side)"
+    lo, hi = ci
+    where = "1 inside the 95% interval" if lo <= 1.0 <= hi else "1 outside the 95% interval"
+    return f"{r:.2f} (95% {lo:.2f}–{hi:.2f}, {where})"
+
+
+def kernel_check_table(kc: dict, c_loop_ns: float, iterations: int) -> Table:
+    c, j = kc["c"], kc["java"]
+    t = Table("Ground truth check: C write(2) vs Java write(2), kernel time per call "
+              f"(bpftrace profile:hz:{kc['hz']}, the same sampler for both)",
+              ["loop", "kernel time per write", "±95%", "in write's handler", "±95%",
+               "samples (handler + syscall path)", "other tracers' samples", "writes sampled",
+               "C loop time per write (the truth's unit)"])
+    for name, side in (("C", c), ("Java", j)):
+        per_iter = c_loop_ns / iterations if name == "C" else None
+        t.add([name, fmt_ns(side["ns_per_write"]), fmt_ns(side["ns_per_write_err95"]),
+               fmt_ns(side["handler_ns_per_write"]), fmt_ns(side["handler_ns_per_write_err95"]),
+               f"{side['samples_counted']:,} ({side['samples_write']:,} + "
+               f"{side['samples_syscall_path']:,})",
+               f"{side['samples_tracer']:,}", f"{side['writes']:,}", fmt_ns(per_iter)],
+              [name, side["ns_per_write"], side["ns_per_write_err95"], side["handler_ns_per_write"],
+               side["handler_ns_per_write_err95"], side["samples_counted"], side["samples_tracer"],
+               side["writes"], per_iter])
+    t.add(["Java/C", _ratio_text(kc["java_over_c"], kc["java_over_c_ci95"]), "",
+           _ratio_text(kc["handler_java_over_c"], kc["handler_java_over_c_ci95"]), "", "", "", "",
+           ""],
+          ["Java/C", kc["java_over_c"], None, kc["handler_java_over_c"], None, None, None, None,
+           None])
+    return t
+
+
+def kernel_check_note(kc: dict) -> str:
+    c, j = kc["c"], kc["java"]
+    text = (f"C write(2) vs Java write(2) kernel time per call: {c['ns_per_write']:.0f} ns vs "
+            f"{j['ns_per_write']:.0f} ns ({c['samples_counted']:,} and {j['samples_counted']:,} "
+            f"samples, ±{c['ns_per_write_err95']:.0f} and ±{j['ns_per_write_err95']:.0f} ns at "
+            f"95%); Java/C {_ratio_text(kc['java_over_c'], kc['java_over_c_ci95'])}. In write's "
+            f"handler alone: {c['handler_ns_per_write']:.0f} vs {j['handler_ns_per_write']:.0f} ns,"
+            f" Java/C {_ratio_text(kc['handler_java_over_c'], kc['handler_java_over_c_ci95'])}. "
+            "The syscall truth (the C loop's time) assumes Java/C = 1. Kernel time = samples of "
+            "the writing thread in write's handler plus on the system-call path (entry, dispatch, "
+            "exit; the thread's other system calls pay that path too, so it is an upper bound), "
+            "each sample 1/hz s of CPU; the same bpftrace profile script for both loops.")
+    cc, jc = c["handler_ns_per_write_by_callee"], j["handler_ns_per_write_by_callee"]
+    parts = sorted(set(cc) | set(jc), key=lambda k: -(cc.get(k, 0) + jc.get(k, 0)))
+    if parts:
+        text += (" In write's handler by function (ns per write, C vs Java): " + ", ".join(
+            f"{k} {cc.get(k, 0):.0f} vs {jc.get(k, 0):.0f}" for k in parts[:6]) + ".")
+    for w in kc["warnings"]:
+        text += f" Warning: {w}."
+    return text
 
 
 def tomcat_rows(a, java, out, results, t):

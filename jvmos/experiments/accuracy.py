@@ -44,18 +44,23 @@ def parse(argv):
     p = argparse.ArgumentParser(prog="jvmos run accuracy", epilog=EXAMPLES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=1_000_000, help="blocking-io writes")
-    p.add_argument("--writes", type=int, default=200_000, help="socket writes")
-    p.add_argument("--repeat", type=int, default=3, help="bare runs per workload (median)")
-    p.add_argument("--pages", type=int, default=300, help="tomcat: pages per measurement")
+    p.add_argument("--iterations", type=int, help="blocking-io writes (default 1,000,000)")
+    p.add_argument("--writes", type=int, help="socket writes (default 200,000)")
+    p.add_argument("--repeat", type=int,
+                   help="bare runs per workload (median), and kernel-check runs (default 3)")
+    p.add_argument("--pages", type=int, help="tomcat: pages per measurement (default 300)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true",
+                   help="300,000 writes, 50,000 socket writes, 2 runs, 60 pages (options given "
+                        "explicitly still win)")
     p.add_argument("--kernel-hz", type=int, default=KERNEL_HZ,
                    help=f"kernel-time check: samples per second and CPU (default {KERNEL_HZ})")
     a = p.parse_args(argv)
-    if a.quick:
-        a.iterations, a.writes, a.repeat, a.pages = 300_000, 50_000, 2, 60
+    sizes = (300_000, 50_000, 2, 60) if a.quick else (1_000_000, 200_000, 3, 300)
+    for name, default in zip(("iterations", "writes", "repeat", "pages"), sizes):
+        if getattr(a, name) is None:
+            setattr(a, name, default)
     if min(a.iterations, a.writes, a.repeat, a.pages, a.kernel_hz) <= 0:
         raise JvmosError("--iterations, --writes, --repeat, --pages and --kernel-hz must be positive")
     return a
@@ -284,7 +289,9 @@ def main(argv) -> int:
     notes = [
         f"bare loops (median of {a.repeat}): C {fmt_ns(med['c'])}, Java {fmt_ns(med['blocking-io'])}, "
         f"socket {fmt_ns(med['socket'])}; same invocation, interleaved.",
-        "syscall truth: the C loop's run time (the same write(2) calls and nothing else). Java side "
+        "syscall truth: the C loop's run time (the same write(2) calls and nothing else), which "
+        "assumes a Java write(2) costs the kernel what the C loop's does: the ground truth check "
+        "below measures how far that holds. Java side "
         "(truth): Java loop minus C loop; the JNI/NIO copy is one part of it, so 'copy share' is "
         "not an error but the part jvmos attributes to copying.",
         "slowdown: recorded loop time over bare loop time, from the workload's own clock.",

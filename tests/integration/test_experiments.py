@@ -50,18 +50,36 @@ def test_jni_census_quick(platform_file, tmp_path):
 
 
 def test_accuracy_quick(platform_file, tmp_path):
+    import csv
+    import io
+    import math
     out = tmp_path / "acc"
     r = run_jvmos(["run", "accuracy", "--quick", "--iterations", "100000", "--writes", "20000",
                    "--out", str(out)], timeout=1200)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "accuracy.json").read_text())
-    assert set(res["runs"]) == {f"{w}/{m}" for w in ("blocking-io", "socket", "tomcat")
-                                for m in ("time", "count", "sample")}
-    assert res["truth"]["blocking-io"]["syscall_ns"] > 0
+    rows = {f"{w}/{m}" for w in ("blocking-io", "socket", "tomcat") for m in ("time", "count", "sample")}
+    assert set(res["runs"]) == rows
+    # every row is in the table too, in run order
+    table = list(csv.reader(io.StringIO((out / "accuracy.csv").read_text())))[1:]
+    assert [f"{r[0]}/{r[1]}" for r in table] == [f"{w}/{m}" for w in ("blocking-io", "socket", "tomcat")
+                                                for m in ("time", "count", "sample")]
+    truth = res["truth"]["blocking-io"]
+    assert truth["syscall_ns"] > 0 and truth["java_side_ns"] > 0   # the Java loop is the slower
     for key, run in res["runs"].items():
-        assert run["slowdown_pct"] is not None, key
+        loop = run.get("loop_ns") or run.get("ns")                 # the workload's own clock
+        assert loop and loop > 0, key
+        assert run["slowdown_pct"] is not None and math.isfinite(run["slowdown_pct"]), key
         assert run["estimates"]["syscall_ns"] > 0, key
-    assert "Accuracy" in (out / "accuracy.md").read_text()
+    # the truth's assumption is measured, not assumed: both loops sampled, every write counted
+    kc = truth["kernel_check"]
+    for side in ("c", "java"):
+        assert kc[side]["writes"] == 100_000 * 2, side            # --repeat 2 runs per side
+        assert kc[side]["samples_write"] > 0 and kc[side]["ns_per_write"] > 0, side
+    lo, hi = kc["java_over_c_ci95"]
+    assert lo <= kc["java_over_c"] <= hi
+    check = list(csv.reader(io.StringIO((out / "accuracy-2.csv").read_text())))[1:]
+    assert [r[0] for r in check] == ["C", "Java", "Java/C"]
 
 
 def test_threads_quick(platform_file, tmp_path):

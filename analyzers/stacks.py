@@ -9,9 +9,10 @@ nio_copy is a copy between the Java heap and native memory, and only that. The f
 method, not the buffers it was given, so a candidate copy frame (a buffer's put/get, Unsafe or
 ScopedMemoryAccess.copyMemory, Unsafe_CopyMemory0) is judged by the buffer classes on its chain of
 java/nio and jdk/internal/misc frames and by the code that called that chain (see boundary_copy).
-What cannot be told from the frames is counted as not crossing: a heap buffer filled from a
-direct buffer by application code (e.g. HeapByteBuffer.put(ByteBuffer) called by a library) is
-counted as a heap-to-heap copy, and a stack truncated inside the chain is not a boundary copy.
+What the frames cannot tell: the source of a heap buffer's put(ByteBuffer) called by code other
+than the JDK's channels (counted as heap-to-heap, though it may be a direct buffer), a
+direct-to-direct copy (counted as crossing), and the caller of a stack truncated inside the chain
+(then only a direct buffer named on the chain makes it a boundary copy).
 """
 import math
 import re
@@ -91,8 +92,7 @@ def boundary_copy(frames: List[str], i: int) -> bool:
     - ByteBuffer.putArray/getArray/putBuffer without a heap buffer: a direct buffer's bulk
       put/get (DirectByteBuffer inherits them; the frames then name only ByteBuffer);
     - anything else (ByteBuffer.put's own checks, Unsafe.copyMemory): by the caller.
-    Not visible in frames, hence not counted: the source of a heap buffer's put(ByteBuffer)
-    outside the JDK's channel code, and a direct-to-direct copy (counted as crossing).
+    See the module's docstring for what the frames cannot tell.
     """
     if any(VM_RUNTIME.match(strip(f)) for f in frames[i + 1:]):
         return False

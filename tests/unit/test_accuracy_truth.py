@@ -83,3 +83,11 @@ def test_note_says_whether_one_is_inside_the_interval():
 def test_no_writes_is_an_error():
     with pytest.raises(JvmosError):
         writer_kernel_ns(parse_kernel_samples(BPFTRACE_OUT), 1000, 0)
+
+
+def test_a_failed_check_is_said_not_hidden():
+    from jvmos.experiments.accuracy import kernel_check_table
+    kc = {"error": "kernel-time check failed (exit 1): blocking_io: perf_event_open denied"}
+    assert "not measured" in kernel_check_note(kc) and "untested" in kernel_check_note(kc)
+    t = kernel_check_table(kc, 1e6, 1000)
+    assert len(t.rows) == 1 and "not measured: kernel-time check failed" in t.rows[0][1]

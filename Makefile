@@ -27,6 +27,7 @@ demo: build
 
 test: build
 	cd workloads/java && mvn -q -B test
+	$(PY) scripts/surefire-summary.py workloads/java
 	$(PY) -m pytest -q -rs tests
 
 unit: venv

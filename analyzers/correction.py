@@ -8,6 +8,8 @@ that correction. Nothing is clamped silently:
   * a correction larger than the raw time gives 0 with `floored: true`, and an interval
     `time_ci95_ns` that contains the floored value (lower bound 0, upper bound from the
     window's 95% interval when it is known, else the raw time, which holds the true time);
+    the interval's ends are not below 0 and its upper end is not above raw - the part of
+    the correction outside the window, because neither a time nor a window is negative;
   * a correction that cannot be computed because a probe cost was not calibrated gives
     `time_ns: None` (unknown) with `corrected: false`; the raw time is kept and is an upper
     bound of the true one;
@@ -57,6 +59,12 @@ def validate_probes(probes: Optional[dict]) -> None:
             raise JvmosError(f"calibration error: probe cost {key} has a 95% interval {ci!r} "
                              f"that does not hold its mean {mean} ns (re-run jvmos calibrate "
                              f"--probes)")
+    u, h = (probes.get("uprobe") or {}).get("mean_ns"), \
+        (probes.get("jni_copy_time_hit") or {}).get("mean_ns")
+    if u is not None and h is not None and u > h:
+        raise JvmosError(f"calibration error: a bare uprobe ({u} ns) costs more than a "
+                         f"uprobe+uretprobe pair (jni_copy_time_hit, {h} ns) (re-run jvmos "
+                         f"calibrate --probes)")
     for window, hit in WINDOW_OF_HIT.items():
         w, h = (probes.get(window) or {}).get("mean_ns"), (probes.get(hit) or {}).get("mean_ns")
         if w is not None and h is not None and w > h:
@@ -132,7 +140,9 @@ def correct(raw_ns: float, hits: int, correction_ns: Optional[float], *,
         # if any, taken as exact)
         rest = correction_ns - hits * window_ns if window_ns is not None else 0.0
         lo = raw_ns - rest - hits * window_ci[1]
-        hi = raw_ns - rest - hits * window_ci[0]
+        # a window is never negative (its Student interval may reach below 0): the upper
+        # bound is at most the raw time minus the rest of the correction
+        hi = raw_ns - rest - hits * max(0.0, window_ci[0])
         out["time_ci95_ns"] = [max(0.0, lo), max(0.0, hi)]
         if floored and out["time_ci95_ns"][1] == 0.0:
             # the whole interval was below zero: the data only say 0 <= time <= raw

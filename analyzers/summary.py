@@ -218,14 +218,10 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
 
     # the guaranteed overhead names every term it sums (probed and estimated apart, e.g.
     # malloc and free_estimated) and the terms it could not add because their time is unknown
-    by_resource, unknown_terms = {}, []
-    for resource, names in GUARANTEED.items():
-        present = [c for c in names if c in cats_total]
-        unknown_terms += [c for c in present if cats_total[c].get("time_ns") is None]
-        ts = [cats_total[c]["time_ns"] for c in present
-              if cats_total[c].get("time_ns") is not None]
-        if ts:
-            by_resource[resource] = sum(ts)
+    by_resource, unknown_terms = guaranteed_by_resource(cats_total)
+    for pid in pids:
+        by_pid[pid]["guaranteed_by_resource"] = guaranteed_by_resource(
+            by_pid[pid]["categories"])[0]
     g = sum(by_resource.values())
     if unknown_terms:
         warnings.append("guaranteed overhead leaves out " + ", ".join(unknown_terms)
@@ -266,6 +262,19 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "probe_costs": probes,
         "warnings": warnings,
     }
+
+
+def guaranteed_by_resource(cats: dict):
+    """({resource: ns}, [categories of unknown time]) of one set of categories: the sum of
+    the known times of each resource's categories."""
+    by, unknown = {}, []
+    for resource, names in GUARANTEED.items():
+        present = [c for c in names if c in cats]
+        unknown += [c for c in present if cats[c].get("time_ns") is None]
+        ts = [cats[c]["time_ns"] for c in present if cats[c].get("time_ns") is not None]
+        if ts:
+            by[resource] = sum(ts)
+    return by, unknown
 
 
 # which calibrated window applies to the measured times of each category (their own: the

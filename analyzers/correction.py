@@ -170,12 +170,14 @@ def combine(parts: Iterable[dict]) -> dict:
     raw = sum(p.get("time_raw_ns") or 0 for p in parts)
     corr = sum_known(p.get("correction_ns") for p in parts if "correction_ns" in p)
     t = sum_known(p.get("time_ns") for p in parts)
+    # parts with nothing to correct (an empty sum) count neither way
+    flags = [p["corrected"] for p in parts if p.get("corrected") is not None]
     out = {"time_ns": t, "time_raw_ns": raw,
            "time_hits": sum(p.get("time_hits") or 0 for p in parts),
            "correction_ns": corr,
-           "corrected": bool(parts) and all(p.get("corrected") for p in parts),
+           "corrected": all(flags) if flags else None,
            "floored": any(p.get("floored") for p in parts),
-           "correction_dominates": (None if corr is None
+           "correction_dominates": (None if corr is None or not flags
                                     else bool(raw and corr > 0.5 * raw))}
     if t is not None and any("time_ci95_ns" in p for p in parts):
         lo = sum(p["time_ci95_ns"][0] if "time_ci95_ns" in p else p["time_ns"] for p in parts)

@@ -296,3 +296,11 @@ def test_recorded_threads_fixture_parses_the_threads_it_ran():
     assert fe["calls"] == sum(f["calls"] for k, f in
                               built["categories"]["malloc"]["functions"].items()
                               if k != "realloc")
+
+
+def test_a_link_category_with_only_failed_calls_claims_no_correction():
+    s = build({"@ncalls": {"7,link,failed": 2}})
+    link = s["categories"]["link"]
+    assert link["failed_calls"] == 2 and link["calls"] == 0 and link["time_ns"] == 0
+    assert link["corrected"] is None        # nothing was corrected, nor left uncorrected
+    assert s["warnings"] == []

@@ -2,6 +2,14 @@
 
 Each category carries `method`: "measured" (counted or timed by a probe), "estimated"
 (bytes x a calibrated cost, because the thing itself cannot be probed) or "sampled".
+`calls` counts what the probes saw; a count that was not probed is a category of its own
+(free_estimated, calls_method "estimated").
+
+Measured times are corrected for the probe effect per process (analyzers/correction.py);
+the totals are the sums of the per-process figures, so calls, bytes, time_ns and the
+guaranteed overhead by resource of by_pid add up to the totals, and a process whose time was
+floored at 0 leaves the total floored. A time that needs a calibration that is missing is
+null, named in `warnings` and in totals.guaranteed_overhead_unknown.
 """
 from collections import defaultdict
 from typing import Dict, Optional
@@ -139,7 +147,16 @@ def _paths(paths, io_bytes: int):
                     "bytes": jni},
             "nio": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "nio"),
                     "bytes": nio},
-            "other": {"bytes": max(0, io_bytes - jni - nio)}}
+            "other": _other(io_bytes - jni - nio)}
+
+
+def _other(rest: int) -> dict:
+    """I/O bytes that neither path explains; when the paths explain more than the syscalls
+    moved (a read begun before tracing started is attributed at its Set<T>ArrayRegion), 0,
+    flagged, with the excess kept."""
+    if rest >= 0:
+        return {"bytes": rest}
+    return {"bytes": 0, "floored": True, "paths_exceed_syscall_bytes": -rest}
 
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
@@ -200,7 +217,10 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     for pid in pids:
         for p, v in by_pid[pid]["paths"].items():
             for k, x in v.items():
-                paths_total[p][k] += x
+                if isinstance(x, bool):
+                    paths_total[p][k] = paths_total[p].get(k, False) or x
+                else:
+                    paths_total[p][k] = paths_total[p].get(k, 0) + x
     uncorrected = [n for n, c in cats_total.items()
                    if c.get("corrected") is False and c.get("time_ns") is None
                    and c.get("time_raw_ns") is not None]

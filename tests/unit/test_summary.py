@@ -418,7 +418,9 @@ def test_other_path_is_never_negative():
     c, b, t = syscalls(4, {"read": (1, 100, 5)})
     s = build({"@calls": c, "@bytes": b, "@time": t, "@path_bytes": {"4,jni,in": 500},
                "@path_calls": {"4,jni,in": 1}})
-    assert s["paths"]["other"] == {"bytes": 0}
+    # 100 bytes read, 500 attributed to the JNI path: other is 0, flagged, the excess kept
+    assert s["paths"]["other"] == {"bytes": 0, "floored": True,
+                                   "paths_exceed_syscall_bytes": 400}
     assert s["paths"]["jni"] == {"calls": 1, "bytes": 500}
 
 

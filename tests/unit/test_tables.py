@@ -128,3 +128,17 @@ def test_category_table_names_an_uncorrected_time():
 def test_category_table_of_an_empty_summary():
     t = category_table({})
     assert t.rows == [] and t.title == "Categories"
+
+
+def test_table6_keeps_probed_allocator_calls_and_estimated_frees_apart():
+    from jvmos.experiments.memory import table6
+    r = {"exec_ns": 2e9, "libc_ns": 82.5e6, "kernel_ns": 653e6, "overhead_pct": 36.8,
+         "malloc_calls": 181_664, "free_estimated_calls": 181_424, "malloc_bytes": 1e9,
+         "page_faults": 1000}
+    t = table6({"suite": "s", "size": "default", "iterations": 3, "jdk_label": "JDK 17",
+                "benchmarks": {"jython": r}, "average_overhead_pct": 36.8,
+                "average_overhead_pct_without_outliers": None, "outliers": []})
+    row = dict(zip(t.headers, t.rows[0]))
+    assert row["allocator calls (probed)"] == "181,664"
+    assert row["frees (estimated)"] == "181,424"
+    assert all(len(x) == len(t.headers) for x in t.rows + t.raw_rows)

@@ -204,7 +204,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         if per:
             cats_total[name] = merge_figures([c for _, c in per])
             unknown = [pid for pid, c in per if c.get("time_ns") is None]
-            if unknown and len(unknown) < len(per):
+            if unknown and cats_total[name].get("time_ns") is not None:
                 cats_total[name]["time_unknown_pids"] = unknown
                 warnings.append(f"{name}: time unknown for process(es) {', '.join(unknown)}; "
                                 f"its total time_ns is the sum over the other processes only")

@@ -403,7 +403,10 @@ def test_total_time_is_none_only_when_every_process_has_none():
     costs = {"nio_heap_to_direct": {"/jdk": NIO_MODEL}}
     s = build(maps, costs=costs, jvms={"1": "/unknown", "2": "/jdk"})
     assert s["by_pid"]["1"]["categories"]["nio_copy"]["time_ns"] is None
-    assert s["categories"]["nio_copy"]["time_ns"] == pytest.approx(90.0)
+    assert s["categories"]["nio_copy"]["time_ns"] == pytest.approx(90.0)   # pid 2's only
+    # the partial sum says whose time it lacks
+    assert s["categories"]["nio_copy"]["time_unknown_pids"] == ["1"]
+    assert any(w.startswith("nio_copy: time unknown for process(es) 1") for w in s["warnings"])
     assert s["categories"]["nio_copy"]["bytes"] == 8000
     s = build(maps, costs=costs, jvms={"1": "/jdk", "2": "/unknown"})   # the other order
     assert s["by_pid"]["2"]["categories"]["nio_copy"]["time_ns"] is None

@@ -2,11 +2,14 @@
 
 Each function takes `fns` ({category: {what: {calls, time_ns, bytes, wall_ns}}} of one pid)
 and the calibrated probe costs, and returns finished categories. Measured times are
-corrected for the probe effect the way summary.correct() does for the I/O layer: the raw
-value, the hits behind it and what was subtracted are all kept.
+corrected for the probe effect with correction.correct(), the one definition every layer
+uses: the raw value, the hits behind it and what was subtracted are all kept, a floored value
+keeps its flag and an interval, and a correction whose probe cost was not calibrated leaves
+the time unknown (None).
 
-Probe costs used (from `jvmos calibrate --probes`; the layers' bookkeeping is of the same
-kind as io.bt's, so the same calibrated costs apply):
+Probe costs used (from `jvmos calibrate --probes`). These layers have no windows of their
+own: they borrow the io layer's, because their bookkeeping is of the same kind, and every
+corrected figure names the window it borrowed in `probe_window_source`:
   pair_hit, pair_window   a uprobe+uretprobe pair with map bookkeeping (jni_copy_time_*)
   sys_hit, sys_window     a syscall tracepoint pair with bookkeeping (io_syscall_*)
   uprobe                  a bare entry uprobe
@@ -15,22 +18,45 @@ that probe's cost that falls outside the nested probe's own window (hit - window
 """
 from typing import Dict, Optional
 
+from .correction import combine, correct, probe_ci, probe_cost, sum_known
+
 PAGE = 4096
 
+PAIR_SOURCE = ("jni_copy_time_window (borrowed: same uprobe+uretprobe pair bookkeeping as "
+               "the io layer's JNI copy probes)")
+SYS_SOURCE = ("io_syscall_window (borrowed: same tracepoint-pair bookkeeping as the io "
+              "layer's syscall probes)")
+NESTED_SOURCE = ("; plus, for each probe nested in the span, its hit minus its window "
+                 "(jni_copy_time_hit - jni_copy_time_window, io_syscall_hit - "
+                 "io_syscall_window; borrowed from the io layer's calibration)")
 
-def probe_costs(probes: Optional[dict]) -> Dict[str, float]:
-    g = lambda k: ((probes or {}).get(k) or {}).get("mean_ns") or 0.0
-    return {"pair_hit": g("jni_copy_time_hit"), "pair_window": g("jni_copy_time_window"),
-            "sys_hit": g("io_syscall_hit"), "sys_window": g("io_syscall_window"),
-            "uprobe": g("uprobe"), "tracepoint": g("tracepoint"),
-            "calibrated": bool(probes)}
+
+def probe_costs(probes: Optional[dict]) -> Dict[str, Optional[float]]:
+    """The calibrated costs the layers use; None for one that was not calibrated."""
+    g = lambda k: probe_cost(probes, k)
+    c = {"pair_hit": g("jni_copy_time_hit"), "pair_window": g("jni_copy_time_window"),
+         "sys_hit": g("io_syscall_hit"), "sys_window": g("io_syscall_window"),
+         "uprobe": g("uprobe"), "tracepoint": g("tracepoint")}
+    c["pair_ci"], c["sys_ci"] = probe_ci(probes, "jni_copy_time_window"), \
+        probe_ci(probes, "io_syscall_window")
+    return c
 
 
-def corrected(raw: float, correction: float, hits: int) -> dict:
-    val = raw - correction
-    return {"time_ns": max(0.0, val), "time_raw_ns": raw, "time_hits": hits,
-            "correction_ns": correction, "corrected": True, "floored": val < 0,
-            "correction_dominates": bool(raw and correction > 0.5 * raw)}
+def _mul(n, cost):
+    return None if cost is None else n * cost
+
+
+def _add(*xs):
+    return sum_known(xs)
+
+
+def _sub(a, b):
+    return None if a is None or b is None else a - b
+
+
+def _window_part(raw, hits, window, ci, source):
+    """A time corrected by hits x one borrowed window."""
+    return correct(raw, hits, _mul(hits, window), window_ns=window, window_ci=ci, source=source)
 
 
 def _get(parts, what, field="calls"):
@@ -56,16 +82,21 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
     if not (tc or tj or tw or sy):
         return {}
     out = {}
-    nested_sys = c["sys_hit"] - c["sys_window"]
-    nested_pair = c["pair_hit"] - c["pair_window"]
-    uret_tail = max(c["pair_hit"] - c["uprobe"], 0.0) / 2
+    nested_sys = _sub(c["sys_hit"], c["sys_window"])
+    nested_pair = _sub(c["pair_hit"], c["pair_window"])
+    # validate_probes() holds uprobe <= pair hit, so this is never negative
+    uret_tail = None if _sub(c["pair_hit"], c["uprobe"]) is None \
+        else (c["pair_hit"] - c["uprobe"]) / 2
 
     parts: Dict[str, dict] = {}
 
-    def part(name, raw_what, correction_per_call, extra=0.0, calls_what=None):
-        raw = _get(tc if not name.startswith("jvm") else tj, raw_what, "time_ns")
-        calls = _get(tc if not name.startswith("jvm") else tj, calls_what or raw_what)
-        p = corrected(raw, calls * correction_per_call + extra, calls)
+    def part(name, raw_what, per_call, source, extra=0.0, calls_what=None, window=None,
+             ci=None):
+        src = tc if not name.startswith("jvm") else tj
+        raw = _get(src, raw_what, "time_ns")
+        calls = _get(src, calls_what or raw_what)
+        p = correct(raw, calls, _add(_mul(calls, per_call), extra), window_ns=window,
+                    window_ci=ci, source=source)
         p["calls"] = calls
         parts[name] = p
         return p
@@ -74,39 +105,55 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
     # the part of their cost outside their own window is taken out here
     na = fns.get("thread_nested_alloc", {})
     creates = {lab: _get(tc, f"pthread_create {lab}") for lab in THREAD_LABELS}
-    n_creates = sum(creates.values()) or 1
+    n_creates = sum(creates.values())
+    share_of = {lab: (creates[lab] / n_creates if n_creates else 0.0) for lab in THREAD_LABELS}
     for lab in THREAD_LABELS:
         k_create = _get(tc, f"kernel in create {lab}")
-        alloc = _get(na, "libc create") * creates[lab] / n_creates
+        alloc = _get(na, "libc create") * share_of[lab]
         part(f"libc create {lab}", f"libc create {lab}", c["pair_window"],
-             extra=k_create * nested_sys + alloc * nested_pair,
-             calls_what=f"pthread_create {lab}")
-        part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"])
-        part(f"kernel in start/exit {lab}", f"kernel in start/exit {lab}", c["sys_window"])
-        part(f"kernel exit {lab}", f"kernel exit {lab}", 0.0)
+             PAIR_SOURCE + NESTED_SOURCE,
+             extra=_add(_mul(k_create, nested_sys), _mul(alloc, nested_pair)),
+             calls_what=f"pthread_create {lab}", window=c["pair_window"], ci=c["pair_ci"])
+        part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"], SYS_SOURCE,
+             window=c["sys_window"], ci=c["sys_ci"])
+        part(f"kernel in start/exit {lab}", f"kernel in start/exit {lab}", c["sys_window"],
+             SYS_SOURCE, window=c["sys_window"], ci=c["sys_ci"])
+        part(f"kernel exit {lab}", f"kernel exit {lab}", 0.0,
+             "none: the span begins at a tracepoint and ends at a switch-out, no probe window")
         # the start-up span ends at an entry uprobe, part of which precedes its clock read;
         # the exit span begins in a uretprobe, part of which follows it
-        part(f"libc start {lab}", f"libc start {lab}", c["uprobe"] / 2)
-        part(f"libc exit {lab}", f"libc exit {lab}", uret_tail)
-        part(f"jvm exit {lab}", f"exit {lab}", c["pair_window"])
+        part(f"libc start {lab}", f"libc start {lab}", _mul(0.5, c["uprobe"]),
+             "uprobe / 2 (the calibrated bare entry uprobe, half taken as before its clock read)")
+        part(f"libc exit {lab}", f"libc exit {lab}", uret_tail,
+             "(jni_copy_time_hit - uprobe) / 2 (the uretprobe's share of the borrowed pair "
+             "cost, half taken as after its clock read)")
+        part(f"jvm exit {lab}", f"exit {lab}", c["pair_window"], PAIR_SOURCE,
+             window=c["pair_window"], ci=c["pair_ci"])
         # probes nested in start/exit spans: share their cost out by raw time
-        nested = _get(tc, f"kernel in start/exit {lab}") * nested_sys
-        nested += _get(na, "start/exit") * nested_pair * creates[lab] / n_creates
+        nested = _add(_mul(_get(tc, f"kernel in start/exit {lab}"), nested_sys),
+                      _mul(_get(na, "start/exit") * share_of[lab], nested_pair))
         spans = [parts[f"libc start {lab}"], parts[f"libc exit {lab}"], parts[f"jvm exit {lab}"]]
         total_raw = sum(p["time_raw_ns"] for p in spans)
-        if total_raw and nested:
+        if total_raw and nested != 0:
             for p in spans:
-                share = nested * p["time_raw_ns"] / total_raw
-                p.update(corrected(p["time_raw_ns"], p["correction_ns"] + share, p["time_hits"]))
+                share = _mul(p["time_raw_ns"] / total_raw, nested)
+                src = p["probe_window_source"] + NESTED_SOURCE + " (shared out by raw time)"
+                p.update(correct(p["time_raw_ns"], p["time_hits"],
+                                 _add(p["correction_ns"], share),
+                                 window_ns=p.get("probe_window_ns"),
+                                 window_ci=c["pair_ci"] if "probe_window_ns" in p else None,
+                                 source=src))
     jstart = _get(tj, "start")
-    part("jvm start java", "start", c["pair_window"],
-         extra=((_get(tc, "pthread_create java") + _get(na, "jvm start")) * nested_pair
-                + (_get(tc, "kernel in jvm start java") + _get(tw, "futex in JVM_StartThread"))
-                * nested_sys))
-    part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"])
+    part("jvm start java", "start", c["pair_window"], PAIR_SOURCE + NESTED_SOURCE,
+         extra=_add(_mul(_get(tc, "pthread_create java") + _get(na, "jvm start"), nested_pair),
+                    _mul(_get(tc, "kernel in jvm start java")
+                         + _get(tw, "futex in JVM_StartThread"), nested_sys)),
+         window=c["pair_window"], ci=c["pair_ci"])
+    part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], SYS_SOURCE,
+         window=c["sys_window"], ci=c["sys_ci"])
 
     def layer_sum(names):
-        return sum(parts[n]["time_ns"] for n in names if n in parts)
+        return sum_known(parts[n]["time_ns"] for n in names if n in parts)
 
     layers = {}
     for lab in THREAD_LABELS:
@@ -121,13 +168,14 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
         }
     native_names = [n for n in parts if not n.startswith("jvm ")]
     clones = sum(v["calls"] for k, v in tc.items() if k in ("clone", "clone3"))
+    window_note = ("each part names the calibrated window it borrowed (probe_window_source); "
+                   "the threads layer has no window of its own")
     if tc:
-        out["thread_create"] = {
-            "calls": _get(tc, "pthread_create java") + _get(tc, "pthread_create internal"),
-            "bytes": None,
-            "time_ns": layer_sum(native_names),
-            "time_raw_ns": sum(parts[n]["time_raw_ns"] for n in native_names),
-            "method": "measured", "corrected": c["calibrated"],
+        cat = {"calls": _get(tc, "pthread_create java") + _get(tc, "pthread_create internal"),
+               "bytes": None}
+        cat.update(combine(parts[n] for n in native_names))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
             "clone_calls": clones,
             "abandoned_start_spans": _get(tc, "libc start abandoned"),
             "layers": layers,
@@ -135,16 +183,18 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "basis": "libc: pthread_create, start_thread before thread_native_entry and after "
                      "it returns; kernel: syscalls inside those spans and exit to the last "
                      "switch-out; exclusive of nested spans, syscalls and off-CPU time; minus "
-                     "hits x calibrated probe windows"}
+                     "hits x calibrated probe windows"})
+        out["thread_create"] = cat
     if tj:
         jnames = [n for n in parts if n.startswith("jvm ")]
-        out["thread_jvm"] = {
-            "calls": jstart, "bytes": None, "time_ns": layer_sum(jnames),
-            "time_raw_ns": sum(parts[n]["time_raw_ns"] for n in jnames),
-            "method": "measured", "corrected": c["calibrated"],
+        cat = {"calls": jstart, "bytes": None}
+        cat.update(combine(parts[n] for n in jnames))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
             "start_inclusive_raw_ns": incl_ns,
-            "start_probe_outside_window_ns": jstart * nested_pair,
-            "parts": {n: parts[n] for n in jnames}}
+            "start_probe_outside_window_ns": _mul(jstart, nested_pair),
+            "parts": {n: parts[n] for n in jnames}})
+        out["thread_jvm"] = cat
     if tw:
         out["thread_wait"] = {
             "calls": _get(tw, "first run delay"), "bytes": None,
@@ -153,21 +203,22 @@ def thread_categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
                       for k, v in sorted(tw.items())},
             "basis": "waiting, not work: new thread's delay to first run, futex waits and "
-                     "off-CPU time inside thread creation spans"}
+                     "off-CPU time inside thread creation spans; not corrected (the probes' "
+                     "cost is not part of a wait)"}
     if sy:
         sparts = {}
         for k, v in sorted(sy.items()):
-            sparts[k] = corrected(v.get("time_ns", 0), v.get("calls", 0) * c["sys_window"],
-                                  v.get("calls", 0))
+            sparts[k] = _window_part(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
+                                     c["sys_ci"], SYS_SOURCE)
             sparts[k]["calls"] = v.get("calls", 0)
-        out["sync"] = {
-            "calls": sum(p["calls"] for p in sparts.values()), "bytes": None,
-            "time_ns": sum(p["time_ns"] for p in sparts.values()),
-            "time_raw_ns": sum(p["time_raw_ns"] for p in sparts.values()),
-            "method": "measured", "corrected": c["calibrated"],
+        cat = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
+        cat.update(combine(sparts.values()))
+        cat.update({
+            "method": "measured", "probe_window_source": SYS_SOURCE,
             "wait_calls": _get(sy, "futex wait"), "wake_calls": _get(sy, "futex wake"),
             "parts": sparts,
-            "basis": "futex syscalls of the traced threads, time includes blocking"}
+            "basis": "futex syscalls of the traced threads, time includes blocking"})
+        out["sync"] = cat
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):
             if name in out:
@@ -204,24 +255,30 @@ def link_categories(fns: dict, probes: Optional[dict]) -> dict:
         for k, v in sorted(f.items()):
             if k == "failed":
                 continue
-            p = corrected(v.get("time_ns", 0), v.get("calls", 0) * c["sys_window"],
-                          v.get("calls", 0))
+            p = _window_part(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
+                             c["sys_ci"], SYS_SOURCE)
             p.update(calls=v.get("calls", 0), wall_ns=v.get("wall_ns", 0))
             sparts[k] = p
-        out[cat] = {
-            "calls": sum(p["calls"] for p in sparts.values()), "bytes": None,
-            "time_ns": sum(p["time_ns"] for p in sparts.values()),
-            "time_raw_ns": sum(p["time_raw_ns"] for p in sparts.values()),
+        figure = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
+        figure.update(combine(sparts.values()))
+        figure.update({
             "wall_ns": sum(p["wall_ns"] for p in sparts.values()),
             "failed_calls": _get(f, "failed"),
-            "method": "measured", "corrected": c["calibrated"], "syscalls": sparts,
+            "method": "measured", "probe_window_source": SYS_SOURCE, "syscalls": sparts,
             "basis": "on-CPU time of the syscall (its span minus the time switched out "
                      "waiting for a peer), minus hits x the calibrated tracepoint window; "
-                     "wall_ns keeps the whole span"}
+                     "wall_ns keeps the whole span"})
+        out[cat] = figure
     return out
 
 
 # ------------------------------------------------------------------ memory
+
+FREE_BASIS = ("free is not probed (mem.bt says why): one free per block allocated by the "
+              "probed malloc, calloc and *memalign calls (realloc does not add a block), x "
+              "the calibrated cost of one free (workloads/c/memcal); calls and time are both "
+              "estimated, never counted as probe hits")
+
 
 def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) -> dict:
     c = probe_costs(probes)
@@ -240,40 +297,44 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
                 p = {"time_ns": calls * model["ns_per_call"] if model else None,
                      "method": "estimated"}
             else:
-                p = corrected(v.get("time_ns", 0), calls * c["pair_window"], calls)
+                p = _window_part(v.get("time_ns", 0), calls, c["pair_window"], c["pair_ci"],
+                                 PAIR_SOURCE)
                 p["method"] = "measured"
             p.update(calls=calls, bytes=v.get("bytes", 0))
             funcs[k] = p
-        # free is not probed (mem.bt says why): every block allocated is taken as freed once
-        allocs = sum(p["calls"] for k, p in funcs.items() if k != "realloc")
-        if "free" not in funcs and allocs:
-            funcs["free"] = {"time_ns": allocs * free_model["ns_per_call"] if free_model else None,
-                             "method": "estimated", "calls": allocs, "bytes": 0,
-                             "calls_estimated": True}
         timed = [p for p in funcs.values() if p["method"] == "measured"]
-        est = [p for p in funcs.values() if p["method"] == "estimated"]
         cat = {"calls": sum(p["calls"] for p in funcs.values()),
+               "calls_method": "probed",
                "bytes": sum(p["bytes"] for p in funcs.values()),
-               "time_ns": (sum(p["time_ns"] for p in timed)
-                           + sum(p["time_ns"] or 0 for p in est)),
-               "method": "measured" if timed else "estimated", "functions": funcs,
+               "time_ns": sum_known(p["time_ns"] for p in funcs.values()),
+               "method": "measured" if timed and len(timed) == len(funcs) else "estimated",
+               "functions": funcs,
                "timed_calls": sum(p["calls"] for p in timed),
-               "estimated_calls": sum(p["calls"] for p in est),
-               "estimated_time_ns": sum(p["time_ns"] or 0 for p in est),
                "off_cpu_ns": _get(m, "off-CPU", "time_ns"),
-               "basis": "malloc, calloc, realloc, *memalign: on-CPU time between entry and "
-                        "return probes minus hits x the calibrated probe window (--mode count: "
-                        "calls x the calibrated cost of one malloc); free is not probed: one "
-                        "free per block allocated, x the calibrated cost of one free "
-                        "(workloads/c/memcal), estimated"
-                        + ("" if (malloc_model and free_model) else "; not calibrated")}
+               "basis": "the allocator calls the probes saw (malloc, calloc, realloc, "
+                        "*memalign): on-CPU time between entry and return probes minus hits x "
+                        "the calibrated probe window (--mode count: calls x the calibrated "
+                        "cost of one malloc, estimated); free is apart, in free_estimated"
+                        + ("" if (malloc_model or mode == "time") else
+                           "; --mode count without a calibrated malloc cost: time unknown")}
         if timed:
-            cat["time_raw_ns"] = sum(p["time_raw_ns"] for p in timed)
-            cat["corrected"] = c["calibrated"]
-            measured = sum(p["time_ns"] for p in timed)
-            cat["correction_dominates"] = bool(
-                cat["time_raw_ns"] and cat["time_raw_ns"] - measured > 0.5 * cat["time_raw_ns"])
+            corr = combine(timed)
+            cat.update({k: corr[k] for k in ("time_raw_ns", "time_hits", "correction_ns",
+                                              "corrected", "floored", "correction_dominates")})
+            if "time_ci95_ns" in corr and len(timed) == len(funcs):
+                cat["time_ci95_ns"] = corr["time_ci95_ns"]
+            cat["probe_window_ns"] = c["pair_window"]
+            cat["probe_window_source"] = PAIR_SOURCE
         out["malloc"] = cat
+        # free is not probed: every block allocated is taken as freed once
+        allocs = sum(p["calls"] for k, p in funcs.items() if k not in ("realloc", "free"))
+        if "free" not in funcs and allocs:
+            out["free_estimated"] = {
+                "calls": allocs, "calls_method": "estimated", "bytes": None,
+                "time_ns": allocs * free_model["ns_per_call"] if free_model else None,
+                "method": "estimated",
+                "basis": FREE_BASIS + ("" if free_model else "; free not calibrated: time "
+                                                             "unknown")}
     v = fns.get("vm")
     if v:
         sc = {}
@@ -282,18 +343,22 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
             if k in ("page_fault_user", "off-CPU"):
                 continue
             hits = _get(timed, k)
-            p = corrected(x.get("time_ns", 0), hits * c["sys_window"], hits)
+            p = _window_part(x.get("time_ns", 0), hits, c["sys_window"], c["sys_ci"],
+                             SYS_SOURCE)
             p.update(calls=x.get("calls", 0), bytes=x.get("bytes", 0))
             sc[k] = p
         faults = _get(v, "page_fault_user")
         fault_model = costs.get("page_fault")
-        fault_ns = faults * fault_model["ns_per_call"] if fault_model else None
-        out["vm"] = {
-            "calls": sum(p["calls"] for p in sc.values()),
-            "bytes": sum(p["bytes"] for p in sc.values()),
-            "time_ns": sum(p["time_ns"] for p in sc.values()) + (fault_ns or 0),
-            "time_raw_ns": sum(p["time_raw_ns"] for p in sc.values()),
-            "method": "measured", "corrected": c["calibrated"], "syscalls": sc,
+        fault_ns = (faults * fault_model["ns_per_call"] if fault_model else None) if faults \
+            else 0
+        corr = combine(sc.values())
+        fig = {"calls": sum(p["calls"] for p in sc.values()),
+               "bytes": sum(p["bytes"] for p in sc.values())}
+        fig.update(corr)
+        fig.update({
+            "time_ns": _add(corr["time_ns"], fault_ns),
+            "syscalls_time_ns": corr["time_ns"],
+            "method": "measured", "probe_window_source": SYS_SOURCE, "syscalls": sc,
             "page_faults": faults, "page_fault_time_ns": fault_ns,
             "page_fault_method": "estimated",
             "off_cpu_ns": _get(v, "off-CPU", "time_ns"),
@@ -302,7 +367,11 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
                      "whose time already holds them; minus hits x the calibrated window; user "
                      "page faults x a calibrated per-fault cost (first touch of an anonymous "
                      "page), estimated"
-                     + ("" if fault_model else "; page faults not calibrated")}
+                     + ("" if fault_model or not faults
+                        else "; page faults not calibrated: time unknown")})
+        if "time_ci95_ns" in fig and fault_ns is not None:
+            fig["time_ci95_ns"] = [x + fault_ns for x in fig["time_ci95_ns"]]
+        out["vm"] = fig
     return out
 
 

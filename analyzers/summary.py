@@ -2,12 +2,22 @@
 
 Each category carries `method`: "measured" (counted or timed by a probe), "estimated"
 (bytes x a calibrated cost, because the thing itself cannot be probed) or "sampled".
+`calls` counts what the probes saw; a count that was not probed is a category of its own
+(free_estimated, calls_method "estimated").
+
+Measured times are corrected for the probe effect per process (analyzers/correction.py);
+the totals are the sums of the per-process figures, so calls, bytes, time_ns and the
+guaranteed overhead by resource of by_pid add up to the totals, and a process whose time was
+floored at 0 leaves the total floored. A time that needs a calibration that is missing is
+null, named in `warnings` and in totals.guaranteed_overhead_unknown.
 """
 from collections import defaultdict
 from typing import Dict, Optional
 
 from jvmos.catalogue import CATEGORIES, GUARANTEED, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
 from . import layers
+from .correction import (combine, correct, probe_ci, probe_cost, validate_costs,
+                         validate_probes)
 from jvmos.probegen import symbol_of_probe
 from .rawparse import Raw
 
@@ -137,13 +147,25 @@ def _paths(paths, io_bytes: int):
                     "bytes": jni},
             "nio": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "nio"),
                     "bytes": nio},
-            "other": {"bytes": max(0, io_bytes - jni - nio)}}
+            "other": _other(io_bytes - jni - nio)}
+
+
+def _other(rest: int) -> dict:
+    """I/O bytes that neither path explains; when the paths explain more than the syscalls
+    moved (a read begun before tracing started is attributed at its Set<T>ArrayRegion), 0,
+    flagged, with the excess kept."""
+    if rest >= 0:
+        return {"bytes": rest}
+    return {"bytes": 0, "floored": True, "paths_exceed_syscall_bytes": -rest}
 
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
           probes: Optional[dict] = None, mode: str = "time") -> dict:
     """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants)."""
+    validate_probes(probes)
+    validate_costs(costs)
+    warnings = []
     fns = _per_pid(raw, addresses)
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
     for (pid, p, d), v in raw.keyed("@path_bytes").items():
@@ -170,34 +192,22 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         if any(grow.values()):
             by_pid[pid]["memory_growth"] = dict(grow, bucket_s=0.25)
 
-    # totals over pids: sums of the per-pid figures (None stays None only if all are None)
-    cats_total: Dict[str, dict] = {}
+    # each process's measured times are corrected on its own figures; the totals are then
+    # the sums of the per-process corrected figures (a floored process stays floored in the
+    # total, and calls, bytes and times of the processes add up to the totals)
     for pid in pids:
-        for name, c in by_pid[pid]["categories"].items():
-            t = cats_total.setdefault(name, {"method": c["method"]})
-            for k, v in c.items():
-                if k in ("method", "basis"):
-                    t[k] = v
-                elif isinstance(v, bool):
-                    t[k] = bool(t.get(k)) or v
-                elif isinstance(v, (int, float)):
-                    t[k] = (t.get(k) or 0) + v
-                elif v is None:
-                    t.setdefault(k, None)
-                elif isinstance(v, dict):
-                    d = t.setdefault(k, {})
-                    for s, f in v.items():
-                        if isinstance(f, dict):
-                            g = d.setdefault(s, {})
-                            for kk, vv in f.items():
-                                if isinstance(vv, bool):
-                                    g[kk] = bool(g.get(kk)) or vv
-                                elif isinstance(vv, (int, float)) or vv is None:
-                                    g[kk] = (g.get(kk) or 0) + (vv or 0)
-                                elif isinstance(vv, str):
-                                    g.setdefault(kk, vv)
-                        else:
-                            d[s] = d.get(s, 0) + f
+        correct_times(by_pid[pid]["categories"], probes, mode)
+    cats_total: Dict[str, dict] = {}
+    for name in CATEGORIES:
+        per = [(pid, by_pid[pid]["categories"][name]) for pid in pids
+               if name in by_pid[pid]["categories"]]
+        if per:
+            cats_total[name] = merge_figures([c for _, c in per])
+            unknown = [pid for pid, c in per if c.get("time_ns") is None]
+            if unknown and cats_total[name].get("time_ns") is not None:
+                cats_total[name]["time_unknown_pids"] = unknown
+                warnings.append(f"{name}: time unknown for process(es) {', '.join(unknown)}; "
+                                f"its total time_ns is the sum over the other processes only")
     if "jni_call" in cats_total:
         j = cats_total["jni_call"]
         j["copying_pct"] = 100.0 * j["copying_calls"] / j["calls"] if j["calls"] else 0.0
@@ -207,10 +217,18 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     for pid in pids:
         for p, v in by_pid[pid]["paths"].items():
             for k, x in v.items():
-                paths_total[p][k] += x
+                if isinstance(x, bool):
+                    paths_total[p][k] = paths_total[p].get(k, False) or x
+                else:
+                    paths_total[p][k] = paths_total[p].get(k, 0) + x
+    uncorrected = [n for n, c in cats_total.items()
+                   if c.get("corrected") is False and c.get("time_ns") is None
+                   and c.get("time_raw_ns") is not None]
+    if uncorrected:
+        warnings.append("probe costs not calibrated (jvmos calibrate --probes): the corrected "
+                        "times of " + ", ".join(uncorrected) + " are unknown (null); "
+                        "time_raw_ns keeps what the probes measured, an upper bound")
 
-    for level in [cats_total] + [by_pid[p]["categories"] for p in pids]:
-        correct_times(level, probes, mode)
     overhead = probe_overhead(cats_total, probes, mode)
     ns = overhead["probe_overhead_ns"]
     if ns is not None and wall_ns:
@@ -218,13 +236,16 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         overhead["wall_uninstrumented_estimate_ns"] = base if base > 0 else None
         overhead["slowdown_pct"] = 100.0 * ns / base if base > 0 else None
 
-    by_resource = {}
-    for resource, names in GUARANTEED.items():
-        ts = [cats_total[c]["time_ns"] for c in names
-              if c in cats_total and cats_total[c].get("time_ns") is not None]
-        if ts:
-            by_resource[resource] = sum(ts)
+    # the guaranteed overhead names every term it sums (probed and estimated apart, e.g.
+    # malloc and free_estimated) and the terms it could not add because their time is unknown
+    by_resource, unknown_terms = guaranteed_by_resource(cats_total)
+    for pid in pids:
+        by_pid[pid]["guaranteed_by_resource"] = guaranteed_by_resource(
+            by_pid[pid]["categories"])[0]
     g = sum(by_resource.values())
+    if unknown_terms:
+        warnings.append("guaranteed overhead leaves out " + ", ".join(unknown_terms)
+                        + ": time unknown (not calibrated)")
     sw = [by_pid[p]["context_switches"] for p in pids if "context_switches" in by_pid[p]]
     missed = defaultdict(int)
     for (pid, what), v in raw.keyed("@missed").items():
@@ -239,6 +260,12 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                    "guaranteed_overhead_categories": [c for names in GUARANTEED.values()
                                                       for c in names if c in cats_total],
                    "guaranteed_by_resource": by_resource,
+                   "guaranteed_overhead_terms": {
+                       r: [{"category": c, "method": cats_total[c]["method"],
+                            "time_ns": cats_total[c].get("time_ns")}
+                           for c in names if c in cats_total]
+                       for r, names in GUARANTEED.items()},
+                   "guaranteed_overhead_unknown": unknown_terms,
                    "context_switches": ({"voluntary": sum(x["voluntary"] for x in sw),
                                          "involuntary": sum(x["involuntary"] for x in sw),
                                          "threads": sum(x["threads"] for x in sw)}
@@ -253,44 +280,85 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "by_pid": by_pid,
         "constants": costs,
         "probe_costs": probes,
+        "warnings": warnings,
     }
 
 
-# which calibrated window applies to the measured times of each category
-WINDOWS = {"jni_copy": "jni_copy_time_window", "io_syscall": "io_syscall_window"}
+def guaranteed_by_resource(cats: dict):
+    """({resource: ns}, [categories of unknown time]) of one set of categories: the sum of
+    the known times of each resource's categories."""
+    by, unknown = {}, []
+    for resource, names in GUARANTEED.items():
+        present = [c for c in names if c in cats]
+        unknown += [c for c in present if cats[c].get("time_ns") is None]
+        ts = [cats[c]["time_ns"] for c in present if cats[c].get("time_ns") is not None]
+        if ts:
+            by[resource] = sum(ts)
+    return by, unknown
 
 
-def correct(raw_ns: int, hits: int, window_ns: Optional[float], window_ci=None) -> dict:
-    """raw minus hits x per-hit probe window, floored at zero; flags when the correction is
-    most of the figure (the estimate is then mostly the probe's own cost, and uncertain)."""
-    if window_ns is None:
-        return {"time_ns": raw_ns, "time_raw_ns": raw_ns, "time_hits": hits,
-                "corrected": False}
-    corr = hits * window_ns
-    val = raw_ns - corr
-    out = {"time_ns": max(0.0, val), "time_raw_ns": raw_ns, "time_hits": hits,
-           "probe_window_ns": window_ns, "corrected": True,
-           "correction_dominates": bool(raw_ns and corr > 0.5 * raw_ns), "floored": val < 0}
-    if window_ci:
-        # the interval of the corrected figure that the window's own 95% interval implies
-        out["time_ci95_ns"] = [max(0.0, raw_ns - hits * window_ci[1]),
-                               max(0.0, raw_ns - hits * window_ci[0])]
-    return out
+# which calibrated window applies to the measured times of each category (their own: the
+# io layer's probes are the ones calibrate --probes measures)
+WINDOWS = {"jni_copy": ("jni_copy_time_window",
+                        "jni_copy_time_window (calibrated for this uprobe+uretprobe pair)"),
+           "io_syscall": ("io_syscall_window",
+                          "io_syscall_window (calibrated for this tracepoint pair)")}
 
 
 def correct_times(cats: dict, probes: Optional[dict], mode: str) -> None:
-    for name, key in WINDOWS.items():
+    """Correct the io layer's measured times of one process: each function or syscall is
+    raw - hits x window; the category is the sum of its corrected parts. Idempotent."""
+    for name, (key, source) in WINDOWS.items():
         c = cats.get(name)
         if not c or (name == "jni_copy" and mode == "count"):
             continue
-        window = (probes or {}).get(key, {}).get("mean_ns")
-        ci = (probes or {}).get(key, {}).get("ci95_ns")
+        window, ci = probe_cost(probes, key), probe_ci(probes, key)
         sub = c.get("functions") or c.get("syscalls") or {}
         for f in sub.values():
             raw = f.get("time_raw_ns", f["time_ns"])
-            f.update(correct(raw, f["calls"], window, ci))
-        raw = c.get("time_raw_ns", c["time_ns"])
-        c.update(correct(raw, c["calls"], window, ci))
+            f.update(correct(raw, f["calls"], None if window is None else f["calls"] * window,
+                             window_ns=window, window_ci=ci, source=source))
+        c.update(combine(sub.values()))
+        c["probe_window_source"] = source
+        if window is not None:
+            c["probe_window_ns"] = window
+
+
+# keys of a figure that are the same for every process, not summed
+_SHARED = ("probe_window_ns",)
+# keys recomputed from the summed figures
+_CORRECTION_KEYS = ("time_ns", "time_raw_ns", "time_hits", "correction_ns", "corrected",
+                    "floored", "correction_dominates", "time_ci95_ns")
+
+
+def merge_figures(figs: list) -> dict:
+    """The sum over processes of one figure (a category, a function, a part): numbers add
+    (None only when every process has None), flags are true if any process's is, texts are
+    taken as they are; a corrected figure's correction keys are recombined (combine()), so a
+    floored process keeps the total floored and the intervals add up."""
+    out = {}
+    keys = []
+    for f in figs:
+        keys += [k for k in f if k not in keys]
+    for k in keys:
+        vals = [f[k] for f in figs if k in f]
+        if k == "time_ci95_ns":
+            continue
+        if all(isinstance(v, dict) for v in vals):
+            out[k] = merge_figures(vals)
+        elif k in _SHARED or all(isinstance(v, str) for v in vals):
+            out[k] = vals[0]
+        elif all(isinstance(v, bool) for v in vals):
+            out[k] = any(vals)
+        elif all(v is None or isinstance(v, (int, float)) for v in vals):
+            known = [v for v in vals if v is not None]
+            out[k] = sum(known) if known else None
+        else:
+            out[k] = vals[0]
+    if "time_raw_ns" in out and "corrected" in out:
+        done = combine([f for f in figs if "time_raw_ns" in f])
+        out.update({k: done[k] for k in _CORRECTION_KEYS if k in done})
+    return out
 
 
 def probe_overhead(cats: dict, probes: Optional[dict], mode: str) -> dict:

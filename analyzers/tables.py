@@ -57,14 +57,43 @@ class Table:
         return buf.getvalue()
 
 
+def fmt_time(c: dict) -> str:
+    """A figure's time as the table shows it: unknown when it could not be computed (not
+    calibrated), and a floored value with the interval that holds it."""
+    t = c.get("time_ns")
+    if t is None:
+        return "unknown" if c.get("time_raw_ns") is not None or c.get("basis") else "—"
+    text = fmt_ns(t)
+    ci = c.get("time_ci95_ns")
+    if c.get("floored"):
+        text += " (floored" + (f"; 95%: {fmt_ns(ci[0])} to {fmt_ns(ci[1])}" if ci else "") + ")"
+    return text
+
+
+def method_text(c: dict) -> str:
+    """What a category's figures are: counted by probes, or estimated (calls too, when the
+    calls were not probed), and whether the probe effect was subtracted."""
+    method = c.get("method", "")
+    if c.get("calls_method") == "estimated":
+        method += " (calls estimated, not probed)"
+    elif c.get("calls_method") == "probed":
+        method += " (calls probed)"
+    if c.get("corrected"):
+        method += ", corrected" + (" (correction dominates)" if c.get("correction_dominates")
+                                   else "")
+        if c.get("floored"):
+            method += ", floored at 0 somewhere"
+    elif c.get("corrected") is False and c.get("time_raw_ns") is not None:
+        method += ", not corrected: probe costs not calibrated"
+    return method
+
+
 def category_table(summary: dict, title: str = "Categories") -> Table:
     t = Table(title, ["category", "calls", "bytes", "time", "measured raw", "method"])
     for name, c in summary.get("categories", {}).items():
-        method = c.get("method", "")
-        if c.get("corrected"):
-            method += ", corrected" + (" (correction dominates)" if c.get("correction_dominates") else "")
-        raw = c.get("time_raw_ns") if c.get("corrected") else None
+        method = method_text(c)
+        raw = c.get("time_raw_ns")
         t.add([name, fmt_count(c.get("calls")), fmt_bytes(c.get("bytes")),
-               fmt_ns(c.get("time_ns")), fmt_ns(raw), method],
+               fmt_time(c), fmt_ns(raw), method],
               [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), raw, method])
     return t

@@ -175,5 +175,17 @@ def calibrate_all(jvms: List[Jvm], path: Path, trials: int = 5, chunk: Optional[
 
 
 def costs_for(platform: Optional[dict]) -> dict:
-    """The cost models the summary uses, from a platform file (empty when there is none)."""
+    """The cost models the summary uses, from a platform file (empty when there is none).
+    A calibrated window or cost that is zero, negative or not a number is an error of the
+    calibration (JvmosError, one line), never a correction of 0 ns."""
+    validate_platform(platform)
     return dict(platform.get("copy", {})) if platform else {}
+
+
+def validate_platform(platform: Optional[dict]) -> None:
+    """Check the probe costs and cost models of a platform file before they are used."""
+    from jvmos.analyzers.correction import validate_costs, validate_probes
+    if not platform:
+        return
+    validate_probes(platform.get("probes"))
+    validate_costs(platform.get("copy"))

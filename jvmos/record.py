@@ -268,6 +268,7 @@ def record(opts: Options) -> Result:
     platform = cal.load(platform_file)
     if opts.calibrate_if_missing:
         platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode)
+    cal.validate_platform(platform)     # a bad calibration stops here, before tracing starts
 
     libc = libc_of(opts.pid)
     libs = {"LIBJVM": [j.libjvm for j in jvms],

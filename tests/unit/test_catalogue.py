@@ -38,7 +38,7 @@ def test_syscall_catalogue():
 def test_categories():
     assert list(CATEGORIES) == ["jni_copy", "nio_copy", "io_syscall", "kernel_copy", "jni_call",
                                 "thread_create", "thread_jvm", "thread_wait", "sync", "link",
-                                "file", "malloc", "vm"]
+                                "file", "malloc", "free_estimated", "vm"]
     assert set(GUARANTEED_IO) <= set(CATEGORIES) and "io_syscall" not in GUARANTEED_IO
     # waiting and blocking are never guaranteed overhead; the JVM's own part is reported beside
     guaranteed = {c for names in GUARANTEED.values() for c in names}

@@ -5,7 +5,6 @@ import pytest
 
 from jvmos.analyzers.tables import Table, category_table, fmt_bytes, fmt_count, fmt_ns
 
-from _unit_helpers import recording
 
 
 @pytest.mark.parametrize("ns,text", [
@@ -75,22 +74,71 @@ def test_empty_table():
     assert t.csv().strip() == "a"
 
 
-def test_category_table_of_a_recorded_summary():
-    s = recording("socket-census").summary
+def _categories_of_hand_built_raw():
+    """A summary built from hand-written raw maps: a floored syscall, probed allocator calls
+    with estimated frees, a census without time, a JNI copy whose window is not calibrated."""
+    from jvmos.analyzers import summary as summ
+    from jvmos.analyzers.rawparse import parse_lines
+    from _unit_helpers import map_lines
+    maps = {"@calls": {"7,io_syscall,tracepoint:syscalls:sys_exit_write": 10,
+                       "7,malloc,uprobe:/libc.so.6:malloc": 100},
+            "@bytes": {"7,io_syscall,tracepoint:syscalls:sys_exit_write": 1000,
+                       "7,malloc,uprobe:/libc.so.6:malloc": 6400},
+            "@time": {"7,io_syscall,tracepoint:syscalls:sys_exit_write": 2_000,
+                      "7,malloc,uretprobe:/libc.so.6:malloc": 80_000}}
+    probes = {"io_syscall_window": {"mean_ns": 300.0}, "io_syscall_hit": {"mean_ns": 900.0},
+              "jni_copy_time_window": {"mean_ns": 600.0}, "jni_copy_time_hit": {"mean_ns": 2500.0}}
+    costs = {"free_call": {"ns_per_call": 14.0}}
+    return summ.build(parse_lines(map_lines(maps)), wall_ns=1_000_000, status="complete",
+                      addresses={}, costs=costs, jvms_by_pid={}, probes=probes)
+
+
+def test_category_table_says_what_is_counted_estimated_floored_unknown():
+    s = _categories_of_hand_built_raw()
     t = category_table(s, "Cats")
     assert t.title == "Cats"
-    assert [r[0] for r in t.rows] == list(s["categories"])
-    nio = dict(zip(t.headers, t.raw_rows[[r[0] for r in t.rows].index("nio_copy")]))
-    assert nio == {"category": "nio_copy", "calls": 72432, "bytes": 1_000_000,
-                   "time": s["categories"]["nio_copy"]["time_ns"], "measured raw": None,
-                   "method": "estimated"}
-    census = t.rows[[r[0] for r in t.rows].index("jni_call")]
-    assert census == ["jni_call", "1,728", "—", "—", "—", "measured"]
-    rows = list(csv.reader(io.StringIO(t.csv())))
-    assert rows[0] == ["category", "calls", "bytes", "time", "measured raw", "method"]
-    assert ["jni_call", "1728", "", "", "", "measured"] in rows
+    rows = {r[0]: r for r in t.rows}
+    raw = {r[0]: dict(zip(t.headers, r)) for r in t.raw_rows}
+    # write: 2,000 - 10 x 300 < 0 -> floored at 0, shown with its interval [0, raw]
+    assert rows["io_syscall"][3] == "0 ns (floored; 95%: 0 ns to 2 µs)"
+    assert rows["io_syscall"][4] == "2 µs" and "floored" in rows["io_syscall"][5]
+    # malloc: 100 probed calls, 80,000 - 100 x 600 = 20,000
+    assert rows["malloc"][1:4] == ["100", "6.4 kB", "20 µs"]
+    assert rows["malloc"][5].startswith("measured (calls probed), corrected")
+    assert raw["malloc"]["time"] == 20_000 and raw["malloc"]["measured raw"] == 80_000
+    # the frees: 100 estimated, 100 x 14 = 1,400 ns
+    assert rows["free_estimated"][1:4] == ["100", "—", "1.4 µs"]
+    assert rows["free_estimated"][5] == "estimated (calls estimated, not probed)"
+    # kernel copy without its calibration: unknown, not 0
+    assert rows["kernel_copy"][3] == "unknown"
+    rows_csv = list(csv.reader(io.StringIO(t.csv())))
+    assert rows_csv[0] == ["category", "calls", "bytes", "time", "measured raw", "method"]
+    assert ["free_estimated", "100", "", "1400.0", "",
+            "estimated (calls estimated, not probed)"] in rows_csv
+
+
+def test_category_table_names_an_uncorrected_time():
+    t = category_table({"categories": {"io_syscall": {
+        "calls": 3, "bytes": 30, "time_ns": None, "time_raw_ns": 1234, "corrected": False,
+        "method": "measured"}}})
+    assert t.rows[0] == ["io_syscall", "3", "30 B", "unknown", "1.23 µs",
+                         "measured, not corrected: probe costs not calibrated"]
 
 
 def test_category_table_of_an_empty_summary():
     t = category_table({})
     assert t.rows == [] and t.title == "Categories"
+
+
+def test_table6_keeps_probed_allocator_calls_and_estimated_frees_apart():
+    from jvmos.experiments.memory import table6
+    r = {"exec_ns": 2e9, "libc_ns": 82.5e6, "kernel_ns": 653e6, "overhead_pct": 36.8,
+         "malloc_calls": 181_664, "free_estimated_calls": 181_424, "malloc_bytes": 1e9,
+         "page_faults": 1000}
+    t = table6({"suite": "s", "size": "default", "iterations": 3, "jdk_label": "JDK 17",
+                "benchmarks": {"jython": r}, "average_overhead_pct": 36.8,
+                "average_overhead_pct_without_outliers": None, "outliers": []})
+    row = dict(zip(t.headers, t.rows[0]))
+    assert row["allocator calls (probed)"] == "181,664"
+    assert row["frees (estimated)"] == "181,424"
+    assert all(len(x) == len(t.headers) for x in t.rows + t.raw_rows)

@@ -198,13 +198,11 @@ def bpftrace_env() -> Dict[str, str]:
     return env
 
 
-STOP_MAGIC = 0x6a766d6f
-
-
-def stop_counting() -> None:
-    """The signal common.bt waits for: getsid() of a pid that cannot exist."""
+def stop_counting(root: int) -> None:
+    """The signal common.bt waits for: getsid(-root), a pid that cannot exist, naming the root
+    of this recording only (another recording running at the same time keeps counting)."""
     try:
-        os.getsid(STOP_MAGIC)
+        os.getsid(-int(root))
     except OSError:
         pass
 
@@ -428,7 +426,7 @@ def record(opts: Options) -> Result:
 
         # stop counting now (see common.bt), then stop bpftrace: SIGINT makes it run END and
         # print its maps, which can take seconds
-        stop_counting()
+        stop_counting(root)
         bt_died = bt.poll() is not None
         if not bt_died:
             bt.send_signal(signal.SIGINT)

@@ -47,6 +47,14 @@ def process_cpu_ns(pid: int) -> int:
         raise ProcessGone(f"pid {pid}: {e.strerror}") from None
 
 
+def cpu_or_none(pid: int) -> Optional[int]:
+    """process_cpu_ns, or None when the process is gone."""
+    try:
+        return process_cpu_ns(pid)
+    except ProcessGone:
+        return None
+
+
 def stat_cpu_ns(pid: int) -> int:
     """utime + stime of /proc/PID/stat (whole process, exited threads included), converted
     from clock ticks: a cross-check of process_cpu_ns with a tick's resolution."""
@@ -166,7 +174,12 @@ class TreeCpu:
                     "method": ("clock_gettime of each process's CPU clock (CPUCLOCK_SCHED, "
                                "ns; threads that exited included)"
                                + (", summed over the root and its descendants" if self.tree
-                                  else ", the target process only (not its children)"))}
+                                  else ", the target process only (not its children)")
+                               + (f"; pids {', '.join(map(str, sorted(self.gone)))} went away "
+                                  "and keep their last reading (polled every "
+                                  f"{self.interval:g} s)" if self.gone else "")
+                               + ("; the root could not be read when tracing began"
+                                  if self.root_missing_at_start else ""))}
 
 
 def exited(pid: int) -> bool:
@@ -207,3 +220,61 @@ def reap(child) -> Tuple[int, Optional[int], Optional[int]]:
     child.returncode = os.waitstatus_to_exitcode(status)
     us = round(ru.ru_utime * 1e6) + round(ru.ru_stime * 1e6)   # the kernel's timevals, in us
     return child.returncode, clock, us * 1000
+
+
+def launched_cpu(clock_at_start: Optional[int], clock_at_end: Optional[int],
+                 rusage_ns: Optional[int]) -> dict:
+    """CPU time of a launched command during the recording: its rusage at reaping (threads and
+    reaped children, us resolution) minus its CPU clock when tracing began (the gate's start-up,
+    before the command ran). Without rusage, its own clock read just before reaping (ns, its
+    children not included)."""
+    if clock_at_start is None:
+        return {"cpu_ns": None, "complete": False,
+                "method": "the launched process's CPU clock could not be read when tracing began"}
+    if rusage_ns is not None:
+        return {"cpu_ns": rusage_ns - clock_at_start, "complete": True,
+                "method": "wait4 rusage of the launched command (user + system of its threads "
+                          "and of the children it reaped; us resolution) minus its CPU clock "
+                          "when tracing began"}
+    if clock_at_end is not None:
+        return {"cpu_ns": clock_at_end - clock_at_start, "complete": False,
+                "method": "the launched process's CPU clock (ns) from when tracing began to "
+                          "just before it was reaped; its children are not included"}
+    return {"cpu_ns": None, "complete": False,
+            "method": "the launched process was reaped before its CPU time could be read"}
+
+
+def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cpu: dict) -> dict:
+    """Summary totals that put the guaranteed overhead beside the target's CPU time during the
+    recording (and, named as such, beside the wall time)."""
+    c = cpu.get("cpu_ns")
+    return {"target_cpu_ns": c,
+            "target_cpu_method": cpu.get("method"),
+            # false: a process was reaped between readings (its last reading kept) or a
+            # reading failed; the figure is then a lower bound
+            "target_cpu_complete": bool(cpu.get("complete")),
+            "guaranteed_overhead_pct_of_cpu": (100.0 * guaranteed_ns / c
+                                               if c and guaranteed_ns is not None else None),
+            "guaranteed_overhead_pct_of_wall": (100.0 * guaranteed_ns / wall_ns
+                                                if wall_ns and guaranteed_ns is not None else None)}
+
+
+def run_measured(cmd, timeout: Optional[float] = None) -> dict:
+    """Run cmd to its end (stdout and stderr captured) and measure it: wall time (ns) and CPU
+    time from wait4's rusage (user + system of its threads and of the children it reaped;
+    microsecond resolution, in ns). subprocess.TimeoutExpired after killing it on timeout."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic_ns()
+        child = subprocess.Popen(cmd, stdout=out, stderr=err)
+        if not wait_exited(child.pid, timeout):
+            child.kill()
+            child.wait()
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        wall = time.monotonic_ns() - t0
+        code, _, cpu = reap(child)
+        out.seek(0)
+        err.seek(0)
+        return {"returncode": code, "stdout": out.read().decode(errors="replace"),
+                "stderr": err.read().decode(errors="replace"), "wall_ns": wall, "cpu_ns": cpu}

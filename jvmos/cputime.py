@@ -10,9 +10,9 @@ and fails with EINVAL once it is reaped.
 
 A process-wide clock does not include the process's children. For a tree (a launched command
 that may be a wrapper around the JVM), `TreeCpu` sums the clocks of the root and of its
-descendants, each from the first reading it got to the last one: a process that is reaped
-between two readings loses the CPU it used after the last one, and the figure says so
-(`complete` false). For the launched child itself, `reap` waits with wait4, whose rusage
+descendants, from the first reading (from zero for a process born after it) to the last one: a
+process that is reaped between two readings loses the CPU it used after the last one, and the
+figure says so (`complete` false); one born and reaped between two polls is not seen at all. For the launched child itself, `reap` waits with wait4, whose rusage
 covers the child's threads and the children it reaped (microsecond resolution).
 """
 import os
@@ -113,6 +113,7 @@ class TreeCpu:
         self.last: Dict[int, int] = {}
         self.gone: set = set()
         self.root_missing_at_start = False
+        self._started = False
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
@@ -142,11 +143,14 @@ class TreeCpu:
                     elif p == self.root:
                         self.root_missing_at_start = True
                     continue
-                self.first.setdefault(p, v)
+                # a process found after the first poll was born (or exec'd in a child born)
+                # after it: all its CPU time is within the watch
+                self.first.setdefault(p, v if not self._started else 0)
                 self.last[p] = v
 
     def start(self, background: bool = True) -> "TreeCpu":
         self.poll()
+        self._started = True
         if background:
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
@@ -173,7 +177,8 @@ class TreeCpu:
                     "complete": not self.gone and not self.root_missing_at_start,
                     "method": ("clock_gettime of each process's CPU clock (CPUCLOCK_SCHED, "
                                "ns; threads that exited included)"
-                               + (", summed over the root and its descendants" if self.tree
+                               + (", summed over the root and its descendants (a descendant "
+                                  "born and reaped between two polls is missed)" if self.tree
                                   else ", the target process only (not its children)")
                                + (f"; pids {', '.join(map(str, sorted(self.gone)))} went away "
                                   "and keep their last reading (polled every "

@@ -121,3 +121,23 @@ def test_record_launch_counts_the_cpu_of_threads_that_exited(platform_file, tmp_
     assert t["target_cpu_complete"] is True and "wait4 rusage" in t["target_cpu_method"]
     assert t["target_cpu_ns"] >= burned
     assert "% of the target's CPU time (" in r.stdout
+
+
+@pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
+def test_figure2_splits_the_bare_loads_cpu(platform_file, tmp_path):
+    out = tmp_path / "tomcat"
+    r = run_jvmos(["run", "tomcat", "--levels", "2x2", "--page-bytes", "4096",
+                   "--warmup-pages", "8", "--out", str(out)], timeout=1800)
+    assert r.returncode == 0, r.stderr
+    L = json.loads((out / "figure2.json").read_text())["levels"]["2x2"]
+    bare, rec, g = L["bare_cpu_ns"], L["server_cpu_ns"], L["guaranteed_ns"]
+    assert bare > 0 and rec > 0 and g > 0
+    assert L["java_exec_ns"] == pytest.approx(bare - g)
+    assert L["overhead_pct_of_bare_cpu"] == pytest.approx(100.0 * g / bare)
+    assert L["probe_effect_cpu_ns"] == pytest.approx(rec - bare)
+    assert L["recorded_over_bare_cpu"] == pytest.approx(rec / bare)
+    md = (out / "figure2.md").read_text()
+    assert "| overhead / bare CPU |" in md and "recorded CPU (probe effect)" in md
+    # the row shows the bare-run figures, not the recorded run's
+    row = [l for l in md.splitlines() if l.startswith("| 2x2 |")][0]
+    assert f"| {bare / 1e6:,.1f} |" in row and f"{100.0 * g / bare:.1f}%" in row

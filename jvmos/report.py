@@ -34,8 +34,12 @@ def target_cpu_line(t: dict) -> str:
     lb = "" if t.get("target_cpu_complete") else (
         f"; incomplete, a lower bound: {t.get('target_cpu_method')}")
     pct = t.get("guaranteed_overhead_pct_of_cpu")
-    share = (f"{pct:.1f}% of the target's CPU time" if pct is not None
-             else "a share of the target's CPU time that cannot be given (no CPU time used)")
+    if pct is not None:
+        share = f"{pct:.1f}% of the target's CPU time"
+    elif not cpu:
+        share = "no share of the target's CPU time (it used none)"
+    else:
+        share = "no share of the target's CPU time (no guaranteed overhead figure)"
     return f"  = {share} ({cpu / 1e6:,.1f} ms CPU during the recording{lb})"
 
 

@@ -67,6 +67,21 @@ def stat_cpu_ns(pid: int) -> int:
     return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def reaped_children_cpu_ns(pid: int) -> Optional[int]:
+    """cutime + cstime of /proc/PID/stat: the CPU time of the children pid has waited for (and
+    of theirs), in clock ticks converted to ns; None when pid is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[13]) + int(fields[14])) * TICK_NS
+
+
 def schedstat_live_threads_ns(pid: int) -> int:
     """Sum of /proc/PID/task/*/schedstat's run time: the live threads only (a thread that has
     exited is gone from task/), so at most process_cpu_ns. Used to cross-check."""
@@ -114,6 +129,8 @@ class TreeCpu:
         self.gone: set = set()
         self.root_missing_at_start = False
         self._started = False
+        self.first_reaped: Dict[int, int] = {}
+        self.last_reaped: Dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
@@ -147,6 +164,10 @@ class TreeCpu:
                 # after it: all its CPU time is within the watch
                 self.first.setdefault(p, v if not self._started else 0)
                 self.last[p] = v
+                c = reaped_children_cpu_ns(p)
+                if c is not None:
+                    self.first_reaped.setdefault(p, c if not self._started else 0)
+                    self.last_reaped[p] = c
 
     def start(self, background: bool = True) -> "TreeCpu":
         self.poll()
@@ -170,11 +191,18 @@ class TreeCpu:
     def result(self) -> dict:
         with self._lock:
             per = {p: self.last[p] - self.first[p] for p in self.last}
+            reaped = sum(self.last_reaped[p] - self.first_reaped[p] for p in self.last_reaped)
+            # children that the tree's processes reaped during the watch: a child the polls
+            # saw is in cpu_ns up to its last reading, one they did not see is not at all
+            seen_gone = sum(per[p] for p in self.gone if p != self.root)
+            unseen = reaped > seen_gone + TICK_NS * (len(self.gone) + 1)
             return {"cpu_ns": sum(per.values()) if per else None,
+                    "reaped_children_cpu_ns": reaped,
                     "processes": len(per),
                     "gone_pids": sorted(self.gone),
                     # a process reaped between polls lost up to one interval of CPU
-                    "complete": not self.gone and not self.root_missing_at_start,
+                    "complete": (not self.gone and not self.root_missing_at_start
+                                 and not unseen),
                     "method": ("clock_gettime of each process's CPU clock (CPUCLOCK_SCHED, "
                                "ns; threads that exited included)"
                                + (", summed over the root and its descendants (a descendant "
@@ -184,7 +212,11 @@ class TreeCpu:
                                   "and keep their last reading (polled every "
                                   f"{self.interval:g} s)" if self.gone else "")
                                + ("; the root could not be read when tracing began"
-                                  if self.root_missing_at_start else ""))}
+                                  if self.root_missing_at_start else "")
+                               + (f"; processes of the tree reaped children that used "
+                                  f"{reaped / 1e6:,.0f} ms of CPU (cutime + cstime, in ticks), "
+                                  "more than the polls saw of them: that CPU is not counted"
+                                  if unseen else ""))}
 
 
 def exited(pid: int) -> bool:

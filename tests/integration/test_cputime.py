@@ -79,6 +79,21 @@ def test_tree_keeps_the_last_reading_of_a_child_that_was_reaped_and_wait4_counts
     assert launched["cpu_ns"] == rusage_ns and launched["complete"]
 
 
+def test_tree_says_when_children_it_never_saw_were_reaped():
+    # 300 short children, each born and reaped between two polls at 0.2 s, then a busy loop
+    sh = subprocess.Popen(["/bin/sh", "-c", "for i in $(seq 300); do /bin/true; done; i=0; "
+                           "while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+    tree = cputime.TreeCpu(sh.pid, tree=True, interval=0.2).start()
+    assert cputime.wait_exited(sh.pid, timeout=120)
+    res = tree.stop()
+    _, _, rusage_ns = cputime.reap(sh)
+    # the children used CPU (300 exec's of /bin/true take well over a tick here) that the
+    # clocks did not see: the figure is marked, and stays below the shell's rusage
+    assert res["reaped_children_cpu_ns"] > 0
+    assert not res["complete"] and "not counted" in res["method"]
+    assert res["cpu_ns"] < rusage_ns
+
+
 @pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
 def test_record_pid_gives_the_overhead_as_a_share_of_the_targets_cpu(platform_file, tmp_path):
     out = tmp_path / "attach"

@@ -24,6 +24,7 @@ from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of
                   symbols)
 from .probegen import render
 from . import sampling
+from . import cputime
 from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
@@ -371,7 +372,13 @@ def record(opts: Options) -> Result:
             except JvmosError as e:
                 abort(str(e))
         tree = _Tree(root)
+        # the target's CPU time during the recording: attach mode polls the tree's CPU clocks;
+        # launch mode reads the gate's clock here and the rusage when the command is reaped
+        cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
+        cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
         t0 = time.monotonic_ns()
+        if cpu_watch is not None:
+            cpu_watch.start()
         if gate_w is not None:
             os.write(gate_w, b"go\n")
             os.close(gate_w)
@@ -389,21 +396,19 @@ def record(opts: Options) -> Result:
             load = threading.Thread(target=drive, daemon=True)
             load.start()
         if child is not None:
-            while child.poll() is None:
+            while not cputime.exited(child.pid):   # not reaped yet: its CPU stays readable
                 if interrupted["sig"] is not None:
                     try:
                         child.send_signal(signal.SIGTERM)
                     except ProcessLookupError:
                         pass
-                    try:
-                        child.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
+                    if not cputime.wait_exited(child.pid, timeout=10):
                         child.kill()
                     break
                 if bt.poll() is not None:
                     break
                 time.sleep(0.02)
-            exit_code = child.wait()
+            exit_code, cpu_at_end, cpu_rusage = cputime.reap(child)
         else:
             deadline = None if opts.duration is None else time.monotonic() + opts.duration
             while interrupted["sig"] is None and bt.poll() is None:
@@ -415,6 +420,8 @@ def record(opts: Options) -> Result:
                     break
                 time.sleep(0.05)
         wall_ns = time.monotonic_ns() - t0
+        target_cpu = (cpu_watch.stop() if cpu_watch is not None
+                      else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
         if opts.sample and opts.pid is not None and Path(f"/proc/{opts.pid}").exists():
             try:
                 sampling.attach_stop(jvms[0], opts.pid, out)
@@ -470,6 +477,8 @@ def record(opts: Options) -> Result:
                         "probe fired): only syscall figures apply")
         log(f"warning: {warnings[-1]}")
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
+    summary["totals"].update(cputime.overhead_totals(
+        summary["totals"].get("guaranteed_overhead_ns"), wall_ns, target_cpu))
     if opts.sample:
         merge_samples(summary, sampling.collect(out, log=log))
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,

@@ -26,6 +26,23 @@ def load_run(run_dir) -> tuple:
     return manifest, summary
 
 
+def target_cpu_line(t: dict) -> str:
+    """The guaranteed overhead as a share of the target's CPU time during the recording."""
+    cpu = t.get("target_cpu_ns")
+    if cpu is None:
+        return f"target's CPU time during the recording: not read ({t.get('target_cpu_method')})"
+    lb = "" if t.get("target_cpu_complete") else (
+        f"; incomplete, a lower bound: {t.get('target_cpu_method')}")
+    pct = t.get("guaranteed_overhead_pct_of_cpu")
+    if pct is not None:
+        share = f"{pct:.1f}% of the target's CPU time"
+    elif not cpu:
+        share = "no share of the target's CPU time (it used none)"
+    else:
+        share = "no share of the target's CPU time (no guaranteed overhead figure)"
+    return f"  = {share} ({cpu / 1e6:,.1f} ms CPU during the recording{lb})"
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -45,6 +62,8 @@ def render(run_dir) -> str:
     out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
                + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
+    if "target_cpu_ns" in t:
+        out.append(target_cpu_line(t))
     res = t.get("guaranteed_by_resource") or {}
     if len(res) > 1:
         out.append("  by resource: " + ", ".join(f"{k} {fmt_ns(v)}" for k, v in res.items())

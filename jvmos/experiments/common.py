@@ -9,6 +9,7 @@ from typing import List, Optional
 
 from .. import JvmosError
 from .. import record as rec
+from .. import cputime
 from ..jdk import Jvm, discover_jdks
 
 
@@ -29,15 +30,16 @@ def last_json(text: str) -> dict:
 
 
 def run_bare(cmd: List[str], timeout: float = 900) -> dict:
-    """Run a workload without any probe; returns its JSON line plus the process wall time."""
-    t0 = time.monotonic_ns()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    wall = time.monotonic_ns() - t0
-    if r.returncode != 0:
-        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise JvmosError(f"workload failed (exit {r.returncode}): {' '.join(cmd)}: {tail}")
-    res = last_json(r.stdout)
-    res["process_wall_ns"] = wall
+    """Run a workload without any probe; returns its JSON line plus the process wall time and
+    its CPU time (wait4 rusage: every thread, exited ones included, and the children it
+    reaped; microsecond resolution, in ns)."""
+    r = cputime.run_measured(cmd, timeout=timeout)
+    if r["returncode"] != 0:
+        tail = (r["stderr"].strip().splitlines() or ["no output"])[-1]
+        raise JvmosError(f"workload failed (exit {r['returncode']}): {' '.join(cmd)}: {tail}")
+    res = last_json(r["stdout"])
+    res["process_wall_ns"] = r["wall_ns"]
+    res["process_cpu_ns"] = r["cpu_ns"]
     return res
 
 

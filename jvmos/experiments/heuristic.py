@@ -106,9 +106,9 @@ def combine(reps: List[dict]) -> dict:
     if all("mem_parts" in r for r in reps):
         L["mem_parts"] = _median_dict([r["mem_parts"] for r in reps])
     L["guaranteed_ns"] = sum(L["by_resource"].values())
-    for k in ("server_cpu_ns", "wall_ns", "probe_overhead_ns"):
+    for k in ("server_cpu_ns", "bare_cpu_ns", "wall_ns", "probe_overhead_ns"):
         L[k] = statistics.median(r.get(k) or 0 for r in reps)
-    L.update(cpu_split(L["server_cpu_ns"], L["guaranteed_ns"]))
+    L.update(cpu_split(L["bare_cpu_ns"], L["server_cpu_ns"], L["guaranteed_ns"]))
     L["bare"], L["recorded"] = reps[0]["bare"], reps[0]["recorded"]
     L["run_dir"] = reps[0]["run_dir"]
     L["repeats"] = reps

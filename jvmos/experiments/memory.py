@@ -175,6 +175,8 @@ def main(argv) -> int:
             "kernel_syscalls_ns": kernel - (vm.get("page_fault_time_ns") or 0.0),
             "page_fault_ns": vm.get("page_fault_time_ns"),
             "overhead_pct": 100.0 * (libc + kernel) / exec_ns,
+            **cpu_figures(bare.get("process_cpu_ns"), s["totals"].get("target_cpu_ns"),
+                          libc + kernel),
             "libc_overhead_pct": 100.0 * libc / exec_ns,
             "malloc_probed_ns": malloc_ns, "free_estimated_ns": free_ns,
             "malloc_calls": m.get("calls"), "malloc_bytes": m.get("bytes"),
@@ -187,13 +189,14 @@ def main(argv) -> int:
             "run_dir": str(res.run_dir.relative_to(out)),
         }
     summarize(results)
-    t6, tg = table6(results), table_growth(results)
+    t6, tg, tc = table6(results), table_growth(results), table_cpu(results)
     notes = notes_for(results)
     figs = growth_figure(results, out / "memory-growth")
     results["figures"] = [f.name for f in figs]
-    write_outputs(out, "table6", [t6, tg], results, notes)
+    write_outputs(out, "table6", [t6, tg, tc], results, notes)
     print(t6.markdown())
     print(tg.markdown())
+    print(tc.markdown())
     for n in notes:
         print(f"- {n}")
     print(f"\nresults: {out}/table6.md (and .csv, .json, memory-growth.png/.svg); "
@@ -215,11 +218,40 @@ def summarize(results) -> None:
     results["outliers"] = outliers
 
 
+def cpu_figures(bare_cpu_ns, recorded_cpu_ns, overhead_ns) -> dict:
+    """The bare run's CPU time (wait4 rusage, us resolution), the overhead's share of it, and
+    the recorded run's CPU time beside it (the probe effect)."""
+    ok = bool(bare_cpu_ns)
+    d = recorded_cpu_ns - bare_cpu_ns if ok and recorded_cpu_ns is not None else None
+    return {"bare_cpu_ns": bare_cpu_ns, "recorded_cpu_ns": recorded_cpu_ns,
+            "overhead_pct_of_bare_cpu": 100.0 * overhead_ns / bare_cpu_ns if ok else None,
+            "probe_effect_cpu_ns": d,
+            "recorded_over_bare_cpu": recorded_cpu_ns / bare_cpu_ns if d is not None else None}
+
+
+def table_cpu(results) -> Table:
+    t = Table("Table 6, CPU time: the overhead as a share of the bare run's CPU time, and the "
+              "recorded run's CPU time (probe effect; ms)",
+              ["program", "bare CPU", "overhead (libc + kernel) / bare CPU", "recorded CPU",
+               "recorded - bare", "recorded / bare"])
+    for b, r in results["benchmarks"].items():
+        bc, rc = r.get("bare_cpu_ns"), r.get("recorded_cpu_ns")
+        pct, d, x = (r.get("overhead_pct_of_bare_cpu"), r.get("probe_effect_cpu_ns"),
+                     r.get("recorded_over_bare_cpu"))
+        t.add([b, "—" if bc is None else f"{bc / 1e6:,.0f}", "—" if pct is None else f"{pct:.1f}%",
+               "—" if rc is None else f"{rc / 1e6:,.0f}", "—" if d is None else f"{d / 1e6:+,.0f}",
+               "—" if x is None else f"{x:.2f}x"],
+              [b, None if bc is None else bc / 1e6, pct, None if rc is None else rc / 1e6,
+               None if d is None else d / 1e6, x])
+    return t
+
+
 def table6(results) -> Table:
     t = Table(f"Table 6: memory allocation costs ({results['suite']}, size {results['size']}, "
               f"{results['iterations']} iterations, {results['jdk_label']}; ms)",
-              ["program", "exec time", "libc", "kernel", "overhead", "allocator calls (probed)",
-               "frees (estimated)", "bytes requested", "page faults", "paper: exec / libc / kernel / overhead"])
+              ["program", "exec time (bare wall)", "libc", "kernel", "overhead / exec time",
+               "allocator calls (probed)", "frees (estimated)", "bytes requested", "page faults",
+               "paper: exec / libc / kernel / overhead"])
     for b, r in results["benchmarks"].items():
         paper = PAPER_T6.get(PAPER_NAME.get(b, b))
         ptxt = (f"{paper[0]:,} / {paper[1]:,} / {paper[2]} / {paper[3]}%" if paper else "—")
@@ -268,6 +300,10 @@ def notes_for(results) -> List[str]:
              "the benchmark; libc and kernel: from the recording of the same command in the "
              "same invocation, corrected for the probe effect; overhead = (libc + kernel) / "
              "exec time.",
+             "CPU time table: bare CPU = the bare run's user + system time (wait4 rusage of the "
+             "JVM: every thread, those that exited included; us resolution); recorded CPU = the "
+             "same for the recorded run, from the moment tracing began (summary "
+             "target_cpu_ns); recorded - bare is the probe effect on the JVM's CPU time.",
              "libc = malloc/calloc/realloc timed by probes (on-CPU, minus probe windows) + "
              "free estimated (one per block allocated x the calibrated cost of a free); "
              "allocator calls counts only the calls the probes saw, frees (estimated) the "

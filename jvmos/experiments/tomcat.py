@@ -6,8 +6,9 @@ threads, and pages each thread retrieves before it halts (a new connection per p
 load levels, both parameters growing (a quadratic growth of the work, as in the paper). At each
 level the load runs once while jvmos is attached to the server with the io, threads, links and
 mem layers, then once bare. The guaranteed overhead is split into I/O, memory, threads and
-links, beside the server's Java execution time (its CPU time during the load, less the
-overhead), drawn as stacked bars.
+links, beside the server's Java execution time (its CPU time during the bare load, read in ns,
+less the overhead), drawn as stacked bars; the recorded load's CPU time is given beside it as
+the probe effect.
 """
 import argparse
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from jvmos import JvmosError
+from jvmos import cputime
 from jvmos import record as rec
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_count
@@ -137,18 +139,31 @@ class Shop:
         return res
 
     def cpu_ns(self) -> int:
-        """utime + stime of the server so far (clock ticks -> ns)."""
-        import os
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            s = f.read()
-        fields = s[s.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        """The server's CPU time so far, ns (its process CPU clock: every thread, those that
+        have exited included). JvmosError if the server is gone."""
+        try:
+            return cputime.process_cpu_ns(self.proc.pid)
+        except cputime.ProcessGone as e:
+            raise JvmosError(f"the shop's CPU time cannot be read: {e} (did the server exit? "
+                             f"see {self.dir}/server-stderr.txt)")
 
 
-def cpu_split(cpu_ns: float, overhead_ns: float) -> dict:
-    """The server's CPU time during a load: Java execution (the rest) and the overhead's share."""
-    return {"java_exec_ns": max(0.0, cpu_ns - overhead_ns),
-            "overhead_pct_of_cpu": 100.0 * overhead_ns / cpu_ns if cpu_ns else None}
+def cpu_split(bare_cpu_ns: Optional[float], recorded_cpu_ns: Optional[float],
+              overhead_ns: float) -> dict:
+    """A load's CPU time split into the guaranteed overhead and Java execution, on the bare
+    run (which the probes did not inflate): Java execution = bare CPU - overhead, overhead % =
+    overhead / bare CPU. The recorded run's CPU is the probe effect's figure: recorded - bare,
+    and recorded / bare. An overhead larger than the bare CPU time is not clamped: Java
+    execution is then negative and `overhead_exceeds_bare_cpu` says so."""
+    ok = bool(bare_cpu_ns)
+    out = {"java_exec_ns": bare_cpu_ns - overhead_ns if ok else None,
+           "overhead_pct_of_bare_cpu": 100.0 * overhead_ns / bare_cpu_ns if ok else None,
+           "overhead_exceeds_bare_cpu": overhead_ns > bare_cpu_ns if ok else None,
+           "probe_effect_cpu_ns": None, "recorded_over_bare_cpu": None}
+    if ok and recorded_cpu_ns is not None:
+        out["probe_effect_cpu_ns"] = recorded_cpu_ns - bare_cpu_ns
+        out["recorded_over_bare_cpu"] = recorded_cpu_ns / bare_cpu_ns
+    return out
 
 
 def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
@@ -171,7 +186,8 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     log(f"[{name}] {threads} threads x {pages} pages, bare")
     c0 = shop.cpu_ns()
     bare = shop.load(threads, pages, keepalive)
-    bare["server_cpu_ns"] = shop.cpu_ns() - c0
+    bare_cpu = shop.cpu_ns() - c0
+    bare["server_cpu_ns"] = bare_cpu
     s = res.summary
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
@@ -181,9 +197,11 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     return {
         "threads": threads, "pages": pages, "connections": load.get("connections"),
         "bare": bare, "recorded": load, "run_dir": str(res.run_dir.relative_to(out)),
-        "server_cpu_ns": cpu, "wall_ns": t["wall_ns"],
+        "server_cpu_ns": cpu, "bare_cpu_ns": bare_cpu,
+        "cpu_clock": "the server's process CPU clock (clock_gettime, ns, every thread)",
+        "wall_ns": t["wall_ns"],
         "guaranteed_ns": overhead, "by_resource": by,
-        **cpu_split(cpu, overhead),
+        **cpu_split(bare_cpu, cpu, overhead),
         "counts": model.counts_from_summary(s),
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
@@ -223,31 +241,51 @@ def ms(ns):
     return "—" if ns is None else f"{ns / 1e6:,.1f}"
 
 
+def pct(v):
+    return "—" if v is None else f"{v:.1f}%"
+
+
+def probe_effect(L) -> str:
+    """'recorded CPU (+difference, ratio x)' of a level, in ms."""
+    rec_ns, d, r = L.get("server_cpu_ns"), L.get("probe_effect_cpu_ns"), L.get("recorded_over_bare_cpu")
+    if rec_ns is None:
+        return "—"
+    if d is None or r is None:
+        return ms(rec_ns)
+    return f"{ms(rec_ns)} ({'+' if d >= 0 else '-'}{abs(d) / 1e6:,.1f}, {r:.2f}x)"
+
+
 def figure2_table(results) -> Table:
     t = Table(f"Figure 2: guaranteed overhead of the shop under load ({results['jdk_label']}, "
               f"{results['page_bytes']:,}-byte pages; ms of server CPU time)",
               ["load (threads x pages)", "connections", "pages/s (bare)", "pages/s (recorded)",
-               "I/O", "memory", "threads", "links", "Java execution", "overhead"])
+               "I/O", "memory", "threads", "links", "Java execution (bare CPU - overhead)",
+               "overhead / bare CPU", "bare CPU", "recorded CPU (probe effect)"])
     for name, L in results["levels"].items():
         by = L["by_resource"]
         row = [name, fmt_count(L["connections"]), f"{L['bare'].get('pages_per_s', 0):,.0f}",
                f"{L['recorded'].get('pages_per_s', 0):,.0f}",
                ms(by.get("io")), ms(by.get("mem")), ms(by.get("threads")), ms(by.get("links")),
-               ms(L["java_exec_ns"]),
-               "—" if L["overhead_pct_of_cpu"] is None else f"{L['overhead_pct_of_cpu']:.1f}%"]
+               ms(L["java_exec_ns"]) + (" (overhead > bare CPU)"
+                                         if L.get("overhead_exceeds_bare_cpu") else ""),
+               pct(L["overhead_pct_of_bare_cpu"]), ms(L.get("bare_cpu_ns")),
+               probe_effect(L)]
         t.add(row, [name, L["connections"], L["bare"].get("pages_per_s"),
                     L["recorded"].get("pages_per_s"), by.get("io"), by.get("mem"),
                     by.get("threads"), by.get("links"), L["java_exec_ns"],
-                    L["overhead_pct_of_cpu"]])
+                    L["overhead_pct_of_bare_cpu"], L.get("bare_cpu_ns"), L.get("server_cpu_ns")])
     return t
 
 
 def notes_for(results) -> List[str]:
     return ["Each resource is the guaranteed overhead measured by its layer, corrected for the "
             "probe effect: I/O = jni_copy + nio_copy + kernel_copy, memory = malloc + vm, "
-            "threads = thread_create, links = link + file (on-CPU). Java execution = the "
-            "server's CPU time during the recorded load (utime + stime) minus that overhead. "
-            "overhead = the sum / CPU time (paper: 15% to 45%).",
+            "threads = thread_create, links = link + file (on-CPU). bare CPU = the server's "
+            "CPU time during the bare load (its process CPU clock read in ns before and after "
+            "the load: every thread, those that exited during the load included). Java "
+            "execution = bare CPU minus the overhead; overhead = the sum / bare CPU (paper: "
+            "15% to 45%). recorded CPU = the same clock over the recorded load; in brackets "
+            "the probe effect: recorded - bare, and recorded / bare.",
             "pages/s bare and recorded are from the same invocation (recorded first, so that "
             "the connector's pool grows while jvmos watches; the bare run then finds it grown); "
             "the difference is the probe effect on the server and on the load generator, and "
@@ -265,14 +303,15 @@ def figure2(results, stem: Path) -> list:
         vals = [(results["levels"][n]["by_resource"].get(key) or 0.0) / 1e6 for n in names]
         ax.bar(names, vals, bottom=bottoms, color=colour, label=label)
         bottoms = [b + v for b, v in zip(bottoms, vals)]
-    java = [results["levels"][n]["java_exec_ns"] / 1e6 for n in names]
+    java = [(results["levels"][n]["java_exec_ns"] or 0.0) / 1e6 for n in names]
     ax.bar(names, java, bottom=bottoms, color="#bdbdbd", label="Java execution time")
     for i, n in enumerate(names):
-        pct = results["levels"][n]["overhead_pct_of_cpu"]
-        if pct is not None:
-            ax.text(i, bottoms[i] + java[i], f"{pct:.0f}%", ha="center", va="bottom", fontsize=8)
-    ax.set_xlabel("load: client threads x pages per thread")
-    ax.set_ylabel("server CPU time during the load (ms)")
+        share = results["levels"][n]["overhead_pct_of_bare_cpu"]
+        if share is not None:
+            ax.text(i, bottoms[i] + max(java[i], 0.0), f"{share:.0f}%", ha="center",
+                    va="bottom", fontsize=8)
+    ax.set_xlabel("load: client threads x pages per thread (% = overhead / bare CPU time)")
+    ax.set_ylabel("server CPU time during the bare load (ms)")
     ax.set_title(f"Shop on Tomcat: guaranteed overhead by resource ({results['jdk_label']})",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left")

@@ -478,6 +478,9 @@ def notes_for(results) -> List[str]:
         "extended fit (jvmos): the paper's terms, links = accepts x C_link + files x C_file, "
         "and memory = allocator calls x C_malloc + user page faults x C_pf + C_vm instead of "
         "one constant C_mem; fitted on the other levels, this level predicted from its counts. "
+        "The real cost's page-fault part is itself user page faults x the calibrated cost of a "
+        "fault (the probes count faults, they do not time them): C_pf recovers that "
+        "calibration, and that term matches by construction. "
         f"Worst held-out error {results['worst_held_out_error_extended_pct']:.1f}% "
         f"({met(results.get('goal_met_extended'))})."]
         if results.get("worst_held_out_error_extended_pct") is not None else [])

@@ -10,13 +10,23 @@ code can be checked against the paper line by line. Times in microseconds.
   (6) C_os   = n_thr * (C_nt + C_link + n_chunks * C_IOchunk) + C_mem   (a server in steady
              state: one thread and one link per connection, no files)
 
-jvmos adds an optional synchronization term, n_futex * C_sync, fitted from measured runs
-(`jvmos run heuristic`): the paper blames unmeasured native synchronization for its error.
+There is no synchronization term. The paper blames the native synchronization it did not
+model for its growing error; jvmos measures futex calls, but the cost a prediction is compared
+with (the guaranteed overhead) does not contain synchronization time: a futex wait's time is
+mostly blocking (in results/heuristic the waits of one recording add up to 5-99 s of thread time
+in a 0.3-2.4 s run), and no calibration measures a cost per synchronization. A C_sync fitted
+against that cost could only soak up what the other terms miss (it did: 0.10-0.44 µs per futex
+depending on which level was held out, while the futex wakes themselves took 1.9-3.3 µs each
+on-CPU), which is not a constant of the platform.
+
+C_mem has no platform constant either: it is given (`jvmos predict --mem-ms`), 0 as in the
+paper's steady state, or, in `jvmos run heuristic`, the memory cost of the other load levels.
+A run's own measured memory is never its own estimate's C_mem.
 """
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Tuple
 
-CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file", "C_sync")
+CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file")
 
 
 @dataclass
@@ -25,7 +35,6 @@ class Constants:
     C_link: float
     C_io_chunk: float
     C_file: float = 0.0
-    C_sync: float = 0.0
     # 95% intervals, (low, high), where known
     ci95: Dict[str, Tuple[float, float]] = field(default_factory=dict)
 
@@ -45,7 +54,7 @@ class Workload:
     files: int = 0                   # n_files
     file_chunks: Optional[float] = None   # I/O chunks per file (default: chunks)
     mem_us: float = 0.0              # C_mem
-    futex: int = 0                   # n_futex, for the synchronization term
+    mem_source: str = "not given: 0, the paper's steady state"   # where C_mem came from
     exec_time_us: Optional[float] = None  # T, the run's execution time
 
 
@@ -66,12 +75,8 @@ def c_io(k: Constants, w: Workload) -> float:                        # equation 
     return c_net(k, w) + c_file(k, w)
 
 
-def c_sync(k: Constants, w: Workload) -> float:                      # jvmos's extra term
-    return w.futex * k.C_sync
-
-
-def c_os(k: Constants, w: Workload) -> float:                        # equation 1 (+ sync)
-    return c_thr(k, w) + c_io(k, w) + w.mem_us + c_sync(k, w)
+def c_os(k: Constants, w: Workload) -> float:                        # equation 1
+    return c_thr(k, w) + c_io(k, w) + w.mem_us
 
 
 def c_os_server(k: Constants, w: Workload) -> float:                 # equation 6
@@ -90,7 +95,7 @@ def speedup(t_us: float, cost_us: float) -> Optional[float]:
 def predict(k: Constants, w: Workload) -> dict:
     terms = {"eq2_C_thr_us": c_thr(k, w), "eq4_C_net_us": c_net(k, w),
              "eq5_C_file_us": c_file(k, w), "eq3_C_IO_us": c_io(k, w), "C_mem_us": w.mem_us,
-             "sync_us": c_sync(k, w), "eq1_C_os_us": c_os(k, w),
+             "eq1_C_os_us": c_os(k, w),
              "eq6_C_os_us": c_os_server(k, w)}
     out = {"constants_us": {c: getattr(k, c) for c in CONSTANTS}, "workload": asdict(w),
            "terms": terms, "C_os_us": terms["eq1_C_os_us"]}
@@ -150,16 +155,34 @@ def mem_parts_from_summary(s: dict) -> dict:
             "vm_syscall_ns": max(0.0, (vm.get("time_ns") or 0.0) - pf)}
 
 
-def workload_from_summary(s: dict) -> Workload:
-    """Equation 1's inputs as a recording measured them: connections accepted, I/O operations
-    per connection, threads created, files opened, C_mem = the memory cost measured, T = the
-    recording's wall time."""
+def workload_from_summary(s: dict, mem_us: Optional[float] = None,
+                          mem_source: Optional[str] = None) -> Workload:
+    """Equation 1's inputs as a recording counted them: connections accepted, I/O operations
+    per connection, threads created, files opened; T = the recording's wall time. C_mem is
+    NOT taken from the recording (its measured memory cost is part of what the prediction is
+    compared with): it is `mem_us` as given, else 0 (the paper's steady state)."""
     c = counts_from_summary(s)
     conns = c["accepts"]
     ops = c["io_writes"] + c["io_reads"]
-    by = s["totals"].get("guaranteed_by_resource") or {}
-    return Workload(connections=conns, chunks=ops / conns if conns else 0.0,
-                    threads=c["threads_created"], files=c["files_opened"],
-                    file_chunks=0 if conns else (ops / c["files_opened"] if c["files_opened"] else 0),
-                    mem_us=by.get("mem", 0.0) / 1e3, futex=c["futex"],
-                    exec_time_us=s["totals"]["wall_ns"] / 1e3)
+    w = Workload(connections=conns, chunks=ops / conns if conns else 0.0,
+                 threads=c["threads_created"], files=c["files_opened"],
+                 file_chunks=0 if conns else (ops / c["files_opened"] if c["files_opened"] else 0),
+                 exec_time_us=s["totals"]["wall_ns"] / 1e3)
+    if mem_us is not None:
+        w.mem_us = mem_us
+        w.mem_source = mem_source or "given"
+    return w
+
+
+def measured_from_summary(s: dict) -> dict:
+    """What a recording measured, to compare a prediction with (µs): the guaranteed overhead
+    (equation 1's resources: I/O, threads, links, memory; no synchronization time), its memory
+    part, and the rest without memory."""
+    t = s["totals"]
+    by = t.get("guaranteed_by_resource") or {}
+    total = t.get("guaranteed_overhead_ns")
+    if total is None:
+        total = sum(by.values())
+    mem = by.get("mem", 0.0)
+    return {"C_os_us": total / 1e3, "mem_us": mem / 1e3, "without_mem_us": (total - mem) / 1e3,
+            "by_resource_us": {k: v / 1e3 for k, v in by.items()}}

@@ -185,7 +185,8 @@ examples:
                                      # the paper's constants: equation 6 gives 75.2 ms
   jvmos predict --connections 1000 --chunks 8 --files 50 --mem-ms 40 --exec-time-ms 9000 --json
   jvmos predict --from-run results/tomcat/runs/40x40
-                                     # the workload a recording measured, predicted and compared
+                                     # the workload a recording counted, predicted and compared
+                                     # (its measured memory cost is not an input: give --mem-ms)
 """
 
 
@@ -193,13 +194,13 @@ def cmd_predict(args) -> int:
     from jvmos.heuristic import model
     from . import calibrate as cal
     inline = {"C_nt": args.c_nt, "C_link": args.c_link, "C_io_chunk": args.c_io_chunk,
-              "C_file": args.c_file, "C_sync": args.c_sync}
+              "C_file": args.c_file}
     flag = lambda name: "--" + name.lower().replace("_", "-")
     for name, v in inline.items():
         if v is not None and (v < 0 or v != v):
             raise JvmosError(f"{flag(name)} must be a non-negative number of microseconds")
     for name in ("connections", "chunks", "threads", "files", "file_chunks", "mem_ms",
-                 "exec_time_ms", "futex"):
+                 "exec_time_ms"):
         v = getattr(args, name)
         if v is not None and v < 0:
             raise JvmosError(f"--{name.replace('_', '-')} must not be negative")
@@ -219,31 +220,53 @@ def cmd_predict(args) -> int:
             setattr(k, name, v)
             k.ci95.pop(name, None)        # a value given inline has no interval
     measured = None
+    mem_us = None if args.mem_ms is None else args.mem_ms * 1e3
     if args.from_run:
         from .report import load_run
         _, summary = load_run(args.from_run)
-        w = model.workload_from_summary(summary)
-        measured = summary["totals"].get("guaranteed_overhead_ns")
+        # the counts of the run are the workload; its measured memory cost is not an input
+        # (it is part of the cost the prediction is compared with): C_mem is --mem-ms or 0
+        w = model.workload_from_summary(summary, mem_us, "given: --mem-ms")
+        measured = model.measured_from_summary(summary)
     else:
         if args.connections is None or args.chunks is None:
             raise JvmosError("give --connections and --chunks (or --from-run RUN_DIR)")
         w = model.Workload(connections=args.connections, chunks=args.chunks, threads=args.threads,
                            files=args.files, file_chunks=args.file_chunks,
-                           mem_us=(args.mem_ms or 0.0) * 1e3, futex=args.futex or 0,
                            exec_time_us=args.exec_time_ms * 1e3 if args.exec_time_ms else None)
+        if mem_us is not None:
+            w.mem_us, w.mem_source = mem_us, "given: --mem-ms"
     res = model.predict(k, w)
     if measured is not None:
-        res["measured_C_os_us"] = measured / 1e3
-        res["measured_diff_pct"] = (100.0 * (measured / 1e3 - res["C_os_us"]) / (measured / 1e3)
-                                    if measured else None)
+        pct = lambda real, est: 100.0 * (real - est) / real if real else None
+        no_mem = res["C_os_us"] - w.mem_us
+        res["measured"] = {
+            "source": str(args.from_run),
+            "C_os_us": measured["C_os_us"], "mem_us": measured["mem_us"],
+            "without_mem_us": measured["without_mem_us"],
+            "by_resource_us": measured["by_resource_us"],
+            # (real - predicted) / real on everything the probes measured
+            "diff_pct": pct(measured["C_os_us"], res["C_os_us"]),
+            # the memory-free part of both: predicted without C_mem against measured without
+            # the run's memory cost (neither side uses the run's memory)
+            "predicted_without_mem_us": no_mem,
+            "without_mem_diff_pct": pct(measured["without_mem_us"], no_mem)}
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     print(render_prediction(res))
-    if "measured_C_os_us" in res:
-        d = res["measured_diff_pct"]
-        print(f"measured by the probes in {args.from_run}: {res['measured_C_os_us'] / 1e3:,.3f} ms"
-              + ("" if d is None else f" (real - predicted) / real = {d:+.1f}%"))
+    m = res.get("measured")
+    if m:
+        ms = lambda us: f"{us / 1e3:,.3f} ms"
+        d, dn = m["diff_pct"], m["without_mem_diff_pct"]
+        print(f"measured by the probes in {m['source']} (guaranteed overhead, no synchronization "
+              f"time): {ms(m['C_os_us'])}"
+              + ("" if d is None else f"; (real - predicted) / real = {d:+.1f}%"))
+        print(f"  of which memory {ms(m['mem_us'])} (this run's own measurement: not an input of "
+              f"the prediction, whose C_mem is {ms(w.mem_us)}, {w.mem_source})")
+        print(f"  without memory: measured {ms(m['without_mem_us'])}, predicted "
+              f"{ms(m['predicted_without_mem_us'])}"
+              + ("" if dn is None else f"; (real - predicted) / real = {dn:+.1f}%"))
     return 0
 
 
@@ -258,7 +281,7 @@ def render_prediction(res: dict) -> str:
     fc = w["file_chunks"] if w["file_chunks"] is not None else w["chunks"]
     lines.append(f"workload: {w['connections']:,} connections x {w['chunks']:g} chunks, "
                  f"{n_thr:,} threads, {w['files']:,} files x {fc:g} chunks, "
-                 f"C_mem {w['mem_us'] / 1e3:g} ms" + (f", {w['futex']:,} futex" if w['futex'] else ""))
+                 f"C_mem {w['mem_us'] / 1e3:g} ms ({w['mem_source']})")
     lines += [
         f"(2) C_thr  = n_thr x C_nt = {n_thr:,} x {k['C_nt']:g} = {ms(t['eq2_C_thr_us'])}",
         f"(4) C_net  = n_links x (n_chunks x C_IOchunk + C_link) = {w['connections']:,} x "
@@ -267,8 +290,6 @@ def render_prediction(res: dict) -> str:
         f"({fc:g} x {k['C_io_chunk']:g} + {k['C_file']:g}) = {ms(t['eq5_C_file_us'])}",
         f"(3) C_IO   = C_net + C_file = {ms(t['eq3_C_IO_us'])}",
     ]
-    if t["sync_us"]:
-        lines.append(f"    sync   = n_futex x C_sync = {ms(t['sync_us'])}  (jvmos's extra term)")
     lines.append(f"(1) C_os   = C_thr + C_IO + C_mem = {ms(t['eq1_C_os_us'])}"
                  + (f"  (95% interval {ms(res['C_os_ci95_us'][0])} .. {ms(res['C_os_ci95_us'][1])})"
                     if "C_os_ci95_us" in res else ""))
@@ -373,16 +394,15 @@ def build_parser():
     pr.add_argument("--c-link", type=float, help="µs per accepted connection (C_link)")
     pr.add_argument("--c-io-chunk", type=float, help="µs per blocking I/O chunk (C_I/Ochunk)")
     pr.add_argument("--c-file", type=float, help="µs per file opened (C_file)")
-    pr.add_argument("--c-sync", type=float, help="µs per futex call (fitted sync term)")
     pr.add_argument("--from-run", metavar="RUN_DIR",
                     help="take the workload from a recording (connections, I/O operations, "
-                         "threads, files, C_mem and T as measured) and compare")
+                         "threads, files and T as counted; C_mem stays --mem-ms or 0, never the "
+                         "run's own memory cost) and compare with what it measured")
     pr.add_argument("--connections", type=int, help="connections (n_links)")
     pr.add_argument("--chunks", type=float, help="I/O chunks per connection")
     pr.add_argument("--threads", type=int, help="native threads started (default: connections)")
     pr.add_argument("--files", type=int, default=0, help="files opened (default 0)")
     pr.add_argument("--file-chunks", type=float, help="I/O chunks per file (default: --chunks)")
-    pr.add_argument("--futex", type=int, help="futex calls, for --c-sync")
     pr.add_argument("--mem-ms", type=float, help="C_mem in ms (default 0, as the paper)")
     pr.add_argument("--exec-time-ms", type=float, help="the workload's execution time T, for "
                                                        "the speedup T / (T - C_os)")

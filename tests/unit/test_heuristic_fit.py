@@ -4,19 +4,19 @@ import pytest
 from jvmos.experiments import heuristic as h
 from jvmos.heuristic.model import Constants
 
-TRUE = {"C_nt": 100.0, "C_link": 8.0, "C_io_chunk": 0.35, "C_mem": 2000.0, "C_sync": 5.0}
+TRUE = {"C_nt": 100.0, "C_link": 8.0, "C_io_chunk": 0.35, "C_mem": 2000.0}
 
 
 def level(conns, threads, futex, mem_us=TRUE["C_mem"], scale=1.0):
-    """A load level whose costs follow the model exactly (µs -> ns in by_resource)."""
+    """A load level whose costs follow the model exactly (µs -> ns in by_resource); the real
+    cost is the sum of the resources, as `measure_level` makes it (no synchronization time)."""
     ops = 10 * conns
     by = {"io": ops * TRUE["C_io_chunk"] * 1e3 * scale,
           "links": conns * TRUE["C_link"] * 1e3 * scale,
           "threads": threads * TRUE["C_nt"] * 1e3 * scale,
           "mem": mem_us * 1e3}
-    sync_ns = futex * TRUE["C_sync"] * 1e3
     return {"threads": 1, "pages": conns, "connections": conns,
-            "by_resource": by, "guaranteed_ns": sum(by.values()) + sync_ns,
+            "by_resource": by, "guaranteed_ns": sum(by.values()),
             "counts": {"accepts": conns, "io_writes": 6 * conns, "io_reads": 4 * conns,
                        "io_syscalls": ops, "threads_created": threads, "files_opened": 0,
                        "futex": futex, "context_switches": {"voluntary": conns, "threads": 3}},
@@ -31,8 +31,8 @@ def test_a_model_that_holds_exactly_is_recovered_and_predicts_held_out_levels():
     f = h.fit(levels, Constants(C_nt=1, C_link=1, C_io_chunk=1))
     for k in ("C_nt", "C_link", "C_io_chunk", "C_mem"):
         assert f[k] == pytest.approx(TRUE[k])
-    # the sync term is fitted on what the resource terms leave: here exactly futex x 5 µs
-    assert f["C_sync"] == pytest.approx(TRUE["C_sync"])
+    # no synchronization term: the real cost holds no synchronization time
+    assert set(f) == {"C_nt", "C_link", "C_io_chunk", "C_mem"}
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
     h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
     assert results["worst_held_out_error_pct"] == pytest.approx(0.0, abs=1e-9)
@@ -157,3 +157,116 @@ def test_analyze_of_a_directory_that_is_not_a_heuristic_run(tmp_path):
 def test_two_regressor_fit_falls_back_when_a_coefficient_would_be_negative():
     a, b = h._lstsq2([1, 2, 3], [3, 2, 1], [1.0, 2.0, 3.0])
     assert a == pytest.approx(1.0) and b == 0.0
+
+
+# --- what each estimate of Table 7 uses -----------------------------------------------------
+
+K = Constants(C_nt=10.0, C_link=2.0, C_io_chunk=0.5, C_file=3.0)
+
+
+def toy(name, accepts, writes, reads, threads, files, io, links, thr, mem):
+    """A level of the 3-level toy set: counts, and measured costs in µs (stored in ns)."""
+    by = {"io": io * 1e3, "links": links * 1e3, "threads": thr * 1e3, "mem": mem * 1e3}
+    return {"threads": 1, "pages": accepts, "connections": accepts, "by_resource": by,
+            "guaranteed_ns": sum(by.values()),
+            "counts": {"accepts": accepts, "io_writes": writes, "io_reads": reads,
+                       "threads_created": threads, "files_opened": files, "futex": 50,
+                       "malloc_calls": 10 * accepts, "page_faults": accepts},
+            "mem_parts": {"malloc_ns": mem * 0.5e3, "page_fault_ns": mem * 0.3e3,
+                          "vm_syscall_ns": mem * 0.2e3},
+            "repeats": [], "run_dir": f"runs/{name}"}
+
+
+def toy_set():
+    # measured memory: A 1000 µs, B 2000 µs, C 6000 µs
+    return {"A": toy("A", 100, 600, 400, 2, 4, io=600, links=250, thr=30, mem=1000),
+            "B": toy("B", 200, 1300, 700, 1, 6, io=1100, links=420, thr=12, mem=2000),
+            "C": toy("C", 400, 2500, 1500, 3, 8, io=2100, links=830, thr=33, mem=6000)}
+
+
+def test_eq1_takes_c_mem_from_the_other_levels_worked_by_hand():
+    results = {"levels": toy_set()}
+    h.analyze(results, K)
+    A, B, C = (results["levels"][n] for n in "ABC")
+    # leave-one-out C_mem = median of the two other levels' measured memory (µs):
+    #   A: median(2000, 6000) = 4000;  B: median(1000, 6000) = 3500;  C: median(1000, 2000) = 1500
+    assert (A["loo_mem_us"], B["loo_mem_us"], C["loo_mem_us"]) == (4000.0, 3500.0, 1500.0)
+    # equation 1 at A with the calibrated constants and A's counts:
+    #   threads 2 x 10 = 20; links 100 x 2 = 200; I/O (600 + 400) x 0.5 = 500; files 4 x 3 = 12
+    #   -> 732 µs without memory; + C_mem 4000 (the other levels) = 4732 µs
+    assert A["counted_estimate"]["C_os_us"] == pytest.approx(4732.0)
+    assert A["counted_estimate"]["workload"]["mem_us"] == 4000.0
+    assert "other levels" in A["counted_estimate"]["workload"]["mem_source"]
+    # real A = 600 + 250 + 30 + 1000 = 1880 µs; diff = (1880 - 4732) / 1880 = -151.70...%
+    assert A["counted_diff_pct"] == pytest.approx(100 * (1880 - 4732) / 1880)
+    # the variant with A's own measured memory, kept apart: 732 + 1000 = 1732 µs
+    assert A["counted_own_mem_estimate"]["C_os_us"] == pytest.approx(1732.0)
+    assert "not a prediction" in A["counted_own_mem_estimate"]["workload"]["mem_source"]
+    # C: threads 3 x 10 = 30; links 400 x 2 = 800; I/O 4000 x 0.5 = 2000; files 8 x 3 = 24
+    #   -> 2854; + 1500 = 4354 µs
+    assert C["counted_estimate"]["C_os_us"] == pytest.approx(4354.0)
+    # the paper's terms fitted on A and B only, C predicted (µs):
+    #   C_io = (1000*600 + 2000*1100) / (1000^2 + 2000^2) = 2,800,000 / 5,000,000 = 0.56
+    #   C_link = (100*250 + 200*420) / (100^2 + 200^2) = 109,000 / 50,000 = 2.18
+    #   C_nt = (2*30 + 1*12) / (2^2 + 1^2) = 72 / 5 = 14.4;  C_mem = median(1000, 2000) = 1500
+    #   C: 3 x 14.4 + 400 x 2.18 + 4000 x 0.56 + 1500 = 43.2 + 872 + 2240 + 1500 = 4655.2
+    assert C["loo_estimate_us"] == pytest.approx(4655.2)
+    # the worst error of the eq. 1 column is that of the leave-one-out estimates
+    errs = [abs(L["counted_diff_pct"]) for L in (A, B, C)]
+    assert results["worst_counted_error_pct"] == pytest.approx(max(errs))
+
+
+def test_no_estimate_uses_the_levels_own_measured_costs():
+    """Change every measured cost of one level (its memory above all) and nothing else: each
+    of its estimates stays the same, except the one column labelled as using its memory."""
+    base = {"levels": toy_set()}
+    h.analyze(base, K)
+    changed = {"levels": toy_set()}
+    B = changed["levels"]["B"]
+    B["by_resource"] = {"io": 9e6, "links": 7e6, "threads": 5e6, "mem": 40e6}
+    B["mem_parts"] = {"malloc_ns": 20e6, "page_fault_ns": 15e6, "vm_syscall_ns": 5e6}
+    B["guaranteed_ns"] = sum(B["by_resource"].values())
+    h.analyze(changed, K)
+    b0, b1 = base["levels"]["B"], changed["levels"]["B"]
+    for key, label in h.T7_COLUMNS:
+        e0, e1 = h._estimate(b0, key)[0], h._estimate(b1, key)[0]
+        if key == "counted_own_mem":
+            assert "not a prediction" in label
+            assert e1 - e0 == pytest.approx(40_000.0 - 2000.0)     # its own memory, in µs
+        else:
+            assert e1 == pytest.approx(e0), label
+    assert b1["loo_mem_us"] == b0["loo_mem_us"] == 3500.0
+    # and the other levels do see B's new memory: A's C_mem = median(40000, 6000) = 23000
+    assert changed["levels"]["A"]["loo_mem_us"] == 23000.0
+
+
+def test_table7_says_what_each_estimate_uses():
+    results = {"levels": toy_set(), "jdk_label": "jdk", "page_bytes": 65536, "repeat": 1,
+               "constants_us": {}}
+    h.analyze(results, K)
+    t = h.table7(results)
+    assert "eq. 1: calibrated constants, counted workload, C_mem from the other levels" in t.headers
+    assert "eq. 1 with this level's measured memory (not a prediction)" in t.headers
+    assert "real cost (probes; no synchronization time)" in t.headers
+    row = dict(zip(t.headers, t.rows[0]))
+    assert row["C_mem from the other levels (median)"] == "4.00"           # 4000 µs, in ms
+    assert row["eq. 1: calibrated constants, counted workload, C_mem from the other levels"] \
+        == "4.73"                                                         # 4732 µs
+    assert row["eq. 1 with this level's measured memory (not a prediction)"] == "1.73"
+    notes = " ".join(h.notes_for(results))
+    assert "not a prediction" in notes and "synchronization" in notes
+    assert all("C_sync" not in r[0] for r in h.table_fit(results).rows)
+
+
+def test_the_fit_has_no_synchronization_term():
+    """Futex calls are not a regressor: a held-out level's prediction does not move with them,
+    and residual error that grows with them is not fitted."""
+    results = {"levels": toy_set()}
+    h.analyze(results, K)
+    more = {"levels": toy_set()}
+    more["levels"]["C"]["counts"]["futex"] = 50_000
+    more["levels"]["A"]["counts"]["futex"] = 10
+    h.analyze(more, K)
+    for n in "ABC":
+        assert more["levels"][n]["loo_estimate_us"] == results["levels"][n]["loo_estimate_us"]
+        assert "C_sync" not in more["levels"][n]["loo_fit"]

@@ -147,11 +147,15 @@ def counts_from_summary(s: dict) -> dict:
 
 def mem_parts_from_summary(s: dict) -> dict:
     """The memory resource of a recording split as jvmos's extended model uses it (ns): the
-    allocator's time, the user page faults' time, the memory syscalls' time."""
+    allocator's time (the probed calls plus the estimated frees, one per block allocated: the
+    free term is proportional to the allocator calls, so it belongs to the same regressor), the
+    user page faults' time, the memory syscalls' time. The three add up to the mem resource."""
     cats = s["categories"]
     m, vm = cats.get("malloc") or {}, cats.get("vm") or {}
+    fr = cats.get("free_estimated") or {}
     pf = vm.get("page_fault_time_ns") or 0.0
-    return {"malloc_ns": m.get("time_ns") or 0.0, "page_fault_ns": pf,
+    return {"malloc_ns": (m.get("time_ns") or 0.0) + (fr.get("time_ns") or 0.0),
+            "page_fault_ns": pf,
             "vm_syscall_ns": max(0.0, (vm.get("time_ns") or 0.0) - pf)}
 
 

@@ -351,7 +351,11 @@ def probes_for(probes: Optional[dict], script, jvm_homes) -> Tuple[Optional[dict
         return out, []
     for k in keys:
         out[k] = {"mean_ns": None, "source": "usdt, not calibrated"}
-    return out, ["the JNI probes are USDT probes but their cost is not calibrated for "
-                 + (", ".join(map(str, homes)) or "this JVM")
-                 + ": JNI copy times are uncorrected and their probe cost unknown "
-                   "(run 'jvmos calibrate --probes')"]
+    if len(cal) > 1:
+        why = (f"{len(homes)} JDKs were probed and their USDT probe costs differ: which one "
+               "ran is not known when the costs are applied")
+    else:
+        why = ("their cost is not calibrated for " + (", ".join(map(str, homes)) or "this JVM")
+               + " (run 'jvmos calibrate --probes')")
+    return out, [f"the JNI probes are USDT probes and {why}: JNI copy times are uncorrected "
+                 "and their probe cost unknown"]

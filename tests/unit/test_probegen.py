@@ -525,3 +525,27 @@ def test_usdt_alias_spellings():
     assert jni_symbol_of_usdt("hotspot_jni", "GetVersion__entry") == ("uprobe", "jni_GetVersion")
     assert jni_symbol_of_usdt("hotspot_jni", "CreateJavaVM__entry") is None
     assert jni_symbol_of_usdt("hotspot", "thread__start") is None
+
+
+def test_usdt_probe_costs_replace_the_symbol_pairs_only_when_calibrated_for_that_jdk():
+    from jvmos.probecost import probes_for
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI)}))
+    home = "/jdk17"
+    base = {"jni_copy_time_hit": {"mean_ns": 1500.0}, "jni_copy_time_window": {"mean_ns": 700.0},
+            "jni_copy_count_hit": {"mean_ns": 800.0}, "io_syscall_hit": {"mean_ns": 900.0}}
+    usdt = {f"usdt_{k}": {"mean_ns": v} for k, v in (("jni_copy_time_hit", 1900.0),
+                                                     ("jni_copy_time_window", 600.0),
+                                                     ("jni_copy_count_hit", 950.0))}
+    got, warn = probes_for(dict(base, usdt={home: usdt}), s, [home])
+    assert warn == []
+    assert got["jni_copy_time_window"]["mean_ns"] == 600.0
+    assert got["jni_copy_time_hit"]["mean_ns"] == 1900.0
+    assert got["jni_copy_count_hit"]["mean_ns"] == 950.0
+    assert got["io_syscall_hit"]["mean_ns"] == 900.0            # other kinds untouched
+    # not calibrated for this JDK: unknown (None) and said, never the symbol pair's figure
+    got, warn = probes_for(base, s, [home])
+    assert got["jni_copy_time_window"]["mean_ns"] is None and len(warn) == 1
+    # a script without USDT probes keeps the symbol pair's figures as they are
+    plain = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
+    assert probes_for(base, plain, [home]) == (base, [])

@@ -76,3 +76,36 @@ GUARANTEED = {"io": GUARANTEED_IO, "threads": GUARANTEED_THREADS, "mem": GUARANT
 def is_jni_entry_point(symbol: str) -> bool:
     """jni_GetVersion yes, jni_invoke_static no: entry points are CamelCase after jni_."""
     return symbol.startswith("jni_") and len(symbol) > 4 and symbol[4].isupper()
+
+
+# ---- Per-JDK spellings of one probe point: a symbol, or HotSpot's USDT probe of it ----
+# HotSpot builds with DTrace probes (Debian's OpenJDK 17, Temurin 25) carry, in the ELF note
+# section .note.stapsdt, provider hotspot_jni with <Function>__entry and <Function>__return for
+# every JNI function (arguments as the function's own: GetByteArrayRegion__entry(env, array,
+# start, len, buf)). Notes survive `strip`, symbols do not. A __return probe is a plain probe at
+# an instruction before the function returns (no uretprobe). The invocation API (JNI_*)
+# has probes too but was never part of the JNI census (which is jni_* entry points).
+JNI_USDT_PROVIDER = "hotspot_jni"
+JNI_USDT_SUFFIX = {"uprobe": "__entry", "uretprobe": "__return"}
+JNI_USDT_NOT_ENTRY_POINTS = {"CreateJavaVM", "GetCreatedJavaVMs", "GetDefaultJavaVMInitArgs"}
+
+
+def jni_usdt_alias(kind: str, symbol: str):
+    """('uprobe', 'jni_GetByteArrayRegion') -> ('hotspot_jni', 'GetByteArrayRegion__entry');
+    None for a symbol that is not a JNI entry point."""
+    if kind not in JNI_USDT_SUFFIX or not is_jni_entry_point(symbol):
+        return None
+    return JNI_USDT_PROVIDER, symbol[4:] + JNI_USDT_SUFFIX[kind]
+
+
+def jni_symbol_of_usdt(provider: str, name: str):
+    """('hotspot_jni', 'GetByteArrayRegion__entry') -> ('uprobe', 'jni_GetByteArrayRegion'):
+    the kind of symbol probe it stands for and the symbol; None when it stands for none."""
+    if provider != JNI_USDT_PROVIDER:
+        return None
+    for kind, suffix in JNI_USDT_SUFFIX.items():
+        if name.endswith(suffix):
+            fn = name[: -len(suffix)]
+            if fn and fn[0].isupper() and fn not in JNI_USDT_NOT_ENTRY_POINTS:
+                return kind, "jni_" + fn
+    return None

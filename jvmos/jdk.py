@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import JvmosError
 
@@ -246,3 +246,73 @@ def symbols(path) -> Dict[str, int]:
 
 
 _PROC_VERSION = re.compile(r"(\d+(\.\d+)*)")
+
+
+# ---- USDT probes (SystemTap SDT notes): HotSpot's static probes, which survive `strip` ----
+
+@dataclass(frozen=True)
+class UsdtProbe:
+    provider: str
+    name: str
+    pc: int           # link-time address of the probe's nop
+    base: int         # link-time address of .stapsdt.base when the note was written
+    semaphore: int    # 0: always armed; else the probe is inert until the counter is raised
+    args: str         # e.g. "8@%r14 8@%rbx -4@%r13d -4@%r12d 8@-88(%rbp)"
+
+
+_NOTE_FIELD = re.compile(r"(Provider|Name|Location|Arguments):[ \t]?(.*)$")
+_LOCATION = re.compile(r"(0x[0-9a-fA-F]+),\s*Base:\s*(0x[0-9a-fA-F]+),\s*Semaphore:\s*"
+                       r"(0x[0-9a-fA-F]+)")
+
+
+def parse_stapsdt(text: str) -> List[UsdtProbe]:
+    """The stapsdt notes in `readelf -n` output (with or without -W), in file order: one per
+    probe site, so a probe inlined at two places has two notes of the same name."""
+    probes: List[UsdtProbe] = []
+    cur: Dict[str, str] = {}
+
+    def flush():
+        m = _LOCATION.search(cur.get("Location", ""))
+        if "Provider" in cur and "Name" in cur and m:
+            pc, base, sem = (int(x, 16) for x in m.groups())
+            probes.append(UsdtProbe(cur["Provider"].strip(), cur["Name"].strip(), pc, base,
+                                    sem, cur.get("Arguments", "").strip()))
+        cur.clear()
+
+    inside = False
+    for line in text.splitlines():
+        if "NT_STAPSDT" in line:
+            flush()
+            inside = True
+            line = line.split("NT_STAPSDT", 1)[1].split(")", 1)[-1]
+        elif re.match(r"^\s*\S+\s+0x[0-9a-fA-F]+\s+\S", line) or line.startswith("Displaying"):
+            flush()      # the header of a note of another kind, or of another section
+            inside = False
+            continue
+        m = _NOTE_FIELD.search(line)
+        if inside and m:
+            cur[m.group(1)] = m.group(2)
+    flush()
+    return probes
+
+
+@lru_cache(maxsize=32)
+def _usdt_cached(path: str, mtime: float) -> Dict[Tuple[str, str], List[UsdtProbe]]:
+    try:
+        out = subprocess.run(["readelf", "-n", "-W", path], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise JvmosError("readelf not found: install binutils (make deps does)")
+    found: Dict[Tuple[str, str], List[UsdtProbe]] = {}
+    for p in parse_stapsdt(out.stdout):
+        found.setdefault((p.provider, p.name), []).append(p)
+    return found
+
+
+def usdt_probes(path) -> Dict[Tuple[str, str], List[UsdtProbe]]:
+    """USDT probes a library carries: (provider, name) -> its sites. Empty when it has none."""
+    path = str(path)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return {}
+    return _usdt_cached(path, mtime)

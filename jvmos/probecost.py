@@ -19,7 +19,7 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import JvmosError
 from .jdk import symbols
@@ -115,6 +115,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
         for m, v in bare.items():
             add(f"bare_{m}", v / n)
     out = {k: _stat(v) for k, v in samples.items()}
+    out["usdt"] = calibrate_usdt(out, trials=trials, log=log)   # per JDK home
     out["iterations"] = n
     out["trials"] = trials
     out["method"] = ("probecal run bare and under bpftrace in the same invocation; per-hit cost "
@@ -170,3 +171,191 @@ def calibrate_jni_model(jvm, window_ns: float, io_jar: Path, sizes=(10, 4096),
             "jdk_version": jvm.version,
             "what": "GetByteArrayRegion time per call in --mode time minus the calibrated "
                     "probe window, at two sizes"}
+
+
+# ---- USDT probes of HotSpot's JNI functions beside the symbol uprobe+uretprobe pair ----
+# Measured on the JVM itself (probecal has no USDT notes): BlockingIo writes `size` bytes to
+# /dev/null n times, one GetByteArrayRegion per write. Cost per hit = (CPU time of the traced
+# JVM - CPU time of a bare one) / hits: the probe's work runs on the traced thread, and CPU time
+# (rusage of the process) is far less disturbed than wall time on a shared, loaded machine.
+# bpftrace cannot take usdt probes with -c (it looks for them in the child before the JVM is
+# mapped), so, as `jvmos record` does, the JVM waits at a gate until the probes are attached.
+_USDT_FN = "GetByteArrayRegion"
+
+
+def _loop_elapsed(stdout: str) -> int:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{") and '"elapsed_ns"' in line:
+            return int(json.loads(line)["elapsed_ns"])
+    raise JvmosError("BlockingIo printed no result")
+
+
+def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
+    """(CPU ns of the JVM process, parsed bpftrace output or None): BlockingIo bare, or traced
+    by script (which names the JVM's pid $1 and prints jvmos-ready once attached)."""
+    import os
+    import signal
+    import sys
+    import time
+    from .record import GATE, bpftrace_env
+    from .tools import IO_JAR, jar
+    cmd = [str(jvm.home / "bin" / "java"), "-cp", str(jar(IO_JAR)),
+           "org.jvmos.workloads.BlockingIo", "--iterations", str(n), "--size", str(size),
+           "--target", "/dev/null"]
+    with tempfile.TemporaryDirectory() as d:
+        bt_file, out_file, err_file, jerr = (Path(d) / x for x in ("p.bt", "out.json", "err",
+                                                                   "jerr"))
+        bt_file.write_text(script or "")
+        gate_r, gate_w = os.pipe()
+        with open(jerr, "wb") as je:
+            child = subprocess.Popen([sys.executable, "-c", GATE, str(gate_r)] + cmd,
+                                     pass_fds=(gate_r,), stdout=subprocess.PIPE, stderr=je)
+        os.close(gate_r)
+        bt = None
+        try:
+            if script is not None:
+                with open(out_file, "wb") as o, open(err_file, "wb") as e:
+                    bt = subprocess.Popen([bpftrace(), "-f", "json", str(bt_file),
+                                           str(child.pid)], stdout=o, stderr=e,
+                                          env=bpftrace_env(), start_new_session=True)
+                t0 = time.monotonic()
+                while "jvmos-ready" not in out_file.read_text(errors="replace"):
+                    if bt.poll() is not None or time.monotonic() - t0 > 300:
+                        errs = [l for l in err_file.read_text(errors="replace").splitlines()
+                                if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+                        raise JvmosError("bpftrace failed while calibrating USDT probes: "
+                                         + (errs[0] if errs else "no output"))
+                    time.sleep(0.05)
+            os.write(gate_w, b"go")
+        finally:
+            os.close(gate_w)
+            stdout = child.stdout.read().decode(errors="replace")
+            _, status, ru = os.wait4(child.pid, 0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if bt is not None:
+                if bt.poll() is None:
+                    bt.send_signal(signal.SIGINT)
+                bt.wait(timeout=300)
+        if child.returncode:
+            raise JvmosError(f"BlockingIo on {jvm.home} failed: "
+                             f"{jerr.read_text(errors='replace').strip()[:200]}")
+        _loop_elapsed(stdout)   # it ran to its end
+        cpu_ns = (ru.ru_utime + ru.ru_stime) * 1e9
+        raw = rawparse.parse_lines(out_file.read_text().splitlines()) if script else None
+        return cpu_ns, raw
+
+
+def _usdt_scripts(jvm) -> Dict[str, str]:
+    """The probe variants compared, each on GetByteArrayRegion of this JVM: a pair (entry
+    stores the clock, return sums the span) and an entry alone, as USDT and as symbol probes."""
+    lib = jvm.libjvm
+    addr = symbols(lib)["jni_" + _USDT_FN]
+    head = "BEGIN { printf(\"jvmos-ready\\n\"); }\n"
+    entry = " /pid == $1/ { @n = count(); @t[tid] = nsecs; }\n"
+    ret = " /pid == $1/ { @s = sum(nsecs - @t[tid]); delete(@t[tid]); }\n"
+    u_in, u_out = (f"usdt:{lib}:hotspot_jni:{_USDT_FN}__entry",
+                   f"usdt:{lib}:hotspot_jni:{_USDT_FN}__return")
+    s_in, s_out = f"uprobe:{lib}:0x{addr:x}", f"uretprobe:{lib}:0x{addr:x}"
+    return {"usdt_pair": head + u_in + entry + u_out + ret,
+            "uprobe_pair": head + s_in + entry + s_out + ret,
+            "usdt_entry": head + u_in + entry,
+            "uprobe_entry": head + s_in + entry}
+
+
+def usdt_capable(jvm) -> bool:
+    """This JVM's libjvm has armed (semaphore-free) USDT probes of GetByteArrayRegion and the
+    symbol, so that the two kinds can be compared on it."""
+    from .jdk import usdt_probes
+    notes = usdt_probes(jvm.libjvm)
+    sites = [s for k in ("__entry", "__return")
+             for s in notes.get(("hotspot_jni", _USDT_FN + k), [])]
+    return (bool(sites) and not any(s.semaphore for s in sites)
+            and "jni_" + _USDT_FN in symbols(jvm.libjvm))
+
+
+def calibrate_usdt(base: dict, jvms=None, trials: int = 5, n: int = 300_000,
+                   size: int = 10, log=print) -> dict:
+    """Per JDK home: what HotSpot's USDT probes cost beside the symbol uprobe(+uretprobe).
+
+      usdt_pair_hit, uprobe_pair_hit         entry+return pair, CPU ns per call
+      usdt_entry_hit, uprobe_entry_hit       entry probe alone (--mode count)
+      usdt_pair_window, uprobe_pair_window   time between the pair's two clock reads per call
+                                             (GetByteArrayRegion's own time included)
+      usdt_jni_copy_time_hit/_window,        io.bt's figures (jni_copy_time_hit/_window,
+      usdt_jni_copy_count_hit                jni_copy_count_hit, calibrated on probecal with
+                                             symbol probes, in `base`) + the USDT - symbol
+                                             difference measured here (same bookkeeping in
+                                             both: only the kind of probe differs). Derived.
+    """
+    from .jdk import discover_jdks
+    jvms = [j for j in (jvms if jvms is not None else discover_jdks()) if usdt_capable(j)]
+    g = lambda k: (base.get(k) or {}).get("mean_ns")
+    res: Dict[str, dict] = {}
+    for jvm in jvms:
+        scripts = _usdt_scripts(jvm)
+        samples: Dict[str, List[float]] = {}
+        add = lambda k, v: samples.setdefault(k, []).append(v)
+        for t in range(trials):
+            log(f"USDT probe cost on JDK {jvm.version}: trial {t + 1}/{trials}")
+            bare, _ = _jvm_loop(jvm, n, size)
+            add("bare_cpu_per_call", bare / n)
+            for kind, text in scripts.items():
+                cpu, raw = _jvm_loop(jvm, n, size, text)
+                hits = _scalar(raw, "@n")
+                if not hits or hits < n:
+                    raise JvmosError(f"USDT calibration on {jvm.home}: {kind} saw {hits} of "
+                                     f"{n} calls: the probes did not attach")
+                add(f"{kind}_hit", (cpu - bare) / hits)
+                if kind.endswith("_pair"):
+                    add(f"{kind}_window", _scalar(raw, "@s") / hits)
+            last = lambda k: samples[k][-1]
+            if g("jni_copy_time_hit") is not None:
+                add("usdt_jni_copy_time_hit", g("jni_copy_time_hit")
+                    + last("usdt_pair_hit") - last("uprobe_pair_hit"))
+                add("usdt_jni_copy_time_window", g("jni_copy_time_window")
+                    + last("usdt_pair_window") - last("uprobe_pair_window"))
+            if g("jni_copy_count_hit") is not None:
+                add("usdt_jni_copy_count_hit", g("jni_copy_count_hit")
+                    + last("usdt_entry_hit") - last("uprobe_entry_hit"))
+        out = {k: _stat(v) for k, v in samples.items()}
+        out.update({"iterations": n, "trials": trials, "size": size,
+                    "jdk_version": jvm.version, "libjvm": str(jvm.libjvm),
+                    "method": "BlockingIo (one GetByteArrayRegion per write), bare and traced, "
+                              "the JVM held at a gate until the probes attach; per-hit cost = "
+                              "(CPU time of the traced JVM - bare) / hits; usdt_jni_copy_* = "
+                              "the probecal figure of the symbol pair + (USDT - symbol) "
+                              "measured here"})
+        res[str(jvm.home)] = out
+    return res
+
+
+def _scalar(raw, name: str):
+    v = raw.maps.get(name)
+    if isinstance(v, dict):
+        return sum(v.values()) if v else None
+    return v
+
+
+def probes_for(probes: Optional[dict], script, jvm_homes) -> Tuple[Optional[dict], List[str]]:
+    """The probe costs that apply to a script: where its JNI copy probes are USDT, the USDT
+    figures of that JDK replace the symbol pair's (unknown, with a warning, when uncalibrated)."""
+    if not probes or not any(k == "usdt" for k in script.kinds.values()):
+        return probes, []
+    out = dict(probes)
+    homes = list(jvm_homes)
+    cal = [(probes.get("usdt") or {}).get(str(h)) for h in homes]
+    keys = ("jni_copy_time_hit", "jni_copy_time_window", "jni_copy_count_hit")
+    if len(cal) == 1 and cal[0] and all(("usdt_" + k) in cal[0] for k in keys):
+        for k in keys:
+            out[k] = dict(cal[0]["usdt_" + k], source=f"usdt ({homes[0]})")
+        return out, []
+    for k in keys:
+        out[k] = {"mean_ns": None, "source": "usdt, not calibrated"}
+    if len(cal) > 1:
+        why = (f"{len(homes)} JDKs were probed and their USDT probe costs differ: which one "
+               "ran is not known when the costs are applied")
+    else:
+        why = ("their cost is not calibrated for " + (", ".join(map(str, homes)) or "this JVM")
+               + " (run 'jvmos calibrate --probes')")
+    return out, [f"the JNI probes are USDT probes and {why}: JNI copy times are uncorrected "
+                 "and their probe cost unknown"]

@@ -5,14 +5,23 @@ its own line. Here each placeholder line becomes one line per library that defin
 a symbol no library defines is dropped and reported, and a probe block left with no attach
 point is dropped whole, so a JDK missing one function still gets every other probe.
 BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each).
+
+USDT: given the USDT probes a library carries (usdt_of), a uprobe or uretprobe on a JNI entry
+point becomes HotSpot's own probe of it (catalogue.jni_usdt_alias): usdt:<lib>:hotspot_jni:
+<Function>__entry or __return, whose arguments are the function's (arg3 of GetByteArrayRegion is
+len either way). They are in the ELF notes, so they survive a stripped libjvm.so; bpftrace attaches
+them by path without -p, so they work in launch and attach mode alike. The symbol probe stays the
+fallback: no note, a note with a semaphore (inert unless raised), a return block that reads
+retval, or a block that reads an argument the note does not carry.
 """
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import ROOT, JvmosError
-from .catalogue import LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point
+from .catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
+                        jni_usdt_alias)
 
 PROBES_DIR = ROOT / "probes"
 MODES = ("time", "count")
@@ -31,8 +40,14 @@ class Script:
     addresses: Dict[str, str] = field(default_factory=dict)
     # "lib:name" -> the name probed instead (same address)
     aliases: Dict[str, str] = field(default_factory=dict)
-    uprobe_count: int = 0
+    uprobe_count: int = 0       # uprobe and uretprobe attach points
     tracepoint_count: int = 0
+    usdt_count: int = 0         # usdt attach points (each is one uprobe per probe site)
+    # what kind each probe is: "uprobe:<lib>:<symbol>", "usdt:<lib>:<provider>:<name>",
+    # "tracepoint:..." -> "uprobe" | "uretprobe" | "usdt" | "tracepoint" | ...
+    kinds: Dict[str, str] = field(default_factory=dict)
+    # symbol probes that had a USDT alias but kept the symbol, and why
+    usdt_skipped: List[str] = field(default_factory=list)
 
 
 def _split_blocks(text: str):
@@ -57,10 +72,12 @@ def _split_blocks(text: str):
 
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
-           mode: str = "time") -> Script:
+           mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None) -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
-    mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only)."""
+    mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
+    usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
+    the library has it; None: symbols only."""
     if mode not in MODES:
         raise JvmosError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     for layer in layers:
@@ -92,10 +109,15 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
             group.append(lines[i].strip().rstrip(","))
             i += 1
         kept = []
+        j = i
+        while j < len(lines) and lines[j] != "}":
+            j += 1
+        block = "\n".join(lines[i:j])     # the filter and body these attach points share
         for ap in group:
             m = PLACEHOLDER.match(ap)
             if not m:
                 kept.append(ap)
+                script.kinds[ap] = ap.split(":", 1)[0]
                 continue
             kind, ph, sym = m.groups()
             if mode == "count" and kind == "uretprobe":
@@ -106,15 +128,32 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
                 continue
             for p in paths:
                 defined = symbols_of(p)
+                notes = usdt_of(p) if usdt_of else {}
                 if sym == "@JNI_ENTRY_POINTS@":
-                    names = sorted(s for s in defined if is_jni_entry_point(s)
-                                   and not (skip_copy and s[4:] in JNI_COPY_FUNCTIONS))
-                elif sym in defined:
-                    names = [sym]
+                    cands = {s for s in defined if is_jni_entry_point(s)}
+                    for prov, nm in notes:
+                        alias = jni_symbol_of_usdt(prov, nm)
+                        if alias and alias[0] == kind:
+                            cands.add(alias[1])
+                    names = sorted(s for s in cands
+                                   if not (skip_copy and s[4:] in JNI_COPY_FUNCTIONS))
                 else:
-                    script.missing.append(f"{p}:{sym}")
-                    continue
+                    names = [sym]
                 for name in names:
+                    u = _usdt_for(script, kind, p, name, notes, block)
+                    if u is not None:
+                        where = ("usdt", str(p), u)
+                        if where not in seen:
+                            seen[where] = name
+                            ap_u = f"usdt:{p}:{u}"
+                            kept.append(ap_u)
+                            script.kinds[ap_u] = "usdt"
+                            # bpftrace names the probe so in its output: map it to the symbol
+                            script.addresses[f"{p}:{u}"] = name
+                        continue
+                    if name not in defined:
+                        script.missing.append(f"{p}:{name}")
+                        continue
                     # two names for one function (glibc's aligned_alloc and memalign): one
                     # probe, or every call would be counted twice
                     where = (kind, str(p), defined[name])
@@ -123,6 +162,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
                         continue
                     seen[where] = name
                     kept.append(_ap(script, kind, p, name, defined[name], by_address))
+                    script.kinds[f"{kind}:{p}:{name}"] = kind
         if kept:
             out.append(",\n".join(kept))
             script.attached.extend(kept)
@@ -135,12 +175,37 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     script.text = "\n".join(text)
     script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
     script.tracepoint_count = sum(1 for a in script.attached if a.startswith("tracepoint"))
+    script.usdt_count = sum(1 for a in script.attached if a.startswith("usdt:"))
     # a symbol missing from one JDK but present in another is not missing overall
     present = set(script.addresses.values()) | {
         a.rsplit(":", 1)[-1] for a in script.attached if a.startswith(("uprobe", "uretprobe"))}
     script.missing = sorted({m for m in script.missing
                              if m.rsplit(":", 1)[-1] not in present})
     return script
+
+
+_ARG = re.compile(r"\barg(\d+)\b")
+
+
+def _usdt_for(script: Script, kind: str, path: Path, sym: str, notes: Dict,
+              block: str) -> Optional[str]:
+    """'provider:name' of the USDT probe standing for this symbol probe, or None (fallback)."""
+    alias = jni_usdt_alias(kind, sym)
+    if alias is None or alias not in notes:
+        return None
+    sites = notes[alias]
+    spelled = f"{path}:{alias[0]}:{alias[1]}"
+    if any(s.semaphore for s in sites):
+        script.usdt_skipped.append(f"{spelled}: has a semaphore (inert unless raised)")
+        return None
+    if kind == "uretprobe" and re.search(r"\bretval\b", block):
+        script.usdt_skipped.append(f"{spelled}: the return block reads retval")
+        return None
+    used = [int(n) for n in _ARG.findall(block)]
+    if used and any(len(s.args.split()) <= max(used) for s in sites):
+        script.usdt_skipped.append(f"{spelled}: carries fewer arguments than arg{max(used)}")
+        return None
+    return f"{alias[0]}:{alias[1]}"
 
 
 def _ap(script: Script, kind: str, path: Path, sym: str, addr: int, by_address: bool) -> str:
@@ -154,6 +219,13 @@ def _ap(script: Script, kind: str, path: Path, sym: str, addr: int, by_address: 
 def symbol_of_probe(probe: str, addresses: Dict[str, str]) -> str:
     """'uprobe:/x/libjvm.so:9136384' -> 'jni_GetByteArrayRegion'; 'tracepoint:syscalls:sys_exit_write' -> 'write'."""
     kind, _, rest = probe.partition(":")
+    if kind == "usdt":
+        sym = addresses.get(rest)
+        if sym is None:
+            parts = rest.rsplit(":", 2)
+            alias = jni_symbol_of_usdt(parts[-2], parts[-1]) if len(parts) == 3 else None
+            sym = alias[1] if alias else parts[-1]
+        return sym
     if kind in ("uprobe", "uretprobe"):
         sym = addresses.get(rest)
         if sym is None:

@@ -21,7 +21,7 @@ from . import JvmosError, __version__
 from . import calibrate as cal
 from .catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
 from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
-                  symbols)
+                  symbols, usdt_probes)
 from .probegen import render
 from . import sampling
 from . import cputime
@@ -273,7 +273,7 @@ def record(opts: Options) -> Result:
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
-    script = render(opts.layers, libs, symbols, mode=opts.mode)
+    script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes)
     missing = [m for m in script.missing
                if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
                and "(library not found)" not in m]
@@ -290,6 +290,8 @@ def record(opts: Options) -> Result:
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
                    "addresses": script.addresses, "aliases": script.aliases,
+                   "usdt": script.usdt_count, "kinds": script.kinds,
+                   "usdt_skipped": script.usdt_skipped,
                    "libc": str(libc) if libc else None},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
@@ -460,15 +462,23 @@ def record(opts: Options) -> Result:
         status = "command_failed"
     else:
         status = "complete"
+    if status == "complete" and missing:   # probes the layers asked for were not attached
+        status = "partial"
+        warnings.append(f"{len(missing)} probes could not be attached (manifest probes.missing)"
+                        ": their figures are absent")
     raw = rawparse.parse_file(raw_path)
     pids = {str(p): info for p, info in tree.pids.items()}
     jvm_home_by_pid = {p: i["jvm"]["home"] for p, i in pids.items() if "jvm" in i}
     if opts.pid is not None and jvms:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)
+    from .probecost import probes_for
+    probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script,
+                                             [j.home for j in jvms])
+    warnings.extend(probe_warnings)
     summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
                          costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
-                         probes=(platform or {}).get("probes"), mode=opts.mode)
+                         probes=probe_costs, mode=opts.mode)
     jvm_hits = sum(summary["categories"].get(c, {}).get("calls") or 0
                    for c in ("jni_copy", "thread_jvm", "jni_call"))
     jvm_hits += (summary["categories"].get("nio_copy") or {}).get("nio_native_calls", 0)

@@ -174,3 +174,75 @@ def test_executable_kind_of_a_jdk_launcher(tmp_path):
     assert executable_kind(str(home / "bin" / "java")) == "jvm"
     j = jdk.jvm_of_executable(str(home / "bin" / "java"))
     assert isinstance(j, Jvm) and j.home == home and j.version == "21.0.2"
+
+
+# ---- USDT notes (readelf -n): HotSpot's static probes, which survive strip
+
+USDT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "usdt"
+
+
+def test_parse_stapsdt_reads_every_note_of_a_real_libjvm_excerpt():
+    text = (USDT_FIXTURES / "readelf-n-libjvm-openjdk17.txt").read_text()
+    probes = jdk.parse_stapsdt(text)
+    # six stapsdt notes in the excerpt; the GNU build-id note before them is not one
+    assert [(p.provider, p.name) for p in probes] == [
+        ("hotspot_jni", "GetStringRegion__return"), ("hotspot_jni", "GetStringRegion__return"),
+        ("hotspot_jni", "GetByteArrayRegion__entry"),
+        ("hotspot_jni", "GetByteArrayRegion__return"),
+        ("hotspot_jni", "SetIntArrayRegion__entry"), ("hotspot", "thread__start")]
+    gbar = probes[2]
+    assert gbar.pc == 0x8d3781 == 9254785
+    assert gbar.base == 0x1066ab7          # = the address of .stapsdt.base in that file
+    assert gbar.semaphore == 0             # armed: no counter to raise
+    # (env, array, start, len, buf): len is the 4th, a signed 32-bit register
+    assert gbar.args.split() == ["8@%r14", "8@%rbx", "-4@%r13d", "-4@%r12d", "8@-88(%rbp)"]
+    assert probes[3].args == ""            # __return of a void function carries nothing
+    # one probe inlined at two places: two sites of one name
+    assert probes[0].pc == 0x8bc190 and probes[1].pc == 0x8bc255
+    assert probes[5].args.split()[-1] == "1@%al"
+
+
+def test_parse_stapsdt_wide_output_keeps_the_provider_on_the_note_line():
+    text = (USDT_FIXTURES / "readelf-nW-excerpt.txt").read_text()
+    probes = jdk.parse_stapsdt(text)
+    assert [(p.provider, p.name, p.pc) for p in probes] == [
+        ("hotspot_jni", "GetByteArrayRegion__entry", 0x8d3781),
+        ("hotspot_jni", "GetByteArrayRegion__return", 0x8d37ee)]
+
+
+def test_parse_stapsdt_semaphore_and_no_notes():
+    text = ("Displaying notes found in: .note.stapsdt\n"
+            "  Owner                Data size \tDescription\n"
+            "  stapsdt              0x00000038\tNT_STAPSDT (SystemTap probe descriptors)\n"
+            "    Provider: demo\n    Name: hit\n"
+            "    Location: 0x0000000000001139, Base: 0x0000000000002004, "
+            "Semaphore: 0x0000000000004010\n    Arguments: -4@%edi\n")
+    (p,) = jdk.parse_stapsdt(text)
+    assert (p.provider, p.name, p.pc, p.base, p.semaphore, p.args) == (
+        "demo", "hit", 0x1139, 0x2004, 0x4010, "-4@%edi")
+    assert jdk.parse_stapsdt("Displaying notes found in: .note.gnu.build-id\n") == []
+    assert jdk.parse_stapsdt("") == []
+
+
+def _installed_libjvms():
+    return [j.libjvm for j in jdk.discover_jdks()]
+
+
+def test_usdt_probes_of_installed_libjvm_agree_with_readelf():
+    """On the real libjvm.so files of this machine (when any is installed)."""
+    libs = _installed_libjvms()
+    if not libs or not shutil.which("readelf"):
+        pytest.skip("no JDK or no readelf here")
+    import subprocess
+    for lib in libs:
+        notes = jdk.usdt_probes(lib)
+        out = subprocess.run(["readelf", "-n", str(lib)], capture_output=True, text=True).stdout
+        # one parsed site per NT_STAPSDT line readelf prints
+        assert sum(len(v) for v in notes.values()) == out.count("NT_STAPSDT")
+        for (prov, name), sites in notes.items():
+            for s in sites:
+                assert f"Name: {name}" in out and f"Location: 0x{s.pc:016x}" in out
+
+
+def test_usdt_probes_of_a_missing_file_is_empty(tmp_path):
+    assert jdk.usdt_probes(tmp_path / "nope.so") == {}

@@ -387,3 +387,165 @@ def test_symbol_of_probe_round_trips_render_addresses():
             sym = symbol_of_probe(printed, s.addresses)
             table = NIO_TABLE if path == str(LIBNIO) else JVM_TABLE
             assert table[sym] == int(hexaddr, 16)
+
+
+# ---- USDT: HotSpot's hotspot_jni probes stand in for the JNI symbol probes
+
+from jvmos.catalogue import jni_symbol_of_usdt, jni_usdt_alias
+from jvmos.jdk import UsdtProbe
+
+REGION_ARGS = "8@%r14 8@%rbx -4@%r13d -4@%r12d 8@-88(%rbp)"
+
+
+def usdt_table(functions, semaphore=0, return_sites=1, args=REGION_ARGS):
+    """Notes as jdk.usdt_probes gives them: entry and return of each JNI function."""
+    out, pc = {}, 0x8d0000
+    for f in functions:
+        out[("hotspot_jni", f"{f}__entry")] = [UsdtProbe("hotspot_jni", f"{f}__entry", pc,
+                                                         0x1066ab7, semaphore, args)]
+        out[("hotspot_jni", f"{f}__return")] = [
+            UsdtProbe("hotspot_jni", f"{f}__return", pc + 0x10 + k, 0x1066ab7, semaphore, "")
+            for k in range(return_sites)]
+        pc += 0x100
+    return out
+
+
+ALL_JNI = sorted({s[4:] for s in JVM_TABLE if s.startswith("jni_") and len(s) > 4
+                  and s[4].isupper()} | {"CreateJavaVM"})
+
+
+def usdt_of(tables):
+    return lambda p: tables.get(p, {})
+
+
+def test_io_layer_uses_usdt_for_every_jni_copy_function_entry_and_return():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI)}))
+    assert s.missing == []
+    for f in JNI_COPY_FUNCTIONS:
+        for suffix in ("__entry", "__return"):
+            a = f"usdt:{LIBJVM}:hotspot_jni:{f}{suffix}"
+            assert a in s.attached and s.kinds[a] == "usdt", a
+            assert s.addresses[f"{LIBJVM}:hotspot_jni:{f}{suffix}"] == f"jni_{f}"
+        # the symbol probes are not attached as well (each call would count twice)
+        assert ap("uprobe", LIBJVM, JVM_TABLE, f"jni_{f}") not in s.attached
+        assert ap("uretprobe", LIBJVM, JVM_TABLE, f"jni_{f}") not in s.attached
+    # no uretprobe is left on libjvm: a __return probe is a plain probe
+    assert not [a for a in s.attached if a.startswith(f"uretprobe:{LIBJVM}")]
+    # Unsafe_CopyMemory0 has no USDT probe: still the symbol
+    assert s.kinds[f"uprobe:{LIBJVM}:Unsafe_CopyMemory0"] == "uprobe"
+    n = len(JNI_COPY_FUNCTIONS)
+    assert s.usdt_count == 2 * n
+    assert s.kinds["tracepoint:syscalls:sys_exit_write"] == "tracepoint"
+    # the Region blocks read len (arg3) and buf (arg4), as the USDT arguments of the same order
+    gbar = next(b for g, b in blocks(s.text)
+                if any("GetByteArrayRegion__entry" in a for a in g))
+    assert "(int32)arg3 * 1" in gbar and "@jbuf[tid] = arg4" in gbar
+
+
+def test_count_mode_drops_the_usdt_return_probes_with_the_uretprobes():
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               mode="count", usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI)}))
+    assert not [a for a in s.attached if a.endswith("__return")]
+    assert s.usdt_count == len(JNI_COPY_FUNCTIONS)
+
+
+def test_stripped_libjvm_keeps_jni_probes_through_usdt():
+    """No symbols at all (strip), notes still there: JNI probes attach, the rest is missing."""
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI)}))
+    assert s.usdt_count == 2 * len(JNI_COPY_FUNCTIONS)
+    assert [m for m in s.missing if m.startswith(str(LIBJVM))] == [f"{LIBJVM}:Unsafe_CopyMemory0"]
+
+
+def test_stripped_libjvm_without_notes_names_every_jni_probe_missing():
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({}), usdt_of=usdt_of({}))
+    assert s.usdt_count == 0
+    assert [m for m in s.missing if m.startswith(str(LIBJVM))] == sorted(
+        f"{LIBJVM}:{x}" for x in IO_JVM_SYMBOLS)
+
+
+def test_usdt_with_a_semaphore_falls_back_to_the_symbol():
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI, semaphore=0x12e0000)}))
+    assert s.usdt_count == 0
+    assert ap("uprobe", LIBJVM, JVM_TABLE, "jni_GetByteArrayRegion") in s.attached
+    assert ap("uretprobe", LIBJVM, JVM_TABLE, "jni_GetByteArrayRegion") in s.attached
+    assert any("GetByteArrayRegion__entry: has a semaphore" in x for x in s.usdt_skipped)
+
+
+def test_usdt_with_too_few_arguments_falls_back_for_blocks_that_read_them():
+    # notes that carry 3 arguments: the Region blocks read arg3 and arg4, so they keep symbols;
+    # the Elements block reads none, so it takes USDT
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI, args="8@%r14 8@%rbx 8@%rcx")}))
+    assert ap("uprobe", LIBJVM, JVM_TABLE, "jni_GetByteArrayRegion") in s.attached
+    assert f"usdt:{LIBJVM}:hotspot_jni:GetByteArrayElements__entry" in s.attached
+    # the return block reads no argument and no retval: USDT for every function
+    assert f"usdt:{LIBJVM}:hotspot_jni:GetByteArrayRegion__return" in s.attached
+
+
+def test_jni_census_through_usdt_one_probe_per_function_also_for_symbol_only_ones():
+    tables = {LIBJVM: dict(JVM_TABLE, jni_GetModule=0x7f0000)}   # GetModule: no USDT probe
+    notes = usdt_table([f for f in ALL_JNI])
+    s = render(["jni"], {"LIBJVM": [LIBJVM]}, symbols_from(tables), usdt_of=usdt_of({LIBJVM: notes}))
+    entries = {a.rsplit(":", 1)[-1] for a in s.attached if a.startswith("usdt:")}
+    # every entry note of a JNI entry point, and no return probe (the census counts entries);
+    # the invocation API (CreateJavaVM) was never part of the census
+    assert entries == {f"{f}__entry" for f in ALL_JNI if f != "CreateJavaVM"}
+    assert s.kinds[f"uprobe:{LIBJVM}:jni_GetModule"] == "uprobe"
+    assert s.missing == []
+
+
+def test_two_sites_of_one_usdt_probe_are_one_attach_point():
+    notes = usdt_table(ALL_JNI, return_sites=2)
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               usdt_of=usdt_of({LIBJVM: notes}))
+    a = f"usdt:{LIBJVM}:hotspot_jni:GetStringRegion__return"
+    assert s.attached.count(a) == 1    # bpftrace attaches every site of the name
+
+
+@pytest.mark.parametrize("probe,expected", [
+    ("usdt:/x/libjvm.so:hotspot_jni:GetByteArrayRegion__entry", "jni_GetByteArrayRegion"),
+    ("usdt:/x/libjvm.so:hotspot_jni:GetByteArrayRegion__return", "jni_GetByteArrayRegion"),
+    ("usdt:/x/libjvm.so:hotspot:thread__start", "thread__start"),
+])
+def test_symbol_of_usdt_probe(probe, expected):
+    assert symbol_of_probe(probe, {}) == expected
+
+
+def test_usdt_alias_spellings():
+    assert jni_usdt_alias("uprobe", "jni_GetByteArrayRegion") == (
+        "hotspot_jni", "GetByteArrayRegion__entry")
+    assert jni_usdt_alias("uretprobe", "jni_GetByteArrayRegion") == (
+        "hotspot_jni", "GetByteArrayRegion__return")
+    assert jni_usdt_alias("uprobe", "Unsafe_CopyMemory0") is None
+    assert jni_usdt_alias("uprobe", "jni_invoke_static") is None
+    assert jni_symbol_of_usdt("hotspot_jni", "GetVersion__entry") == ("uprobe", "jni_GetVersion")
+    assert jni_symbol_of_usdt("hotspot_jni", "CreateJavaVM__entry") is None
+    assert jni_symbol_of_usdt("hotspot", "thread__start") is None
+
+
+def test_usdt_probe_costs_replace_the_symbol_pairs_only_when_calibrated_for_that_jdk():
+    from jvmos.probecost import probes_for
+    s = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}),
+               usdt_of=usdt_of({LIBJVM: usdt_table(ALL_JNI)}))
+    home = "/jdk17"
+    base = {"jni_copy_time_hit": {"mean_ns": 1500.0}, "jni_copy_time_window": {"mean_ns": 700.0},
+            "jni_copy_count_hit": {"mean_ns": 800.0}, "io_syscall_hit": {"mean_ns": 900.0}}
+    usdt = {f"usdt_{k}": {"mean_ns": v} for k, v in (("jni_copy_time_hit", 1900.0),
+                                                     ("jni_copy_time_window", 600.0),
+                                                     ("jni_copy_count_hit", 950.0))}
+    got, warn = probes_for(dict(base, usdt={home: usdt}), s, [home])
+    assert warn == []
+    assert got["jni_copy_time_window"]["mean_ns"] == 600.0
+    assert got["jni_copy_time_hit"]["mean_ns"] == 1900.0
+    assert got["jni_copy_count_hit"]["mean_ns"] == 950.0
+    assert got["io_syscall_hit"]["mean_ns"] == 900.0            # other kinds untouched
+    # not calibrated for this JDK: unknown (None) and said, never the symbol pair's figure
+    got, warn = probes_for(base, s, [home])
+    assert got["jni_copy_time_window"]["mean_ns"] is None and len(warn) == 1
+    # a script without USDT probes keeps the symbol pair's figures as they are
+    plain = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
+    assert probes_for(base, plain, [home]) == (base, [])

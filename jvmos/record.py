@@ -225,6 +225,14 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         log(f"no probe-cost calibration in {platform_file}: measuring it once (about a minute)")
         platform["probes"] = cal.calibrate_probes(log=log)
         changed = True
+    # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
+    # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
+    from .probecost import calibrate_usdt, usdt_capable
+    usdt = platform["probes"].setdefault("usdt", {})
+    for j in [j for j in jvms if str(j.home) not in usdt and usdt_capable(j)]:
+        log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
+        usdt.update(calibrate_usdt(platform["probes"], jvms=[j], trials=3, log=log))
+        changed = True
     if mode == "count":
         jr = platform["copy"].setdefault("jni_region", {})
         for j in [j for j in jvms if str(j.home) not in jr]:

@@ -255,7 +255,8 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
         for h in opts.jdks:
             j = jvm_of_executable(str(Path(h) / "bin" / "java"))
             if j is None:
-                raise JvmosError(f"--jdk {h}: no lib/server/libjvm.so under it")
+                raise JvmosError(f"--jdk {h}: not a JDK home (no bin/java next to a "
+                                 "lib/server/libjvm.so)")
             jvms.append(j)
         return jvms
     if opts.pid is not None:

@@ -248,6 +248,16 @@ class _Tree(threading.Thread):
             self.stop.wait(0.1)
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its parent has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        return st[st.rindex(")") + 2:][:1] not in ("Z", "X")
+    except (OSError, ValueError):
+        return False
+
+
 def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     """Which libjvm.so files to attach to, decided before anything starts."""
     if opts.jdks:
@@ -347,7 +357,7 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.duration) or opts.duration <= 0:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
-    if opts.pid is not None and (opts.pid <= 0 or not Path(f"/proc/{opts.pid}").exists()):
+    if opts.pid is not None and (opts.pid <= 0 or not _alive(opts.pid)):
         raise JvmosError(f"no process with pid {opts.pid}")
     if opts.mode not in ("time", "count", "sample"):
         raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count, sample)")
@@ -546,7 +556,7 @@ def record(opts: Options) -> Result:
             while interrupted["sig"] is None and bt.poll() is None:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                if not Path(f"/proc/{root}").exists():
+                if not _alive(root):
                     target_gone = True
                     break
                 if load is not None and not load.is_alive():
@@ -554,7 +564,7 @@ def record(opts: Options) -> Result:
                 time.sleep(0.05)
         wall_ns = time.monotonic_ns() - t0
         sample_error = None
-        if opts.sample and opts.pid is not None and Path(f"/proc/{opts.pid}").exists():
+        if opts.sample and opts.pid is not None and _alive(opts.pid):
             try:
                 sampling.attach_stop(jvms[0], opts.pid, out)
             except JvmosError as e:
@@ -711,7 +721,7 @@ def _record_sampled(opts: Options, log) -> Result:
                 "layers": [], "jvms_probed": [], "host": host_info(),
                 "sampler": f"async-profiler ({agent}), cpu, "
                            f"{sampling.INTERVAL_NS} ns interval",
-                "start_time": _now_iso(), "end_time": None}
+                "start_time": None, "end_time": None}
     _save(out / "manifest.json", manifest, out)
     interrupted = {"sig": None}
     old = {s: signal.signal(s, lambda n, f: interrupted.__setitem__("sig", n))
@@ -724,6 +734,8 @@ def _record_sampled(opts: Options, log) -> Result:
         if opts.cmd:
             stdout = open(opts.stdout, "wb") if opts.stdout else None
             stderr = open(opts.stderr, "wb") if opts.stderr else None
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)
             t0 = time.monotonic_ns()
             child = subprocess.Popen(list(opts.cmd), stdout=stdout, stderr=stderr,
                                      env=sampling.launch_env(out, opts.env))
@@ -744,6 +756,8 @@ def _record_sampled(opts: Options, log) -> Result:
                 _save(out / "manifest.json", manifest, out)
                 raise JvmosError(str(e), 1)
             manifest["jvms_probed"] = [jvm.as_dict()]
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)  # a reader can see sampling has begun
             log(f"sampling pid {opts.pid}" + (f" for {opts.duration}s" if opts.duration else
                                               "; Ctrl-C to stop"))
             t0 = time.monotonic_ns()
@@ -758,7 +772,7 @@ def _record_sampled(opts: Options, log) -> Result:
                 load = threading.Thread(target=drive, daemon=True)
                 load.start()
             while interrupted["sig"] is None:
-                if not Path(f"/proc/{opts.pid}").exists():
+                if not _alive(opts.pid):
                     target_gone = True
                     break
                 if deadline is not None and time.monotonic() >= deadline:

@@ -268,13 +268,14 @@ def test_out_on_a_full_filesystem(platform_file, tmp_path):
         wait_for_manifest(out, started=True)
         started = (out / "manifest.json").read_text()
         # fill what is left while the command runs: the results at the end find no room
-        with open(mnt / "filler", "wb") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 4096)
-                    f.flush()
-            except OSError as e:
-                assert e.errno == errno.ENOSPC
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
         o, e = rec.communicate(timeout=900)
         r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
         line = one_error_line(r)

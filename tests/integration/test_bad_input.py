@@ -322,3 +322,31 @@ def test_non_root_user_is_told_root_is_needed_first(args):
     line = one_error_line(r)
     assert "needs root (or CAP_BPF with CAP_PERFMON)" in line, r.stderr
     assert r.stderr.strip() == line, "the one line is all that is said"
+
+
+@needs_tracing
+def test_bpftrace_killed_mid_recording_is_failed(platform_file, tmp_path):
+    out = tmp_path / "killed"
+    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--duration", "600",
+                                        "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_manifest(out, started=True)
+        time.sleep(1)
+        (bt,) = bpftrace_of(out)
+        os.kill(bt, signal.SIGKILL)             # no END: its maps are gone with it
+        o, e = rec.communicate(timeout=600)
+        line = one_error_line(subprocess.CompletedProcess(rec.args, rec.returncode, o, e))
+        assert "recording failed: bpftrace stopped before the end of the run (exit status -9)" \
+            in line
+        s = read_json(out / "summary.json")
+        m = read_json(out / "manifest.json")
+        assert s["status"] == m["status"] == "failed"
+        assert m["bpftrace_exit_status"] == -9
+        assert jvm.poll() is None, "the JVM is not harmed"
+    finally:
+        jvm.kill()
+        jvm.wait()

@@ -54,6 +54,9 @@ def test_java_loop_counts_every_write_and_jni_copy(platform_file, tmp_path):
     assert s["totals"]["wall_ns"] > 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "complete" and m["jvms_probed"] and m["bpftrace"]
+    # complete means: bpftrace exited 0 after the stop signal and printed its END maps
+    assert m["bpftrace_exit_status"] == 0 and s["status_reason"] is None
+    assert "@end_ns" in (out / "raw" / "bpftrace.json").read_text()
     assert any("GetByteArrayRegion" in sym for sym in m["probes"]["addresses"].values())
     assert (out / "raw" / "bpftrace.json").stat().st_size > 0
     # report reads it back later, without the process
@@ -152,7 +155,11 @@ def test_interrupted_launch_is_marked_interrupted(platform_file, tmp_path):
     assert rec.returncode != 0
     s = summary(out)
     assert s["status"] == "interrupted", "an interrupted run must not look complete"
+    assert "SIGINT stopped the command" in s["status_reason"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
     assert "Traceback" not in err
+    errors = [l for l in err.splitlines() if l.startswith("jvmos: error:")]
+    assert len(errors) == 1 and "recording interrupted" in errors[0]
 
 
 def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):

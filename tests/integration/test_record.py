@@ -174,3 +174,29 @@ def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
     jvm_pids = [p for p, v in s["by_pid"].items()
                 if v["categories"].get("jni_copy", {}).get("calls", 0) >= 100_000]
     assert len(jvm_pids) == 1 and len(s["by_pid"]) >= 2
+
+
+def test_another_recordings_stop_does_not_end_this_one(platform_file, tmp_path):
+    """jvmos ends counting with getsid(magic) (common.bt); only the jvmos process that started
+    this bpftrace may end it, not a concurrent recording that stops first."""
+    out = tmp_path / "concurrent"
+    # the shell (the root pid) writes 500 lines itself (echo is a builtin), after 3 s
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--", "/bin/sh", "-c",
+                                    "sleep 3; i=0; while [ $i -lt 500 ]; do echo x > /dev/null; "
+                                    "i=$((i+1)); done"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        m = out / "manifest.json"
+        if m.exists() and json.loads(m.read_text()).get("start_time"):
+            break
+        time.sleep(0.05)
+    # what another jvmos does when its own recording ends (record.stop_counting), while this
+    # one's command is still in its sleep
+    subprocess.run([sys.executable, "-c", "import os\ntry: os.getsid(0x6a766d6f)\n"
+                                          "except OSError: pass"], check=True)
+    _, err = rec.communicate(timeout=600)
+    assert rec.returncode == 0, err
+    # every one of the 500 writes after the foreign stop is counted (with the stop not bound
+    # to this jvmos, the root was no longer traced and none was)
+    assert cat(summary(out), "io_syscall")["syscalls"]["write"]["calls"] >= 500

@@ -60,5 +60,13 @@ def parse_lines(lines) -> Raw:
 
 
 def parse_file(path) -> Raw:
-    with open(path) as f:
-        return parse_lines(f)
+    """Like parse_lines; also an error when the output stops in the middle of a line (bpftrace
+    ends every record with a newline, so a missing one means the output was cut off)."""
+    with open(path, "rb") as f:
+        text = f.read().decode(errors="replace")
+    lines = text.split("\n")
+    raw = parse_lines(lines)
+    if lines[-1].strip():
+        raw.errors.append(f"line {len(lines)}: unterminated, the output was cut off: "
+                          f"{lines[-1][:80]}")
+    return raw

@@ -54,8 +54,6 @@ def cmd_record(args) -> int:
         raise JvmosError("nothing to trace: give a command after -- or --pid PID")
     if cmd and args.pid is not None:
         raise JvmosError("give either a command or --pid, not both")
-    if args.duration is not None and args.duration <= 0:
-        raise JvmosError("--duration must be positive")
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
                        mode=args.mode, sample=args.sample,
@@ -67,7 +65,8 @@ def cmd_record(args) -> int:
         raise JvmosError(f"traced command exited with status {res.exit_code}; its recording is "
                          f"kept in {res.run_dir} (status command_failed)", 1)
     if res.status != "complete":
-        raise JvmosError(f"recording {res.status}; partial results in {res.run_dir}", 1)
+        raise JvmosError(f"recording {res.status}" + (f": {res.reason}" if res.reason else "")
+                         + f"; what was measured is in {res.run_dir}", 1)
     return 0
 
 
@@ -318,8 +317,15 @@ def cmd_run(args, extra) -> int:
     return exp(extra)
 
 
+class Parser(argparse.ArgumentParser):
+    """Argument errors in jvmos's one-line form (argparse prints usage and exits otherwise)."""
+
+    def error(self, message):
+        raise JvmosError(f"{message} (see '{self.prog} -h')", 2)
+
+
 def build_parser():
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure what the operating system costs a running JVM (bpftrace).",
         epilog="verbs: doctor, record, report, calibrate, predict, run.  'jvmos VERB -h' has examples.")
@@ -440,6 +446,10 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a file jvmos reads or writes (disk full, permissions): one line
+        where = f": {e.filename}" if e.filename else ""
+        print(f"jvmos: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -5,8 +5,30 @@ A run directory holds:
   probes.bt       the exact script bpftrace ran
   raw/bpftrace.json, raw/bpftrace.stderr   the probe output, untouched
   summary.json    written last and atomically; its "status" says whether the run completed
+
+Statuses (summary.json and manifest.json; the one place they are defined, see STATUSES). A
+recording is `complete` only when nothing below applies; when several apply the status is the
+first in this order, and `warnings` gives every reason with its figures:
+
+  failed          bpftrace stopped (or could not start/attach) before the run ended, or the
+                  sampler could not be loaded/stopped: figures missing or cover part of the run
+  truncated       bpftrace was stopped at the end but did not exit cleanly (non-zero status,
+                  killed after a timeout), printed no END output, or its output did not parse
+  interrupted     SIGINT/SIGTERM stopped a launched command (or came before tracing started:
+                  the command never ran); in attach mode the signal is the normal way to stop
+  load_failed     the load driven during an attach recording raised an error
+  target_exited   attach mode: the traced pid exited before the recording ended
+  command_failed  the launched command exited non-zero (figures valid for what it did)
+  events_lost     bpftrace reported lost events (its output buffer overflowed)
+  partial         probes that apply to the target were skipped (symbols not found)
+  complete        bpftrace exited 0 after the stop signal, its END output is there and parsed
+                  without errors, and the target ran until the end (or exited 0, launch mode)
+  running         (manifest.json only) the recording has not ended, or jvmos itself died
+Returns without an entry (a call in progress when tracing began) are warned about with their
+count but leave the status alone: their calls are counted, only their time is missing.
 """
 import json
+import math
 import os
 import signal
 import subprocess
@@ -74,16 +96,88 @@ class Result:
     exit_code: Optional[int]
     summary: dict
     warnings: List[str] = field(default_factory=list)
+    reason: Optional[str] = None       # why the status is not complete (one of the warnings)
 
 
 def _now_iso():
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+STATUSES = {
+    "failed": "bpftrace (or the sampler) stopped or failed before the run ended",
+    "truncated": "bpftrace's output is incomplete or did not parse",
+    "interrupted": "a signal stopped the launched command (or came before tracing started)",
+    "load_failed": "the load driven during the recording failed",
+    "target_exited": "the attached process exited before the recording ended",
+    "command_failed": "the launched command exited non-zero",
+    "events_lost": "bpftrace lost events",
+    "partial": "probes that apply to the target were skipped",
+    "complete": "everything above was checked and none applies",
+}
+STATUS_ORDER = list(STATUSES)
+
+
+def decide_status(reasons: List[tuple]) -> str:
+    """reasons: (status, why) pairs; the status is the first of STATUS_ORDER among them."""
+    found = {st for st, _ in reasons}
+    return next((st for st in STATUS_ORDER if st in found), "complete")
+
+
+def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tuple]:
+    """What bpftrace's exit and output say about a recording, as (status, why) pairs."""
+    out = []
+    if stopped_early:
+        out.append(("failed", f"bpftrace stopped before the end of the run (exit status {rc}): "
+                              "the figures cover part of it"))
+    elif rc is None:
+        out.append(("truncated", "bpftrace did not exit after the stop signal and was killed: "
+                                 "its output is incomplete"))
+    elif rc != 0:
+        out.append(("truncated", f"bpftrace exited with status {rc} after the stop signal: "
+                                 "its output may be incomplete"))
+    if "@end_ns" not in raw.maps and not stopped_early and rc is not None:
+        out.append(("truncated", "bpftrace's END output is missing: the maps it prints at the "
+                                 "end were not (all) written"))
+    if raw.errors:
+        out.append(("truncated", f"{len(raw.errors)} line(s) of bpftrace's output did not "
+                                 f"parse (first: {raw.errors[0]})"))
+    if raw.lost_events:
+        out.append(("events_lost", f"bpftrace lost {raw.lost_events} events (its output buffer "
+                                   "overflowed): output actions of the probes may be missing"))
+    return out
+
+
+def missed_warnings(raw) -> List[str]:
+    """Returns seen without their entry, per kind: counted calls whose time was not measured."""
+    missed: Dict[str, int] = {}
+    for (_pid, what), n in raw.keyed("@missed").items():
+        missed[what] = missed.get(what, 0) + int(n)
+    return [f"{n} {what.replace('_', ' ')} event(s): a call was in progress when tracing began "
+            "(counted, its time not measured)" for what, n in sorted(missed.items())]
+
+
 def _write_json(path: Path, data: dict):
+    """Atomic: the file is either its old version or the new one, never half written."""
     tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def _save(path: Path, data: dict, out: Path):
+    """_write_json with the error said in one line: what could not be written, and where the
+    rest of the run is."""
+    try:
+        _write_json(path, data)
+    except OSError as e:
+        raise JvmosError(f"cannot write {path}: {e.strerror or e}; what was written before is "
+                         f"kept in {out}", 1)
 
 
 def default_out(label: str) -> Path:
@@ -155,6 +249,16 @@ class _Tree(threading.Thread):
             self.stop.wait(0.1)
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its parent has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        return st[st.rindex(")") + 2:][:1] not in ("Z", "X")
+    except (OSError, ValueError):
+        return False
+
+
 def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     """Which libjvm.so files to attach to, decided before anything starts."""
     if opts.jdks:
@@ -162,7 +266,8 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
         for h in opts.jdks:
             j = jvm_of_executable(str(Path(h) / "bin" / "java"))
             if j is None:
-                raise JvmosError(f"--jdk {h}: no lib/server/libjvm.so under it")
+                raise JvmosError(f"--jdk {h}: not a JDK home (no bin/java next to a "
+                                 "lib/server/libjvm.so)")
             jvms.append(j)
         return jvms
     if opts.pid is not None:
@@ -244,30 +349,59 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     return platform
 
 
-def record(opts: Options) -> Result:
-    log = opts.log or (lambda m: print(m, file=sys.stderr))
+def check_options(opts: Options) -> None:
+    """Argument errors, said before anything runs or is written."""
     for layer in opts.layers:
         if layer not in LAYERS:
             raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
     if (opts.cmd is None) == (opts.pid is None):
         raise JvmosError("give either a command (after --) or --pid PID")
-    if opts.pid is not None and not Path(f"/proc/{opts.pid}").exists():
+    if opts.duration is not None:
+        if opts.cmd is not None:
+            raise JvmosError("--duration applies to --pid only: a launched command is "
+                             "recorded until it exits")
+        if not math.isfinite(opts.duration) or opts.duration <= 0:
+            raise JvmosError(f"--duration must be a positive number of seconds, not "
+                             f"{opts.duration}")
+    if opts.pid is not None and (opts.pid <= 0 or not _alive(opts.pid)):
         raise JvmosError(f"no process with pid {opts.pid}")
     if opts.mode not in ("time", "count", "sample"):
         raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count, sample)")
+
+
+# CAP_SYS_ADMIN, CAP_PERFMON and CAP_BPF in /proc/self/status CapEff
+CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
+
+
+def _can_load_bpf() -> bool:
+    if os.geteuid() == 0:
+        return True
+    try:
+        eff = next(int(l.split()[1], 16) for l in open("/proc/self/status")
+                   if l.startswith("CapEff:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return False
+    has = lambda cap: bool(eff >> cap & 1)
+    return has(CAP_SYS_ADMIN) or (has(CAP_BPF) and has(CAP_PERFMON))
+
+
+def record(opts: Options) -> Result:
+    log = opts.log or (lambda m: print(m, file=sys.stderr))
+    check_options(opts)
     if opts.mode == "sample":
         return _record_sampled(opts, log)
+    if not _can_load_bpf():
+        raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): bpftrace loads "
+                         "BPF programs; run it as root, or use --mode sample")
     bpf = bpftrace()
-    if os.geteuid() != 0:
-        raise JvmosError("jvmos record needs root (bpftrace loads BPF programs): run it as root")
     ensure_tracefs()
-    out = prepare_out(opts.out or default_out("record"))
     warnings: List[str] = []
     for layer in (opts.layers if opts.mode == "count" else []):
         if layer in TIMED_SPAN_LAYERS:
             warnings.append(f"--mode count keeps the {layer} layer's entry probes only: its "
                             "counts are exact, its per-layer times are partial (use --mode time)")
     jvms = _targets(opts, warnings)
+    out = prepare_out(opts.out or default_out("record"))
     for w in warnings:
         log(f"warning: {w}")
 
@@ -287,8 +421,11 @@ def record(opts: Options) -> Result:
                and "(library not found)" not in m]
     for m in missing:
         log(f"warning: symbol not found, its probe is skipped: {m}")
-    (out / "raw").mkdir(exist_ok=True)
-    (out / "probes.bt").write_text(script.text)
+    try:
+        (out / "raw").mkdir(exist_ok=True)
+        (out / "probes.bt").write_text(script.text)
+    except OSError as e:
+        raise JvmosError(f"cannot write the probe script to {out}: {e.strerror or e}", 1)
     manifest = {
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "target": "launch" if opts.cmd else "attach",
@@ -304,63 +441,69 @@ def record(opts: Options) -> Result:
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
     }
-    _write_json(out / "manifest.json", manifest)
 
-    # launch mode: the child waits at a gate (a read on fd 3) until the probes are attached
-    child = None
-    gate_w = None
-    if opts.cmd:
-        gate_r, gate_w = os.pipe()
-        stdout = open(opts.stdout, "wb") if opts.stdout else None
-        stderr = open(opts.stderr, "wb") if opts.stderr else None
-        try:
-            env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
-            child = subprocess.Popen(
-                [sys.executable, "-c", GATE, str(gate_r)] + list(opts.cmd),
-                pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=env)
-        finally:
-            os.close(gate_r)
-        root = child.pid
-    else:
-        root = opts.pid
-
-    raw_path = out / "raw" / "bpftrace.json"
-    err_path = out / "raw" / "bpftrace.stderr"
-    t_attach = time.time()
-    bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root)],
-                          stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
-                          start_new_session=True, env=bpftrace_env())
-
-    def abort(msg):
-        nonlocal gate_w
-        if gate_w is not None:
-            os.close(gate_w)  # EOF at the gate: the command never starts
-            gate_w = None
-            child.wait()
-        if bt.poll() is None:
-            bt.kill()
-            bt.wait()
-        manifest["status"] = "failed"
-        manifest["error"] = msg
-        manifest["end_time"] = _now_iso()
-        _write_json(out / "manifest.json", manifest)
-        raise JvmosError(msg)
-
+    # from here on a signal is a request to stop, said in the status (before tracing starts:
+    # the command never runs)
     interrupted = {"sig": None}
 
     def on_signal(signum, _frame):
         interrupted["sig"] = signum
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    child = None
+    gate_w = None
+    bt = None
     try:
+        _save(out / "manifest.json", manifest, out)
+
+        # launch mode: the child waits at a gate (a read on fd 3) until the probes are attached
+        if opts.cmd:
+            gate_r, gate_w = os.pipe()
+            stdout = open(opts.stdout, "wb") if opts.stdout else None
+            stderr = open(opts.stderr, "wb") if opts.stderr else None
+            try:
+                env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
+                child = subprocess.Popen(
+                    [sys.executable, "-c", GATE, str(gate_r)] + list(opts.cmd),
+                    pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=env)
+            finally:
+                os.close(gate_r)
+            root = child.pid
+        else:
+            root = opts.pid
+
+        raw_path = out / "raw" / "bpftrace.json"
+        err_path = out / "raw" / "bpftrace.stderr"
+        t_attach = time.time()
+        bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root)],
+                              stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
+                              start_new_session=True, env=bpftrace_env())
+
+        def abort(msg, status="failed", code=1):
+            nonlocal gate_w
+            if gate_w is not None:
+                os.close(gate_w)  # EOF at the gate: the command never starts
+                gate_w = None
+                child.wait()
+            if bt.poll() is None:
+                bt.kill()
+                bt.wait()
+            manifest["status"] = status
+            manifest["error"] = msg
+            manifest["end_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)
+            raise JvmosError(msg, code)
+
         while True:
             if interrupted["sig"] is not None:
-                abort("interrupted before tracing started")
+                abort("interrupted before tracing started" +
+                      ("; the command never ran" if opts.cmd else ""), "interrupted", 130)
             if bt.poll() is not None:
                 errs = [l for l in err_path.read_text(errors="replace").splitlines()
                         if "RLIMIT_MEMLOCK" not in l and l.strip()]
                 first = next((l for l in errs if "ERROR" in l), errs[0] if errs else "no output")
-                abort(f"bpftrace failed: {first.strip()}")
+                abort(f"bpftrace failed before tracing started (exit status {bt.returncode}): "
+                      f"{first.strip()}" + ("; the command never ran" if opts.cmd else ""))
             if "jvmos-ready" in raw_path.read_text(errors="replace"):
                 break
             if time.time() - t_attach > ATTACH_TIMEOUT_S:
@@ -369,7 +512,7 @@ def record(opts: Options) -> Result:
         attach_s = time.time() - t_attach
         manifest["attach_seconds"] = round(attach_s, 2)
         manifest["start_time"] = _now_iso()
-        _write_json(out / "manifest.json", manifest)  # a reader can see tracing has begun
+        _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
         log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
             f"tracepoints, attached in {attach_s:.1f}s)" +
             (f" for {opts.duration}s" if opts.duration else "") +
@@ -395,6 +538,7 @@ def record(opts: Options) -> Result:
             gate_w = None
         tree.start()
         exit_code = None
+        target_gone = False
         load = None
         load_error = []
         if opts.workload is not None:
@@ -424,7 +568,8 @@ def record(opts: Options) -> Result:
             while interrupted["sig"] is None and bt.poll() is None:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                if not Path(f"/proc/{root}").exists():
+                if not _alive(root):
+                    target_gone = True
                     break
                 if load is not None and not load.is_alive():
                     break
@@ -432,10 +577,12 @@ def record(opts: Options) -> Result:
         wall_ns = time.monotonic_ns() - t0
         target_cpu = (cpu_watch.stop() if cpu_watch is not None
                       else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
-        if opts.sample and opts.pid is not None and Path(f"/proc/{opts.pid}").exists():
+        sample_error = None
+        if opts.sample and opts.pid is not None and _alive(opts.pid):
             try:
                 sampling.attach_stop(jvms[0], opts.pid, out)
             except JvmosError as e:
+                sample_error = str(e)
                 log(f"warning: {e}")
         tree.stop.set()
         tree.join(timeout=2)
@@ -444,37 +591,56 @@ def record(opts: Options) -> Result:
         # stop counting now (see common.bt), then stop bpftrace: SIGINT makes it run END and
         # print its maps, which can take seconds
         stop_counting(root)
-        bt_died = bt.poll() is not None
-        if not bt_died:
+        bt_stopped_early = bt.poll() is not None
+        if not bt_stopped_early:
             bt.send_signal(signal.SIGINT)
             try:
                 bt.wait(timeout=300)
             except subprocess.TimeoutExpired:
                 bt.kill()
                 bt.wait()
-                bt_died = True
+        # None: killed by jvmos after the stop signal
+        bt_rc = None if (bt.returncode == -signal.SIGKILL and not bt_stopped_early) \
+            else bt.returncode
     finally:
         for s, h in old.items():
             signal.signal(s, h)
         if gate_w is not None:
             os.close(gate_w)
+        if bt is not None and bt.poll() is None:  # an error on the way: never leave it running
+            bt.kill()
+            bt.wait()
 
-    if bt_died:
-        status = "failed"
-        log("error: bpftrace stopped before the end of the run; its figures are incomplete")
-    elif load_error:
-        status = "load_failed"
-    elif child is not None and interrupted["sig"] is not None:
-        status = "interrupted"
-    elif child is not None and exit_code != 0:
-        status = "command_failed"
-    else:
-        status = "complete"
-    if status == "complete" and missing:   # probes the layers asked for were not attached
-        status = "partial"
-        warnings.append(f"{len(missing)} probes could not be attached (manifest probes.missing)"
-                        ": their figures are absent")
     raw = rawparse.parse_file(raw_path)
+    reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
+    if sample_error:
+        reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
+    if child is not None and interrupted["sig"] is not None:
+        reasons.append(("interrupted", f"signal {signal.Signals(interrupted['sig']).name} "
+                                       "stopped the command before it finished"))
+    if load_error:
+        reasons.append(("load_failed", f"the load driven during the recording failed: "
+                                       f"{load_error[0]}"))
+    if target_gone:
+        reasons.append(("target_exited", f"pid {root} exited {wall_ns / 1e9:.1f} s into the "
+                                         "recording, before it was stopped: the figures cover "
+                                         "that time"))
+    if child is not None and exit_code != 0 and interrupted["sig"] is None:
+        reasons.append(("command_failed", f"the command exited with status {exit_code}"))
+    if missing:
+        names = [m.rsplit(":", 1)[-1] for m in missing]
+        reasons.append(("partial", f"{len(missing)} probe(s) skipped, their symbols were not "
+                                   f"found: {', '.join(names[:5])}"
+                                   + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                                   + "; their figures are absent"))
+    status = decide_status(reasons)
+    reason = next((why for st, why in reasons if st == status), None)
+    for _, why in reasons:
+        warnings.append(why)
+        log(f"warning: {why}")
+    for why in missed_warnings(raw):
+        warnings.append(why)
+        log(f"note: {why}")
     pids = {str(p): info for p, info in tree.pids.items()}
     jvm_home_by_pid = {p: i["jvm"]["home"] for p, i in pids.items() if "jvm" in i}
     if opts.pid is not None and jvms:
@@ -497,18 +663,41 @@ def record(opts: Options) -> Result:
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
     summary["totals"].update(cputime.overhead_totals(
         summary["totals"].get("guaranteed_overhead_ns"), wall_ns, target_cpu))
+    # the analyzers' warnings (calibration, unknown figures) and the recording's, in one list
+    summary["warnings"] = list(summary.get("warnings") or []) + [
+        w for w in warnings if w not in (summary.get("warnings") or [])]
+    summary["status_reason"] = reason
     if opts.sample:
         merge_samples(summary, sampling.collect(out, log=log))
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
-                     "wall_ns": wall_ns})
-    _write_json(out / "manifest.json", manifest)
-    _write_json(out / "summary.json", summary)
+                     "wall_ns": wall_ns, "bpftrace_exit_status": bt_rc,
+                     "status_reason": reason})
+    _finish(out, manifest, summary)
     if load_error:
         raise JvmosError(f"the load driven during the recording failed: {load_error[0]}; "
                          f"the recording is kept in {out}")
     return Result(run_dir=out, status=status, exit_code=exit_code, summary=summary,
-                  warnings=warnings)
+                  warnings=warnings, reason=reason)
+
+
+def _finish(out: Path, manifest: dict, summary: dict) -> None:
+    """The final manifest, then the summary (the last file of a run). If the summary cannot be
+    written, the manifest is rewritten (if it can be) to say so instead of a status that
+    summary.json would have backed."""
+    _save(out / "manifest.json", manifest, out)
+    try:
+        _write_json(out / "summary.json", summary)
+    except OSError as e:
+        msg = f"cannot write {out / 'summary.json'}: {e.strerror or e}"
+        manifest.update({"status": "failed", "error": msg,
+                         "status_measured": summary.get("status")})
+        try:
+            _write_json(out / "manifest.json", manifest)
+        except OSError:
+            pass
+        raise JvmosError(f"{msg}; what was written before (manifest.json, raw/) is kept in "
+                         f"{out}", 1)
 
 
 SAMPLED_CATEGORIES = ("jni_copy", "nio_copy", "io_syscall", "kernel_copy")
@@ -534,31 +723,41 @@ def merge_samples(summary: dict, samp: Optional[dict]) -> None:
 
 
 def _record_sampled(opts: Options, log) -> Result:
-    """--mode sample: async-profiler alone, no bpftrace (the lowest-overhead mode)."""
-    out = prepare_out(opts.out or default_out("record"))
-    warnings: List[str] = []
+    """--mode sample: async-profiler alone, no bpftrace (the lowest-overhead mode). The
+    statuses are those of the module docstring; a sampler that cannot be loaded or stopped
+    is `failed`."""
+    jvm = None
     if opts.pid is not None:
         jvm = jvm_of_pid(opts.pid)
         if jvm is None:
             raise JvmosError(f"--mode sample needs a JVM: pid {opts.pid} maps no libjvm.so")
     elif executable_kind(opts.cmd[0]) == "missing":
         raise JvmosError(f"command not found: {opts.cmd[0]}")
+    agent = sampling.lib()
+    out = prepare_out(opts.out or default_out("record"))
+    warnings: List[str] = []
     manifest = {"schema": "jvmos.manifest/1", "jvmos_version": __version__,
                 "status": "running", "mode": "sample",
+                "target": "launch" if opts.cmd else "attach",
                 "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
                 "layers": [], "jvms_probed": [], "host": host_info(),
-                "sampler": f"async-profiler ({sampling.lib()}), cpu, "
+                "sampler": f"async-profiler ({agent}), cpu, "
                            f"{sampling.INTERVAL_NS} ns interval",
-                "start_time": _now_iso(), "end_time": None}
-    _write_json(out / "manifest.json", manifest)
+                "start_time": None, "end_time": None}
+    _save(out / "manifest.json", manifest, out)
     interrupted = {"sig": None}
     old = {s: signal.signal(s, lambda n, f: interrupted.__setitem__("sig", n))
            for s in (signal.SIGINT, signal.SIGTERM)}
     exit_code = None
+    target_gone = False
+    load_error = []
+    stop_error = None
     try:
         if opts.cmd:
             stdout = open(opts.stdout, "wb") if opts.stdout else None
             stderr = open(opts.stderr, "wb") if opts.stderr else None
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)
             t0 = time.monotonic_ns()
             child = subprocess.Popen(list(opts.cmd), stdout=stdout, stderr=stderr,
                                      env=sampling.launch_env(out, opts.env))
@@ -571,40 +770,73 @@ def _record_sampled(opts: Options, log) -> Result:
             wall_ns = time.monotonic_ns() - t0
             root = child.pid
         else:
-            sampling.attach_start(jvm, opts.pid)
+            try:
+                sampling.attach_start(jvm, opts.pid)
+            except JvmosError as e:
+                # nothing was sampled: the manifest says why, no summary claims figures
+                manifest.update({"status": "failed", "error": str(e), "end_time": _now_iso()})
+                _save(out / "manifest.json", manifest, out)
+                raise JvmosError(str(e), 1)
             manifest["jvms_probed"] = [jvm.as_dict()]
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)  # a reader can see sampling has begun
             log(f"sampling pid {opts.pid}" + (f" for {opts.duration}s" if opts.duration else
                                               "; Ctrl-C to stop"))
             t0 = time.monotonic_ns()
             deadline = None if opts.duration is None else time.monotonic() + opts.duration
             load = None
             if opts.workload is not None:
-                load = threading.Thread(target=opts.workload, daemon=True)
+                def drive():
+                    try:
+                        opts.workload()
+                    except Exception as e:  # reported after the recording is written
+                        load_error.append(e)
+                load = threading.Thread(target=drive, daemon=True)
                 load.start()
-            while interrupted["sig"] is None and Path(f"/proc/{opts.pid}").exists():
+            while interrupted["sig"] is None:
+                if not _alive(opts.pid):
+                    target_gone = True
+                    break
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 if load is not None and not load.is_alive():
                     break
                 time.sleep(0.05)
             wall_ns = time.monotonic_ns() - t0
-            if Path(f"/proc/{opts.pid}").exists():
-                sampling.attach_stop(jvm, opts.pid, out)
+            if not target_gone:
+                try:
+                    sampling.attach_stop(jvm, opts.pid, out)
+                except JvmosError as e:
+                    stop_error = str(e)
             root = opts.pid
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    if opts.cmd and interrupted["sig"] is not None:
-        status = "interrupted"
-    elif opts.cmd and exit_code != 0:
-        status = "command_failed"
-    else:
-        status = "complete"
     samp = sampling.collect(out, log=log)
-    if samp is None:
-        warnings.append("no profile was written (the command ran no JVM, or it could not "
-                        "load the agent)")
-        log(f"warning: {warnings[-1]}")
+    reasons = []
+    if stop_error:
+        reasons.append(("failed", f"the sampler could not be stopped, its samples are lost: "
+                                  f"{stop_error}"))
+    elif samp is None and not target_gone:
+        reasons.append(("failed", "no profile was written (the command ran no JVM, or the "
+                                  "JVM could not load the agent): nothing was sampled"))
+    if opts.cmd and interrupted["sig"] is not None:
+        reasons.append(("interrupted", f"signal {signal.Signals(interrupted['sig']).name} "
+                                       "stopped the command before it finished"))
+    if load_error:
+        reasons.append(("load_failed", f"the load driven during the recording failed: "
+                                       f"{load_error[0]}"))
+    if target_gone:
+        reasons.append(("target_exited", f"pid {opts.pid} exited {wall_ns / 1e9:.1f} s into "
+                                         "the recording, before it was stopped: its samples "
+                                         "went with it (async-profiler writes them at stop)"))
+    if opts.cmd and exit_code != 0 and interrupted["sig"] is None:
+        reasons.append(("command_failed", f"the command exited with status {exit_code}"))
+    status = decide_status(reasons)
+    reason = next((why for st, why in reasons if st == status), None)
+    for _, why in reasons:
+        warnings.append(why)
+        log(f"warning: {why}")
     cats = {}
     for name, c in ((samp or {}).get("categories") or {}).items():
         cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
@@ -619,12 +851,15 @@ def _record_sampled(opts: Options, log) -> Result:
                           "probe_overhead_ns": None, "slowdown_pct": None,
                           "processes": len((samp or {}).get("by_pid", {}))},
                "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
-               "warnings": warnings}
+               "warnings": warnings, "status_reason": reason}
     g = summary["totals"]["guaranteed_overhead_ns"]
     summary["totals"]["guaranteed_overhead_pct"] = 100.0 * g / wall_ns if wall_ns else None
     manifest.update({"status": status, "exit_code": exit_code, "end_time": _now_iso(),
-                     "wall_ns": wall_ns, "root_pid": root, "warnings": warnings})
-    _write_json(out / "manifest.json", manifest)
-    _write_json(out / "summary.json", summary)
+                     "wall_ns": wall_ns, "root_pid": root, "warnings": warnings,
+                     "status_reason": reason})
+    _finish(out, manifest, summary)
+    if load_error:
+        raise JvmosError(f"the load driven during the recording failed: {load_error[0]}; "
+                         f"the recording is kept in {out}")
     return Result(run_dir=out, status=status, exit_code=exit_code, summary=summary,
-                  warnings=warnings)
+                  warnings=warnings, reason=reason)

@@ -1,11 +1,17 @@
 """Bad input: one clear line on stderr, a non-zero exit, never a traceback, never a lost result."""
+import errno
 import json
 import os
+import shutil
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
-from conftest import can_trace, run_jvmos
+from conftest import JVMOS, ROOT, can_trace, run_jvmos
+from jvmos.jdk import discover_jdks
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +82,271 @@ def test_existing_result_is_never_overwritten(tmp_path):
     line = one_error_line(run_jvmos(["record", "--out", str(out), "--", "/bin/true"]))
     assert "already holds a recording" in line
     assert json.loads((out / "summary.json").read_text()) == {"schema": "jvmos.summary/1"}
+
+
+# ---- argument errors: one line, exit 2, nothing created ------------------------------------
+
+@pytest.mark.parametrize("args, says", [
+    (["--mode", "bogus", "--", "/bin/true"], "argument --mode: invalid choice: 'bogus'"),
+    (["--pid", "abc"], "argument --pid: invalid int value: 'abc'"),
+    (["--no-such-option", "--", "/bin/true"], "unrecognized arguments: --no-such-option"),
+    (["--pid", "1", "--duration", "0"], "--duration must be a positive number of seconds, not 0.0"),
+    (["--pid", "1", "--duration", "-5"], "--duration must be a positive number of seconds, not -5.0"),
+    (["--pid", "1", "--duration", "nan"], "--duration must be a positive number of seconds, not nan"),
+    (["--pid", "1", "--duration", "inf"], "--duration must be a positive number of seconds, not inf"),
+    (["--duration", "3", "--", "/bin/true"], "--duration applies to --pid only"),
+])
+def test_argument_errors_are_one_line(tmp_path, args, says):
+    out = tmp_path / "run"
+    r = run_jvmos(["record", "--out", str(out)] + args)
+    line = one_error_line(r)
+    assert r.returncode == 2
+    assert says in line, line
+    assert "usage:" not in r.stderr            # argparse's usage block is not printed
+    assert not out.exists()
+
+
+# ---- with root and bpftrace ------------------------------------------------------------------
+
+needs_tracing = pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
+IO_JAR = ROOT / "workloads/java/io/target/jvmos-io.jar"
+
+
+def java():
+    jdks = discover_jdks()
+    assert jdks, "no JDK found"
+    return str(jdks[0].home / "bin" / "java")
+
+
+def loop(n, target="/dev/null"):
+    return [java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo", "--iterations", str(n),
+            "--size", "10", "--target", str(target)]
+
+
+def read_json(path):
+    return json.loads(path.read_text())
+
+
+def bpftrace_of(out):
+    """pids of bpftrace processes still running the probe script of the run in out."""
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            cmd = open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if "bpftrace" in cmd and str(out / "probes.bt") in cmd:
+            found.append(int(p))
+    return found
+
+
+def wait_for_manifest(out, started, timeout=300):
+    """Wait until manifest.json exists and, if started, until tracing has begun."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = out / "manifest.json"
+        if m.exists():
+            try:
+                if not started or read_json(m).get("start_time"):
+                    return
+            except json.JSONDecodeError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no manifest{' with start_time' if started else ''} in {out}")
+
+
+@needs_tracing
+def test_jdk_that_is_not_a_jdk(tmp_path):
+    out = tmp_path / "run"
+    line = one_error_line(run_jvmos(["record", "--jdk", str(tmp_path), "--out", str(out), "--",
+                                     "/bin/sh", "-c", "true"]))
+    assert f"--jdk {tmp_path}: not a JDK home" in line
+    assert not out.exists(), "nothing is created for an argument error"
+
+
+@needs_tracing
+def test_pid_of_a_process_that_is_not_a_jvm(platform_file, tmp_path):
+    out = tmp_path / "sh"
+    sh = subprocess.Popen(["/bin/sh", "-c", "while :; do echo x > /dev/null; sleep 0.01; done"])
+    try:
+        r = run_jvmos(["record", "--pid", str(sh.pid), "--duration", "2", "--out", str(out)])
+        assert r.returncode == 0, r.stderr
+        warnings = [l for l in r.stderr.splitlines() if l.startswith("warning:")]
+        assert len(warnings) == 1 and f"pid {sh.pid} is not a JVM" in warnings[0], r.stderr
+        s = read_json(out / "summary.json")
+        assert s["status"] == "complete" and read_json(out / "manifest.json")["status"] == "complete"
+        # the syscall probes ran: the shell's echo is a write(2) every 10 ms
+        assert s["categories"]["io_syscall"]["syscalls"]["write"]["calls"] > 10
+        assert "jni_copy" not in s["categories"] or s["categories"]["jni_copy"]["calls"] == 0
+    finally:
+        sh.kill()
+        sh.wait()
+
+
+@needs_tracing
+def test_pid_that_exits_mid_recording(platform_file, tmp_path):
+    out = tmp_path / "gone"
+    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--duration", "600",
+                                        "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_manifest(out, started=True)
+        time.sleep(2)
+        jvm.kill()                              # the target dies long before --duration
+        jvm.wait()
+        o, e = rec.communicate(timeout=600)
+        r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
+        line = one_error_line(r)
+        assert "recording target_exited" in line and f"pid {jvm.pid} exited" in line
+        s = read_json(out / "summary.json")
+        assert s["status"] == "target_exited"
+        assert read_json(out / "manifest.json")["status"] == "target_exited"
+        assert any(f"pid {jvm.pid} exited" in w for w in s["warnings"])
+        # the figures of the 2 s it was traced are kept
+        assert s["categories"]["io_syscall"]["syscalls"]["write"]["calls"] > 1000
+        assert s["categories"]["jni_copy"]["calls"] > 1000
+        assert s["totals"]["wall_ns"] < 600e9
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()
+
+
+@needs_tracing
+def test_sigint_before_tracing_starts_the_command_never_runs(platform_file, tmp_path):
+    out = tmp_path / "early"
+    mark = tmp_path / "written-by-the-command"
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--"] + loop(10, target=mark),
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_manifest(out, started=False)
+    # manifest.json is written once the stop signal is handled and before bpftrace starts;
+    # attaching the JVM's uprobes takes seconds
+    rec.send_signal(signal.SIGINT)
+    o, e = rec.communicate(timeout=600)
+    r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
+    line = one_error_line(r)
+    assert "interrupted before tracing started; the command never ran" in line
+    assert r.returncode == 130
+    m = read_json(out / "manifest.json")
+    assert m["status"] == "interrupted" and m["start_time"] is None
+    assert not (out / "summary.json").exists(), "nothing was measured: no summary"
+    assert not mark.exists(), "the command must not have run"
+    assert not bpftrace_of(out), "bpftrace is stopped with the recording"
+
+
+@needs_tracing
+def test_bpftrace_that_cannot_attach(platform_file, tmp_path):
+    """bpftrace refuses to attach more probes than BPFTRACE_MAX_PROBES (its own setting, which
+    jvmos passes through to it): a real attach failure, no test hook in jvmos."""
+    out = tmp_path / "noattach"
+    mark = tmp_path / "written-by-the-command"
+    r = run_jvmos(["record", "--out", str(out), "--"] + loop(10, target=mark),
+                  env={"BPFTRACE_MAX_PROBES": "1"})
+    line = one_error_line(r)
+    assert "bpftrace failed before tracing started" in line and "Can't attach to" in line
+    assert "the command never ran" in line
+    m = read_json(out / "manifest.json")
+    assert m["status"] == "failed" and "Can't attach to" in m["error"]
+    assert not (out / "summary.json").exists()
+    assert not mark.exists()
+    assert (out / "raw" / "bpftrace.stderr").stat().st_size > 0     # bpftrace's words are kept
+
+
+@needs_tracing
+def test_out_on_a_full_filesystem(platform_file, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount tmpfs here")
+    try:
+        out = mnt / "run"
+        rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--"] + loop(300_000),
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        wait_for_manifest(out, started=True)
+        started = (out / "manifest.json").read_text()
+        # fill what is left while the command runs: the results at the end find no room
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+        o, e = rec.communicate(timeout=900)
+        r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
+        line = one_error_line(r)
+        assert "No space left on device" in line and str(out) in line
+        # what was written before is intact: the manifest of the started run, bpftrace's files
+        assert (out / "manifest.json").read_text() == started
+        assert read_json(out / "manifest.json")["status"] == "running"
+        assert (out / "raw" / "bpftrace.stderr").exists() and (out / "raw" / "bpftrace.json").exists()
+        assert not (out / "summary.json").exists()
+        assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# jvmos from this tree for a user who cannot read the virtualenv (it may live under /root):
+# the package's folders map into it as the editable install maps them (pyproject.toml)
+BOOT = ("import sys; sys.path.insert(0, {root!r}); import jvmos; jvmos.__path__.append({root!r}); "
+        "from jvmos.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def python_for_nobody():
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run(NOBODY + [py, "-c", "import json"], cwd=ROOT,
+                                                 capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+@pytest.mark.skipif(python_for_nobody() is None,
+                    reason="needs root, setpriv and a python that user nobody can run")
+@pytest.mark.parametrize("args", [
+    ["--out", "/root/not-writable-by-nobody/run", "--", "/bin/true"],
+    ["--pid", "1", "--duration", "1", "--platform", "/root/no-such/platform.json"],
+    ["--layers", "io,jni", "--mode", "count", "--", "/bin/sh", "-c", "exit 0"],
+])
+def test_non_root_user_is_told_root_is_needed_first(args):
+    """Said before anything else can fail: the output directory, the platform file and the
+    JDKs are not looked at."""
+    r = subprocess.run(NOBODY + [python_for_nobody(), "-c", BOOT.format(root=str(ROOT)), "record"]
+                       + args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    line = one_error_line(r)
+    assert "needs root (or CAP_BPF with CAP_PERFMON)" in line, r.stderr
+    assert r.stderr.strip() == line, "the one line is all that is said"
+
+
+@needs_tracing
+def test_bpftrace_killed_mid_recording_is_failed(platform_file, tmp_path):
+    out = tmp_path / "killed"
+    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--duration", "600",
+                                        "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_manifest(out, started=True)
+        time.sleep(1)
+        (bt,) = bpftrace_of(out)
+        os.kill(bt, signal.SIGKILL)             # no END: its maps are gone with it
+        o, e = rec.communicate(timeout=600)
+        line = one_error_line(subprocess.CompletedProcess(rec.args, rec.returncode, o, e))
+        assert "recording failed: bpftrace stopped before the end of the run (exit status -9)" \
+            in line
+        s = read_json(out / "summary.json")
+        m = read_json(out / "manifest.json")
+        assert s["status"] == m["status"] == "failed"
+        assert m["bpftrace_exit_status"] == -9
+        assert jvm.poll() is None, "the JVM is not harmed"
+    finally:
+        jvm.kill()
+        jvm.wait()

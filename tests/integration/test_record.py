@@ -54,6 +54,9 @@ def test_java_loop_counts_every_write_and_jni_copy(platform_file, tmp_path):
     assert s["totals"]["wall_ns"] > 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "complete" and m["jvms_probed"] and m["bpftrace"]
+    # complete means: bpftrace exited 0 after the stop signal and printed its END maps
+    assert m["bpftrace_exit_status"] == 0 and s["status_reason"] is None
+    assert "@end_ns" in (out / "raw" / "bpftrace.json").read_text()
     assert any("GetByteArrayRegion" in sym for sym in m["probes"]["addresses"].values())
     assert (out / "raw" / "bpftrace.json").stat().st_size > 0
     # report reads it back later, without the process
@@ -152,7 +155,11 @@ def test_interrupted_launch_is_marked_interrupted(platform_file, tmp_path):
     assert rec.returncode != 0
     s = summary(out)
     assert s["status"] == "interrupted", "an interrupted run must not look complete"
+    assert "SIGINT stopped the command" in s["status_reason"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
     assert "Traceback" not in err
+    errors = [l for l in err.splitlines() if l.startswith("jvmos: error:")]
+    assert len(errors) == 1 and "recording interrupted" in errors[0]
 
 
 def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
@@ -167,3 +174,30 @@ def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
     jvm_pids = [p for p, v in s["by_pid"].items()
                 if v["categories"].get("jni_copy", {}).get("calls", 0) >= 100_000]
     assert len(jvm_pids) == 1 and len(s["by_pid"]) >= 2
+
+
+def test_another_recordings_stop_does_not_end_this_one(platform_file, tmp_path):
+    """jvmos ends counting with getsid(-root) (common.bt); only the stop naming this
+    recording's root ends it, not that of a concurrent recording that stops first."""
+    out = tmp_path / "concurrent"
+    # the shell (the root pid) writes 500 lines itself (echo is a builtin), after 3 s
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--", "/bin/sh", "-c",
+                                    "sleep 3; i=0; while [ $i -lt 500 ]; do echo x > /dev/null; "
+                                    "i=$((i+1)); done"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        m = out / "manifest.json"
+        if m.exists() and json.loads(m.read_text()).get("start_time"):
+            break
+        time.sleep(0.05)
+    # what another jvmos does when its own recording ends (record.stop_counting), while this
+    # one's command is still in its sleep
+    # (its root is another process: here, this test's own pid)
+    subprocess.run([sys.executable, "-c", "import os\ntry: os.getsid(-os.getppid())\n"
+                                          "except OSError: pass"], check=True)
+    _, err = rec.communicate(timeout=600)
+    assert rec.returncode == 0, err
+    # every one of the 500 writes after the foreign stop is counted (with the stop not bound
+    # to this jvmos, the root was no longer traced and none was)
+    assert cat(summary(out), "io_syscall")["syscalls"]["write"]["calls"] >= 500

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import JVMOS, ROOT, can_trace, run_jvmos
+from test_bad_input import wait_for_manifest
 from test_record import IO_JAR, java, summary
 
 pytestmark = [pytest.mark.integration,
@@ -76,9 +77,67 @@ def test_jvm_without_attach_gives_a_clear_error_and_bpftrace_modes_still_work(pl
         assert r.returncode != 0 and "Traceback" not in r.stderr
         errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
         assert len(errors) == 1 and "DisableAttachMechanism" in errors[0]
+        # the run directory says so too: not "running", and no summary claims figures
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["status"] == "failed" and "cannot load async-profiler" in m["error"]
+        assert m["end_time"] is not None
+        assert not (tmp_path / "s" / "summary.json").exists()
         r = run_jvmos(["record", "--mode", "count", "--pid", str(jvm.pid), "--duration", "2",
                        "--out", str(tmp_path / "c")])
         assert r.returncode == 0, r.stderr
         assert summary(tmp_path / "c")["categories"]["jni_copy"]["calls"] > 1000
     finally:
         jvm.kill()
+
+
+def test_sample_mode_load_that_raises_is_load_failed(tmp_path):
+    """The load driven while sampling (experiments pass one) fails: the recording is written
+    with status load_failed and the error is said, not lost in a thread."""
+    from jvmos import JvmosError
+    from jvmos import record as rec
+    out = tmp_path / "load"
+    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+    def load():
+        time.sleep(1.0)
+        raise RuntimeError("the client lost its connection")
+    try:
+        time.sleep(1.5)
+        with pytest.raises(JvmosError) as e:
+            rec.record(rec.Options(pid=jvm.pid, mode="sample", out=out, workload=load,
+                                   log=lambda m: None))
+        assert "the load driven during the recording failed: the client lost its connection" \
+            in str(e.value)
+        s = summary(out)
+        m = json.loads((out / "manifest.json").read_text())
+        assert s["status"] == m["status"] == "load_failed"
+        assert "the client lost its connection" in s["status_reason"]
+        assert s["sampling"]["samples_total"] > 0      # what was sampled is kept
+        assert jvm.poll() is None
+    finally:
+        jvm.kill()
+
+
+def test_sample_mode_target_that_exits_is_target_exited(tmp_path):
+    out = tmp_path / "gone"
+    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        rec = subprocess.Popen(JVMOS + ["record", "--mode", "sample", "--pid", str(jvm.pid),
+                                        "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_manifest(out, started=True)      # the agent is loaded: sampling has begun
+        time.sleep(2)
+        jvm.kill()
+        _, err = rec.communicate(timeout=300)
+        assert rec.returncode == 1 and "Traceback" not in err
+        errors = [l for l in err.splitlines() if l.startswith("jvmos: error:")]
+        assert len(errors) == 1 and "recording target_exited" in errors[0], err
+        s = summary(out)
+        assert s["status"] == "target_exited"
+        assert json.loads((out / "manifest.json").read_text())["status"] == "target_exited"
+    finally:
+        if jvm.poll() is None:
+            jvm.kill()

@@ -135,3 +135,29 @@ def test_map_arity_matches_the_probe_scripts():
     for name in ("@calls", "@bytes", "@time", "@path_bytes", "@path_calls", "@missed",
                  "@nio_confirmed", "@exec", "@exit_ns"):
         assert seen.get(name) == {MAP_ARITY[name]}, name
+
+
+def test_output_cut_off_in_the_middle_of_a_line_is_an_error(tmp_path):
+    p = tmp_path / "bpftrace.json"
+    # a complete record, then one that stops mid-object (no newline): 2 errors for line 2,
+    # "not JSON" and "unterminated"
+    p.write_text('{"type": "attached_probes", "data": {"probes": 5}}\n'
+                 '{"type": "map", "data": {"@calls": {"1,io')
+    raw = rawparse.parse_file(p)
+    assert raw.attached_probes == 5
+    assert len(raw.errors) == 2
+    assert raw.errors[0].startswith("line 2: not JSON")
+    assert raw.errors[1].startswith("line 2: unterminated")
+    # a record that parses but has no newline after it was cut off too (the rest is missing)
+    p.write_text('{"type": "map", "data": {"@exec": {"1": "/x"}}}')
+    raw = rawparse.parse_file(p)
+    assert raw.keyed("@exec") == {("1",): "/x"}
+    assert len(raw.errors) == 1 and "unterminated" in raw.errors[0]
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_raised(tmp_path):
+    p = tmp_path / "bpftrace.json"
+    p.write_bytes(b'{"type": "map", "data": {"@exec": {"1": "/tmp/\xff"}}}\n')
+    raw = rawparse.parse_file(p)
+    assert raw.errors == []
+    assert raw.keyed("@exec") == {("1",): "/tmp/\ufffd"}

@@ -349,13 +349,14 @@ def probes_for(probes: Optional[dict], script, jvm_homes) -> Tuple[Optional[dict
         for k in keys:
             out[k] = dict(cal[0]["usdt_" + k], source=f"usdt ({homes[0]})")
         return out, []
-    for k in keys:
-        out[k] = {"mean_ns": None, "source": "usdt, not calibrated"}
+    for k in keys:      # absent = unknown: the symbol pair's figures must not stand in
+        out.pop(k, None)
     if len(cal) > 1:
         why = (f"{len(homes)} JDKs were probed and their USDT probe costs differ: which one "
                "ran is not known when the costs are applied")
     else:
         why = ("their cost is not calibrated for " + (", ".join(map(str, homes)) or "this JVM")
                + " (run 'jvmos calibrate --probes')")
+    out["usdt_unknown"] = why
     return out, [f"the JNI probes are USDT probes and {why}: JNI copy times are uncorrected "
                  "and their probe cost unknown"]

@@ -313,6 +313,35 @@ def stop_counting(root: int) -> None:
         pass
 
 
+def _interrupt_bpftrace(bt: subprocess.Popen, timeout: float) -> int:
+    """SIGINT bpftrace and wait for it to print its maps and exit; killed after `timeout` s.
+
+    bpftrace 0.17 sometimes stays in its event loop (epoll_wait) after a SIGINT, as if it had
+    not seen it (seen here at the end of 1 of 3 loops of 10^6 probed writes; a second SIGINT
+    ended it normally, with complete output). So while it still waits in that loop, the signal
+    is sent again every 15 s. Returns how many times it was re-sent (kept in the manifest)."""
+    deadline = time.monotonic() + timeout
+    resent = 0
+    bt.send_signal(signal.SIGINT)
+    while True:
+        try:
+            bt.wait(timeout=max(0.0, min(15.0, deadline - time.monotonic())))
+            return resent
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            bt.kill()
+            bt.wait()
+            return resent
+        try:
+            waiting = open(f"/proc/{bt.pid}/wchan").read().strip() == "do_epoll_wait"
+        except OSError:
+            waiting = False
+        if waiting:
+            bt.send_signal(signal.SIGINT)
+            resent += 1
+
+
 def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
     if platform is None:
@@ -593,12 +622,7 @@ def record(opts: Options) -> Result:
         stop_counting(root)
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
-            bt.send_signal(signal.SIGINT)
-            try:
-                bt.wait(timeout=300)
-            except subprocess.TimeoutExpired:
-                bt.kill()
-                bt.wait()
+            manifest["sigint_resent"] = _interrupt_bpftrace(bt, timeout=300)
         # None: killed by jvmos after the stop signal
         bt_rc = None if (bt.returncode == -signal.SIGKILL and not bt_stopped_early) \
             else bt.returncode
@@ -647,8 +671,9 @@ def record(opts: Options) -> Result:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)
     from .probecost import probes_for
-    probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script,
-                                             [j.home for j in jvms])
+    # the JDKs that ran (a command may have started one of several JDKs probed)
+    ran = sorted(set(jvm_home_by_pid.values())) or [str(j.home) for j in jvms]
+    probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)
     warnings.extend(probe_warnings)
     summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
                          costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,

@@ -543,9 +543,13 @@ def test_usdt_probe_costs_replace_the_symbol_pairs_only_when_calibrated_for_that
     assert got["jni_copy_time_hit"]["mean_ns"] == 1900.0
     assert got["jni_copy_count_hit"]["mean_ns"] == 950.0
     assert got["io_syscall_hit"]["mean_ns"] == 900.0            # other kinds untouched
-    # not calibrated for this JDK: unknown (None) and said, never the symbol pair's figure
+    # not calibrated for this JDK: unknown (absent, so that the calibration check lets it
+    # through and every correction that needs it is unknown) and said, never the symbol pair's
     got, warn = probes_for(base, s, [home])
-    assert got["jni_copy_time_window"]["mean_ns"] is None and len(warn) == 1
+    assert "jni_copy_time_window" not in got and "jni_copy_time_hit" not in got
+    assert got["usdt_unknown"] and len(warn) == 1
+    from jvmos.analyzers.correction import validate_probes
+    validate_probes(got)            # an unknown cost is not a calibration error
     # a script without USDT probes keeps the symbol pair's figures as they are
     plain = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
     assert probes_for(base, plain, [home]) == (base, [])

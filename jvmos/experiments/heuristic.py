@@ -28,6 +28,8 @@ from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from .common import jdk_label, log, out_dir, select_jdks, write_outputs
+from .common import PROBE_EFFECT_HEADERS, probe_effect_cells
+from .tomcat import level_probe_effect
 from .tomcat import Shop, cpu_split, measure_level, parse_levels
 
 EXAMPLES = """\
@@ -344,23 +346,26 @@ def table7(results) -> Table:
               ["load", "connections", "real cost (probes)", "repeats: min..max",
                "paper's estimate (eq. 6)", "diff",
                "estimate from counts (eq. 1)", "diff", "fitted, level held out", "diff",
-               "extended fit, level held out", "diff", "paper: est. / real / diff"])
+               "extended fit, level held out", "diff", "paper: est. / real / diff"]
+              + PROBE_EFFECT_HEADERS)
     for name, L in results["levels"].items():
         conns = L["counts"]["accepts"]
         paper = PAPER_T7.get(L["connections"])
         ptxt = f"{paper[0]} / {paper[1]} / {paper[2]}%" if paper else "—"
         reps = [r["guaranteed_ns"] / 1e3 for r in L.get("repeats") or []]
         rng = f"{_ms(min(reps))}..{_ms(max(reps))} (n={len(reps)})" if len(reps) > 1 else "—"
+        L["probe_effect"] = level_probe_effect(L)
+        pe, pv = probe_effect_cells(L["probe_effect"])
         t.add([name, fmt_count(conns), _ms(L["real_us"]), rng, _ms(L["paper_estimate_us"]),
                _pct(L["paper_diff_pct"]), _ms(L["counted_estimate"]["C_os_us"]),
                _pct(L["counted_diff_pct"]), _ms(L["loo_estimate_us"]), _pct(L["loo_diff_pct"]),
-               _ms(L.get("loo_ext_estimate_us")), _pct(L.get("loo_ext_diff_pct")), ptxt],
+               _ms(L.get("loo_ext_estimate_us")), _pct(L.get("loo_ext_diff_pct")), ptxt] + pe,
               [name, conns, L["real_us"] / 1e3, rng, L["paper_estimate_us"] / 1e3,
                L["paper_diff_pct"],
                L["counted_estimate"]["C_os_us"] / 1e3, L["counted_diff_pct"],
                L["loo_estimate_us"] / 1e3, L["loo_diff_pct"],
                None if L.get("loo_ext_estimate_us") is None else L["loo_ext_estimate_us"] / 1e3,
-               L.get("loo_ext_diff_pct"), ptxt])
+               L.get("loo_ext_diff_pct"), ptxt] + pv)
     return t
 
 

@@ -22,6 +22,8 @@ from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from ..tools import SHOP_JAR, jar
 from .common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
+from .common import (PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells,
+                     probe_effect_median, probe_totals)
 
 EXAMPLES = """\
 examples:
@@ -187,6 +189,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "counts": model.counts_from_summary(s),
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
+        "probe_totals": probe_totals(t),
     }
 
 
@@ -219,6 +222,16 @@ def main(argv) -> int:
     return 0
 
 
+def level_probe_effect(L: dict) -> dict:
+    """Estimated probe effect beside the observed one: the server's CPU time recorded minus
+    bare at the same load (the median over repeats when a level has several)."""
+    reps = L.get("repeats") or [L]
+    return probe_effect_median([
+        probe_effect(r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
+                     r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
+                     "server CPU time") for r in reps])
+
+
 def ms(ns):
     return "—" if ns is None else f"{ns / 1e6:,.1f}"
 
@@ -227,7 +240,8 @@ def figure2_table(results) -> Table:
     t = Table(f"Figure 2: guaranteed overhead of the shop under load ({results['jdk_label']}, "
               f"{results['page_bytes']:,}-byte pages; ms of server CPU time)",
               ["load (threads x pages)", "connections", "pages/s (bare)", "pages/s (recorded)",
-               "I/O", "memory", "threads", "links", "Java execution", "overhead"])
+               "I/O", "memory", "threads", "links", "Java execution", "overhead"]
+              + PROBE_EFFECT_HEADERS)
     for name, L in results["levels"].items():
         by = L["by_resource"]
         row = [name, fmt_count(L["connections"]), f"{L['bare'].get('pages_per_s', 0):,.0f}",
@@ -235,10 +249,12 @@ def figure2_table(results) -> Table:
                ms(by.get("io")), ms(by.get("mem")), ms(by.get("threads")), ms(by.get("links")),
                ms(L["java_exec_ns"]),
                "—" if L["overhead_pct_of_cpu"] is None else f"{L['overhead_pct_of_cpu']:.1f}%"]
-        t.add(row, [name, L["connections"], L["bare"].get("pages_per_s"),
-                    L["recorded"].get("pages_per_s"), by.get("io"), by.get("mem"),
-                    by.get("threads"), by.get("links"), L["java_exec_ns"],
-                    L["overhead_pct_of_cpu"]])
+        L["probe_effect"] = level_probe_effect(L)
+        pe, pv = probe_effect_cells(L["probe_effect"])
+        t.add(row + pe, [name, L["connections"], L["bare"].get("pages_per_s"),
+                         L["recorded"].get("pages_per_s"), by.get("io"), by.get("mem"),
+                         by.get("threads"), by.get("links"), L["java_exec_ns"],
+                         L["overhead_pct_of_cpu"]] + pv)
     return t
 
 

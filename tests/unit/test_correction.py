@@ -4,7 +4,7 @@ import json
 import pytest
 
 from jvmos.analyzers import rawparse
-from jvmos.analyzers.summary import build, correct, correct_times, probe_overhead
+from jvmos.analyzers.summary import build, correct, correct_times
 
 PROBES = {"jni_copy_time_window": {"mean_ns": 600.0}, "io_syscall_window": {"mean_ns": 300.0},
           "jni_copy_time_hit": {"mean_ns": 2500.0}, "jni_copy_count_hit": {"mean_ns": 1200.0},
@@ -46,17 +46,6 @@ def test_correct_times_corrects_categories_and_functions():
     # applying it twice must not subtract twice
     correct_times(cats, PROBES, "time")
     assert cats["jni_copy"]["time_ns"] == 4_000 and cats["io_syscall"]["time_ns"] == 800
-
-
-def test_probe_overhead_counts_every_kind_of_hit():
-    cats = {"jni_copy": {"calls": 10}, "io_syscall": {"calls": 20},
-            "nio_copy": {"nio_native_calls": 3, "unsafe_copy_calls": 2},
-            "jni_call": {"calls": 15, "copying_calls": 10}}
-    o = probe_overhead(cats, PROBES, "time")
-    assert o["probe_overhead_ns"] == pytest.approx(10 * 2500 + 20 * 900 + (3 + 2 + 5) * 1300)
-    o = probe_overhead(cats, PROBES, "count")
-    assert o["probe_overhead_ns"] == pytest.approx(10 * 1200 + 20 * 900 + (3 + 2 + 5) * 1300)
-    assert probe_overhead(cats, None, "time")["probe_overhead_ns"] is None
 
 
 def _raw(time_ns=True):

@@ -216,11 +216,15 @@ def probe_overhead(raw, probes: Optional[dict], mode: str) -> dict:
     if not probes:
         return {"probe_overhead_ns": None, "slowdown_pct": None,
                 "probe_hits": dict(sorted(total.items())),
+                "probe_hits_by_pid": {pid: dict(sorted(per[pid].items()))
+                                      for pid in sorted(per, key=int)},
                 "probe_overhead_warning": "no probe calibration: the probe effect is unknown "
                                           "(jvmos calibrate --probes)"}
     out = estimate(dict(total), probes, mode)
-    out["probe_overhead_by_pid"] = {pid: estimate(k, probes, mode)["probe_overhead_ns"]
-                                    for pid, k in sorted(per.items(), key=lambda kv: int(kv[0]))}
+    order = sorted(per, key=int)
+    out["probe_hits_by_pid"] = {pid: dict(sorted(per[pid].items())) for pid in order}
+    out["probe_overhead_by_pid"] = {pid: estimate(per[pid], probes, mode)["probe_overhead_ns"]
+                                    for pid in order}
     return out
 
 

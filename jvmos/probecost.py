@@ -3,6 +3,8 @@
 `jvmos calibrate --probes` runs workloads/c/probecal bare and under bpftrace in one invocation,
 several trials, and derives per-hit costs:
 
+Times are the probecal process's CPU time (COST below), per iteration or per hit.
+
   tracepoint, uprobe, uprobe_pair   a minimal probe (one count()), for reference
   jni_copy_time_hit                 what one JNI copy costs the target under --mode time: the
                                     real io.bt entry+return blocks attached to a function with
@@ -65,8 +67,15 @@ def _result(stdout: str) -> dict:
     raise JvmosError("probecal printed no result")
 
 
+# What a run costs: the process's CPU time, not the loop's wall time. A probe runs in the
+# context of the task it hits, so its cost is in that task's CPU time; on a shared machine the
+# wall time also holds the waits for a CPU that other processes cause (several microseconds per
+# iteration of the thread and yield loops here, far more than a probe costs).
+COST = "cpu_ns"
+
+
 def _elapsed(stdout: str) -> int:
-    return int(_result(stdout)["elapsed_ns"])
+    return int(_result(stdout)[COST])
 
 
 def _bare(prog: Path, mode: str, n: int, full: bool = False):
@@ -145,12 +154,12 @@ def per_hit(bare: dict, probed: dict, hits: int, scale_by_switches: bool = False
     switches the probed run made (each switch is the loop's unit of work there)."""
     if hits <= 0:
         raise JvmosError(f"probe calibration ({probed.get('mode')}): the probes counted no hit")
-    base = bare["elapsed_ns"]
+    base = bare[COST]
     if scale_by_switches:
         if not bare.get("switches") or not probed.get("switches"):
             raise JvmosError("probe calibration (yield): probecal counted no context switch")
         base = base * probed["switches"] / bare["switches"]
-    return (probed["elapsed_ns"] - base) / hits
+    return (probed[COST] - base) / hits
 
 
 def calibrate_layers(prog: Path, trials: int, add, log=print) -> None:
@@ -163,7 +172,7 @@ def calibrate_layers(prog: Path, trials: int, add, log=print) -> None:
             if mode not in bare:
                 bare[mode] = _bare(prog, mode, n, full=True)
                 if mode != "call":   # bare_call is added by calibrate()
-                    add(f"bare_{mode}", bare[mode]["elapsed_ns"] / n)
+                    add(f"bare_{mode}", bare[mode][COST] / n)
             b = bare[mode]
             probed, raw = _traced_full(prog, mode, n, scripts[key])
             per = hits_by_pid(raw)
@@ -218,7 +227,8 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
     out = {k: _stat(v) for k, v in samples.items()}
     out["iterations"] = n
     out["trials"] = trials
-    out["method"] = ("probecal run bare and under bpftrace in the same invocation; per-hit cost "
+    out["method"] = ("probecal run bare and under bpftrace in the same invocation, its process "
+                     "CPU time compared; per-hit cost "
                      "= (probed - bare) / iterations (the layers' costs: / the hits their maps "
                      "counted); window = measured time per call - bare time per call")
     return out

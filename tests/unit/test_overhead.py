@@ -146,11 +146,11 @@ def test_an_uncalibrated_kind_is_unknown_never_zero():
 
 
 def test_per_hit_divides_by_the_hits_and_scales_the_bare_switches():
-    assert per_hit({"elapsed_ns": 1_000_000}, {"elapsed_ns": 1_500_000}, 1000) == 500
+    assert per_hit({"cpu_ns": 1_000_000}, {"cpu_ns": 1_500_000}, 1000) == 500
     # yield: bare 1,000 switches in 2 ms; probed 1,100 switches in 2.75 ms, 1,100 hits:
     # bare time for 1,100 switches = 2.2 ms, (2.75 - 2.2) ms / 1,100 = 500 ns
-    b = {"elapsed_ns": 2_000_000, "switches": 1000}
-    p = {"elapsed_ns": 2_750_000, "switches": 1100, "mode": "yield"}
+    b = {"cpu_ns": 2_000_000, "switches": 1000}
+    p = {"cpu_ns": 2_750_000, "switches": 1100, "mode": "yield"}
     assert per_hit(b, p, 1100, scale_by_switches=True) == pytest.approx(500)
     with pytest.raises(Exception):
         per_hit(b, p, 0)

@@ -162,8 +162,10 @@ def per_hit(bare: dict, probed: dict, hits: int, scale_by_switches: bool = False
     return (probed[COST] - base) / hits
 
 
-def calibrate_layers(prog: Path, trials: int, add, log=print) -> None:
-    """The per-hit cost of each LAYER_COSTS key, one sample per trial."""
+def calibrate_layers(prog: Path, trials: int, add, log=print) -> Dict[str, List[float]]:
+    """The per-hit cost of each LAYER_COSTS key, one sample per trial; returns the hits the
+    maps counted per loop iteration, per key and trial (a check that each probe attached)."""
+    per_iteration: Dict[str, List[float]] = {}
     scripts = {k: layer_script(prog, v[2], v[3]) for k, v in LAYER_COSTS.items()}
     for t in range(trials):
         log(f"layer probe-cost trial {t + 1}/{trials}")
@@ -186,7 +188,8 @@ def calibrate_layers(prog: Path, trials: int, add, log=print) -> None:
                 raise JvmosError(f"probe calibration ({key}): {hits} hits counted for {n} "
                                  f"iterations: probes did not attach")
             add(key, per_hit(b, probed, hits, scale_by_switches=(mode == "yield")))
-            add(f"{key}_hits_per_iteration", hits / n)
+            per_iteration.setdefault(key, []).append(round(hits / n, 4))
+    return per_iteration
 
 
 def _stat(xs: List[float]) -> dict:
@@ -223,8 +226,9 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
         add("io_syscall_window", timed / calls - bare["write"] / n)
         for m, v in bare.items():
             add(f"bare_{m}", v / n)
-    calibrate_layers(prog, trials, add, log=log)
+    per_iteration = calibrate_layers(prog, trials, add, log=log)
     out = {k: _stat(v) for k, v in samples.items()}
+    out["hits_per_iteration"] = per_iteration
     out["iterations"] = n
     out["trials"] = trials
     out["method"] = ("probecal run bare and under bpftrace in the same invocation, its process "

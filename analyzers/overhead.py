@@ -152,23 +152,32 @@ def hits_by_pid(raw) -> Dict[str, Dict[str, int]]:
     return {pid: dict(k) for pid, k in per.items()}
 
 
-def cost_of(key: str, probes: Optional[dict]) -> Optional[dict]:
-    """{"ns", "ci95_ns", "source"} for a cost key, or None when it was not calibrated."""
+def cost_of(key: str, probes: Optional[dict]) -> Tuple[Optional[dict], str]:
+    """({"ns", "ci95_ns", "source"}, "") for a cost key, or (None, why) when there is no
+    usable calibration: none at all, or a mean that is not positive (a probe cannot make its
+    target faster: the calibration did not resolve the cost from the noise)."""
     p = probes or {}
     if key == "uretprobe":
         a, b = (p.get("uprobe_pair") or {}), (p.get("uprobe") or {})
         if a.get("mean_ns") is None or b.get("mean_ns") is None:
-            return None
+            return None, "not calibrated (jvmos calibrate --probes)"
         ci = None
         if a.get("ci95_ns") and b.get("ci95_ns"):
             ci = [a["ci95_ns"][0] - b["ci95_ns"][1], a["ci95_ns"][1] - b["ci95_ns"][0]]
-        return {"ns": a["mean_ns"] - b["mean_ns"], "ci95_ns": ci, "source": BORROWED[key]}
-    e = p.get(key) or {}
-    if e.get("mean_ns") is None:
-        return None
-    return {"ns": e["mean_ns"], "ci95_ns": e.get("ci95_ns"),
-            "source": BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}",
-            "calibration_key": key}
+        c = {"ns": a["mean_ns"] - b["mean_ns"], "ci95_ns": ci, "source": BORROWED[key]}
+    else:
+        e = p.get(key) or {}
+        if e.get("mean_ns") is None:
+            return None, "not calibrated (jvmos calibrate --probes)"
+        c = {"ns": e["mean_ns"], "ci95_ns": e.get("ci95_ns"),
+             "source": BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}",
+             "calibration_key": key}
+    if c["ns"] <= 0:
+        ci = c.get("ci95_ns")
+        return None, (f"calibration did not resolve it: {key} mean {c['ns']:.0f} ns"
+                      + (f", 95% interval [{ci[0]:.0f}, {ci[1]:.0f}] ns" if ci else "")
+                      + " (recalibrate on a quieter machine, or with more --trials)")
+    return c, ""
 
 
 def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
@@ -178,11 +187,11 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
     known_ns, lo_ns, hi_ns, ci_ok = 0.0, 0.0, 0.0, True
     for kind, n in sorted(hits.items()):
         spec = KINDS.get(kind)
-        c = cost_of(spec[1] if mode == "time" else spec[2], probes) if spec else None
+        c, why = (cost_of(spec[1] if mode == "time" else spec[2], probes) if spec
+                  else (None, "kind not known to jvmos"))
         if c is None:
             unknown[kind] = n
-            costs[kind] = {"ns": None, "source": "unknown: " + (
-                "not calibrated (jvmos calibrate --probes)" if spec else "kind not known to jvmos")}
+            costs[kind] = {"ns": None, "source": "unknown: " + why}
             continue
         costs[kind] = dict(c, what=spec[0], total_ns=n * c["ns"])
         known_ns += n * c["ns"]
@@ -200,7 +209,7 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
            "probe_overhead_unknown_kinds": unknown}
     if unknown:
         out["probe_overhead_warning"] = (
-            f"{len(unknown)} probe kind(s) have no calibrated cost per hit "
+            f"{len(unknown)} probe kind(s) have no usable calibrated cost per hit "
             f"({', '.join(sorted(unknown))}: {sum(unknown.values()):,} hits): the probe effect is "
             "unknown; probe_overhead_known_ns covers the other kinds only")
     return out

@@ -144,7 +144,7 @@ LAYER_COSTS = {
     "page_fault_mem_hit": ("fault", 200_000, ["mem"], "time", ["mem:page_fault"]),
     "malloc_mem_time_hit": ("call", 200_000, ["mem"], "time", ["mem:malloc_pair"]),
     "malloc_mem_count_hit": ("call", 200_000, ["mem"], "count", ["mem:malloc_pair"]),
-    "thread_common_hit": ("thread", 2_000, [], "time",
+    "thread_common_hit": ("thread", 5_000, [], "time",
                           ["common:task_newtask", "common:sched_process_exit"]),
 }
 

@@ -135,6 +135,12 @@ def test_an_uncalibrated_kind_is_unknown_never_zero():
     assert o["probe_cost_per_hit_ns"]["mem:page_fault"]["ns"] is None
     assert "page_fault" in o["probe_overhead_warning"]
     assert o["probe_overhead_known_ns"] == pytest.approx(557_150 - 500 * 250)
+    # a calibration whose mean is not positive did not resolve the cost: unknown, and why
+    probes = dict(PROBES, page_fault_mem_hit=_p(-40.0, -300.0, 220.0))
+    o = overhead.probe_overhead(_raw(MAPS), probes, "time")
+    assert o["probe_overhead_ns"] is None
+    assert o["probe_overhead_unknown_kinds"] == {"mem:page_fault": 500}
+    assert "did not resolve" in o["probe_cost_per_hit_ns"]["mem:page_fault"]["source"]
     # a kind jvmos does not know (a new probe in a script) is unknown too
     maps = {"@hits": {"7,usdt:something": 3}}
     o = overhead.probe_overhead(_raw(maps), PROBES, "time")

@@ -163,7 +163,7 @@ def probe_effect_cells(pe: Optional[dict]):
         e = (f"unknown: {len(pe['unknown_kinds'])} probe kind(s) uncalibrated (the others: "
              f"{fmt_ns(pe.get('estimated_known_ns'))})")
     else:
-        e = "unknown (no probe calibration)"
+        e = "unknown (the summary has no estimate: no probe calibration)"
     if not pe["bare_run"]:
         o = "no bare run"
     else:

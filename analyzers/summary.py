@@ -19,6 +19,7 @@ from . import layers
 from .correction import (combine, correct, probe_ci, probe_cost, validate_costs,
                          validate_probes)
 from jvmos.probegen import symbol_of_probe
+from .overhead import probe_overhead
 from .rawparse import Raw
 
 SCHEMA = "jvmos.summary/1"
@@ -229,7 +230,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                         "times of " + ", ".join(uncorrected) + " are unknown (null); "
                         "time_raw_ns keeps what the probes measured, an upper bound")
 
-    overhead = probe_overhead(cats_total, probes, mode)
+    overhead = probe_overhead(raw, probes, mode)
     ns = overhead["probe_overhead_ns"]
     if ns is not None and wall_ns:
         base = wall_ns - ns
@@ -360,38 +361,3 @@ def merge_figures(figs: list) -> dict:
         out.update({k: done[k] for k in _CORRECTION_KEYS if k in done})
     return out
 
-
-def probe_overhead(cats: dict, probes: Optional[dict], mode: str) -> dict:
-    """What the probes cost the traced processes: hits x calibrated cost per hit."""
-    if not probes:
-        return {"probe_overhead_ns": None, "slowdown_pct": None}
-    g = lambda k: (probes.get(k) or {}).get("mean_ns") or 0.0
-    jni_hit = g("jni_copy_time_hit") if mode == "time" else g("jni_copy_count_hit")
-    hits = {"jni_copy": cats.get("jni_copy", {}).get("calls", 0),
-            "io_syscall": cats.get("io_syscall", {}).get("calls", 0),
-            "other_uprobes": (cats.get("nio_copy", {}).get("nio_native_calls", 0)
-                              + cats.get("nio_copy", {}).get("unsafe_copy_calls", 0)
-                              + (cats.get("jni_call", {}).get("calls", 0)
-                                 - cats.get("jni_call", {}).get("copying_calls", 0)))}
-    pair = g("jni_copy_time_hit") if mode == "time" else g("jni_copy_count_hit")
-    tc, tj = cats.get("thread_create", {}), cats.get("thread_jvm", {})
-    parts = tc.get("parts", {})
-    # threads layer: pthread_create, JVM_StartThread, thread_native_entry, JavaThread::exit
-    # pairs; a syscall pair per syscall inside a span and per futex; clone entries
-    hits["uprobe_pairs"] = (tc.get("calls", 0) + tj.get("calls", 0)
-                            + sum(p.get("calls", 0) for n, p in parts.items()
-                                  if n.startswith(("libc start", "libc exit")))
-                            + sum(p.get("calls", 0) for n, p in tj.get("parts", {}).items()
-                                  if n.startswith("jvm exit"))
-                            + cats.get("malloc", {}).get("calls", 0))
-    hits["syscall_pairs"] = (sum(p.get("calls", 0) for n, p in parts.items()
-                                 if n.startswith("kernel in"))
-                             + cats.get("sync", {}).get("calls", 0)
-                             + cats.get("link", {}).get("calls", 0)
-                             + cats.get("file", {}).get("calls", 0)
-                             + cats.get("vm", {}).get("calls", 0))
-    hits["tracepoints"] = tc.get("clone_calls", 0) + (cats.get("vm", {}).get("page_faults") or 0)
-    ns = hits["jni_copy"] * jni_hit + hits["io_syscall"] * g("io_syscall_hit") \
-        + hits["other_uprobes"] * g("uprobe") + hits["uprobe_pairs"] * pair \
-        + hits["syscall_pairs"] * g("io_syscall_hit") + hits["tracepoints"] * g("tracepoint")
-    return {"probe_overhead_ns": ns, "probe_hits": hits}

@@ -146,6 +146,13 @@ def calibrate_probes(trials: int = 5, log=print) -> dict:
     return calibrate(trials=trials, log=log)
 
 
+def probes_incomplete(probes: dict) -> bool:
+    """True when a platform file's probe costs lack a kind that `calibrate --probes` measures
+    now (a file made before the layers' probe kinds were calibrated)."""
+    from .probecost import LAYER_COSTS
+    return any(k not in probes for k in LAYER_COSTS)
+
+
 def calibrate_jni(jvm: Jvm, probes: dict, log=print) -> dict:
     from .probecost import calibrate_jni_model
     return calibrate_jni_model(jvm, probes["jni_copy_time_window"]["mean_ns"], jar(IO_JAR),

@@ -109,7 +109,7 @@ def cmd_calibrate(args) -> int:
         if any(k not in existing["copy"] for k in ("malloc_call", "free_call", "page_fault")):
             existing["copy"].update(cal.calibrate_memory(args.trials))
             changed.append("memory costs")
-        if not existing.get("probes"):
+        if not existing.get("probes") or cal.probes_incomplete(existing["probes"]):
             existing["probes"] = cal.calibrate_probes(args.trials, log=log)
             changed.append("probe costs")
         nio = existing["copy"].setdefault("nio_heap_to_direct", {})

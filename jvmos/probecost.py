@@ -3,6 +3,8 @@
 `jvmos calibrate --probes` runs workloads/c/probecal bare and under bpftrace in one invocation,
 several trials, and derives per-hit costs:
 
+Times are the probecal process's CPU time (COST below), per iteration or per hit.
+
   tracepoint, uprobe, uprobe_pair   a minimal probe (one count()), for reference
   jni_copy_time_hit                 what one JNI copy costs the target under --mode time: the
                                     real io.bt entry+return blocks attached to a function with
@@ -12,8 +14,27 @@ several trials, and derives per-hit costs:
                                     clock reads, i.e. what a measured JNI copy time over-states
   io_syscall_hit, io_syscall_window the same for an I/O syscall and io.bt's tracepoint pair
 
+and, for the other layers (each with the real blocks of its .bt file, loaded with common.bt):
+
+  sched_switch_{links,threads,mem}_hit  what one switch out of a traced thread costs with that
+                                    layer's sched_switch blocks: two threads pinned to one CPU
+                                    yield to each other; the bare time is scaled to the
+                                    switches of the probed run (getrusage counts both)
+  futex_threads_hit                 threads.bt's futex pair, on FUTEX_WAKE with no waiter
+  span_syscall_threads_hit          threads.bt's pair on its span syscalls, outside a span
+                                    (madvise)
+  vm_syscall_mem_hit                mem.bt's pair on a memory syscall (madvise)
+  link_syscall_hit                  links.bt's pair (close(-1))
+  page_fault_mem_hit                mem.bt's page_fault_user block, on first touches of pages
+  malloc_mem_{time,count}_hit       mem.bt's allocator blocks, attached to probecal's function
+  thread_common_hit                 common.bt's task_newtask and sched_process_exit blocks, on
+                                    pthread_create + join: per hit of either
+
+Each of these divides (probed - bare) by the hits that the script's own maps counted (the
+same maps a recording uses, analyzers/overhead.py), not by the iterations asked for.
+
 The summary subtracts hits x window from measured times and reports hits x hit as the
-slowdown jvmos imposed.
+slowdown jvmos imposed (analyzers/overhead.py).
 """
 import json
 import subprocess
@@ -26,6 +47,7 @@ from .jdk import symbols
 from .probegen import render
 from .tools import bpftrace, c_program
 from jvmos.analyzers import rawparse
+from jvmos.analyzers.overhead import hits_by_pid
 from jvmos.analyzers.stats import mean_ci
 
 MINIMAL = {
@@ -37,23 +59,40 @@ MINIMAL = {
 }
 
 
-def _elapsed(stdout: str) -> int:
+def _result(stdout: str) -> dict:
     for line in reversed(stdout.splitlines()):
         line = line.strip()
         if line.startswith('{"mode"'):
-            return int(json.loads(line)["elapsed_ns"])
+            return json.loads(line)
     raise JvmosError("probecal printed no result")
 
 
-def _bare(prog: Path, mode: str, n: int) -> int:
+# What a run costs: the process's CPU time, not the loop's wall time. A probe runs in the
+# context of the task it hits, so its cost is in that task's CPU time; on a shared machine the
+# wall time also holds the waits for a CPU that other processes cause (several microseconds per
+# iteration of the thread and yield loops here, far more than a probe costs).
+COST = "cpu_ns"
+
+
+def _elapsed(stdout: str) -> int:
+    return int(_result(stdout)[COST])
+
+
+def _bare(prog: Path, mode: str, n: int, full: bool = False):
     r = subprocess.run([str(prog), "--mode", mode, "--iterations", str(n)],
                        capture_output=True, text=True, timeout=300)
     if r.returncode:
         raise JvmosError(f"probecal --mode {mode} failed: {r.stderr.strip()}")
-    return _elapsed(r.stdout)
+    return _result(r.stdout) if full else _elapsed(r.stdout)
 
 
 def _traced(prog: Path, mode: str, n: int, script: str):
+    res, raw = _traced_full(prog, mode, n, script)
+    return int(res["elapsed_ns"]), raw
+
+
+def _traced_full(prog: Path, mode: str, n: int, script: str):
+    """probecal's result line and the maps, run under bpftrace with this script."""
     with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
         f.write(script)
         path = f.name
@@ -67,7 +106,7 @@ def _traced(prog: Path, mode: str, n: int, script: str):
     if r.returncode or errs:
         raise JvmosError(f"bpftrace failed while calibrating probes: "
                          f"{(errs or [r.stderr.strip()])[0]}")
-    return _elapsed(r.stdout), rawparse.parse_lines(r.stdout.splitlines())
+    return _result(r.stdout), rawparse.parse_lines(r.stdout.splitlines())
 
 
 def io_script(prog: Path, mode: str) -> str:
@@ -78,6 +117,79 @@ def io_script(prog: Path, mode: str) -> str:
     fake = lambda p: {"jni_GetByteArrayRegion": addr} if Path(p) == prog else {}
     s = render(["io"], {"LIBJVM": [prog]}, fake, mode=mode)
     return s.text.replace("@trk[$1] = 1;", "@trk[cpid] = 1;")
+
+
+def layer_script(prog: Path, layers: List[str], mode: str = "time") -> str:
+    """common.bt and these layers as jvmos renders them, tracing probecal (its child). The
+    allocator blocks of mem.bt are attached to probecal's function (as malloc); the other
+    uprobes of the layers find no library and are left out: only their tracepoints run."""
+    addr = symbols(prog).get("jvmos_probe_target")
+    if addr is None:
+        raise JvmosError(f"{prog} has no symbol jvmos_probe_target: rebuild it (make build)")
+    fake = lambda p: {"malloc": addr} if Path(p) == prog else {}
+    s = render(layers, {"LIBC": [prog]}, fake, mode=mode)
+    return s.text.replace("@trk[$1] = 1;", "@trk[cpid] = 1;")
+
+
+# cost key -> (probecal mode, iterations, layers, script mode, kinds whose hits divide)
+LAYER_COSTS = {
+    "sched_switch_links_hit": ("yield", 100_000, ["links"], "time", ["links:sched_switch"]),
+    "sched_switch_threads_hit": ("yield", 100_000, ["threads"], "time", ["threads:sched_switch"]),
+    "sched_switch_mem_hit": ("yield", 100_000, ["mem"], "time", ["mem:sched_switch"]),
+    "futex_threads_hit": ("futex", 200_000, ["threads"], "time", ["threads:futex_pair"]),
+    "span_syscall_threads_hit": ("madvise", 200_000, ["threads"], "time",
+                                 ["threads:span_syscall"]),
+    "vm_syscall_mem_hit": ("madvise", 200_000, ["mem"], "time", ["mem:vm_syscall_pair"]),
+    "link_syscall_hit": ("close", 200_000, ["links"], "time", ["links:syscall_pair"]),
+    "page_fault_mem_hit": ("fault", 200_000, ["mem"], "time", ["mem:page_fault"]),
+    "malloc_mem_time_hit": ("call", 200_000, ["mem"], "time", ["mem:malloc_pair"]),
+    "malloc_mem_count_hit": ("call", 200_000, ["mem"], "count", ["mem:malloc_pair"]),
+    "thread_common_hit": ("thread", 5_000, [], "time",
+                          ["common:task_newtask", "common:sched_process_exit"]),
+}
+
+
+def per_hit(bare: dict, probed: dict, hits: int, scale_by_switches: bool = False) -> float:
+    """(probed - bare) / hits; in yield mode the bare time is first scaled to the number of
+    switches the probed run made (each switch is the loop's unit of work there)."""
+    if hits <= 0:
+        raise JvmosError(f"probe calibration ({probed.get('mode')}): the probes counted no hit")
+    base = bare[COST]
+    if scale_by_switches:
+        if not bare.get("switches") or not probed.get("switches"):
+            raise JvmosError("probe calibration (yield): probecal counted no context switch")
+        base = base * probed["switches"] / bare["switches"]
+    return (probed[COST] - base) / hits
+
+
+def calibrate_layers(prog: Path, trials: int, add, log=print) -> Dict[str, List[float]]:
+    """The per-hit cost of each LAYER_COSTS key, one sample per trial; returns the hits the
+    maps counted per loop iteration, per key and trial (a check that each probe attached)."""
+    per_iteration: Dict[str, List[float]] = {}
+    scripts = {k: layer_script(prog, v[2], v[3]) for k, v in LAYER_COSTS.items()}
+    for t in range(trials):
+        log(f"layer probe-cost trial {t + 1}/{trials}")
+        bare = {}
+        for key, (mode, n, _layers, _m, kinds) in LAYER_COSTS.items():
+            if mode not in bare:
+                bare[mode] = _bare(prog, mode, n, full=True)
+                if mode != "call":   # bare_call is added by calibrate()
+                    add(f"bare_{mode}", bare[mode][COST] / n)
+            b = bare[mode]
+            probed, raw = _traced_full(prog, mode, n, scripts[key])
+            per = hits_by_pid(raw)
+            hits = sum(k.get(kind, 0) for k in per.values() for kind in kinds)
+            if mode == "yield":
+                # every switch of the two yielding threads is a hit: the maps must agree
+                if hits < 0.9 * probed["switches"]:
+                    raise JvmosError(f"probe calibration ({key}): {hits} hits counted for "
+                                     f"{probed['switches']} switches: probes did not attach")
+            elif hits < 0.9 * n * (2 if key == "thread_common_hit" else 1):
+                raise JvmosError(f"probe calibration ({key}): {hits} hits counted for {n} "
+                                 f"iterations: probes did not attach")
+            add(key, per_hit(b, probed, hits, scale_by_switches=(mode == "yield")))
+            per_iteration.setdefault(key, []).append(round(hits / n, 4))
+    return per_iteration
 
 
 def _stat(xs: List[float]) -> dict:
@@ -114,13 +226,16 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
         add("io_syscall_window", timed / calls - bare["write"] / n)
         for m, v in bare.items():
             add(f"bare_{m}", v / n)
+    per_iteration = calibrate_layers(prog, trials, add, log=log)
     out = {k: _stat(v) for k, v in samples.items()}
     out["usdt"] = calibrate_usdt(out, trials=trials, log=log)   # per JDK home
+    out["hits_per_iteration"] = per_iteration
     out["iterations"] = n
     out["trials"] = trials
-    out["method"] = ("probecal run bare and under bpftrace in the same invocation; per-hit cost "
-                     "= (probed - bare) / iterations; window = measured time per call - bare "
-                     "time per call")
+    out["method"] = ("probecal run bare and under bpftrace in the same invocation, its process "
+                     "CPU time compared; per-hit cost "
+                     "= (probed - bare) / iterations (the layers' costs: / the hits their maps "
+                     "counted); window = measured time per call - bare time per call")
     return out
 
 

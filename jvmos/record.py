@@ -355,8 +355,9 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = cal.calibrate_nio(j)
         changed = True
-    if not platform.get("probes"):
-        log(f"no probe-cost calibration in {platform_file}: measuring it once (about a minute)")
+    if not platform.get("probes") or cal.probes_incomplete(platform["probes"]):
+        log(f"no (or an incomplete) probe-cost calibration in {platform_file}: measuring it "
+            "once (a few minutes)")
         platform["probes"] = cal.calibrate_probes(log=log)
         changed = True
     # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost

@@ -31,6 +31,7 @@ from .. import JvmosError
 from ..tools import IO_JAR, bpftrace, c_program, jar
 from .common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
                      write_outputs)
+from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 MODES = [("time", {"mode": "time"}), ("count", {"mode": "count"}), ("sample", {"mode": "sample"})]
 EXAMPLES = """\
@@ -263,7 +264,7 @@ def main(argv) -> int:
                "bare_loop_median_ns": med, "truth": truth, "runs": {}}
     t = Table(f"Accuracy of jvmos's times, and its slowdown (JDK {jvm.version})",
               ["workload", "mode", "syscall time", "truth", "error", "copy time (JNI+NIO)",
-               "Java side (truth)", "copy share", "slowdown"])
+               "Java side (truth)", "copy share", "slowdown"] + PROBE_EFFECT_HEADERS)
     for wl in ("blocking-io", "socket"):
         for mode, kw in MODES:
             log(f"recorded run: {wl}, --mode {mode}")
@@ -274,6 +275,10 @@ def main(argv) -> int:
             slow = 100.0 * (loop - med[wl]) / med[wl] if loop else None
             row = {"estimates": est, "loop_ns": loop, "slowdown_pct": slow,
                    "jvmos_slowdown_estimate_pct": s["totals"].get("slowdown_pct"),
+                   "probe_effect": probe_effect(
+                       s["totals"], loop, med[wl], "loop time",
+                       "no probe estimate: sample mode (async-profiler)" if mode == "sample"
+                       else None),
                    "run_dir": str(res.run_dir.relative_to(out))}
             tr = truth.get(wl)
             if tr:
@@ -281,14 +286,16 @@ def main(argv) -> int:
                 row["copy_share_of_java_side_pct"] = 100.0 * est["copy_ns"] / tr["java_side_ns"] \
                     if tr["java_side_ns"] > 0 else None
             results["runs"][f"{wl}/{mode}"] = row
+            pe, pv = probe_effect_cells(row["probe_effect"])
             t.add([wl, mode, fmt_ns(est["syscall_ns"]), fmt_ns(tr["syscall_ns"]) if tr else "—",
                    f"{row['syscall_error_pct']:+.0f}%" if tr else "—", fmt_ns(est["copy_ns"]),
                    fmt_ns(tr["java_side_ns"]) if tr else "—",
                    f"{row['copy_share_of_java_side_pct']:.0f}%" if tr and row.get("copy_share_of_java_side_pct") is not None else "—",
-                   f"{slow:+.0f}%" if slow is not None else "—"],
+                   f"{slow:+.0f}%" if slow is not None else "—"] + pe,
                   [wl, mode, est["syscall_ns"], tr["syscall_ns"] if tr else None,
                    row.get("syscall_error_pct"), est["copy_ns"],
-                   tr["java_side_ns"] if tr else None, row.get("copy_share_of_java_side_pct"), slow])
+                   tr["java_side_ns"] if tr else None, row.get("copy_share_of_java_side_pct"),
+                   slow] + pv)
     tomcat_rows(a, java, out, results, t)
     notes = [
         f"bare loops (median of {a.repeat}): C {fmt_ns(med['c'])}, Java {fmt_ns(med['blocking-io'])}, "
@@ -419,11 +426,17 @@ def tomcat_rows(a, java, out, results, t):
                 "pages": a.pages, "ns": took["ns"], "bare_ns": list(bare), "slowdown_pct": slow,
                 "estimates": estimates(res.summary, mode),
                 "jvmos_slowdown_estimate_pct": res.summary["totals"].get("slowdown_pct"),
+                "probe_effect": probe_effect(
+                    res.summary["totals"], took["ns"], base, "page fetch wall time",
+                    "no probe estimate: sample mode (async-profiler)" if mode == "sample"
+                    else None),
                 "run_dir": str(res.run_dir.relative_to(out))}
             est = results["runs"][f"tomcat/{mode}"]["estimates"]
+            pe, pv = probe_effect_cells(results["runs"][f"tomcat/{mode}"]["probe_effect"])
             t.add(["tomcat", mode, fmt_ns(est["syscall_ns"]), "—", "—", fmt_ns(est["copy_ns"]),
-                   "—", "—", f"{slow:+.0f}%"],
-                  ["tomcat", mode, est["syscall_ns"], None, None, est["copy_ns"], None, None, slow])
+                   "—", "—", f"{slow:+.0f}%"] + pe,
+                  ["tomcat", mode, est["syscall_ns"], None, None, est["copy_ns"], None, None,
+                   slow] + pv)
         results["tomcat_bare_ns"] = bare
     finally:
         srv.terminate()

@@ -94,3 +94,85 @@ def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] 
     tmp = out / f".{stem}.json.tmp"
     tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
     os.replace(tmp, out / f"{stem}.json")
+
+
+# ---------------------------------------------------------------- the probe effect, both ways
+
+PROBE_EFFECT_HEADERS = ["probe effect: estimated (jvmos)", "observed (recorded − bare)", "ratio"]
+PROBE_EFFECT_GOAL = 0.25     # issue 11: the estimate within ±25% of the observed slowdown
+PROBE_TOTALS = ("probe_overhead_ns", "probe_overhead_known_ns", "probe_overhead_ci95_ns",
+                "probe_overhead_unknown_kinds", "probe_hits")
+
+
+def probe_totals(totals: dict) -> dict:
+    """The probe-effect figures of a summary's totals, to keep beside an experiment's row."""
+    return {k: totals.get(k) for k in PROBE_TOTALS}
+
+
+def probe_effect(totals: Optional[dict], recorded_ns: Optional[float],
+                 bare_ns: Optional[float], observed: str, estimated: Optional[str] = None) -> dict:
+    """jvmos's estimate of what its probes cost (hits x calibrated cost per hit) beside the
+    slowdown observed in the same invocation (recorded minus bare, measured the way `observed`
+    says). bare_ns None: the experiment has no bare run, and the row says so.
+    estimated: why there is no estimate at all (e.g. sample mode attaches no probe)."""
+    t = totals or {}
+    est = t.get("probe_overhead_ns")
+    out = {"estimated_ns": est, "estimated_ci95_ns": t.get("probe_overhead_ci95_ns"),
+           "estimated_known_ns": t.get("probe_overhead_known_ns"),
+           "unknown_kinds": t.get("probe_overhead_unknown_kinds") or {},
+           "no_estimate": estimated,
+           "observed": observed, "bare_run": bare_ns is not None,
+           "observed_ns": (recorded_ns - bare_ns
+                           if recorded_ns is not None and bare_ns is not None else None)}
+    obs = out["observed_ns"]
+    out["ratio"] = est / obs if est is not None and obs is not None and obs > 0 else None
+    out["within_goal"] = (abs(out["ratio"] - 1) <= PROBE_EFFECT_GOAL
+                          if out["ratio"] is not None else None)
+    return out
+
+
+def probe_effect_median(effects: List[dict]) -> dict:
+    """One figure for repeated recordings: the medians of the estimates and of the observed
+    slowdowns (an estimate missing from any repeat leaves it unknown)."""
+    import statistics
+    if len(effects) == 1:
+        return effects[0]
+    e0 = dict(effects[0])
+    ests = [e["estimated_ns"] for e in effects]
+    obs = [e["observed_ns"] for e in effects]
+    e0["estimated_ns"] = statistics.median(ests) if None not in ests else None
+    e0["estimated_ci95_ns"] = None
+    e0["observed_ns"] = statistics.median(obs) if None not in obs else None
+    e0["repeats"] = len(effects)
+    est, o = e0["estimated_ns"], e0["observed_ns"]
+    e0["ratio"] = est / o if est is not None and o is not None and o > 0 else None
+    e0["within_goal"] = abs(e0["ratio"] - 1) <= PROBE_EFFECT_GOAL if e0["ratio"] is not None else None
+    return e0
+
+
+def probe_effect_cells(pe: Optional[dict]):
+    """(formatted cells, raw values) for PROBE_EFFECT_HEADERS."""
+    from jvmos.analyzers.tables import fmt_ns
+    if pe is None:
+        return ["—", "—", "—"], [None, None, None]
+    est = pe["estimated_ns"]
+    if pe.get("no_estimate"):
+        e = pe["no_estimate"]
+    elif est is not None:
+        ci = pe.get("estimated_ci95_ns")
+        e = fmt_ns(est) + (f" [{fmt_ns(ci[0])}, {fmt_ns(ci[1])}]" if ci else "")
+    elif pe.get("unknown_kinds"):
+        e = (f"unknown: {len(pe['unknown_kinds'])} probe kind(s) uncalibrated (the others: "
+             f"{fmt_ns(pe.get('estimated_known_ns'))})")
+    else:
+        e = "unknown (the summary has no estimate: no probe calibration)"
+    if not pe["bare_run"]:
+        o = "no bare run"
+    else:
+        o = fmt_ns(pe["observed_ns"]) + f" ({pe['observed']})"
+    r = pe.get("ratio")
+    if r is None:
+        rt = "—"
+    else:
+        rt = f"{r:.2f} ({'within' if pe['within_goal'] else 'outside'} ±{PROBE_EFFECT_GOAL:.0%})"
+    return [e, o, rt], [est, pe["observed_ns"], r]

@@ -30,6 +30,8 @@ from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from .common import jdk_label, log, out_dir, select_jdks, write_outputs
+from .common import PROBE_EFFECT_HEADERS, probe_effect_cells
+from .tomcat import level_probe_effect
 from .tomcat import Shop, cpu_split, measure_level, parse_levels
 
 EXAMPLES = """\
@@ -394,13 +396,15 @@ def table7(results) -> Table:
         heads += [label, "diff"]
     t = Table(f"Table 7: estimated vs real cost ({results['jdk_label']}, "
               f"{results['page_bytes']:,}-byte pages; ms)",
-              heads + ["paper: est. / real / diff"])
+              heads + ["paper: est. / real / diff"] + PROBE_EFFECT_HEADERS)
     for name, L in results["levels"].items():
         conns = L["counts"]["accepts"]
         paper = PAPER_T7.get(L["connections"])
         ptxt = f"{paper[0]} / {paper[1]} / {paper[2]}%" if paper else "—"
         reps = [r["guaranteed_ns"] / 1e3 for r in L.get("repeats") or []]
         rng = f"{_ms(min(reps))}..{_ms(max(reps))} (n={len(reps)})" if len(reps) > 1 else "—"
+        L["probe_effect"] = level_probe_effect(L)
+        pe, pv = probe_effect_cells(L["probe_effect"])
         mem = L.get("loo_mem_us")
         fmt = [name, fmt_count(conns), _ms(L["real_us"]), rng, _ms(mem)]
         raw = [name, conns, L["real_us"] / 1e3, rng, None if mem is None else mem / 1e3]
@@ -408,7 +412,7 @@ def table7(results) -> Table:
             est, d = _estimate(L, key)
             fmt += [_ms(est), _pct(d)]
             raw += [None if est is None else est / 1e3, d]
-        t.add(fmt + [ptxt], raw + [ptxt])
+        t.add(fmt + [ptxt] + pe, raw + [ptxt] + pv)
     return t
 
 

@@ -17,6 +17,7 @@ from .. import record as rec
 from ..tools import IO_JAR, TOMCAT_JAR, jar
 from .common import (jdk_label, log, out_dir, run_recorded, select_jdks, workload_json,
                      write_outputs)
+from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
@@ -153,18 +154,20 @@ def main(argv) -> int:
                      "confirmed_calls")},
             "top_jni_functions": dict(list(jc.get("functions", {}).items())[:10]),
             "attach_seconds": s["totals"].get("attach_seconds"),
+            "probe_effect": probe_effect(s["totals"], None, None, "no bare run"),
         }
     t = Table(f"Table 2: JNI calls required to perform routine tasks (JDK {jvm.version})",
               ["task", "JNI calls", "% copying", "bytes copied (JNI)", "I/O syscalls",
-               "bytes via JNI", "bytes via NIO", "bytes other"])
+               "bytes via JNI", "bytes via NIO", "bytes other"] + PROBE_EFFECT_HEADERS)
     for name, r in results["tasks"].items():
         p = r["paths"]
+        pe, pv = probe_effect_cells(r.get("probe_effect"))
         t.add([r["label"], fmt_count(r["jni_calls"]), f"{r['copying_pct']:.0f}",
                fmt_bytes(r["jni_copy_bytes"]), fmt_count(r["io_syscalls"]),
                fmt_bytes(p["jni"]["bytes"]), fmt_bytes(p["nio"]["bytes"]),
-               fmt_bytes(p["other"]["bytes"])],
+               fmt_bytes(p["other"]["bytes"])] + pe,
               [name, r["jni_calls"], round(r["copying_pct"], 2), r["jni_copy_bytes"],
-               r["io_syscalls"], p["jni"]["bytes"], p["nio"]["bytes"], p["other"]["bytes"]])
+               r["io_syscalls"], p["jni"]["bytes"], p["nio"]["bytes"], p["other"]["bytes"]] + pv)
     notes = ["paper (Sun JVM 1.6, Solaris): Tomcat 10k page 590 calls, 18% copying, 22k bytes; "
              "Java2D 2.5M, 12%, 360M; 1M 10-byte random read-writes 6.5M, 18%, 10M.",
              "JNI calls: entry uprobes on every jni_* entry point of libjvm.so; copying = the "

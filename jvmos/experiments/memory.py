@@ -20,6 +20,7 @@ from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from ..tools import DACAPO_JAR, jar
 from .common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
                      workload_json, write_outputs)
+from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
@@ -186,6 +187,8 @@ def main(argv) -> int:
             "vm_calls": vm.get("calls"), "page_faults": vm.get("page_faults"),
             "growth": growth_profile(s["by_pid"]),
             "slowdown_pct": s["totals"].get("slowdown_pct"),
+            "probe_effect": probe_effect(s["totals"], s["totals"]["wall_ns"],
+                                         bare["process_wall_ns"], "process wall time"),
             "run_dir": str(res.run_dir.relative_to(out)),
         }
     summarize(results)
@@ -251,30 +254,32 @@ def table6(results) -> Table:
               f"{results['iterations']} iterations, {results['jdk_label']}; ms)",
               ["program", "exec time (bare wall)", "libc", "kernel", "overhead / exec time",
                "allocator calls (probed)", "frees (estimated)", "bytes requested", "page faults",
-               "paper: exec / libc / kernel / overhead"])
+               "paper: exec / libc / kernel / overhead"]
+              + PROBE_EFFECT_HEADERS)
     for b, r in results["benchmarks"].items():
         paper = PAPER_T6.get(PAPER_NAME.get(b, b))
         ptxt = (f"{paper[0]:,} / {paper[1]:,} / {paper[2]} / {paper[3]}%" if paper else "—")
+        pe, pv = probe_effect_cells(r.get("probe_effect"))
         t.add([b, f"{r['exec_ns'] / 1e6:,.0f}", f"{r['libc_ns'] / 1e6:,.1f}",
                f"{r['kernel_ns'] / 1e6:,.1f}", f"{r['overhead_pct']:.1f}%",
                fmt_count(r["malloc_calls"]), fmt_count(r.get("free_estimated_calls")),
                fmt_bytes(r["malloc_bytes"]),
-               fmt_count(r["page_faults"]), ptxt],
+               fmt_count(r["page_faults"]), ptxt] + pe,
               [b, r["exec_ns"] / 1e6, r["libc_ns"] / 1e6, r["kernel_ns"] / 1e6,
                r["overhead_pct"], r["malloc_calls"], r.get("free_estimated_calls"),
                r["malloc_bytes"], r["page_faults"],
-               ptxt])
+               ptxt] + pv)
     if results.get("average_overhead_pct") is not None:
         wo = results.get("average_overhead_pct_without_outliers")
         label = ("average without " + ", ".join(results["outliers"])) if results["outliers"] \
             else "average (no outlier)"
         t.add(["average", "", "", "", f"{results['average_overhead_pct']:.1f}%", "", "", "", "",
-               "5% (without jython)"],
+               "5% (without jython)", "", "", ""],
               ["average", None, None, None, results["average_overhead_pct"], None, None, None,
-               None, "5% (without jython)"])
+               None, "5% (without jython)", None, None, None])
         if wo is not None:
-            t.add([label, "", "", "", f"{wo:.1f}%", "", "", "", "", ""],
-                  [label, None, None, None, wo, None, None, None, None, ""])
+            t.add([label, "", "", "", f"{wo:.1f}%", "", "", "", "", "", "", "", ""],
+                  [label, None, None, None, wo, None, None, None, None, "", None, None, None])
     return t
 
 

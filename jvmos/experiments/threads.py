@@ -16,6 +16,7 @@ from ..jdk import Jvm
 from ..tools import IO_JAR, jar
 from .common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
                      workload_json, write_outputs)
+from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
@@ -130,6 +131,10 @@ def main(argv) -> int:
             "layers": layer_row(name, res.summary, w),
             "run_dir": str(res.run_dir.relative_to(out)),
             "probe_overhead_ns": res.summary["totals"].get("probe_overhead_ns"),
+            "probe_effect": probe_effect(res.summary["totals"], res.summary["totals"]["wall_ns"],
+                                         statistics.median(b["process_wall_ns"]
+                                                           for b in bare[name]),
+                                         "process wall time"),
         }
     t4, t5, tv = table4(results), table5(results), table_virtual(results)
     notes = notes_for(results)
@@ -162,20 +167,22 @@ def table5(results) -> Table:
     t = Table("Table 5: cost of the levels of the threading stack per Java thread (µs; "
               "measured, corrected for the probe effect)",
               ["system", "Java", "jvm", "libc", "kernel", "overhead", "wait: first run",
-               "wait: JVM for child"])
+               "wait: JVM for child"] + PROBE_EFFECT_HEADERS)
     for name, r in results["runs"].items():
         if r["virtual"]:
             continue
         L = r["layers"]
         ov = L.get("overhead_pct")
+        pe, pv = probe_effect_cells(r.get("probe_effect"))
         t.add([f"this machine, {name}", _us(L["java_us"]), _us(L["jvm_us"]), _us(L["libc_us"]),
                _us(L["kernel_us"]), "—" if ov is None else f"{ov:.0f}%",
-               _us(L["first_run_delay_us"]), _us(L["wait_in_start_us"])],
+               _us(L["first_run_delay_us"]), _us(L["wait_in_start_us"])] + pe,
               [name, L["java_us"], L["jvm_us"], L["libc_us"], L["kernel_us"], ov,
-               L["first_run_delay_us"], L["wait_in_start_us"]])
+               L["first_run_delay_us"], L["wait_in_start_us"]] + pv)
     for sys_, (java, jvm, libc, kernel, ov) in PAPER_T5.items():
-        t.add([f"paper: {sys_}", f"{java}", f"{jvm}", f"{libc}", f"{kernel}", f"{ov}%", "—", "—"],
-              [f"paper: {sys_}", java, jvm, libc, kernel, ov, None, None])
+        t.add([f"paper: {sys_}", f"{java}", f"{jvm}", f"{libc}", f"{kernel}", f"{ov}%", "—", "—",
+               "—", "—", "—"],
+              [f"paper: {sys_}", java, jvm, libc, kernel, ov, None, None, None, None, None])
     return t
 
 
@@ -185,16 +192,17 @@ def table_virtual(results) -> Optional[Table]:
         return None
     t = Table("Virtual threads (M:N) against platform threads (1:1), same JDK",
               ["run", "threads started", "pthread_create", "clone", "100 threads (ms, bare)",
-               "platform threads, 100 (ms, bare)"])
+               "platform threads, 100 (ms, bare)"] + PROBE_EFFECT_HEADERS)
     for n, r in rows:
         plat = results["runs"].get(n[: -len("-virtual")], {})
         L = r["layers"]
+        pe, pv = probe_effect_cells(r.get("probe_effect"))
         t.add([n, fmt_count(r["threads_started"]), fmt_count(L["pthread_create_calls"]),
                fmt_count(L["clone_calls"]), f"{r['bare_start_ns_per_100_median'] / 1e6:.2f}",
-               f"{plat.get('bare_start_ns_per_100_median', 0) / 1e6:.2f}" if plat else "—"],
+               f"{plat.get('bare_start_ns_per_100_median', 0) / 1e6:.2f}" if plat else "—"] + pe,
               [n, r["threads_started"], L["pthread_create_calls"], L["clone_calls"],
                r["bare_start_ns_per_100_median"] / 1e6,
-               plat.get("bare_start_ns_per_100_median", 0) / 1e6 if plat else None])
+               plat.get("bare_start_ns_per_100_median", 0) / 1e6 if plat else None] + pv)
     return t
 
 

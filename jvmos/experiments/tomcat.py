@@ -24,6 +24,8 @@ from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from ..tools import SHOP_JAR, jar
 from .common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
+from .common import (PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells,
+                     probe_effect_median, probe_totals)
 
 EXAMPLES = """\
 examples:
@@ -205,6 +207,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "counts": model.counts_from_summary(s),
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
+        "probe_totals": probe_totals(t),
     }
 
 
@@ -237,6 +240,16 @@ def main(argv) -> int:
     return 0
 
 
+def level_probe_effect(L: dict) -> dict:
+    """Estimated probe effect beside the observed one: the server's CPU time recorded minus
+    bare at the same load (the median over repeats when a level has several)."""
+    reps = L.get("repeats") or [L]
+    return probe_effect_median([
+        probe_effect(r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
+                     r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
+                     "server CPU time") for r in reps])
+
+
 def ms(ns):
     return "—" if ns is None else f"{ns / 1e6:,.1f}"
 
@@ -245,7 +258,7 @@ def pct(v):
     return "—" if v is None else f"{v:.1f}%"
 
 
-def probe_effect(L) -> str:
+def recorded_cpu_text(L) -> str:
     """'recorded CPU (+difference, ratio x)' of a level, in ms."""
     rec_ns, d, r = L.get("server_cpu_ns"), L.get("probe_effect_cpu_ns"), L.get("recorded_over_bare_cpu")
     if rec_ns is None:
@@ -260,7 +273,8 @@ def figure2_table(results) -> Table:
               f"{results['page_bytes']:,}-byte pages; ms of server CPU time)",
               ["load (threads x pages)", "connections", "pages/s (bare)", "pages/s (recorded)",
                "I/O", "memory", "threads", "links", "Java execution (bare CPU - overhead)",
-               "overhead / bare CPU", "bare CPU", "recorded CPU (probe effect)"])
+               "overhead / bare CPU", "bare CPU", "recorded CPU (probe effect)"]
+              + PROBE_EFFECT_HEADERS)
     for name, L in results["levels"].items():
         by = L["by_resource"]
         row = [name, fmt_count(L["connections"]), f"{L['bare'].get('pages_per_s', 0):,.0f}",
@@ -269,11 +283,13 @@ def figure2_table(results) -> Table:
                ms(L["java_exec_ns"]) + (" (overhead > bare CPU)"
                                          if L.get("overhead_exceeds_bare_cpu") else ""),
                pct(L["overhead_pct_of_bare_cpu"]), ms(L.get("bare_cpu_ns")),
-               probe_effect(L)]
-        t.add(row, [name, L["connections"], L["bare"].get("pages_per_s"),
+               recorded_cpu_text(L)]
+        L["probe_effect"] = level_probe_effect(L)
+        pe, pv = probe_effect_cells(L["probe_effect"])
+        t.add(row + pe, [name, L["connections"], L["bare"].get("pages_per_s"),
                     L["recorded"].get("pages_per_s"), by.get("io"), by.get("mem"),
                     by.get("threads"), by.get("links"), L["java_exec_ns"],
-                    L["overhead_pct_of_bare_cpu"], L.get("bare_cpu_ns"), L.get("server_cpu_ns")])
+                    L["overhead_pct_of_bare_cpu"], L.get("bare_cpu_ns"), L.get("server_cpu_ns")] + pv)
     return t
 
 

@@ -7,7 +7,7 @@ import pytest
 from jvmos import JvmosError
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.correction import combine, correct, validate_costs, validate_probes
-from jvmos.analyzers.summary import build, correct_times, probe_overhead
+from jvmos.analyzers.summary import build, correct_times
 from jvmos.calibrate import costs_for
 
 PROBES = {"jni_copy_time_window": {"mean_ns": 600.0, "ci95_ns": [500.0, 700.0]},
@@ -153,17 +153,6 @@ def test_correct_times_corrects_functions_and_sums_them():
     assert cats["io_syscall"]["probe_window_source"].startswith("io_syscall_window")
     correct_times(cats, PROBES, "time")                               # twice: no double subtraction
     assert cats["jni_copy"]["time_ns"] == 4_000 and cats["io_syscall"]["time_ns"] == 800
-
-
-def test_probe_overhead_counts_every_kind_of_hit():
-    cats = {"jni_copy": {"calls": 10}, "io_syscall": {"calls": 20},
-            "nio_copy": {"nio_native_calls": 3, "unsafe_copy_calls": 2},
-            "jni_call": {"calls": 15, "copying_calls": 10}}
-    o = probe_overhead(cats, PROBES, "time")
-    assert o["probe_overhead_ns"] == pytest.approx(10 * 2500 + 20 * 900 + (3 + 2 + 5) * 1300)
-    o = probe_overhead(cats, PROBES, "count")
-    assert o["probe_overhead_ns"] == pytest.approx(10 * 1200 + 20 * 900 + (3 + 2 + 5) * 1300)
-    assert probe_overhead(cats, None, "time")["probe_overhead_ns"] is None
 
 
 # ---------------------------------------------------------------- build(): two processes,

@@ -92,7 +92,7 @@ def test_report_line_gives_the_share_and_the_cpu_time():
 
 
 def test_tomcat_split_takes_java_execution_from_the_bare_run():
-    from jvmos.experiments.tomcat import cpu_split, probe_effect
+    from jvmos.experiments.tomcat import cpu_split, recorded_cpu_text
     # bare 400 ms, recorded 500 ms, overhead 60 ms:
     # Java execution 400 - 60 = 340 ms; overhead 60/400 = 15%; probe effect +100 ms, 1.25x
     s = cpu_split(400e6, 500e6, 60e6)
@@ -101,7 +101,7 @@ def test_tomcat_split_takes_java_execution_from_the_bare_run():
     assert s["probe_effect_cpu_ns"] == pytest.approx(100e6)
     assert s["recorded_over_bare_cpu"] == pytest.approx(1.25)
     assert s["overhead_exceeds_bare_cpu"] is False
-    assert probe_effect({"server_cpu_ns": 500e6, **s}) == "500.0 (+100.0, 1.25x)"
+    assert recorded_cpu_text({"server_cpu_ns": 500e6, **s}) == "500.0 (+100.0, 1.25x)"
     # overhead 450 ms > bare 400 ms: not clamped, -50 ms, flagged
     s = cpu_split(400e6, 500e6, 450e6)
     assert s["java_exec_ns"] == pytest.approx(-50e6) and s["overhead_exceeds_bare_cpu"]

@@ -226,7 +226,7 @@ def test_malloc_counts_probed_calls_and_free_is_estimated_apart():
     assert [t["category"] for t in s["totals"]["guaranteed_overhead_terms"]["mem"]] == \
         ["malloc", "free_estimated", "vm"]
     # the probe effect counts the 1,010 probed allocator pairs, not the estimated frees
-    assert s["totals"]["probe_hits"]["uprobe_pairs"] == 1010
+    assert s["totals"]["probe_hits"]["mem:malloc_pair"] == 1010
     assert s["by_pid"]["7"]["memory_growth"]["vm_bytes"] == [[0.0, 1 << 20], [0.75, 2 << 20]]
 
 

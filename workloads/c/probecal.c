@@ -8,13 +8,32 @@
  *   probecal --mode call  --iterations N   N calls of jvmos_probe_target (a uprobe site)
  *   probecal --mode write --iterations N   N write(2) of 10 bytes to /dev/null (tracepoints)
  *   probecal --mode getpid --iterations N  N getpid(2) (a syscall no jvmos probe watches)
+ *   probecal --mode yield --iterations N   two threads on one CPU, N sched_yield(2) each: about
+ *                                          2N context switches (sched:sched_switch)
+ *   probecal --mode futex --iterations N   N FUTEX_WAKE with no waiter (the threads layer's futex)
+ *   probecal --mode madvise --iterations N N madvise(MADV_NORMAL) of one page (a memory syscall)
+ *   probecal --mode close --iterations N   N close(-1), failing with EBADF (the links layer)
+ *   probecal --mode fault --iterations N   N first touches of fresh anonymous pages (page faults;
+ *                                          one madvise(MADV_DONTNEED) per 16,384 pages)
+ *   probecal --mode thread --iterations N  N pthread_create + pthread_join of an empty thread
  *
- * Prints one JSON line: {"mode":..., "iterations":N, "elapsed_ns":T}.
+ * Prints one JSON line: {"mode":..., "iterations":N, "elapsed_ns":T, "cpu_ns":C, "switches":S}:
+ * T the loop's wall time, C the CPU time the process used meanwhile (all its threads, the
+ * kernel's work and the probes' included: a probe runs in the context of the task it hits,
+ * while the waits for a CPU that other processes cause are left out), S the context switches
+ * of the process's threads during the loop (getrusage: voluntary + involuntary; in yield mode
+ * those of the two yielding threads).
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +50,33 @@ __attribute__((noinline, used, optimize("O0"))) void jvmos_probe_target(void *en
 	__asm__ volatile("" : : "r"(buf) : "memory");
 }
 
+static long yields;
+static long thread_switches[2];
+
+static long switches_of(int who)
+{
+	struct rusage ru;
+	getrusage(who, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+static void *yielder(void *arg)
+{
+	long before = switches_of(RUSAGE_THREAD);
+	for (long i = 0; i < yields; i++)
+		sched_yield();
+	thread_switches[(long)arg] = switches_of(RUSAGE_THREAD) - before;
+	return NULL;
+}
+
+static void *empty(void *arg)
+{
+	return arg;
+}
+
+static const char *MODES[] = {"call", "write", "getpid", "yield", "futex", "madvise", "close",
+			      "fault", "thread", NULL};
+
 int main(int argc, char **argv)
 {
 	const char *mode = "call";
@@ -45,13 +91,37 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (n <= 0 || (strcmp(mode, "call") && strcmp(mode, "write") && strcmp(mode, "getpid"))) {
-		fprintf(stderr, "error: --mode call|write|getpid and --iterations > 0\n");
+	int known = 0;
+	for (const char **m = MODES; *m; m++)
+		known |= !strcmp(mode, *m);
+	if (n <= 0 || !known) {
+		fprintf(stderr, "error: --mode call|write|getpid|yield|futex|madvise|close|fault|thread "
+				"and --iterations > 0\n");
 		return 2;
 	}
 	char buf[64] = {0};
 	int fd = open("/dev/null", O_WRONLY);
-	struct timespec t0, t1;
+	/* set-up outside the timed loop */
+	const long region_pages = 16384, page = 4096;
+	char *region = NULL;
+	if (!strcmp(mode, "madvise") || !strcmp(mode, "fault")) {
+		region = mmap(NULL, region_pages * page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (region == MAP_FAILED)
+			return 1;
+		madvise(region, region_pages * page, MADV_NOHUGEPAGE);	/* one fault per page */
+	}
+	if (!strcmp(mode, "yield")) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu(), &one);
+		if (sched_setaffinity(0, sizeof(one), &one))	/* both threads inherit it */
+			return 1;
+	}
+	int word = 0;
+	long sw0 = switches_of(RUSAGE_SELF), sw = 0;
+	struct timespec t0, t1, c0, c1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!strcmp(mode, "call"))
 		for (long i = 0; i < n; i++)
@@ -61,11 +131,47 @@ int main(int argc, char **argv)
 			if (write(fd, buf, 10) != 10)
 				return 1;
 		}
-	else
+	else if (!strcmp(mode, "getpid"))
 		for (long i = 0; i < n; i++)
 			syscall(SYS_getpid);
+	else if (!strcmp(mode, "yield")) {
+		pthread_t t[2];
+		yields = n;
+		for (long i = 0; i < 2; i++)
+			if (pthread_create(&t[i], NULL, yielder, (void *)i))
+				return 1;
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		sw = thread_switches[0] + thread_switches[1];
+	} else if (!strcmp(mode, "futex"))
+		for (long i = 0; i < n; i++)
+			syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	else if (!strcmp(mode, "madvise"))
+		for (long i = 0; i < n; i++)
+			madvise(region, page, MADV_NORMAL);
+	else if (!strcmp(mode, "close"))
+		for (long i = 0; i < n; i++)
+			close(-1);
+	else if (!strcmp(mode, "fault"))
+		for (long i = 0; i < n; i++) {
+			long k = i % region_pages;
+			if (k == 0 && i)
+				madvise(region, region_pages * page, MADV_DONTNEED);
+			region[k * page] = 1;
+		}
+	else
+		for (long i = 0; i < n; i++) {
+			pthread_t t;
+			if (pthread_create(&t, NULL, empty, NULL) || pthread_join(t, NULL))
+				return 1;
+		}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("{\"mode\":\"%s\",\"iterations\":%ld,\"elapsed_ns\":%lld}\n", mode, n,
-	       (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	if (strcmp(mode, "yield"))
+		sw = switches_of(RUSAGE_SELF) - sw0;
+	printf("{\"mode\":\"%s\",\"iterations\":%ld,\"elapsed_ns\":%lld,\"cpu_ns\":%lld,"
+	       "\"switches\":%ld}\n", mode, n,
+	       (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec),
+	       (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec), sw);
 	return 0;
 }

@@ -1,0 +1,242 @@
+"""The probe effect: what jvmos's own probes cost the traced processes.
+
+Every probe that runs in a traced process is a "kind" here (a layer's blocks on one attach
+point, or a pair of them): its hits are counted exactly by the scripts, either in a map that
+already counts those events (@calls, @ncalls, @csw) or in @hits[pid, kind], which the scripts
+keep for the probes no other map counts. Each kind has a cost per hit that `jvmos calibrate
+--probes` measured (jvmos/probecost.py), and the estimate is the sum of hits x cost.
+
+A kind whose cost was not calibrated is reported as unknown: its hits are listed, the total
+is then null (`probe_overhead_ns`) and only the part that is known is given, under a name
+that says so (`probe_overhead_known_ns`). Nothing is taken as 0 ns.
+
+Not charged to the traced processes: sched_process_free (it runs when the kernel frees a task
+that has already exited, in whatever context frees it) and the getsid probe that ends a
+recording (it fires in jvmos's own process). Probes that fire in other processes (sched_switch
+and syscall tracepoints see every task; the mem layer's libc uprobes run in every process
+that maps that libc) are not counted either: they slow the machine, not the traced process.
+"""
+from collections import defaultdict
+from typing import Dict, Iterable, Optional, Tuple
+
+# kind -> (what one hit is, cost key in --mode time, cost key in --mode count)
+# A cost key names an entry of the platform file's "probes" section; "uretprobe" is derived
+# (uprobe_pair - uprobe). Keys marked borrowed are the cost of a minimal probe of the same
+# shape (one map update), not of that kind's own blocks: the estimate says so per kind.
+KINDS: Dict[str, Tuple[str, str, str]] = {
+    "io:jni_copy": ("a JNI copy function: io.bt's entry block (+ return block in --mode time)",
+                    "jni_copy_time_hit", "jni_copy_count_hit"),
+    "io:syscall_pair": ("an I/O syscall: io.bt's sys_enter/sys_exit blocks",
+                        "io_syscall_hit", "io_syscall_hit"),
+    "io:uprobe": ("a libnio read/write native or Unsafe_CopyMemory0: one entry block",
+                  "uprobe", "uprobe"),
+    "jni:uprobe": ("a JNI entry point other than the copies: one count() block",
+                   "uprobe", "uprobe"),
+    "links:syscall_pair": ("accept/connect/open/close: links.bt's enter/exit blocks",
+                           "link_syscall_hit", "link_syscall_hit"),
+    "links:sched_switch": ("a switch out of a traced thread: links.bt's two sched_switch blocks",
+                           "sched_switch_links_hit", "sched_switch_links_hit"),
+    "threads:sched_switch": ("a switch out of a traced thread: threads.bt's sched_switch blocks",
+                             "sched_switch_threads_hit", "sched_switch_threads_hit"),
+    "threads:futex_pair": ("a futex syscall: threads.bt's enter/exit blocks",
+                           "futex_threads_hit", "futex_threads_hit"),
+    "threads:span_syscall": ("mmap, mprotect, madvise, clone, rseq, ... (12 syscalls): "
+                             "threads.bt's enter/exit blocks",
+                             "span_syscall_threads_hit", "span_syscall_threads_hit"),
+    "threads:clone_count": ("one of threads.bt's two extra clone blocks (the enter block that "
+                            "counts, the exit block that marks Java threads): two per clone",
+                            "tracepoint", "tracepoint"),
+    "threads:uprobe": ("entry of JVM_StartThread, pthread_create, thread_native_entry or "
+                       "JavaThread::exit", "uprobe", "uprobe"),
+    "threads:uretprobe": ("return of one of those four functions", "uretprobe", "uretprobe"),
+    "threads:sched_wakeup_new": ("a new task woken by a traced thread", "tracepoint",
+                                 "tracepoint"),
+    "threads:sys_enter_exit": ("a traced thread's exit syscall", "tracepoint", "tracepoint"),
+    "common:task_newtask": ("a task created by a traced process (thread or process)",
+                            "thread_common_hit", "thread_common_hit"),
+    "common:sched_process_exit": ("a traced thread exiting", "thread_common_hit",
+                                  "thread_common_hit"),
+    "common:sched_process_exec": ("an exec in a traced process (common.bt's block, and mem.bt's "
+                                  "when loaded)", "tracepoint", "tracepoint"),
+    "mem:malloc_pair": ("an allocator call: mem.bt's entry block (+ return block in --mode "
+                        "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),
+    "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: mem.bt's enter/exit blocks",
+                            "vm_syscall_mem_hit", "vm_syscall_mem_hit"),
+    "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
+                       "page_fault_mem_hit", "page_fault_mem_hit"),
+    "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
+                         "sched_switch_mem_hit", "sched_switch_mem_hit"),
+}
+
+# where each cost key comes from (the platform file's probes section, `jvmos calibrate --probes`)
+MEASURED_WITH = {
+    "jni_copy_time_hit": "io.bt's JNI copy blocks on probecal's copy function (--mode time)",
+    "jni_copy_count_hit": "io.bt's JNI copy entry block on probecal's copy function",
+    "io_syscall_hit": "io.bt's syscall blocks on write(2) to /dev/null",
+    "link_syscall_hit": "links.bt's blocks on close(-1)",
+    "sched_switch_links_hit": "links.bt on two threads yielding to each other on one CPU",
+    "sched_switch_threads_hit": "threads.bt on two threads yielding to each other on one CPU",
+    "sched_switch_mem_hit": "mem.bt on two threads yielding to each other on one CPU",
+    "futex_threads_hit": "threads.bt's futex blocks on FUTEX_WAKE with no waiter",
+    "span_syscall_threads_hit": "threads.bt's span-syscall blocks on madvise(MADV_NORMAL) "
+                                "outside any span",
+    "thread_common_hit": "common.bt on pthread_create+join: (probed - bare) / (task_newtask + "
+                         "sched_process_exit hits)",
+    "malloc_mem_time_hit": "mem.bt's allocator blocks (--mode time) on probecal's function",
+    "malloc_mem_count_hit": "mem.bt's allocator entry block on probecal's function",
+    "vm_syscall_mem_hit": "mem.bt's syscall blocks on madvise(MADV_NORMAL)",
+    "page_fault_mem_hit": "mem.bt on first touches of fresh anonymous pages",
+}
+BORROWED = {
+    "uprobe": "borrowed: a minimal uprobe (one count()) on probecal's function",
+    "tracepoint": "borrowed: a minimal tracepoint (one count()) on getpid",
+    "uretprobe": "borrowed: minimal uprobe+uretprobe pair minus a minimal uprobe",
+}
+
+
+def _sum(raw, mapname: str, pick) -> Dict[str, int]:
+    """{pid: sum of the map's values whose key passes pick(key fields after the pid)}."""
+    out: Dict[str, int] = defaultdict(int)
+    for k, v in raw.keyed(mapname).items():
+        if pick(k[1:]):
+            out[k[0]] += int(v)
+    return out
+
+
+def _hits_map(raw) -> Dict[Tuple[str, str], int]:
+    """@hits[pid, kind] (a two-field key, parsed here)."""
+    val = raw.maps.get("@hits")
+    out = {}
+    if isinstance(val, dict):
+        for k, v in val.items():
+            pid, _, kind = k.partition(",")
+            out[(pid, kind)] = int(v)
+    return out
+
+
+def hits_by_pid(raw) -> Dict[str, Dict[str, int]]:
+    """{pid: {kind: hits}} for every kind that fired in a traced process."""
+    cat = lambda *names: (lambda k: k[0] in names)
+    per = defaultdict(lambda: defaultdict(int))
+
+    def add(kind, counts: Dict[str, int]):
+        for pid, n in counts.items():
+            if n:
+                per[pid][kind] += n
+
+    add("io:jni_copy", _sum(raw, "@calls", cat("jni_copy")))
+    add("io:syscall_pair", _sum(raw, "@calls", cat("io_syscall")))
+    add("io:uprobe", _sum(raw, "@calls", cat("nio_native", "unsafe_copy_out", "unsafe_copy_etc")))
+    add("jni:uprobe", _sum(raw, "@calls", cat("jni_call")))
+    add("links:syscall_pair", _sum(raw, "@calls", cat("link", "file")))
+    add("links:syscall_pair", _sum(raw, "@ncalls", lambda k: k[0] in ("link", "file")
+                                   and k[1] == "failed"))
+    add("threads:sched_switch", _sum(raw, "@csw", lambda k: True))
+    add("threads:futex_pair", _sum(raw, "@ncalls", cat("sync")))
+    add("threads:clone_count", {p: 2 * n for p, n in
+                                _sum(raw, "@calls", cat("thread_create")).items()})
+    add("threads:uprobe", _sum(raw, "@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
+                               or (k[0] == "thread_create" and k[1].startswith("pthread_create"))))
+    add("mem:malloc_pair", _sum(raw, "@calls", cat("malloc")))
+    add("mem:vm_syscall_pair", _sum(raw, "@calls", cat("vm")))
+    add("mem:page_fault", _sum(raw, "@ncalls", lambda k: k == ("vm", "page_fault_user")))
+    for (pid, kind), n in _hits_map(raw).items():
+        if n:
+            per[pid][kind] += n
+    # an exec also runs mem.bt's exec block when the mem layer is loaded (it always has
+    # switches to count): one more block per exec
+    if any("mem:sched_switch" in k for k in per.values()):
+        for k in per.values():
+            if "common:sched_process_exec" in k:
+                k["common:sched_process_exec"] *= 2
+    return {pid: dict(k) for pid, k in per.items()}
+
+
+def cost_of(key: str, probes: Optional[dict]) -> Tuple[Optional[dict], str]:
+    """({"ns", "ci95_ns", "source"}, "") for a cost key, or (None, why) when there is no
+    usable calibration: none at all, or a mean that is not positive (a probe cannot make its
+    target faster: the calibration did not resolve the cost from the noise)."""
+    p = probes or {}
+    if key == "uretprobe":
+        a, b = (p.get("uprobe_pair") or {}), (p.get("uprobe") or {})
+        if a.get("mean_ns") is None or b.get("mean_ns") is None:
+            return None, "not calibrated (jvmos calibrate --probes)"
+        ci = None
+        if a.get("ci95_ns") and b.get("ci95_ns"):
+            ci = [a["ci95_ns"][0] - b["ci95_ns"][1], a["ci95_ns"][1] - b["ci95_ns"][0]]
+        c = {"ns": a["mean_ns"] - b["mean_ns"], "ci95_ns": ci, "source": BORROWED[key]}
+    else:
+        e = p.get(key) or {}
+        if e.get("mean_ns") is None:
+            return None, "not calibrated (jvmos calibrate --probes)"
+        c = {"ns": e["mean_ns"], "ci95_ns": e.get("ci95_ns"),
+             "source": BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}",
+             "calibration_key": key}
+    if c["ns"] <= 0:
+        ci = c.get("ci95_ns")
+        return None, (f"calibration did not resolve it: {key} mean {c['ns']:.0f} ns"
+                      + (f", 95% interval [{ci[0]:.0f}, {ci[1]:.0f}] ns" if ci else "")
+                      + " (recalibrate on a quieter machine, or with more --trials)")
+    return c, ""
+
+
+def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
+    """hits x cost per kind. Unknown kinds (no calibration, or a kind this module does not
+    know) are listed and make the total null; the known part is kept apart."""
+    costs, unknown = {}, {}
+    known_ns, lo_ns, hi_ns, ci_ok = 0.0, 0.0, 0.0, True
+    for kind, n in sorted(hits.items()):
+        spec = KINDS.get(kind)
+        c, why = (cost_of(spec[1] if mode == "time" else spec[2], probes) if spec
+                  else (None, "kind not known to jvmos"))
+        if c is None:
+            unknown[kind] = n
+            costs[kind] = {"ns": None, "source": "unknown: " + why}
+            continue
+        costs[kind] = dict(c, what=spec[0], total_ns=n * c["ns"])
+        known_ns += n * c["ns"]
+        if c.get("ci95_ns"):
+            lo_ns += n * c["ci95_ns"][0]
+            hi_ns += n * c["ci95_ns"][1]
+        else:
+            ci_ok = False
+    total = known_ns if not unknown else None
+    out = {"probe_overhead_ns": total,
+           "probe_overhead_known_ns": known_ns,
+           "probe_overhead_ci95_ns": [lo_ns, hi_ns] if (ci_ok and total is not None) else None,
+           "probe_hits": dict(sorted(hits.items())),
+           "probe_cost_per_hit_ns": costs,
+           "probe_overhead_unknown_kinds": unknown}
+    if unknown:
+        out["probe_overhead_warning"] = (
+            f"{len(unknown)} probe kind(s) have no usable calibrated cost per hit "
+            f"({', '.join(sorted(unknown))}: {sum(unknown.values()):,} hits): the probe effect is "
+            "unknown; probe_overhead_known_ns covers the other kinds only")
+    return out
+
+
+def probe_overhead(raw, probes: Optional[dict], mode: str) -> dict:
+    """Totals over the traced processes, and each pid's own estimate."""
+    per = hits_by_pid(raw)
+    total: Dict[str, int] = defaultdict(int)
+    for k in per.values():
+        for kind, n in k.items():
+            total[kind] += n
+    if not probes:
+        return {"probe_overhead_ns": None, "slowdown_pct": None,
+                "probe_hits": dict(sorted(total.items())),
+                "probe_hits_by_pid": {pid: dict(sorted(per[pid].items()))
+                                      for pid in sorted(per, key=int)},
+                "probe_overhead_warning": "no probe calibration: the probe effect is unknown "
+                                          "(jvmos calibrate --probes)"}
+    out = estimate(dict(total), probes, mode)
+    order = sorted(per, key=int)
+    out["probe_hits_by_pid"] = {pid: dict(sorted(per[pid].items())) for pid in order}
+    out["probe_overhead_by_pid"] = {pid: estimate(per[pid], probes, mode)["probe_overhead_ns"]
+                                    for pid in order}
+    return out
+
+
+def kinds_of(hits: Iterable[str]) -> Dict[str, str]:
+    """What one hit of each kind is (for reports)."""
+    return {k: KINDS[k][0] if k in KINDS else "unknown kind" for k in hits}

@@ -34,10 +34,15 @@ NESTED_SOURCE = ("; plus, for each probe nested in the span, its hit minus its w
 def probe_costs(probes: Optional[dict]) -> Dict[str, Optional[float]]:
     """The calibrated costs the layers use; None for one that was not calibrated."""
     g = lambda k: probe_cost(probes, k)
-    c = {"pair_hit": g("jni_copy_time_hit"), "pair_window": g("jni_copy_time_window"),
+    # where the JNI copy probes were USDT probes, probecost.probes_for() replaced the
+    # jni_copy_time_* figures with the USDT ones and kept the symbol uprobe pair's under
+    # symbol_pair_*: the threads and mem layers' uprobe pairs are symbol uprobes
+    sym = lambda k: ("symbol_pair_" + k[len("jni_copy_"):]
+                     if probes and ("symbol_pair_" + k[len("jni_copy_"):]) in probes else k)
+    c = {"pair_hit": g(sym("jni_copy_time_hit")), "pair_window": g(sym("jni_copy_time_window")),
          "sys_hit": g("io_syscall_hit"), "sys_window": g("io_syscall_window"),
          "uprobe": g("uprobe"), "tracepoint": g("tracepoint")}
-    c["pair_ci"], c["sys_ci"] = probe_ci(probes, "jni_copy_time_window"), \
+    c["pair_ci"], c["sys_ci"] = probe_ci(probes, sym("jni_copy_time_window")), \
         probe_ci(probes, "io_syscall_window")
     return c
 

@@ -243,10 +243,15 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     for pid in pids:
         by_pid[pid]["guaranteed_by_resource"] = guaranteed_by_resource(
             by_pid[pid]["categories"])[0]
-    g = sum(by_resource.values())
+    # a sum with an unknown term is unknown: the known part is kept apart under its own name
+    g_known = sum(by_resource.values())
+    g = None if unknown_terms else g_known
     if unknown_terms:
-        warnings.append("guaranteed overhead leaves out " + ", ".join(unknown_terms)
-                        + ": time unknown (not calibrated)")
+        warnings.append("guaranteed overhead unknown: the time of " + ", ".join(unknown_terms)
+                        + " is unknown (not calibrated); guaranteed_overhead_known_ns sums the "
+                        "other terms, a lower bound")
+    if overhead.get("probe_overhead_warning"):
+        warnings.append(overhead["probe_overhead_warning"])
     sw = [by_pid[p]["context_switches"] for p in pids if "context_switches" in by_pid[p]]
     missed = defaultdict(int)
     for (pid, what), v in raw.keyed("@missed").items():
@@ -257,7 +262,9 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "exit_code": exit_code,
         "totals": {"wall_ns": wall_ns,
                    "guaranteed_overhead_ns": g,
-                   "guaranteed_overhead_pct": 100.0 * g / wall_ns if wall_ns else None,
+                   "guaranteed_overhead_known_ns": g_known,
+                   "guaranteed_overhead_pct": (100.0 * g / wall_ns
+                                               if wall_ns and g is not None else None),
                    "guaranteed_overhead_categories": [c for names in GUARANTEED.values()
                                                       for c in names if c in cats_total],
                    "guaranteed_by_resource": by_resource,

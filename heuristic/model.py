@@ -185,8 +185,8 @@ def measured_from_summary(s: dict) -> dict:
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
     total = t.get("guaranteed_overhead_ns")
-    if total is None:
-        total = sum(by.values())
+    if total is None:       # a term unknown: the known terms, a lower bound (said in the run's
+        total = sum(by.values())    # warnings and totals.guaranteed_overhead_unknown)
     mem = by.get("mem", 0.0)
     return {"C_os_us": total / 1e3, "mem_us": mem / 1e3, "without_mem_us": (total - mem) / 1e3,
             "by_resource_us": {k: v / 1e3 for k, v in by.items()}}

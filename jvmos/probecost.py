@@ -457,6 +457,10 @@ def probes_for(probes: Optional[dict], script, jvm_homes) -> Tuple[Optional[dict
     if not probes or not any(k == "usdt" for k in script.kinds.values()):
         return probes, []
     out = dict(probes)
+    # the threads and mem layers' uprobe pairs stay symbol uprobes: they keep these figures
+    for k in ("jni_copy_time_hit", "jni_copy_time_window", "jni_copy_count_hit"):
+        if k in probes:
+            out["symbol_pair_" + k[len("jni_copy_"):]] = probes[k]
     homes = list(jvm_homes)
     cal = [(probes.get("usdt") or {}).get(str(h)) for h in homes]
     keys = ("jni_copy_time_hit", "jni_copy_time_window", "jni_copy_count_hit")

@@ -196,6 +196,9 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     load = box["load"]
     cpu = box["cpu1"] - box["cpu0"]
     overhead = sum(by.values())
+    if t.get("guaranteed_overhead_unknown"):
+        log(f"warning: {threads}x{pages}: the overhead leaves out "
+            f"{', '.join(t['guaranteed_overhead_unknown'])} (time unknown): a lower bound")
     return {
         "threads": threads, "pages": pages, "connections": load.get("connections"),
         "bare": bare, "recorded": load, "run_dir": str(res.run_dir.relative_to(out)),

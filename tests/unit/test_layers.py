@@ -303,4 +303,5 @@ def test_a_link_category_with_only_failed_calls_claims_no_correction():
     link = s["categories"]["link"]
     assert link["failed_calls"] == 2 and link["calls"] == 0 and link["time_ns"] == 0
     assert link["corrected"] is None        # nothing was corrected, nor left uncorrected
-    assert s["warnings"] == []
+    # the only warning: the 2 probe hits' cost is not in this test's calibration
+    assert [w for w in s["warnings"] if "links:syscall_pair: 2 hits" not in w] == []

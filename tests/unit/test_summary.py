@@ -140,7 +140,9 @@ def test_rebuild_without_costs_keeps_counts_and_drops_estimates(rec):
     if "nio_copy" in s["categories"]:
         assert s["categories"]["nio_copy"]["time_ns"] is None
     # nothing calibrated: no term of the guaranteed overhead is known, and it says so
-    assert s["totals"]["guaranteed_overhead_ns"] == 0
+    assert s["totals"]["guaranteed_overhead_ns"] is None          # unknown, never 0
+    assert s["totals"]["guaranteed_overhead_pct"] is None
+    assert any("guaranteed overhead unknown" in w for w in s["warnings"])
     assert "jni_copy" in s["totals"]["guaranteed_overhead_unknown"]
     assert "kernel_copy" in s["totals"]["guaranteed_overhead_unknown"]
     assert s["constants"] == {}
@@ -249,7 +251,9 @@ def test_kernel_copy_without_calibration_has_no_time(costs):
     kc = s["categories"]["kernel_copy"]
     assert kc["time_ns"] is None and kc["bytes"] == 10
     assert kc["basis"].endswith("no calibration available")
-    assert s["totals"]["guaranteed_overhead_ns"] == 0
+    assert s["totals"]["guaranteed_overhead_ns"] is None          # unknown, never 0
+    assert s["totals"]["guaranteed_overhead_pct"] is None
+    assert any("guaranteed overhead unknown" in w for w in s["warnings"])
 
 
 NIO_MAPS = {"@calls": {f"100,nio_native,uprobe:{NIO}:777": 12,
@@ -293,7 +297,9 @@ def test_nio_copy_without_any_cost_model_has_no_time(costs):
     s = build(NIO_MAPS, costs=costs, jvms={"100": "/jdk"})
     n = s["categories"]["nio_copy"]
     assert n["time_ns"] is None and n["bytes"] == 4000
-    assert s["totals"]["guaranteed_overhead_ns"] == 0
+    assert s["totals"]["guaranteed_overhead_ns"] is None          # unknown, never 0
+    assert s["totals"]["guaranteed_overhead_pct"] is None
+    assert any("guaranteed overhead unknown" in w for w in s["warnings"])
 
 
 def test_no_nio_copy_category_without_nio_activity():
@@ -442,7 +448,7 @@ def test_empty_raw_gives_an_empty_summary():
     assert s["exit_code"] is None
     assert s["categories"] == {} and s["by_pid"] == {}
     assert s["totals"]["processes"] == 0
-    assert s["totals"]["guaranteed_overhead_ns"] == 0
+    assert s["totals"]["guaranteed_overhead_ns"] == 0     # nothing was measured: no term
     assert s["totals"]["guaranteed_overhead_categories"] == []
     assert s["totals"]["missed_events"] == {}
     assert s["paths"] == {"jni": {"calls": 0, "bytes": 0}, "nio": {"calls": 0, "bytes": 0},

@@ -49,7 +49,8 @@ def render(run_dir) -> str:
     cmd = " ".join(manifest.get("command") or []) or f"pid {manifest.get('attach_pid')}"
     out.append(f"run {run_dir}: {cmd}")
     out.append(f"status {s['status']}" + (f" (exit code {s.get('exit_code')})"
-                                          if s.get("exit_code") not in (None, 0) else ""))
+                                          if s.get("exit_code") not in (None, 0) else "")
+               + (f": {s['status_reason']}" if s.get("status_reason") else ""))
     jv = ", ".join(f"JDK {j['version']} ({j['home']})" for j in manifest.get("jvms_probed", []))
     if manifest.get("mode") == "sample":
         out.append(f"mode sample: {manifest.get('sampler')}; no bpftrace probes; "
@@ -59,7 +60,11 @@ def render(run_dir) -> str:
                    f"mode {manifest.get('mode', 'time')}; {manifest.get('bpftrace')}; "
                    f"kernel {manifest['host']['kernel']}")
     t = s["totals"]
-    out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed overhead {fmt_ns(t['guaranteed_overhead_ns'])}"
+    g = t.get("guaranteed_overhead_ns")
+    gtxt = fmt_ns(g) if g is not None else (
+        f"unknown (known terms: {fmt_ns(t.get('guaranteed_overhead_known_ns'))}, a lower bound)"
+        if t.get("guaranteed_overhead_known_ns") is not None else "unknown")
+    out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed overhead {gtxt}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
                + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
     if "target_cpu_ns" in t:
@@ -80,8 +85,16 @@ def render(run_dir) -> str:
     elif t.get("mode") == "sample":
         out.append("probe effect: no probes; async-profiler's sampling overhead is small and "
                    "not subtracted")
+    elif t.get("probe_overhead_known_ns") is not None:
+        unk = ", ".join(f"{k} ({n:,} hits)" for k, n in
+                        (t.get("probe_overhead_unknown_kinds") or {}).items())
+        out.append(f"probe effect: unknown (kinds without a calibrated cost: {unk or '?'}); the "
+                   f"calibrated kinds cost {fmt_ns(t['probe_overhead_known_ns'])}")
     else:
-        out.append("probe effect: not calibrated (jvmos calibrate --probes): times are raw")
+        out.append("probe effect: unknown: no probe-cost calibration (jvmos calibrate --probes);"
+                   " corrected times are unknown, time_raw_ns keeps what the probes measured")
+    for w in s.get("warnings") or []:
+        out.append(f"warning: {w}")
     if t.get("lost_events"):
         out.append(f"warning: bpftrace lost {t['lost_events']} events")
     for what, n in (t.get("missed_events") or {}).items():

@@ -363,7 +363,10 @@ def mem_categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) ->
         fig.update({
             "time_ns": _add(corr["time_ns"], fault_ns),
             "syscalls_time_ns": corr["time_ns"],
-            "method": "measured", "probe_window_source": SYS_SOURCE, "syscalls": sc,
+            # the syscalls are measured, the page faults' time is an estimate: when there are
+            # faults, the sum is both (syscalls_time_ns and page_fault_time_ns keep them apart)
+            "method": "measured+estimated" if faults else "measured",
+            "probe_window_source": SYS_SOURCE, "syscalls": sc,
             "page_faults": faults, "page_fault_time_ns": fault_ns,
             "page_fault_method": "estimated",
             "off_cpu_ns": _get(v, "off-CPU", "time_ns"),

@@ -676,9 +676,16 @@ def record(opts: Options) -> Result:
     ran = sorted(set(jvm_home_by_pid.values())) or [str(j.home) for j in jvms]
     probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)
     warnings.extend(probe_warnings)
-    summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
-                         costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
-                         probes=probe_costs, mode=opts.mode)
+    try:
+        summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
+                             costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
+                             probes=probe_costs, mode=opts.mode)
+    except JvmosError as e:
+        # the probes' output is kept (raw/); the manifest says why there is no summary
+        manifest.update({"status": "failed", "error": f"the summary could not be built: {e}",
+                         "end_time": manifest.get("end_time") or _now_iso()})
+        _write_json(out / "manifest.json", manifest)
+        raise JvmosError(f"{e}; the probes' output is kept in {out / 'raw'}")
     jvm_hits = sum(summary["categories"].get(c, {}).get("calls") or 0
                    for c in ("jni_copy", "thread_jvm", "jni_call"))
     jvm_hits += (summary["categories"].get("nio_copy") or {}).get("nio_native_calls", 0)

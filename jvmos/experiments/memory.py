@@ -187,8 +187,14 @@ def main(argv) -> int:
             "vm_calls": vm.get("calls"), "page_faults": vm.get("page_faults"),
             "growth": growth_profile(s["by_pid"]),
             "slowdown_pct": s["totals"].get("slowdown_pct"),
-            "probe_effect": probe_effect(s["totals"], s["totals"]["wall_ns"],
-                                         bare["process_wall_ns"], "process wall time"),
+            # the probes' cost is CPU time summed over threads: compared with the CPU time
+            # the recording added (the wall time only when a CPU figure is missing)
+            "probe_effect": (probe_effect(s["totals"], s["totals"]["target_cpu_ns"],
+                                          bare["process_cpu_ns"], "process CPU time")
+                             if s["totals"].get("target_cpu_ns") is not None
+                             and bare.get("process_cpu_ns") is not None else
+                             probe_effect(s["totals"], s["totals"]["wall_ns"],
+                                          bare["process_wall_ns"], "process wall time")),
             "run_dir": str(res.run_dir.relative_to(out)),
         }
     summarize(results)

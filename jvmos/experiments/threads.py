@@ -131,10 +131,20 @@ def main(argv) -> int:
             "layers": layer_row(name, res.summary, w),
             "run_dir": str(res.run_dir.relative_to(out)),
             "probe_overhead_ns": res.summary["totals"].get("probe_overhead_ns"),
-            "probe_effect": probe_effect(res.summary["totals"], res.summary["totals"]["wall_ns"],
-                                         statistics.median(b["process_wall_ns"]
-                                                           for b in bare[name]),
-                                         "process wall time"),
+            # CPU time against CPU time (the probes' cost is summed over threads); the wall
+            # time only when a CPU figure is missing
+            "probe_effect": (probe_effect(res.summary["totals"],
+                                          res.summary["totals"]["target_cpu_ns"],
+                                          statistics.median(b["process_cpu_ns"]
+                                                            for b in bare[name]),
+                                          "process CPU time")
+                             if res.summary["totals"].get("target_cpu_ns") is not None
+                             and all(b.get("process_cpu_ns") is not None for b in bare[name])
+                             else probe_effect(res.summary["totals"],
+                                               res.summary["totals"]["wall_ns"],
+                                               statistics.median(b["process_wall_ns"]
+                                                                 for b in bare[name]),
+                                               "process wall time")),
         }
     t4, t5, tv = table4(results), table5(results), table_virtual(results)
     notes = notes_for(results)

@@ -135,7 +135,7 @@ def test_libjvm_without_symbols_or_notes_names_jni_probes_missing(platform_file,
     missing = {x.rsplit(":", 1)[-1] for x in m["probes"]["missing"]}
     assert {"jni_GetByteArrayRegion", "jni_SetByteArrayRegion", "Unsafe_CopyMemory0"} <= missing
     assert not any(v == "usdt" for v in m["probes"]["kinds"].values())
-    assert any("could not be attached" in w for w in m["warnings"])
+    assert any("skipped" in w and "not found" in w for w in m["warnings"])
     # the rest still ran: every write was counted
     assert s["categories"]["io_syscall"]["syscalls"]["write"]["calls"] >= n
     assert s["categories"].get("jni_copy", {}).get("calls", 0) == 0

@@ -347,10 +347,9 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
             stdout = child.stdout.read().decode(errors="replace")
             _, status, ru = os.wait4(child.pid, 0)
             child.returncode = os.waitstatus_to_exitcode(status)
-            if bt is not None:
-                if bt.poll() is None:
-                    bt.send_signal(signal.SIGINT)
-                bt.wait(timeout=300)
+            if bt is not None and bt.poll() is None:
+                from .record import _interrupt_bpftrace   # SIGINT again if bpftrace misses it
+                _interrupt_bpftrace(bt, timeout=300)
         if child.returncode:
             raise JvmosError(f"BlockingIo on {jvm.home} failed: "
                              f"{jerr.read_text(errors='replace').strip()[:200]}")

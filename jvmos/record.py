@@ -877,16 +877,20 @@ def _record_sampled(opts: Options, log) -> Result:
                       "share_pct": c["share_pct"], "method": "sampled"}
     summary = {"schema": summ.SCHEMA, "status": status, "exit_code": exit_code,
                "totals": {"wall_ns": wall_ns, "mode": "sample",
-                          "guaranteed_overhead_ns": sum(cats.get(c, {}).get("time_ns", 0)
-                                                        for c in ("jni_copy", "nio_copy",
-                                                                  "kernel_copy")),
-                          "guaranteed_overhead_categories": ["jni_copy", "nio_copy", "kernel_copy"],
+                          # the sampled copy categories; none sampled: unknown, not 0
+                          "guaranteed_overhead_ns": (sum(cats[c]["time_ns"] for c in
+                                                         ("jni_copy", "nio_copy", "kernel_copy")
+                                                         if c in cats) if cats else None),
+                          "guaranteed_overhead_categories": [c for c in ("jni_copy", "nio_copy",
+                                                                         "kernel_copy")
+                                                             if c in cats],
                           "probe_overhead_ns": None, "slowdown_pct": None,
                           "processes": len((samp or {}).get("by_pid", {}))},
                "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
                "warnings": warnings, "status_reason": reason}
     g = summary["totals"]["guaranteed_overhead_ns"]
-    summary["totals"]["guaranteed_overhead_pct"] = 100.0 * g / wall_ns if wall_ns else None
+    summary["totals"]["guaranteed_overhead_pct"] = (100.0 * g / wall_ns
+                                                    if wall_ns and g is not None else None)
     manifest.update({"status": status, "exit_code": exit_code, "end_time": _now_iso(),
                      "wall_ns": wall_ns, "root_pid": root, "warnings": warnings,
                      "status_reason": reason})

@@ -76,9 +76,11 @@ def java_layer_ns(w: dict, tj: dict) -> Optional[float]:
     clock saw but the probe's did not)."""
     total = w.get("start_ns_all_rounds")
     incl = tj.get("start_inclusive_raw_ns")
-    if total is None or incl is None:
+    outside = tj.get("start_probe_outside_window_ns")
+    if total is None or incl is None or outside is None:   # outside None: not calibrated
         return None
-    return max(0.0, total - incl - tj.get("start_probe_outside_window_ns", 0.0))
+    # not floored: a negative Java layer would say the probe correction is too large
+    return total - incl - outside
 
 
 def layer_row(label: str, s: dict, w: dict) -> dict:

@@ -298,7 +298,7 @@ def figure2_table(results) -> Table:
 
 def notes_for(results) -> List[str]:
     return ["Each resource is the guaranteed overhead measured by its layer, corrected for the "
-            "probe effect: I/O = jni_copy + nio_copy + kernel_copy, memory = malloc + vm, "
+            "probe effect: I/O = jni_copy + nio_copy + kernel_copy, memory = malloc + free_estimated + vm, "
             "threads = thread_create, links = link + file (on-CPU). bare CPU = the server's "
             "CPU time during the bare load (its process CPU clock read in ns before and after "
             "the load: every thread, those that exited during the load included). Java "

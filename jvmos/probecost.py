@@ -45,7 +45,7 @@ from typing import Dict, List, Optional, Tuple
 from . import JvmosError
 from .jdk import symbols
 from .probegen import render
-from .tools import bpftrace, c_program
+from .tools import bpftrace, c_program, interrupt_bpftrace
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.overhead import hits_by_pid
 from jvmos.analyzers.stats import mean_ci
@@ -309,7 +309,6 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
     """(CPU ns of the JVM process, parsed bpftrace output or None): BlockingIo bare, or traced
     by script (which names the JVM's pid $1 and prints jvmos-ready once attached)."""
     import os
-    import signal
     import sys
     import time
     from .record import GATE, bpftrace_env
@@ -348,8 +347,7 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
             _, status, ru = os.wait4(child.pid, 0)
             child.returncode = os.waitstatus_to_exitcode(status)
             if bt is not None and bt.poll() is None:
-                from .record import _interrupt_bpftrace   # SIGINT again if bpftrace misses it
-                _interrupt_bpftrace(bt, timeout=300)
+                interrupt_bpftrace(bt, timeout=300)   # SIGINT again if bpftrace misses it
         if child.returncode:
             raise JvmosError(f"BlockingIo on {jvm.home} failed: "
                              f"{jerr.read_text(errors='replace').strip()[:200]}")

@@ -47,7 +47,8 @@ from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of
 from .probegen import render
 from . import sampling
 from . import cputime
-from .tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
+from .tools import (bpftrace, bpftrace_version, ensure_tracefs, host_info,
+                    interrupt_bpftrace)
 from jvmos.analyzers import rawparse, summary as summ
 
 ATTACH_TIMEOUT_S = 600
@@ -121,6 +122,34 @@ def decide_status(reasons: List[tuple]) -> str:
     """reasons: (status, why) pairs; the status is the first of STATUS_ORDER among them."""
     found = {st for st, _ in reasons}
     return next((st for st in STATUS_ORDER if st in found), "complete")
+
+
+def run_reasons(*, sig: Optional[int], launched: bool, load_error: list) -> List[tuple]:
+    """The reasons every mode shares: a signal that stopped the launched command, a failed
+    load, a command that exited non-zero."""
+    reasons = []
+    if launched and sig is not None:
+        reasons.append(("interrupted", f"signal {signal.Signals(sig).name} "
+                                       "stopped the command before it finished"))
+    if load_error:
+        reasons.append(("load_failed", f"the load driven during the recording failed: "
+                                       f"{load_error[0]}"))
+    return reasons
+
+
+def command_reason(launched: bool, exit_code: Optional[int], sig: Optional[int]) -> List[tuple]:
+    if launched and exit_code != 0 and sig is None:
+        return [("command_failed", f"the command exited with status {exit_code}")]
+    return []
+
+
+def settle(reasons: List[tuple], warnings: List[str], log) -> tuple:
+    """(status, its reason); every reason is also a warning, said as it is added."""
+    status = decide_status(reasons)
+    for _, why in reasons:
+        warnings.append(why)
+        log(f"warning: {why}")
+    return status, next((why for st, why in reasons if st == status), None)
 
 
 def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tuple]:
@@ -311,35 +340,6 @@ def stop_counting(root: int) -> None:
         os.getsid(-int(root))
     except OSError:
         pass
-
-
-def _interrupt_bpftrace(bt: subprocess.Popen, timeout: float) -> int:
-    """SIGINT bpftrace and wait for it to print its maps and exit; killed after `timeout` s.
-
-    bpftrace 0.17 sometimes stays in its event loop (epoll_wait) after a SIGINT, as if it had
-    not seen it (seen here at the end of 1 of 3 loops of 10^6 probed writes; a second SIGINT
-    ended it normally, with complete output). So while it still waits in that loop, the signal
-    is sent again every 15 s. Returns how many times it was re-sent (kept in the manifest)."""
-    deadline = time.monotonic() + timeout
-    resent = 0
-    bt.send_signal(signal.SIGINT)
-    while True:
-        try:
-            bt.wait(timeout=max(0.0, min(15.0, deadline - time.monotonic())))
-            return resent
-        except subprocess.TimeoutExpired:
-            pass
-        if time.monotonic() >= deadline:
-            bt.kill()
-            bt.wait()
-            return resent
-        try:
-            waiting = open(f"/proc/{bt.pid}/wchan").read().strip() == "do_epoll_wait"
-        except OSError:
-            waiting = False
-        if waiting:
-            bt.send_signal(signal.SIGINT)
-            resent += 1
 
 
 def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
@@ -623,7 +623,7 @@ def record(opts: Options) -> Result:
         stop_counting(root)
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
-            manifest["sigint_resent"] = _interrupt_bpftrace(bt, timeout=300)
+            manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
         # None: killed by jvmos after the stop signal
         bt_rc = None if (bt.returncode == -signal.SIGKILL and not bt_stopped_early) \
             else bt.returncode
@@ -640,29 +640,20 @@ def record(opts: Options) -> Result:
     reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
     if sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
-    if child is not None and interrupted["sig"] is not None:
-        reasons.append(("interrupted", f"signal {signal.Signals(interrupted['sig']).name} "
-                                       "stopped the command before it finished"))
-    if load_error:
-        reasons.append(("load_failed", f"the load driven during the recording failed: "
-                                       f"{load_error[0]}"))
+    reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
+                           load_error=load_error)
     if target_gone:
         reasons.append(("target_exited", f"pid {root} exited {wall_ns / 1e9:.1f} s into the "
                                          "recording, before it was stopped: the figures cover "
                                          "that time"))
-    if child is not None and exit_code != 0 and interrupted["sig"] is None:
-        reasons.append(("command_failed", f"the command exited with status {exit_code}"))
+    reasons += command_reason(child is not None, exit_code, interrupted["sig"])
     if missing:
         names = [m.rsplit(":", 1)[-1] for m in missing]
         reasons.append(("partial", f"{len(missing)} probe(s) skipped, their symbols were not "
                                    f"found: {', '.join(names[:5])}"
                                    + (f" and {len(names) - 5} more" if len(names) > 5 else "")
                                    + "; their figures are absent"))
-    status = decide_status(reasons)
-    reason = next((why for st, why in reasons if st == status), None)
-    for _, why in reasons:
-        warnings.append(why)
-        log(f"warning: {why}")
+    status, reason = settle(reasons, warnings, log)
     for why in missed_warnings(raw):
         warnings.append(why)
         log(f"note: {why}")
@@ -853,23 +844,14 @@ def _record_sampled(opts: Options, log) -> Result:
     elif samp is None and not target_gone:
         reasons.append(("failed", "no profile was written (the command ran no JVM, or the "
                                   "JVM could not load the agent): nothing was sampled"))
-    if opts.cmd and interrupted["sig"] is not None:
-        reasons.append(("interrupted", f"signal {signal.Signals(interrupted['sig']).name} "
-                                       "stopped the command before it finished"))
-    if load_error:
-        reasons.append(("load_failed", f"the load driven during the recording failed: "
-                                       f"{load_error[0]}"))
+    reasons += run_reasons(sig=interrupted["sig"], launched=bool(opts.cmd),
+                           load_error=load_error)
     if target_gone:
         reasons.append(("target_exited", f"pid {opts.pid} exited {wall_ns / 1e9:.1f} s into "
                                          "the recording, before it was stopped: its samples "
                                          "went with it (async-profiler writes them at stop)"))
-    if opts.cmd and exit_code != 0 and interrupted["sig"] is None:
-        reasons.append(("command_failed", f"the command exited with status {exit_code}"))
-    status = decide_status(reasons)
-    reason = next((why for st, why in reasons if st == status), None)
-    for _, why in reasons:
-        warnings.append(why)
-        log(f"warning: {why}")
+    reasons += command_reason(bool(opts.cmd), exit_code, interrupted["sig"])
+    status, reason = settle(reasons, warnings, log)
     cats = {}
     for name, c in ((samp or {}).get("categories") or {}).items():
         cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],

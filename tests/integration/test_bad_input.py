@@ -183,17 +183,30 @@ def test_pid_of_a_process_that_is_not_a_jvm(platform_file, tmp_path):
         sh.wait()
 
 
-@needs_tracing
-def test_pid_that_exits_mid_recording(platform_file, tmp_path):
-    out = tmp_path / "gone"
+def attach_to_a_busy_jvm(out):
+    """A JVM looping on writes, and `jvmos record --pid` attached to it for 600 s (the test
+    ends it); returns once tracing has started."""
     jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)
         rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--duration", "600",
                                         "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
         wait_for_manifest(out, started=True)
+    except BaseException:
+        jvm.kill()
+        jvm.wait()
+        raise
+    return jvm, rec
+
+
+@needs_tracing
+def test_pid_that_exits_mid_recording(platform_file, tmp_path):
+    out = tmp_path / "gone"
+    jvm, rec = attach_to_a_busy_jvm(out)
+    try:
         time.sleep(2)
         jvm.kill()                              # the target dies long before --duration
         jvm.wait()
@@ -327,14 +340,8 @@ def test_non_root_user_is_told_root_is_needed_first(args):
 @needs_tracing
 def test_bpftrace_killed_mid_recording_is_failed(platform_file, tmp_path):
     out = tmp_path / "killed"
-    jvm = subprocess.Popen(loop(2_000_000_000), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    jvm, rec = attach_to_a_busy_jvm(out)
     try:
-        time.sleep(1.0)
-        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--duration", "600",
-                                        "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for_manifest(out, started=True)
         time.sleep(1)
         (bt,) = bpftrace_of(out)
         os.kill(bt, signal.SIGKILL)             # no END: its maps are gone with it

@@ -1,9 +1,7 @@
 """What every experiment does: run workloads bare and under `record`, keep each run, write tables."""
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import List, Optional
 

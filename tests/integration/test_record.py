@@ -1,6 +1,5 @@
 """Real bpftrace on real processes: what `jvmos record` counts must match what the programs did."""
 import json
-import os
 import signal
 import subprocess
 import sys

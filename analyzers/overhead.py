@@ -62,6 +62,11 @@ KINDS: Dict[str, Tuple[str, str, str]] = {
                         "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),
     "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: mem.bt's enter/exit blocks",
                             "vm_syscall_mem_hit", "vm_syscall_mem_hit"),
+    "io:syscall_upair": ("an I/O call (--scope process): io.bt's uprobe/uretprobe blocks on "
+                         "libc's wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
+    "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): mem.bt's "
+                             "uprobe/uretprobe blocks on libc's wrapper", "uprobe_pair",
+                             "uprobe_pair"),
     "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
                        "page_fault_mem_hit", "page_fault_mem_hit"),
     "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
@@ -87,7 +92,14 @@ MEASURED_WITH = {
     "vm_syscall_mem_hit": "mem.bt's syscall blocks on madvise(MADV_NORMAL)",
     "page_fault_mem_hit": "mem.bt on first touches of fresh anonymous pages",
 }
+# kinds whose cost is another kind's calibration: what it was measured on
+BORROWED_KIND = {
+    "io:syscall_upair": "borrowed: io.bt's JNI copy blocks (a uprobe+uretprobe pair with the "
+                        "same bookkeeping) on probecal's copy function, --mode time",
+    "mem:vm_syscall_upair": "borrowed: a minimal uprobe+uretprobe pair on probecal's function",
+}
 BORROWED = {
+    "uprobe_pair": "borrowed: a minimal uprobe+uretprobe pair on probecal's function",
     "uprobe": "borrowed: a minimal uprobe (one count()) on probecal's function",
     "tracepoint": "borrowed: a minimal tracepoint (one count()) on getpid",
     "uretprobe": "borrowed: minimal uprobe+uretprobe pair minus a minimal uprobe",
@@ -114,8 +126,10 @@ def _hits_map(raw) -> Dict[Tuple[str, str], int]:
     return out
 
 
-def hits_by_pid(raw) -> Dict[str, Dict[str, int]]:
-    """{pid: {kind: hits}} for every kind that fired in a traced process."""
+def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
+    """{pid: {kind: hits}} for every kind that fired in a traced process. scope process: the
+    I/O and memory calls were probed on libc's wrappers (uprobe pairs), not tracepoints."""
+    up = scope == "process"
     cat = lambda *names: (lambda k: k[0] in names)
     per = defaultdict(lambda: defaultdict(int))
 
@@ -125,7 +139,7 @@ def hits_by_pid(raw) -> Dict[str, Dict[str, int]]:
                 per[pid][kind] += n
 
     add("io:jni_copy", _sum(raw, "@calls", cat("jni_copy")))
-    add("io:syscall_pair", _sum(raw, "@calls", cat("io_syscall")))
+    add("io:syscall_upair" if up else "io:syscall_pair", _sum(raw, "@calls", cat("io_syscall")))
     add("io:uprobe", _sum(raw, "@calls", cat("nio_native", "unsafe_copy_out", "unsafe_copy_etc")))
     add("jni:uprobe", _sum(raw, "@calls", cat("jni_call")))
     add("links:syscall_pair", _sum(raw, "@calls", cat("link", "file")))
@@ -138,7 +152,7 @@ def hits_by_pid(raw) -> Dict[str, Dict[str, int]]:
     add("threads:uprobe", _sum(raw, "@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
                                or (k[0] == "thread_create" and k[1].startswith("pthread_create"))))
     add("mem:malloc_pair", _sum(raw, "@calls", cat("malloc")))
-    add("mem:vm_syscall_pair", _sum(raw, "@calls", cat("vm")))
+    add("mem:vm_syscall_upair" if up else "mem:vm_syscall_pair", _sum(raw, "@calls", cat("vm")))
     add("mem:page_fault", _sum(raw, "@ncalls", lambda k: k == ("vm", "page_fault_user")))
     for (pid, kind), n in _hits_map(raw).items():
         if n:
@@ -194,6 +208,8 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
             costs[kind] = {"ns": None, "source": "unknown: " + why}
             continue
         costs[kind] = dict(c, what=spec[0], total_ns=n * c["ns"])
+        if kind in BORROWED_KIND:
+            costs[kind]["source"] = BORROWED_KIND[kind]
         known_ns += n * c["ns"]
         if c.get("ci95_ns"):
             lo_ns += n * c["ci95_ns"][0]
@@ -215,9 +231,9 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
     return out
 
 
-def probe_overhead(raw, probes: Optional[dict], mode: str) -> dict:
+def probe_overhead(raw, probes: Optional[dict], mode: str, scope: str = "host") -> dict:
     """Totals over the traced processes, and each pid's own estimate."""
-    per = hits_by_pid(raw)
+    per = hits_by_pid(raw, scope)
     total: Dict[str, int] = defaultdict(int)
     for k in per.values():
         for kind, n in k.items():

@@ -1,7 +1,7 @@
 """Parsing `bpftrace -f json` output: one JSON object per line."""
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 # how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
 MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3, "@path_calls": 3,
@@ -59,11 +59,15 @@ def parse_lines(lines) -> Raw:
     return raw
 
 
-def parse_file(path) -> Raw:
+def parse_file(path, decoys: Optional[Dict[str, str]] = None) -> Raw:
     """Like parse_lines; also an error when the output stops in the middle of a line (bpftrace
-    ends every record with a newline, so a missing one means the output was cut off)."""
+    ends every record with a newline, so a missing one means the output was cut off).
+    decoys: {decoy path: library path} of a process-scoped recording (jvmos.scope): probe names
+    carry the decoy, and are given back their library's path."""
     with open(path, "rb") as f:
         text = f.read().decode(errors="replace")
+    for decoy, real in (decoys or {}).items():
+        text = text.replace(decoy, real)
     lines = text.split("\n")
     raw = parse_lines(lines)
     if lines[-1].strip():

@@ -162,7 +162,7 @@ def _other(rest: int) -> dict:
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
-          probes: Optional[dict] = None, mode: str = "time") -> dict:
+          probes: Optional[dict] = None, mode: str = "time", scope: str = "host") -> dict:
     """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants)."""
     validate_probes(probes)
     validate_costs(costs)
@@ -197,7 +197,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     # the sums of the per-process corrected figures (a floored process stays floored in the
     # total, and calls, bytes and times of the processes add up to the totals)
     for pid in pids:
-        correct_times(by_pid[pid]["categories"], probes, mode)
+        correct_times(by_pid[pid]["categories"], probes, mode, scope)
     cats_total: Dict[str, dict] = {}
     for name in CATEGORIES:
         per = [(pid, by_pid[pid]["categories"][name]) for pid in pids
@@ -230,7 +230,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                         "times of " + ", ".join(uncorrected) + " are unknown (null); "
                         "time_raw_ns keeps what the probes measured, an upper bound")
 
-    overhead = probe_overhead(raw, probes, mode)
+    overhead = probe_overhead(raw, probes, mode, scope)
     ns = overhead["probe_overhead_ns"]
     if ns is not None and wall_ns:
         base = wall_ns - ns
@@ -313,10 +313,19 @@ WINDOWS = {"jni_copy": ("jni_copy_time_window",
                           "io_syscall_window (calibrated for this tracepoint pair)")}
 
 
-def correct_times(cats: dict, probes: Optional[dict], mode: str) -> None:
+# --scope process times the I/O calls with a uprobe+uretprobe pair on libc's wrappers: no
+# window was calibrated for that pair in io.bt's syscall blocks; the JNI copy pair's is the
+# nearest measured one (same probe kinds, both on an instruction the kernel emulates)
+WINDOWS_PROCESS = dict(WINDOWS, io_syscall=(
+    "symbol_pair_time_window", "the JNI copy symbol pair's window (borrowed: --scope process "
+    "times I/O calls with a uprobe+uretprobe pair on libc's wrappers, like io.bt's JNI copy "
+    "blocks on a function symbol; io_syscall_window was calibrated for the tracepoint pair)"))
+
+
+def correct_times(cats: dict, probes: Optional[dict], mode: str, scope: str = "host") -> None:
     """Correct the io layer's measured times of one process: each function or syscall is
     raw - hits x window; the category is the sum of its corrected parts. Idempotent."""
-    for name, (key, source) in WINDOWS.items():
+    for name, (key, source) in (WINDOWS_PROCESS if scope == "process" else WINDOWS).items():
         c = cats.get(name)
         if not c or (name == "jni_copy" and mode == "count"):
             continue

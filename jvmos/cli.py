@@ -56,7 +56,7 @@ def cmd_record(args) -> int:
         raise JvmosError("give either a command or --pid, not both")
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
-                       mode=args.mode, sample=args.sample,
+                       mode=args.mode, sample=args.sample, scope=args.scope,
                        jdks=args.jdk or (), platform=args.platform)
     res = rec.record(opts)
     print(report.render(res.run_dir))
@@ -361,6 +361,10 @@ def build_parser():
                         "launcher (repeatable; default: every JDK found)")
     r.add_argument("--platform", help="platform file with calibrated costs "
                                       "(default ~/.local/share/jvmos/platform.json)")
+    r.add_argument("--scope", choices=["process", "host"], default="process",
+                   help="process: uprobes trap only in the traced processes (default; other "
+                        "processes mapping libc or libjvm.so are not slowed); host: bpftrace's "
+                        "own attachment, which traps in every process that maps the library")
     r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
     r.set_defaults(func=cmd_record)
 

@@ -451,13 +451,16 @@ def _scalar(raw, name: str):
 def probes_for(probes: Optional[dict], script, jvm_homes) -> Tuple[Optional[dict], List[str]]:
     """The probe costs that apply to a script: where its JNI copy probes are USDT, the USDT
     figures of that JDK replace the symbol pair's (unknown, with a warning, when uncalibrated)."""
-    if not probes or not any(k == "usdt" for k in script.kinds.values()):
+    if not probes:
         return probes, []
     out = dict(probes)
-    # the threads and mem layers' uprobe pairs stay symbol uprobes: they keep these figures
+    # the threads and mem layers' uprobe pairs, and --scope process's libc I/O wrappers, stay
+    # symbol uprobes: they keep these figures
     for k in ("jni_copy_time_hit", "jni_copy_time_window", "jni_copy_count_hit"):
         if k in probes:
             out["symbol_pair_" + k[len("jni_copy_"):]] = probes[k]
+    if not any(k == "usdt" for k in script.kinds.values()):
+        return out, []
     homes = list(jvm_homes)
     cal = [(probes.get("usdt") or {}).get(str(h)) for h in homes]
     keys = ("jni_copy_time_hit", "jni_copy_time_window", "jni_copy_count_hit")

@@ -70,9 +70,38 @@ def _split_blocks(text: str):
     return out
 
 
+SCOPES = ("process", "host")
+_IF = re.compile(r"^\s*/\* if scope:(\w+) \*/\s*$")
+_ENDIF = re.compile(r"^\s*/\* endif \*/\s*$")
+
+
+def _for_scope(text: str, scope: str, name: str = "?") -> str:
+    """The template with the sections of the other scope taken out: lines between
+    '/* if scope:process */' (or host) and '/* endif */' are kept only at that scope."""
+    out, inside = [], None
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _IF.match(line)
+        if m:
+            if inside is not None or m.group(1) not in SCOPES:
+                raise JvmosError(f"{name}:{n}: bad scope section '{line.strip()}'")
+            inside = m.group(1)
+            continue
+        if _ENDIF.match(line):
+            if inside is None:
+                raise JvmosError(f"{name}:{n}: '/* endif */' without '/* if scope:... */'")
+            inside = None
+            continue
+        if inside is None or inside == scope:
+            out.append(line)
+    if inside is not None:
+        raise JvmosError(f"{name}: '/* if scope:{inside} */' is never closed")
+    return "\n".join(out) + "\n"
+
+
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
-           mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None) -> Script:
+           mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None,
+           scope: str = "host") -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
     mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
@@ -80,6 +109,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     the library has it; None: symbols only."""
     if mode not in MODES:
         raise JvmosError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
+    if scope not in SCOPES:
+        raise JvmosError(f"unknown scope '{scope}' (known: {', '.join(SCOPES)})")
     for layer in layers:
         if layer not in LAYERS:
             raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
@@ -89,7 +120,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         path = PROBES_DIR / name
         if not path.exists():
             raise JvmosError(f"probe script {path} is missing from this installation")
-        for kind, chunk in _split_blocks(path.read_text()):
+        for kind, chunk in _split_blocks(_for_scope(path.read_text(), scope, name)):
             if mode == "count":
                 chunk = [l for l in chunk if not l.rstrip().endswith("/* time */")]
             (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
@@ -108,6 +139,9 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         while i < len(lines) and ATTACH.match(lines[i].strip()):
             group.append(lines[i].strip().rstrip(","))
             i += 1
+        # a return probe that --mode count keeps: its block carries figures the entry cannot
+        # give (the bytes a libc read/write wrapper returned)
+        keep_ret = i < len(lines) and lines[i].strip() == "/* count: keep */"
         kept = []
         j = i
         while j < len(lines) and lines[j] != "}":
@@ -120,7 +154,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
                 script.kinds[ap] = ap.split(":", 1)[0]
                 continue
             kind, ph, sym = m.groups()
-            if mode == "count" and kind == "uretprobe":
+            if mode == "count" and kind == "uretprobe" and not keep_ret:
                 continue
             paths = libs.get(ph, [])
             if not paths:

@@ -47,6 +47,7 @@ from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of
 from .probegen import render
 from . import sampling
 from . import cputime
+from . import scope as scope_mod
 from .tools import (bpftrace, bpftrace_version, ensure_tracefs, host_info,
                     interrupt_bpftrace)
 from jvmos.analyzers import rawparse, summary as summ
@@ -78,6 +79,9 @@ class Options:
     mode: str = "time"                 # time: entry+return probes; count: entry probes only;
                                        # sample: async-profiler only, no bpftrace
     sample: bool = False               # with time/count: also sample with async-profiler
+    # process: uprobes trap only in the traced processes (jvmos.scope); host: bpftrace's own
+    # attachment, which traps in every process that maps the library
+    scope: str = "process"
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -231,11 +235,13 @@ def prepare_out(out: Path) -> Path:
 
 
 class _Tree(threading.Thread):
-    """Polls the traced process tree: pids, their commands and the libjvm.so each maps."""
+    """Polls the traced process tree: pids, their commands and the libjvm.so each maps.
+    on_new(pids) is called with the processes that joined the tree since the last poll."""
 
-    def __init__(self, root: int):
+    def __init__(self, root: int, on_new=None):
         super().__init__(daemon=True)
         self.root = root
+        self.on_new = on_new
         self.pids: Dict[int, dict] = {}
         self.stop = threading.Event()
 
@@ -257,6 +263,9 @@ class _Tree(threading.Thread):
                 if pp in tree and p not in tree:
                     tree.add(p)
                     changed = True
+        new = [p for p in tree if p not in self.pids and p != self.root]
+        if new and self.on_new is not None:
+            self.on_new(sorted(new))
         for p in tree:
             info = self.pids.setdefault(p, {"pid": p})
             try:
@@ -276,6 +285,21 @@ class _Tree(threading.Thread):
             except OSError:
                 pass
             self.stop.wait(0.1)
+
+
+def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log) -> None:
+    """A process that joined the traced tree during the recording (a child): its uprobes are
+    opened now, so its calls before this moment were not seen; the manifest says when."""
+    for p in pids:
+        try:
+            n = scoper.attach(bt_pid, [p])
+        except (JvmosError, OSError) as e:
+            log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
+            scoper.late.append({"pid": p, "error": str(e)})
+            continue
+        if p in scoper.pids:
+            scoper.late.append({"pid": p, "uprobes": n,
+                                "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
 
 
 def _alive(pid: int) -> bool:
@@ -334,12 +358,10 @@ def bpftrace_env() -> Dict[str, str]:
 
 
 def stop_counting(root: int) -> None:
-    """The signal common.bt waits for: getsid(-root), a pid that cannot exist, naming the root
-    of this recording only (another recording running at the same time keeps counting)."""
-    try:
-        os.getsid(-int(root))
-    except OSError:
-        pass
+    """The signal common.bt waits for: SIGURG (ignored by Python) sent by this jvmos to itself,
+    so that it ends this process's recording only, never another one running at the same time.
+    root is kept for the callers' sake (the recording it ends)."""
+    os.kill(os.getpid(), signal.SIGURG)
 
 
 def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
@@ -445,7 +467,20 @@ def record(opts: Options) -> Result:
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
-    script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes)
+    script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,
+                    scope=opts.scope)
+    scoper = None
+    if opts.scope == "process" and script.uprobe_count + script.usdt_count:
+        why = scope_mod.available()
+        if why:
+            raise JvmosError(f"--scope process: {why}; use --scope host (uprobes then trap in "
+                             "every process that maps the library)")
+        decoys = {}
+        for paths in libs.values():
+            for real in paths:
+                decoys[str(scope_mod.decoy_of(real))] = str(real)
+        script.text = scope_mod.retarget(script.text, {r: d for d, r in decoys.items()})
+        scoper = scope_mod.Scope(decoys)
     missing = [m for m in script.missing
                if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
                and "(library not found)" not in m]
@@ -460,14 +495,16 @@ def record(opts: Options) -> Result:
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "target": "launch" if opts.cmd else "attach",
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
-        "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample, "jvms_probed": [j.as_dict() for j in jvms],
+        "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample,
+        "scope": opts.scope, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(), "bpftrace": bpftrace_version(),
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
                    "addresses": script.addresses, "aliases": script.aliases,
                    "usdt": script.usdt_count, "kinds": script.kinds,
                    "usdt_skipped": script.usdt_skipped,
-                   "libc": str(libc) if libc else None},
+                   "libc": str(libc) if libc else None,
+                   "scope": scoper.as_dict() if scoper else {"mode": opts.scope}},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
     }
@@ -483,6 +520,7 @@ def record(opts: Options) -> Result:
     child = None
     gate_w = None
     bt = None
+    t0_box = {"ns": time.monotonic_ns()}
     try:
         _save(out / "manifest.json", manifest, out)
 
@@ -505,7 +543,8 @@ def record(opts: Options) -> Result:
         raw_path = out / "raw" / "bpftrace.json"
         err_path = out / "raw" / "bpftrace.stderr"
         t_attach = time.time()
-        bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root)],
+        bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root),
+                               str(os.getpid())],
                               stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
                               start_new_session=True, env=bpftrace_env())
 
@@ -539,6 +578,17 @@ def record(opts: Options) -> Result:
             if time.time() - t_attach > ATTACH_TIMEOUT_S:
                 abort(f"bpftrace did not attach within {ATTACH_TIMEOUT_S}s")
             time.sleep(0.05)
+        if scoper is not None:
+            # bpftrace's uprobes sit on decoys: open them for the traced process only
+            try:
+                if os.environ.get("JVMOS_BPF_STATS") == "1":
+                    scoper.enable_stats()      # the kernel counts each program's runs
+                scoper.attach(bt.pid, [root])
+            except (JvmosError, OSError) as e:
+                abort(f"cannot scope the uprobes to pid {root}: {e}" +
+                      ("; the command never ran" if opts.cmd else ""))
+            if not scoper.pids:
+                abort(f"pid {root} exited before its uprobes could be opened", "target_exited")
         attach_s = time.time() - t_attach
         manifest["attach_seconds"] = round(attach_s, 2)
         manifest["start_time"] = _now_iso()
@@ -554,12 +604,14 @@ def record(opts: Options) -> Result:
                 sampling.attach_start(jvms[0], opts.pid)
             except JvmosError as e:
                 abort(str(e))
-        tree = _Tree(root)
+        tree = _Tree(root, on_new=(lambda pids: _scope_late(scoper, bt.pid, pids, t0_box, log))
+                     if scoper is not None else None)
         # the target's CPU time during the recording: attach mode polls the tree's CPU clocks;
         # launch mode reads the gate's clock here and the rusage when the command is reaped
         cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
         cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
         t0 = time.monotonic_ns()
+        t0_box["ns"] = t0
         if cpu_watch is not None:
             cpu_watch.start()
         if gate_w is not None:
@@ -618,9 +670,17 @@ def record(opts: Options) -> Result:
         tree.join(timeout=2)
         manifest["end_time"] = _now_iso()
 
-        # stop counting now (see common.bt), then stop bpftrace: SIGINT makes it run END and
-        # print its maps, which can take seconds
+        # stop counting now (see common.bt); read the scoped programs' run counts at the same
+        # moment, and detach them (closing a uprobe waits for a grace period in the kernel:
+        # seconds for all of them, during which the target still traps but nothing counts);
+        # then stop bpftrace: SIGINT makes it run END and print its maps
         stop_counting(root)
+        if scoper is not None:
+            manifest["probes"]["scope"] = scoper.as_dict()
+            scoper.close(background=True)
+            manifest["probes"]["scope"]["detached_by"] = (
+                f"child process {scoper.detach_child}" if scoper.detach_child else "jvmos")
+            manifest["probes"]["scope"]["detach_seconds"] = scoper.detach_s
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
             manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
@@ -630,13 +690,17 @@ def record(opts: Options) -> Result:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if scoper is not None and scoper.prog_fds:   # an error on the way: detach them too
+            scoper.detach()
+            manifest["probes"]["scope"] = scoper.as_dict()
+            scoper.close()
         if gate_w is not None:
             os.close(gate_w)
         if bt is not None and bt.poll() is None:  # an error on the way: never leave it running
             bt.kill()
             bt.wait()
 
-    raw = rawparse.parse_file(raw_path)
+    raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
     reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
     if sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
@@ -653,6 +717,12 @@ def record(opts: Options) -> Result:
                                    f"found: {', '.join(names[:5])}"
                                    + (f" and {len(names) - 5} more" if len(names) > 5 else "")
                                    + "; their figures are absent"))
+    for late in (scoper.late if scoper else []):
+        warnings.append(f"pid {late['pid']} joined the traced processes during the recording: "
+                        + (f"its uprobes were opened {late['after_ms']:.0f} ms in, so its "
+                           "earlier library calls are not counted" if "error" not in late
+                           else f"its uprobes could not be opened ({late['error']}), so its "
+                           "library calls are not counted"))
     status, reason = settle(reasons, warnings, log)
     for why in missed_warnings(raw):
         warnings.append(why)
@@ -670,7 +740,8 @@ def record(opts: Options) -> Result:
     try:
         summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
                              costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
-                             probes=probe_costs, mode=opts.mode)
+                             probes=probe_costs, mode=opts.mode,
+                             scope=opts.scope if scoper is not None else "host")
     except JvmosError as e:
         # the probes' output is kept (raw/); the manifest says why there is no summary
         manifest.update({"status": "failed", "error": f"the summary could not be built: {e}",

@@ -176,8 +176,8 @@ def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
 
 
 def test_another_recordings_stop_does_not_end_this_one(platform_file, tmp_path):
-    """jvmos ends counting with getsid(-root) (common.bt); only the stop naming this
-    recording's root ends it, not that of a concurrent recording that stops first."""
+    """jvmos ends counting by sending itself SIGURG (common.bt); only the stop sent by this
+    recording's jvmos ends it, not that of a concurrent recording that stops first."""
     out = tmp_path / "concurrent"
     # the shell (the root pid) writes 500 lines itself (echo is a builtin), after 3 s
     rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--", "/bin/sh", "-c",
@@ -192,9 +192,9 @@ def test_another_recordings_stop_does_not_end_this_one(platform_file, tmp_path):
         time.sleep(0.05)
     # what another jvmos does when its own recording ends (record.stop_counting), while this
     # one's command is still in its sleep
-    # (its root is another process: here, this test's own pid)
-    subprocess.run([sys.executable, "-c", "import os\ntry: os.getsid(-os.getppid())\n"
-                                          "except OSError: pass"], check=True)
+    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1])\n"
+                                          "from jvmos.record import stop_counting\n"
+                                          "stop_counting(0)", str(ROOT)], check=True)
     _, err = rec.communicate(timeout=600)
     assert rec.returncode == 0, err
     # every one of the 500 writes after the foreign stop is counted (with the stop not bound

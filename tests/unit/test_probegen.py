@@ -90,7 +90,9 @@ def test_io_layer_attaches_each_symbol_by_address():
         assert ap("uretprobe", LIBJVM, JVM_TABLE, f"jni_{f}") in lines, f
     assert ap("uretprobe", LIBJVM, JVM_TABLE, "Unsafe_CopyMemory0") not in lines
     assert "jni_GetVersion" not in s.addresses.values()        # io layer: no census
-    io = (PROBES_DIR / "io.bt").read_text() + (PROBES_DIR / "common.bt").read_text()
+    from jvmos.probegen import _for_scope
+    io = _for_scope((PROBES_DIR / "io.bt").read_text() + (PROBES_DIR / "common.bt").read_text(),
+                    "host")
     n_uprobes = len(re.findall(r"^\s*u(?:ret)?probe:@LIB", io, re.M))
     n_tracepoints = len(re.findall(r"^\s*tracepoint:", io, re.M))
     assert s.uprobe_count == n_uprobes
@@ -550,6 +552,52 @@ def test_usdt_probe_costs_replace_the_symbol_pairs_only_when_calibrated_for_that
     assert got["usdt_unknown"] and len(warn) == 1
     from jvmos.analyzers.correction import validate_probes
     validate_probes(got)            # an unknown cost is not a calibration error
-    # a script without USDT probes keeps the symbol pair's figures as they are
+    # a script without USDT probes keeps the symbol pair's figures as they are (and names
+    # them symbol_pair_* too, for --scope process's libc wrappers)
     plain = render(["io"], {"LIBJVM": [LIBJVM]}, symbols_from({LIBJVM: JVM_TABLE}))
-    assert probes_for(base, plain, [home]) == (base, [])
+    got_plain, warn = probes_for(base, plain, [home])
+    assert warn == [] and {k: v for k, v in got_plain.items() if k in base} == base
+    assert got_plain["symbol_pair_time_hit"] == base["jni_copy_time_hit"]
+
+
+LIBC = Path("/fake/libc.so.6")
+LIBC_TABLE = {n: 0x1000 + 0x100 * i for i, n in enumerate(
+    ["write", "pwrite64", "read", "pread64", "sendto", "send", "recvfrom", "recv", "writev",
+     "readv", "sendmsg", "recvmsg", "sendfile", "mmap", "munmap", "mprotect", "madvise", "sbrk",
+     "malloc", "calloc", "realloc", "aligned_alloc", "memalign", "posix_memalign"])}
+
+
+def test_scope_process_probes_libc_wrappers_and_no_syscall_tracepoint():
+    """--scope process: the io and mem layers' syscalls become uprobe/uretprobe pairs on libc's
+    wrappers (an enabled syscall tracepoint slows every process of the host); the returns that
+    carry the bytes stay in --mode count."""
+    libs = {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO], "LIBC": [LIBC]}
+    syms = symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE, LIBC: LIBC_TABLE})
+    for mode in ("time", "count"):
+        s = render(["io", "mem"], libs, syms, mode=mode, scope="process")
+        assert not [a for a in s.attached if a.startswith("tracepoint:syscalls:")], mode
+        lines = {l.strip().rstrip(",") for l in s.text.splitlines()}
+        for sym in ("write", "read", "send", "recv", "mmap", "sbrk"):
+            assert ap("uprobe", LIBC, LIBC_TABLE, sym) in lines, (mode, sym)
+        # the byte counts come from the return value: kept in count mode too
+        for sym in ("write", "read", "sbrk"):
+            assert ap("uretprobe", LIBC, LIBC_TABLE, sym) in lines, (mode, sym)
+        # a JNI copy's return probe is a time probe: dropped in count mode
+        assert (ap("uretprobe", LIBJVM, JVM_TABLE, "jni_GetByteArrayRegion") in lines) == \
+            (mode == "time")
+    host = render(["io", "mem"], libs, syms, scope="host")
+    assert "tracepoint:syscalls:sys_exit_write" in host.attached
+    assert ap("uprobe", LIBC, LIBC_TABLE, "write") not in {
+        l.strip().rstrip(",") for l in host.text.splitlines()}
+
+
+def test_scope_sections_are_checked():
+    from jvmos.probegen import _for_scope
+    text = "a\n/* if scope:process */\nb\n/* endif */\n/* if scope:host */\nc\n/* endif */\nd\n"
+    assert _for_scope(text, "process") == "a\nb\nd\n"
+    assert _for_scope(text, "host") == "a\nc\nd\n"
+    for bad in ("/* if scope:process */\nx\n", "/* endif */\n",
+                "/* if scope:moon */\n/* endif */\n",
+                "/* if scope:host */\n/* if scope:host */\n/* endif */\n"):
+        with pytest.raises(JvmosError):
+            _for_scope(bad, "host")

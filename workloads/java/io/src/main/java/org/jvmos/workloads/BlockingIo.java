@@ -43,8 +43,10 @@ public final class BlockingIo {
         byte[] buf = new byte[size];
         Arrays.fill(buf, (byte) 'x');
         long elapsed;
+        long start;
         try (FileOutputStream fos = new FileOutputStream(target)) {
             long t0 = System.nanoTime();
+            start = t0;
             for (long i = 0; i < iterations; i++) {
                 fos.write(buf);
             }
@@ -60,6 +62,9 @@ public final class BlockingIo {
                 .put("size", size)
                 .put("target", target)
                 .put("elapsed_ns", elapsed)
+                // System.nanoTime is CLOCK_MONOTONIC on Linux: comparable with other processes'
+                .put("loop_start_ns", start)
+                .put("loop_end_ns", start + elapsed)
                 .put("ns_per_op", iterations == 0 ? 0.0 : (double) elapsed / iterations)
                 .put("java_version", Cli.javaVersion()));
         return 0;

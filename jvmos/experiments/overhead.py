@@ -1,0 +1,370 @@
+"""`jvmos run overhead`: what jvmos costs the traced JVM, and what it costs the rest of the host.
+
+One invocation, every figure side by side:
+  - the traced JVM: a Java loop of 10-byte writes to /dev/null (BlockingIo: one JNI
+    GetByteArrayRegion and one write(2) per iteration) and a Java loop of native allocations
+    (NativeAlloc: one direct ByteBuffer, i.e. one libc malloc, per iteration), run bare and under
+    each configuration; the cost per operation is (loop time under probes - bare loop time) / N.
+  - the cost floor: minimal bpftrace scripts that count (uprobe count() + tracepoint count())
+    or time (uprobe/uretprobe and sys_enter/sys_exit pairs with sum()) the same JNI copies and
+    write(2) calls, attached host-wide as bpftrace does, and scoped to the traced process as
+    jvmos does (jvmos.scope).
+  - jvmos itself: each layer in --mode count and --mode time, with --scope process (default)
+    and --scope host (bpftrace's own attachment, the behaviour before scoping), and --mode sample.
+  - a bystander beside every run: an unrelated C process (workloads/c/bystander) doing 10-byte
+    write(2) calls and malloc+free pairs while the probes are attached; its time per call is
+    compared with the same loop beside the untraced JVM (the control row). Only rounds that
+    ended while the traced loop was still running count (both clocks are CLOCK_MONOTONIC).
+
+Goals (issue 12), printed as reached or not, never asserted: a bystander slowed by less than
+5% in every row of jvmos; jvmos --mode count within 1.2x of the minimal counting script's cost
+per write, and --mode time within 1.2x of the minimal timing script's, at the same scope.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from jvmos import JvmosError
+from jvmos import record as rec
+from jvmos import scope as scope_mod
+from jvmos.analyzers.tables import Table
+from ..tools import IO_JAR, bpftrace, c_program, interrupt_bpftrace, jar
+from .common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
+
+EXAMPLES = """\
+examples:
+  jvmos run overhead                       # every layer and mode, both scopes (~10 min)
+  jvmos run overhead --quick               # the io layer only, smaller loops
+  jvmos run overhead --layers io,mem --writes 2000000 --out /tmp/ovh
+"""
+
+BYSTANDER_GOAL_PCT = 5.0
+FLOOR_GOAL = 1.2
+LAYERS_ALL = ("io", "mem", "threads", "links")
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run overhead", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--writes", type=int, help="iterations of the Java write loop "
+                   "(default 2,000,000; --quick 1,000,000)")
+    p.add_argument("--allocs", type=int, help="iterations of the Java allocation loop "
+                   "(default 300,000; --quick 150,000)")
+    p.add_argument("--layers", help=f"layers to measure (default {','.join(LAYERS_ALL)}; "
+                   "--quick: io)")
+    p.add_argument("--repeat", type=int, default=3, help="bare runs of each loop (median)")
+    p.add_argument("--jdk", help="JDK home of the traced JVM (default: the first found)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-overhead)")
+    p.add_argument("--quick", action="store_true",
+                   help="io layer only, count and time at process scope, host scope once")
+    a = p.parse_args(argv)
+    a.writes = a.writes or (1_000_000 if a.quick else 2_000_000)
+    a.allocs = a.allocs or (150_000 if a.quick else 300_000)
+    layers = (a.layers or ("io" if a.quick else ",".join(LAYERS_ALL))).split(",")
+    bad = [x for x in layers if x not in LAYERS_ALL]
+    if bad:
+        p.error(f"unknown layer(s) {', '.join(bad)} (known: {', '.join(LAYERS_ALL)})")
+    a.layers = layers
+    if min(a.writes, a.allocs, a.repeat) <= 0:
+        p.error("--writes, --allocs and --repeat must be positive")
+    return a
+
+
+# ---------------------------------------------------------------------------- the bystander
+class Bystander:
+    """workloads/c/bystander beside a run: write rounds, then malloc rounds, bounded in time."""
+    PLAN = (("write", 300_000, 5), ("malloc", 500_000, 5))
+    SECONDS = 1.5
+
+    def __init__(self, delay_s: float = 0.3):
+        self.delay_s = delay_s
+        self.rounds: List[dict] = []
+        self.error: Optional[str] = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def _run(self):
+        time.sleep(self.delay_s)           # past the traced JVM's start-up, into its loop
+        for loop, count, rounds in self.PLAN:
+            r = subprocess.run([str(c_program("bystander")), "--loop", loop, "--count",
+                                str(count), "--rounds", str(rounds), "--seconds",
+                                str(self.SECONDS)], capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                self.error = f"bystander --loop {loop} failed: {r.stderr.strip()[:200]}"
+                return
+            self.rounds += [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+    def join(self):
+        self.thread.join(timeout=300)
+
+    def per_call(self, loop_end_ns: Optional[int]) -> Dict[str, dict]:
+        """Median ns per call of each loop over the rounds that ended before the traced loop
+        did (all rounds when that end is unknown), with how many rounds counted."""
+        out = {}
+        for loop, _, _ in self.PLAN:
+            rs = [r for r in self.rounds if r["loop"] == loop]
+            inside = [r for r in rs if loop_end_ns is None or r["end_ns"] <= loop_end_ns]
+            out[loop] = {"ns_per_call": statistics.median(r["ns"] / r["count"] for r in inside)
+                         if inside else None,
+                         "rounds": len(inside), "rounds_after_loop": len(rs) - len(inside)}
+        return out
+
+
+# ---------------------------------------------------------------------------- the floor
+def ref_script(kind: str, libjvm: str) -> str:
+    """The minimal script that measures the same events as the io layer's JNI copy and write."""
+    head = 'BEGIN { printf("jvmos-ready\\n"); }\n'
+    if kind == "count":
+        return head + (f"uprobe:{libjvm}:jni_GetByteArrayRegion /pid == $1/ {{ @jni = count(); }}\n"
+                       "tracepoint:syscalls:sys_enter_write /pid == $1/ { @write = count(); }\n")
+    return head + (
+        f"uprobe:{libjvm}:jni_GetByteArrayRegion /pid == $1/ {{ @j0[tid] = nsecs; }}\n"
+        f"uretprobe:{libjvm}:jni_GetByteArrayRegion /@j0[tid]/ "
+        "{ @jni = sum(nsecs - @j0[tid]); delete(@j0[tid]); }\n"
+        "tracepoint:syscalls:sys_enter_write /pid == $1/ { @w0[tid] = nsecs; }\n"
+        "tracepoint:syscalls:sys_exit_write /@w0[tid]/ "
+        "{ @write = sum(nsecs - @w0[tid]); delete(@w0[tid]); }\n"
+        "END { clear(@j0); clear(@w0); }\n")
+
+
+def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) -> dict:
+    """The traced loop under a minimal script, with a bystander beside it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lib = str(libjvm)
+    scoper = None
+    if scope == "process":
+        decoy = str(scope_mod.decoy_of(libjvm))
+        scoper = scope_mod.Scope({decoy: lib})
+        lib = decoy
+    script = run_dir / "ref.bt"
+    script.write_text(ref_script(kind, lib))
+    gate_r, gate_w = os.pipe()
+    child = subprocess.Popen([sys.executable, "-c", rec.GATE, str(gate_r)] + cmd,
+                             pass_fds=(gate_r,), stdout=subprocess.PIPE, text=True)
+    os.close(gate_r)
+    out_path = run_dir / "bpftrace.json"
+    bt = subprocess.Popen([bpftrace(), "-f", "json", str(script), str(child.pid)],
+                          stdout=open(out_path, "wb"), stderr=open(run_dir / "bpftrace.stderr", "wb"),
+                          start_new_session=True, env=rec.bpftrace_env())
+    try:
+        t0 = time.monotonic()
+        while "jvmos-ready" not in out_path.read_text(errors="replace"):
+            if bt.poll() is not None or time.monotonic() - t0 > 120:
+                raise JvmosError(f"the reference script did not attach; see {run_dir}/bpftrace.stderr")
+            time.sleep(0.05)
+        if scoper is not None:
+            scoper.attach(bt.pid, [child.pid])
+        by = Bystander().start()
+        os.write(gate_w, b"go\n")
+        os.close(gate_w)
+        gate_w = None
+        stdout, _ = child.communicate(timeout=900)
+        by.join()
+    finally:
+        if gate_w is not None:
+            os.close(gate_w)
+        if scoper is not None:
+            scoper.close()
+        if child.poll() is None:
+            child.kill()
+        if bt.poll() is None:
+            interrupt_bpftrace(bt, timeout=120)
+    if child.returncode != 0:
+        raise JvmosError(f"the traced loop failed under the {kind} reference script")
+    return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
+
+
+# ---------------------------------------------------------------------------- jvmos rows
+def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
+    run_dir = out / "runs" / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    box = {}
+
+    def beside():
+        box["by"] = Bystander().start()
+    if kw.get("mode") == "sample":
+        beside()    # sampling starts with the command (the agent is loaded at JVM start-up)
+    res = rec.record(rec.Options(cmd=cmd, out=run_dir, stdout=run_dir / "stdout.txt",
+                                 stderr=run_dir / "stderr.txt",
+                                 workload=None if "by" in box else beside,
+                                 log=lambda m: log(f"  [{name}] {m}"), **kw))
+    box["by"].join()
+    if res.status != "complete":
+        raise JvmosError(f"recording {name} ended {res.status}: {res.reason}")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return {"workload": last_json((run_dir / "stdout.txt").read_text()), "bystander": box["by"],
+            "run_dir": str(run_dir.relative_to(out)), "summary": res.summary,
+            "scope": manifest.get("probes", {}).get("scope")}
+
+
+# ---------------------------------------------------------------------------- the table
+def main(argv) -> int:
+    a = parse(argv)
+    out = out_dir(a.out, "overhead")
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    java = str(jvm.home / "bin" / "java")
+    cp = str(jar(IO_JAR))
+    loops = {
+        "write": ([java, "-cp", cp, "org.jvmos.workloads.BlockingIo", "--iterations",
+                   str(a.writes), "--size", "10", "--target", "/dev/null"], a.writes),
+        "alloc": ([java, "-XX:MaxDirectMemorySize=4g", "-cp", cp,
+                   "org.jvmos.workloads.NativeAlloc", "--direct", str(a.allocs),
+                   "--size", "64"], a.allocs),
+    }
+    c_write = [str(c_program("blocking_io")), "--iterations", str(a.writes), "--size", "10",
+               "--target", "/dev/null"]
+    results = {"experiment": "overhead", "jdk": jdk_label(jvm), "writes": a.writes,
+               "allocs": a.allocs, "layers": a.layers, "bare": {}, "rows": []}
+
+    # bare loops, interleaved, each a median of --repeat
+    bare = {"write": [], "alloc": [], "c_write": []}
+    for r in range(a.repeat):
+        log(f"bare loops {r + 1}/{a.repeat}")
+        bare["write"].append(run_bare(loops["write"][0])["elapsed_ns"])
+        bare["alloc"].append(run_bare(loops["alloc"][0])["elapsed_ns"])
+        bare["c_write"].append(run_bare(c_write)["elapsed_ns"])
+    med = {k: statistics.median(v) for k, v in bare.items()}
+    results["bare"] = {"runs_ns": bare, "median_ns": med,
+                       "per_op_ns": {"java_write": med["write"] / a.writes,
+                                     "java_alloc": med["alloc"] / a.allocs,
+                                     "c_write": med["c_write"] / a.writes}}
+
+    rows = []
+
+    def add(name, kind, loop, scope, got, extra=None):
+        wl = got["workload"]
+        n = loops[loop][1]
+        per_op = (wl["elapsed_ns"] - med[loop]) / n
+        by = got["bystander"].per_call(wl.get("loop_end_ns"))
+        row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
+               "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
+               "bystander_error": got["bystander"].error}
+        row.update(extra or {})
+        rows.append(row)
+        log(f"  {name}: {per_op:+.0f} ns per {loop}")
+
+    # the control: the bystander beside the same JVM running untraced; the loop is made long
+    # enough (>= 3,000,000 writes) that every bystander round runs beside it, as it does beside
+    # a traced loop, which probes make slower
+    n_ctl = max(a.writes, 3_000_000)
+    ctl_cmd = [x if x != str(a.writes) else str(n_ctl) for x in loops["write"][0]]
+    log(f"control: {n_ctl:,} untraced writes, bystander beside them")
+    by = Bystander().start()
+    wl = run_bare(ctl_cmd)
+    by.join()
+    rows.append({"name": "control (untraced JVM, no probes)", "kind": "control", "loop": "write",
+                 "scope": None, "loop_ns": wl["elapsed_ns"],
+                 "added_ns_per_op": wl["elapsed_ns"] / n_ctl - med["write"] / a.writes,
+                 "bystander": by.per_call(wl.get("loop_end_ns")), "bystander_error": by.error})
+
+    libjvm = jvm.libjvm
+    ref_scopes = ("process", "host")
+    for kind in ("count", "time"):
+        for sc in ref_scopes:
+            log(f"minimal {kind} script, {sc} scope")
+            got = run_ref(kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}")
+            add(f"minimal {kind} script", f"ref-{kind}", "write", sc, got)
+
+    configs = []
+    for layer in a.layers:
+        loop = "alloc" if layer == "mem" else "write"
+        for mode in ("count", "time"):
+            for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
+                configs.append((layer, loop, mode, sc))
+    for layer, loop, mode, sc in configs:
+        name = f"jvmos {layer} {mode} {sc}"
+        log(name)
+        got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=[layer], mode=mode,
+                        scope=sc)
+        add(f"jvmos --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
+            {"layer": layer, "mode": mode, "run_dir": got["run_dir"],
+             "uprobes_scoped": (got["scope"] or {}).get("uprobes_scoped"),
+             "detach_seconds": (got["scope"] or {}).get("detach_seconds")})
+    log("jvmos --mode sample")
+    got = run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample")
+    add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", "process", got,
+        {"mode": "sample", "run_dir": got["run_dir"]})
+
+    # the bystander's control per call, and each row's slowdown against it
+    control = next(r["bystander"] for r in rows if r["kind"] == "control")
+    ctl = {b: control[b]["ns_per_call"] for b in ("write", "malloc")}
+    if None in ctl.values():
+        raise JvmosError("the control bystander ran no round beside the untraced loop")
+    for r in rows:
+        for b in ("write", "malloc"):
+            v = r["bystander"][b]["ns_per_call"]
+            r["bystander"][b]["slowdown_pct"] = None if v is None else 100.0 * (v - ctl[b]) / ctl[b]
+    floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
+             if r["kind"].startswith("ref-")}
+    for r in rows:
+        if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
+            f = floor.get((r["mode"], r["scope"]))
+            r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
+    results["rows"] = rows
+    results["bystander_control_ns_per_call"] = ctl
+
+    t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
+              "C loops beside the run)",
+              ["configuration", "scope", "traced loop", "added per op", "vs floor",
+               "bystander write(2)", "bystander malloc+free", "bystander goal <5%"])
+    for r in rows:
+        bw, bm = r["bystander"]["write"], r["bystander"]["malloc"]
+
+        def cell(b):
+            if b["ns_per_call"] is None:
+                return "— (no round inside the loop)"
+            s = f"{b['ns_per_call']:.0f} ns"
+            return s if b.get("slowdown_pct") is None or r["kind"] == "control" \
+                else s + f" ({b['slowdown_pct']:+.0f}%)"
+        worst = max((b["slowdown_pct"] for b in (bw, bm) if b.get("slowdown_pct") is not None),
+                    default=None)
+        goal = ("—" if r["kind"] == "control" or worst is None else
+                ("reached" if worst < BYSTANDER_GOAL_PCT else f"NOT reached ({worst:+.0f}%)"))
+        fr = r.get("floor_ratio")
+        t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
+               f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")
+               if fr is not None else "—", cell(bw), cell(bm), goal],
+              [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr, bw["ns_per_call"],
+               bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal])
+    bt = results["bare"]["per_op_ns"]
+    notes = [
+        f"bare loops (median of {a.repeat}): Java write {bt['java_write']:.0f} ns, C write "
+        f"{bt['c_write']:.0f} ns, Java direct-buffer allocation {bt['java_alloc']:.0f} ns per op; "
+        f"{a.writes:,} writes, {a.allocs:,} allocations.",
+        "added per op: (loop time under the configuration - bare loop time) / iterations, from "
+        "the loop's own clock; the write loop makes one JNI GetByteArrayRegion and one write(2) "
+        "per op, the allocation loop one malloc (and the direct buffer's bookkeeping).",
+        "vs floor: added per write over the minimal script's, at the same scope (count mode vs "
+        "the counting script, time mode vs the timing script).",
+        "bystander: median ns per call over the rounds that ended while the traced loop was "
+        f"still running; slowdown against the control rows ({ctl['write']:.0f} ns per write, "
+        f"{ctl['malloc']:.1f} ns per malloc+free beside the untraced JVM). Goal: < "
+        f"{BYSTANDER_GOAL_PCT:.0f}%.",
+        "scope process: uprobes trap only in the traced process (jvmos.scope); scope host: "
+        "bpftrace's own attachment, which traps in every process that maps the library. Syscall "
+        "and scheduler tracepoints are host-wide at either scope: every process's events run "
+        "through them.",
+        "one run per configuration on a shared 2-core machine: differences of a few percent "
+        "are within its noise.",
+    ]
+    write_outputs(out, "overhead", [t], _jsonable(results), notes)
+    print(t.markdown())
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nresults: {out}/overhead.md (and .csv, .json)")
+    return 0
+
+
+def _jsonable(results: dict) -> dict:
+    return json.loads(json.dumps(results, default=lambda o: None))

@@ -1,0 +1,98 @@
+"""Uprobes trap only in the traced process (jvmos.scope): bystanders on the same host, a C
+malloc loop and a second JVM of the same JDK doing JNI copies, are not probed.
+
+The kernel is asked, not the scripts: with JVMOS_BPF_STATS=1 jvmos turns on the kernel's
+per-program run counters (BPF_ENABLE_STATS) and the manifest records how often each scoped
+program ran. A program that a bystander trapped into would have run once per bystander call
+(2,000,000 mallocs, 300,000 JNI copies), far beyond what the traced JVM's own counts allow."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import JVMOS, ROOT, can_trace
+from test_record import IO_JAR, java
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+BYSTANDER = ROOT / "workloads/c/build/bystander"
+MALLOCS = 2_000_000
+JNI_COPIES = 300_000
+
+
+def _wait_tracing(manifest, proc, timeout=180):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if manifest.exists():
+            try:
+                if json.loads(manifest.read_text()).get("start_time"):
+                    return
+            except ValueError:
+                pass            # being rewritten
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    raise AssertionError("the recording did not start")
+
+
+def test_bystanders_are_not_probed(platform_file, tmp_path):
+    out = tmp_path / "scoped"
+    # the traced JVM: a write loop long enough to outlast the recording, killed at the end
+    traced = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
+                               "--iterations", "200000000", "--size", "10",
+                               "--target", "/dev/null"], stdout=subprocess.DEVNULL)
+    bystanders = []
+    try:
+        time.sleep(1.0)
+        rec = subprocess.Popen(
+            JVMOS + ["record", "--pid", str(traced.pid), "--duration", "8", "--layers",
+                     "io,mem", "--mode", "count", "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            env=dict(os.environ, JVMOS_BPF_STATS="1"))
+        _wait_tracing(out / "manifest.json", rec)
+        # both bystanders start once the probes are in place, and end well before the 8 s
+        bystanders = [
+            subprocess.Popen([str(BYSTANDER), "--loop", "malloc", "--count", str(MALLOCS)],
+                             stdout=subprocess.PIPE, text=True),
+            subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
+                              "--iterations", str(JNI_COPIES), "--size", "10",
+                              "--target", "/dev/null"], stdout=subprocess.DEVNULL)]
+        for b in bystanders:
+            assert b.wait(timeout=60) == 0
+        assert json.loads(bystanders[0].stdout.readline())["count"] == MALLOCS
+        stdout, stderr = rec.communicate(timeout=300)
+        assert rec.returncode == 0, stderr
+    finally:
+        for p in [traced] + bystanders:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    m = json.loads((out / "manifest.json").read_text())
+    s = json.loads((out / "summary.json").read_text())
+    sc = m["probes"]["scope"]
+    assert sc["mode"] == "process" and sc["pids"] == [traced.pid]
+    assert sc["uprobes_scoped"] > 0
+    # every uprobe bpftrace attached sits on a decoy copy, not on a library a process maps
+    script = (out / "probes.bt").read_text()
+    for lib in sc["decoys"].values():
+        assert f":{lib}:" not in script
+    # no bystander appears among the traced processes
+    assert set(s["by_pid"]) == {str(traced.pid)}
+    assert not ({str(b.pid) for b in bystanders} & set(s["by_pid"]))
+
+    runs = sc["program_runs"]
+    assert runs, "no program run counts: JVMOS_BPF_STATS was not honoured"
+    libc = m["probes"]["libc"]
+    libc_runs = sum(r["runs"] for r in runs if r["path"] == libc)
+    jvm_runs = sum(r["runs"] for r in runs if r["path"] != libc and not r["ret"])
+    hits = s["totals"]["probe_hits"]
+    # libc: the traced JVM's own allocator calls only (the bystander made 2,000,000)
+    assert libc_runs <= hits.get("mem:malloc_pair", 0) + 100 < MALLOCS / 2, (libc_runs, hits)
+    # libjvm/libnio entry probes: exactly the hits the io layer counted in the traced JVM;
+    # the second JVM's 300,000 JNI copies would have run them too
+    counted = hits["io:jni_copy"] + hits.get("io:uprobe", 0)
+    assert counted > 100_000, hits              # the traced loop really was probed
+    assert abs(jvm_runs - counted) <= max(100, counted // 100), (jvm_runs, counted)

@@ -25,10 +25,22 @@ demo: build
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
 	echo "   tomcat/figure2.png, heuristic/table7.md; 'jvmos report DIR' reads any recording)"
 
+# One calibration for the whole test session, made before the tests start (alone on the
+# machine), shared by every recording; the integration tests then run two at a time: most of
+# a recording's time is the kernel detaching uprobes (a grace period each), not CPU.
+TEST_PLATFORM := build/test-platform.json
+TEST_WORKERS  ?= 2
+
 test: build
 	cd workloads/java && mvn -q -B test
 	$(PY) scripts/surefire-summary.py workloads/java
-	$(PY) -m pytest -q -rs tests
+	$(PY) -m pytest -q tests/unit
+	@if [ ! -s $(TEST_PLATFORM) ]; then \
+	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
+	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
+	  mv $(TEST_PLATFORM).tmp $(TEST_PLATFORM); fi
+	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
+	  --dist worksteal --durations=15 tests/integration
 
 unit: venv
 	$(PY) -m pytest -q tests/unit

@@ -131,6 +131,11 @@ def cmd_calibrate(args) -> int:
         existing = cal.calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
         cal.save(path, existing)
         print(f"wrote {path}")
+    if args.every_jdk:
+        # what recordings would otherwise measure lazily, the first time they meet a JDK
+        from .record import _ensure_calibrated
+        existing = _ensure_calibrated(existing, path, discover_jdks(), log, mode="count")
+        print(f"every JDK found has its NIO, USDT and JNI copy calibrations in {path}")
     print_platform(existing)
     return 0
 
@@ -385,6 +390,10 @@ def build_parser():
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
+    c.add_argument("--every-jdk", action="store_true",
+                   help="also measure, for every JDK found, the per-JDK figures that recordings "
+                        "otherwise measure the first time they meet that JDK (NIO copy, USDT "
+                        "probe costs, JNI copy cost model)")
     c.add_argument("--probes", action="store_true",
                    help="(re)measure only the probe costs and the JNI copy cost models")
     c.add_argument("--constants", action="store_true",

@@ -77,6 +77,12 @@ def checks() -> List[Tuple[str, str, str, str]]:
                 "kernel needs CONFIG_UPROBE_EVENTS")
         else:
             add("uprobes", False, "could not find libc in this process's maps", "")
+        from .scope import available as scope_available
+        why = scope_available()
+        add("pid-scoped uprobes", why is None,
+            "uprobe PMU: uprobes can be opened for the traced processes only (--scope process)"
+            if why is None else why,
+            "record with --scope host (uprobes then trap in every process mapping the library)")
     libc = libc_of()
     if libc:
         miss = [x for x in LIBC_SYMBOLS if x not in symbols(libc)]

@@ -151,3 +151,40 @@ def test_heuristic_with_repeats(platform_file, tmp_path):
         assert set(L["mem_parts"]) == {"malloc_ns", "page_fault_ns", "vm_syscall_ns"}
     text = (out / "table7.md").read_text()
     assert "extended fit" in text and "(n=2)" in text and "run-to-run noise" in text
+
+
+def test_overhead_quick(platform_file, tmp_path):
+    """`jvmos run overhead` in its smallest form: every row measured side by side, the
+    bystander beside each, the goals printed (not asserted: speed stays in the benchmark)."""
+    import csv
+    import io
+    import math
+    out = tmp_path / "ovh"
+    r = run_jvmos(["run", "overhead", "--quick", "--writes", "300000", "--allocs", "20000",
+                   "--repeat", "1", "--out", str(out)], timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "overhead.json").read_text())
+    got = [(x["kind"], x["scope"], x.get("layer")) for x in res["rows"]]
+    assert got == [("control", None, None),
+                   ("ref-count", "process", None), ("ref-count", "host", None),
+                   ("ref-time", "process", None), ("ref-time", "host", None),
+                   ("jvmos-count", "process", "io"), ("jvmos-count", "host", "io"),
+                   ("jvmos-time", "process", "io"),
+                   ("jvmos-sample", "process", None)]
+    for row in res["rows"]:
+        assert math.isfinite(row["added_ns_per_op"]) and row["loop_ns"] > 0, row["name"]
+        assert row["bystander_error"] is None, row["name"]
+        for loop in ("write", "malloc"):
+            b = row["bystander"][loop]
+            # a figure only from rounds that ran beside the traced loop, and none otherwise
+            assert (b["ns_per_call"] is None) == (b["rounds"] == 0), (row["name"], loop)
+    ctl = res["rows"][0]["bystander"]
+    assert ctl["write"]["rounds"] > 0 and ctl["malloc"]["rounds"] > 0
+    scoped = [x for x in res["rows"] if x["kind"] in ("jvmos-count", "jvmos-time")]
+    for x in scoped:
+        assert (x["uprobes_scoped"] or 0) > 0 if x["scope"] == "process" \
+            else x["uprobes_scoped"] is None, x["name"]
+        assert x["floor_ratio"] is not None and x["floor_ratio"] > 0, x["name"]
+    table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
+    assert len(table) == len(res["rows"])
+    assert "bystander goal" in (out / "overhead.md").read_text()

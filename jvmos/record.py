@@ -266,6 +266,15 @@ class _Tree(threading.Thread):
         new = [p for p in tree if p not in self.pids and p != self.root]
         if new and self.on_new is not None:
             self.on_new(sorted(new))
+        if self.on_new is not None:
+            # a child already probed that started another program is held at that exec too
+            # (common.bt): its uprobes follow its address space, so it just goes on
+            for p in tree:
+                if p != self.root and p not in new and _stopped(p):
+                    try:
+                        os.kill(p, signal.SIGCONT)
+                    except OSError:
+                        pass
         for p in tree:
             info = self.pids.setdefault(p, {"pid": p})
             try:
@@ -287,18 +296,50 @@ class _Tree(threading.Thread):
             self.stop.wait(0.1)
 
 
+def _release_held(tree) -> None:
+    """No traced child stays held at an exec when the recording ends (one that exec'd after
+    the last poll): SIGCONT to every stopped descendant of the root."""
+    try:
+        tree.scan()         # one that appeared since the last poll is probed and let go here
+    except OSError:
+        pass
+    for p in list(tree.pids):
+        if p != tree.root and _stopped(p):
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        return st[st.rindex(")") + 2:][:1] == "T"
+    except (OSError, ValueError):
+        return False
+
+
 def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log) -> None:
     """A process that joined the traced tree during the recording (a child): its uprobes are
-    opened now, so its calls before this moment were not seen; the manifest says when."""
+    opened now. One that started a program was stopped at its exec by common.bt and is let go
+    here (SIGCONT), so none of its calls were missed; one that forked without exec ran
+    meanwhile, and the manifest says from when it was probed."""
     for p in pids:
+        held = _stopped(p)
         try:
             n = scoper.attach(bt_pid, [p])
         except (JvmosError, OSError) as e:
             log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
             scoper.late.append({"pid": p, "error": str(e)})
-            continue
-        if p in scoper.pids:
-            scoper.late.append({"pid": p, "uprobes": n,
+            n = None
+        finally:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        if n is not None and p in scoper.pids:
+            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": held,
                                 "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
 
 
@@ -543,8 +584,10 @@ def record(opts: Options) -> Result:
         raw_path = out / "raw" / "bpftrace.json"
         err_path = out / "raw" / "bpftrace.stderr"
         t_attach = time.time()
-        bt = subprocess.Popen([bpf, "-f", "json", str(out / "probes.bt"), str(root),
-                               str(os.getpid())],
+        # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes are open
+        bt = subprocess.Popen([bpf, "-f", "json"] + (["--unsafe"] if scoper else []) +
+                              [str(out / "probes.bt"), str(root), str(os.getpid()),
+                               "1" if scoper else "0"],
                               stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
                               start_new_session=True, env=bpftrace_env())
 
@@ -668,6 +711,8 @@ def record(opts: Options) -> Result:
                 log(f"warning: {e}")
         tree.stop.set()
         tree.join(timeout=2)
+        if scoper is not None:
+            _release_held(tree)
         manifest["end_time"] = _now_iso()
 
         # stop counting now (see common.bt); read the scoped programs' run counts at the same
@@ -718,6 +763,8 @@ def record(opts: Options) -> Result:
                                    + (f" and {len(names) - 5} more" if len(names) > 5 else "")
                                    + "; their figures are absent"))
     for late in (scoper.late if scoper else []):
+        if late.get("held_at_exec"):
+            continue            # stopped at exec until probed: nothing was missed
         warnings.append(f"pid {late['pid']} joined the traced processes during the recording: "
                         + (f"its uprobes were opened {late['after_ms']:.0f} ms in, so its "
                            "earlier library calls are not counted" if "error" not in late

@@ -43,6 +43,22 @@ def target_cpu_line(t: dict) -> str:
     return f"  = {share} ({cpu / 1e6:,.1f} ms CPU during the recording{lb})"
 
 
+def scope_line(manifest: dict) -> str:
+    """Where the probes trapped: only in the traced processes, or in every process mapping
+    the library (older recordings say nothing: they were host-wide)."""
+    sc = (manifest.get("probes") or {}).get("scope") or {}
+    if sc.get("mode") == "process":
+        moved = len(sc.get("sites_moved") or {})
+        return (f"scope process: {sc.get('uprobes_scoped', 0)} uprobes opened for pid(s) "
+                f"{', '.join(map(str, sc.get('pids', []))) or 'none'} only"
+                + (f", {len(sc['late'])} joined later" if sc.get("late") else "")
+                + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else ""))
+    if manifest.get("scope") == "process":     # no uprobe to scope (a C program, say)
+        return "scope process: no uprobe in this recording; no syscall tracepoint in io/mem"
+    return ("scope host: uprobes trapped in every process mapping the library, syscall "
+            "tracepoints slowed every syscall of the host")
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -59,6 +75,7 @@ def render(run_dir) -> str:
         out.append(f"JVMs probed: {jv or 'none'}; layers {','.join(manifest.get('layers', []))}; "
                    f"mode {manifest.get('mode', 'time')}; {manifest.get('bpftrace')}; "
                    f"kernel {manifest['host']['kernel']}")
+        out.append(scope_line(manifest))
     t = s["totals"]
     g = t.get("guaranteed_overhead_ns")
     gtxt = fmt_ns(g) if g is not None else (

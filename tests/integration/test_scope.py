@@ -85,14 +85,52 @@ def test_bystanders_are_not_probed(platform_file, tmp_path):
 
     runs = sc["program_runs"]
     assert runs, "no program run counts: JVMOS_BPF_STATS was not honoured"
-    libc = m["probes"]["libc"]
-    libc_runs = sum(r["runs"] for r in runs if r["path"] == libc)
-    jvm_runs = sum(r["runs"] for r in runs if r["path"] != libc and not r["ret"])
     hits = s["totals"]["probe_hits"]
-    # libc: the traced JVM's own allocator calls only (the bystander made 2,000,000)
-    assert libc_runs <= hits.get("mem:malloc_pair", 0) + 100 < MALLOCS / 2, (libc_runs, hits)
-    # libjvm/libnio entry probes: exactly the hits the io layer counted in the traced JVM;
-    # the second JVM's 300,000 JNI copies would have run them too
-    counted = hits["io:jni_copy"] + hits.get("io:uprobe", 0)
-    assert counted > 100_000, hits              # the traced loop really was probed
-    assert abs(jvm_runs - counted) <= max(100, counted // 100), (jvm_runs, counted)
+    # every entry program (libjvm's JNI copies, libnio's natives, libc's I/O wrappers and
+    # allocator) ran exactly as often as the traced JVM's probes were counted: the bystanders'
+    # 2,000,000 mallocs and 300,000 JNI copies and writes would have run them too
+    entry = sum(r["runs"] for r in runs if not r["ret"])
+    counted = sum(hits.get(k, 0) for k in ("io:jni_copy", "io:uprobe", "io:syscall_upair",
+                                           "mem:malloc_pair", "mem:vm_syscall_upair"))
+    assert hits["io:jni_copy"] > 100_000, hits              # the traced loop really was probed
+    assert abs(entry - counted) <= max(100, counted // 100) < MALLOCS, (entry, counted)
+    libc = m["probes"]["libc"]
+    malloc_runs = sum(r["runs"] for r in runs if r["path"] == libc and not r["ret"])
+    assert malloc_runs <= hits.get("io:syscall_upair", 0) + hits.get("mem:malloc_pair", 0) \
+        + hits.get("mem:vm_syscall_upair", 0) + 100
+
+
+def test_thread_probes_are_scoped_in_launch_mode(platform_file, tmp_path):
+    """The threads layer's uprobes (libjvm's JVM_StartThread, libc's pthread_create, ...) in
+    launch mode: a second JVM starting 400 threads beside the recording runs none of them."""
+    out = tmp_path / "threads"
+    rec = subprocess.Popen(
+        JVMOS + ["record", "--layers", "threads", "--out", str(out), "--", java(), "-cp",
+                 str(IO_JAR), "org.jvmos.workloads.BlockingIo", "--iterations", "30000000",
+                 "--size", "10", "--target", "/dev/null"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env=dict(os.environ, JVMOS_BPF_STATS="1"))
+    by = None
+    try:
+        _wait_tracing(out / "manifest.json", rec)
+        by = subprocess.run([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.NoOpThreads",
+                             "--threads", "100", "--repeat", "4", "--warmup", "0"],
+                            capture_output=True, text=True, timeout=120)
+        assert by.returncode == 0, by.stderr
+        _, stderr = rec.communicate(timeout=600)
+        assert rec.returncode == 0, stderr
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    m = json.loads((out / "manifest.json").read_text())
+    s = json.loads((out / "summary.json").read_text())
+    sc = m["probes"]["scope"]
+    assert sc["mode"] == "process" and len(sc["pids"]) == 1 and sc["uprobes_scoped"] > 0
+    runs = [r for r in sc["program_runs"] if not r["ret"]]
+    hits = s["totals"]["probe_hits"]
+    # entry programs ran exactly as often as the traced JVM's thread probes were counted; the
+    # bystander's 400 thread starts (800+ entry hits) would show here
+    counted = hits.get("threads:uprobe", 0)
+    assert counted > 0, hits
+    assert sum(r["runs"] for r in runs) <= counted + 20 < counted + 400, (runs, hits)

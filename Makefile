@@ -20,16 +20,19 @@ demo: build
 	$(JVMOS) run memory --quick --out $$out/memory; \
 	$(JVMOS) run tomcat --quick --out $$out/tomcat; \
 	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
+	$(JVMOS) run overhead --quick --out $$out/overhead; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
 	echo; echo "demo done: every table, figure and recording is under $$out/"; \
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
-	echo "   tomcat/figure2.png, heuristic/table7.md; 'jvmos report DIR' reads any recording)"
+	echo "   tomcat/figure2.png, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
+	echo "   reads any recording)"
 
 # One calibration for the whole test session, made before the tests start (alone on the
-# machine), shared by every recording; the integration tests then run two at a time: most of
-# a recording's time is the kernel detaching uprobes (a grace period each), not CPU.
+# machine), shared by every recording; the integration tests then run three at a time: most of
+# a recording's time is the kernel detaching uprobes (a grace period each), not CPU
+# (make test TEST_WORKERS=1 runs them one at a time).
 TEST_PLATFORM := build/test-platform.json
-TEST_WORKERS  ?= 2
+TEST_WORKERS  ?= 3
 
 test: build
 	cd workloads/java && mvn -q -B test

@@ -585,7 +585,8 @@ def record(opts: Options) -> Result:
         err_path = out / "raw" / "bpftrace.stderr"
         t_attach = time.time()
         # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes are open
-        bt = subprocess.Popen([bpf, "-f", "json"] + (["--unsafe"] if scoper else []) +
+        bt = subprocess.Popen([bpf, "-f", "json"] + (["--unsafe"] if opts.scope == "process"
+                                                     else []) +
                               [str(out / "probes.bt"), str(root), str(os.getpid()),
                                "1" if scoper else "0"],
                               stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),

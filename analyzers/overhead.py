@@ -65,8 +65,9 @@ KINDS: Dict[str, Tuple[str, str, str]] = {
     "io:syscall_upair": ("an I/O call (--scope process): io.bt's uprobe/uretprobe blocks on "
                          "libc's wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
     "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): mem.bt's "
-                             "uprobe/uretprobe blocks on libc's wrapper", "uprobe_pair",
-                             "uprobe_pair"),
+                             "uprobe/uretprobe blocks on libc's wrapper (--mode count: the "
+                             "entry block; sbrk keeps its return, not charged)", "uprobe_pair",
+                             "uprobe"),
     "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
                        "page_fault_mem_hit", "page_fault_mem_hit"),
     "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
@@ -96,7 +97,8 @@ MEASURED_WITH = {
 BORROWED_KIND = {
     "io:syscall_upair": "borrowed: io.bt's JNI copy blocks (a uprobe+uretprobe pair with the "
                         "same bookkeeping) on probecal's copy function, --mode time",
-    "mem:vm_syscall_upair": "borrowed: a minimal uprobe+uretprobe pair on probecal's function",
+    "mem:vm_syscall_upair": "borrowed: a minimal uprobe (+uretprobe in --mode time) on "
+                            "probecal's function",
 }
 BORROWED = {
     "uprobe_pair": "borrowed: a minimal uprobe+uretprobe pair on probecal's function",

@@ -30,6 +30,7 @@ count but leave the status alone: their calls are counted, only their time is mi
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,10 +239,11 @@ class _Tree(threading.Thread):
     """Polls the traced process tree: pids, their commands and the libjvm.so each maps.
     on_new(pids) is called with the processes that joined the tree since the last poll."""
 
-    def __init__(self, root: int, on_new=None):
+    def __init__(self, root: int, on_new=None, on_poll=None):
         super().__init__(daemon=True)
         self.root = root
         self.on_new = on_new
+        self.on_poll = on_poll          # called after every poll (the held children)
         self.pids: Dict[int, dict] = {}
         self.stop = threading.Event()
 
@@ -266,15 +268,7 @@ class _Tree(threading.Thread):
         new = [p for p in tree if p not in self.pids and p != self.root]
         if new and self.on_new is not None:
             self.on_new(sorted(new))
-        if self.on_new is not None:
-            # a child already probed that started another program is held at that exec too
-            # (common.bt): its uprobes follow its address space, so it just goes on
-            for p in tree:
-                if p != self.root and p not in new and _stopped(p):
-                    try:
-                        os.kill(p, signal.SIGCONT)
-                    except OSError:
-                        pass
+
         for p in tree:
             info = self.pids.setdefault(p, {"pid": p})
             try:
@@ -293,53 +287,79 @@ class _Tree(threading.Thread):
                 self.scan()
             except OSError:
                 pass
+            if self.on_poll is not None:
+                self.on_poll()
             self.stop.wait(0.1)
 
 
-def _release_held(tree) -> None:
-    """No traced child stays held at an exec when the recording ends (one that exec'd after
-    the last poll): SIGCONT to every stopped descendant of the root."""
-    try:
-        tree.scan()         # one that appeared since the last poll is probed and let go here
-    except OSError:
-        pass
-    for p in list(tree.pids):
-        if p != tree.root and _stopped(p):
-            try:
-                os.kill(p, signal.SIGCONT)
-            except OSError:
-                pass
+class _Holds:
+    """The traced children that common.bt stopped at their exec (--scope process): bpftrace
+    prints "jvmos-held PID" for each; jvmos opens the uprobes for that pid and lets it go
+    (SIGCONT). Only those pids are ever resumed, and every one of them is, also when the
+    recording fails."""
 
+    def __init__(self, raw_path: Path, scoper, bt_pid: int, t0: dict, log):
+        self.raw_path, self.scoper, self.bt_pid, self.t0, self.log = raw_path, scoper, bt_pid, t0, log
+        self.offset = 0
+        self.held: List[int] = []          # held, not let go yet
+        self.lock = threading.Lock()
 
-def _stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            st = f.read()
-        return st[st.rindex(")") + 2:][:1] == "T"
-    except (OSError, ValueError):
-        return False
+    def _read(self) -> List[int]:
+        try:
+            with open(self.raw_path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return []
+        end = chunk.rfind(b"\n") + 1          # whole lines only
+        self.offset += end
+        return [int(m) for m in re.findall(rb"jvmos-held (\d+)", chunk[:end])]
+
+    def poll(self) -> None:
+        with self.lock:
+            self.held += [p for p in self._read() if p not in self.held]
+            for p in list(self.held):
+                try:
+                    if p not in self.scoper.pids:
+                        n = self.scoper.attach(self.bt_pid, [p])
+                        if p in self.scoper.pids:
+                            self.scoper.late.append({
+                                "pid": p, "uprobes": n, "held_at_exec": True,
+                                "after_ms": round((time.monotonic_ns() - self.t0["ns"]) / 1e6, 1)})
+                except (JvmosError, OSError) as e:
+                    self.log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
+                    self.scoper.late.append({"pid": p, "error": str(e)})
+                finally:
+                    self._go(p)
+
+    def _go(self, p: int) -> None:
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            pass
+        self.held.remove(p)
+
+    def release_all(self) -> None:
+        """Let every held child go, probed or not (the end of the recording, or an error)."""
+        with self.lock:
+            self.held += [p for p in self._read() if p not in self.held]
+            for p in list(self.held):
+                self._go(p)
 
 
 def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log) -> None:
-    """A process that joined the traced tree during the recording (a child): its uprobes are
-    opened now. One that started a program was stopped at its exec by common.bt and is let go
-    here (SIGCONT), so none of its calls were missed; one that forked without exec ran
-    meanwhile, and the manifest says from when it was probed."""
+    """A process that joined the traced tree during the recording (a child that forked): its
+    uprobes are opened now, and the manifest says from when (one that starts a program is held
+    at its exec until probed: _Holds)."""
     for p in pids:
-        held = _stopped(p)
         try:
             n = scoper.attach(bt_pid, [p])
         except (JvmosError, OSError) as e:
             log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
             scoper.late.append({"pid": p, "error": str(e)})
-            n = None
-        finally:
-            try:
-                os.kill(p, signal.SIGCONT)
-            except OSError:
-                pass
-        if n is not None and p in scoper.pids:
-            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": held,
+            continue
+        if n and p in scoper.pids:
+            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": False,
                                 "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
 
 
@@ -390,6 +410,13 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
 # Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
 # run that starts thousands of threads; updates beyond the limit would be lost silently.
 MAP_KEYS_MAX = "16384"
+
+
+def _die_with_parent() -> None:
+    """In bpftrace's child before exec: SIGKILL when jvmos dies, so that no probe (and no hold
+    of a child at its exec) outlives the recording that placed it."""
+    import ctypes
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
 
 
 def bpftrace_env() -> Dict[str, str]:
@@ -562,6 +589,8 @@ def record(opts: Options) -> Result:
     gate_w = None
     bt = None
     t0_box = {"ns": time.monotonic_ns()}
+    holds = None
+    tree = None
     try:
         _save(out / "manifest.json", manifest, out)
 
@@ -590,7 +619,8 @@ def record(opts: Options) -> Result:
                               [str(out / "probes.bt"), str(root), str(os.getpid()),
                                "1" if scoper else "0"],
                               stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
-                              start_new_session=True, env=bpftrace_env())
+                              start_new_session=True, env=bpftrace_env(),
+                              preexec_fn=_die_with_parent)
 
         def abort(msg, status="failed", code=1):
             nonlocal gate_w
@@ -648,8 +678,11 @@ def record(opts: Options) -> Result:
                 sampling.attach_start(jvms[0], opts.pid)
             except JvmosError as e:
                 abort(str(e))
+        if scoper is not None:
+            holds = _Holds(raw_path, scoper, bt.pid, t0_box, log)
         tree = _Tree(root, on_new=(lambda pids: _scope_late(scoper, bt.pid, pids, t0_box, log))
-                     if scoper is not None else None)
+                     if scoper is not None else None,
+                     on_poll=holds.poll if holds is not None else None)
         # the target's CPU time during the recording: attach mode polls the tree's CPU clocks;
         # launch mode reads the gate's clock here and the rusage when the command is reaped
         cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
@@ -711,9 +744,9 @@ def record(opts: Options) -> Result:
                 sample_error = str(e)
                 log(f"warning: {e}")
         tree.stop.set()
-        tree.join(timeout=2)
-        if scoper is not None:
-            _release_held(tree)
+        tree.join()             # no scan may run while the scope closes
+        if holds is not None:
+            holds.poll()        # one held since the last poll is probed and let go too
         manifest["end_time"] = _now_iso()
 
         # stop counting now (see common.bt); read the scoped programs' run counts at the same
@@ -721,11 +754,14 @@ def record(opts: Options) -> Result:
         # seconds for all of them, during which the target still traps but nothing counts);
         # then stop bpftrace: SIGINT makes it run END and print its maps
         stop_counting(root)
+        if holds is not None:
+            holds.release_all()     # held between the last poll and the stop (none after it)
         if scoper is not None:
             manifest["probes"]["scope"] = scoper.as_dict()
             scoper.close(background=True)
             manifest["probes"]["scope"]["detached_by"] = (
-                f"child process {scoper.detach_child}" if scoper.detach_child else "jvmos")
+                "a background process (it closes them after jvmos returns; not awaited)"
+                if scoper.detach_child else "jvmos (awaited)")
             manifest["probes"]["scope"]["detach_seconds"] = scoper.detach_s
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
@@ -736,10 +772,15 @@ def record(opts: Options) -> Result:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if tree is not None and tree.is_alive():
+            tree.stop.set()
+            tree.join()
         if scoper is not None and scoper.prog_fds:   # an error on the way: detach them too
             scoper.detach()
             manifest["probes"]["scope"] = scoper.as_dict()
             scoper.close()
+        if holds is not None:                        # never leave a child stopped
+            holds.release_all()
         if gate_w is not None:
             os.close(gate_w)
         if bt is not None and bt.poll() is None:  # an error on the way: never leave it running

@@ -55,8 +55,11 @@ def scope_line(manifest: dict) -> str:
                 + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else ""))
     if manifest.get("scope") == "process":     # no uprobe to scope (a C program, say)
         return "scope process: no uprobe in this recording; no syscall tracepoint in io/mem"
-    return ("scope host: uprobes trapped in every process mapping the library, syscall "
-            "tracepoints slowed every syscall of the host")
+    kinds = ((manifest.get("probes") or {}).get("kinds") or {})
+    sys_tp = any(k.startswith("tracepoint:syscalls:") for k in kinds) or not kinds
+    return ("scope host: uprobes trapped in every process mapping the library"
+            + ("; syscall tracepoints sent every syscall of the host through the slow path"
+               if sys_tp else ""))
 
 
 def render(run_dir) -> str:

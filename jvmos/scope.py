@@ -27,6 +27,7 @@ import hashlib
 import os
 import shutil
 import struct
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -212,49 +213,77 @@ class Scope:
         self.late: List[dict] = []          # processes scoped after the recording began
         self.detach_s: Optional[float] = None
         self.detach_child: Optional[int] = None
+        self.lock = threading.Lock()         # attach (the tree thread) against close
+        self.closed = False
+        self._row: dict = {}
 
     def attach(self, bt_pid: int, pids: Iterable[int]) -> int:
         """Open every decoy uprobe of bpftrace for these pids; returns how many were opened.
-        A pid that is gone is skipped; any other failure is an error (nothing half-attached
-        is left behind by the caller: it closes the scope)."""
-        type_, retbit = _pmu()
-        probes = [p for p in bpftrace_uprobes(bt_pid) if p["path"] in self.decoys]
-        n = 0
-        for pid in pids:
-            if pid in self.pids:
-                continue
-            for p in probes:
-                if p["prog_id"] not in self.prog_fds:
-                    self.prog_fds[p["prog_id"]] = _bpf(BPF_PROG_GET_FD_BY_ID,
-                                                       _ProgId(prog_id=p["prog_id"]))
-                lib = self.decoys[p["path"]]
-                shift = 0
-                if self.move_sites:
-                    shift, why = sites.probe_site(lib, p["offset"])
-                    if shift:
-                        self.sites[f"{lib}:{p['offset']:#x}"] = why
-                at = p["offset"] + shift
-                real = ctypes.create_string_buffer(lib.encode())
-                attr = _attr(type_, retbit if p["ret"] else 0, real, at)
+        All or nothing per pid: a pid that is gone (or fails) keeps none of its uprobes (an
+        entry probe without its return probe would unbalance the scripts' nesting). A failure
+        other than a vanished process is an error. Nothing is opened once the scope closed."""
+        with self.lock:
+            if self.closed:
+                return 0
+            type_, retbit = _pmu()
+            probes = [p for p in bpftrace_uprobes(bt_pid) if p["path"] in self.decoys]
+            n = 0
+            for pid in pids:
+                if pid in self.pids:
+                    continue
+                mine, rows = [], []
                 try:
-                    fd = _syscall(SYS_PERF_EVENT_OPEN, ctypes.byref(attr), pid, -1, -1,
-                                  PERF_FLAG_FD_CLOEXEC)
-                except OSError as e:
-                    if e.errno == errno.ESRCH:      # the process is gone
-                        break
-                    raise JvmosError(f"cannot open a uprobe on {self.decoys[p['path']]} "
-                                     f"+{p['offset']:#x} for pid {pid}: {e.strerror}")
-                self.fds.append(fd)
-                _libc.ioctl(fd, PERF_EVENT_IOC_SET_BPF, self.prog_fds[p["prog_id"]])
-                if _libc.ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0:
-                    e = ctypes.get_errno()
-                    raise JvmosError(f"cannot enable the uprobe for pid {pid}: {os.strerror(e)}")
-                self.attached.append({"pid": pid, "path": lib, "offset": p["offset"],
-                                      "site": at, "ret": p["ret"], "prog_id": p["prog_id"]})
-                n += 1
-            else:
+                    for p in probes:
+                        fd = self._open(type_, retbit, p, pid)
+                        if fd is None:              # the process is gone
+                            raise ProcessLookupError(pid)
+                        mine.append(fd)
+                        rows.append(dict(self._row, pid=pid))
+                except ProcessLookupError:
+                    for fd in mine:
+                        _close(fd)
+                    continue
+                except BaseException:
+                    for fd in mine:
+                        _close(fd)
+                    raise
+                self.fds += mine
+                self.attached += rows
                 self.pids.append(pid)
-        return n
+                n += len(mine)
+            return n
+
+    def _open(self, type_: int, retbit: int, p: dict, pid: int) -> Optional[int]:
+        """One scoped uprobe with bpftrace's program on it, enabled; None if pid is gone."""
+        if p["prog_id"] not in self.prog_fds:
+            self.prog_fds[p["prog_id"]] = _bpf(BPF_PROG_GET_FD_BY_ID, _ProgId(prog_id=p["prog_id"]))
+        lib = self.decoys[p["path"]]
+        shift = 0
+        if self.move_sites:
+            shift, why = sites.probe_site(lib, p["offset"])
+            if shift:
+                self.sites[f"{lib}:{p['offset']:#x}"] = why
+        at = p["offset"] + shift
+        real = ctypes.create_string_buffer(lib.encode())
+        attr = _attr(type_, retbit if p["ret"] else 0, real, at)
+        try:
+            fd = _syscall(SYS_PERF_EVENT_OPEN, ctypes.byref(attr), pid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+        except OSError as e:
+            if e.errno == errno.ESRCH:
+                return None
+            raise JvmosError(f"cannot open a uprobe on {lib} +{p['offset']:#x} for pid {pid}: "
+                             f"{e.strerror}")
+        for req, arg, what in ((PERF_EVENT_IOC_SET_BPF, self.prog_fds[p["prog_id"]],
+                                "attach bpftrace's program to"),
+                               (PERF_EVENT_IOC_ENABLE, 0, "enable")):
+            if _libc.ioctl(fd, req, arg) != 0:
+                err = ctypes.get_errno()
+                _close(fd)
+                raise JvmosError(f"cannot {what} the uprobe on {lib} +{p['offset']:#x} for pid "
+                                 f"{pid}: {os.strerror(err)}")
+        self._row = {"path": lib, "offset": p["offset"], "site": at, "ret": p["ret"],
+                     "prog_id": p["prog_id"]}
+        return fd
 
     def enable_stats(self) -> None:
         """Let the kernel count every run of every BPF program (run_cnt) while the scope is
@@ -286,7 +315,9 @@ class Scope:
         (common.bt's stop), so nothing the child's seconds see is counted; in --pid mode the
         target still traps until the child is done (detach_seconds says how long it took
         when measured here, null when left to the child)."""
-        fds, self.fds = self.fds, []
+        with self.lock:
+            self.closed = True
+            fds, self.fds = self.fds, []
         if not fds:
             return
         if background:
@@ -294,19 +325,24 @@ class Scope:
                 pid = os.fork()
             except OSError:
                 pid = -1
-            if pid == 0:                       # the child: close them all, then leave
+            if pid == 0:
+                # the child forks the closer and leaves at once (reaped below, no zombie);
+                # the closer keeps only these descriptors, closed without allocating
                 try:
-                    os.setsid()
-                    # first every other descriptor (pipes its parent's readers wait on)
-                    keep = set(fds)
-                    for name in os.listdir("/proc/self/fd"):
-                        if int(name) not in keep:
-                            _close(int(name))
-                    for fd in fds:
-                        _close(fd)
+                    if os.fork() == 0:
+                        os.setsid()
+                        keep = sorted(fds)
+                        lo = 0
+                        for k in keep:
+                            os.closerange(lo, k)
+                            lo = k + 1
+                        os.closerange(lo, 1 << 20)
+                        for fd in keep:
+                            _close(fd)
                 finally:
                     os._exit(0)
             if pid > 0:
+                os.waitpid(pid, 0)
                 for fd in fds:
                     _close(fd)
                 self.detach_child = pid

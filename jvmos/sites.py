@@ -24,9 +24,11 @@ from functools import lru_cache
 from typing import List, Optional, Tuple
 
 # instructions the x86 uprobe code emulates (arch/x86/kernel/uprobes.c: branch and push ops)
-_EMULATED = re.compile(r"^(push\s+%r\w+|jmp\s|j[a-z]{1,3}\s|call\s)")
+# (relative branches only: an indirect jmp/call through a register or memory is single-stepped)
+_EMULATED = re.compile(r"^(push\s+%r\w+|(jmp|j[a-z]{1,3}|call)\s+[0-9a-f]+\s)")
 # instructions allowed before the site: they write the flags or a register no argument uses
-_HARMLESS = re.compile(r"^(endbr64|nop\w*|cmp\w*\s|test\w*\s|"
+# (cmp/test with an operand size suffix at most: not cmps, which moves rsi/rdi, nor cmpxchg)
+_HARMLESS = re.compile(r"^(endbr64|nop\w*|cmp[bwlq]?\s|test[bwlq]?\s|"
                        r"(mov|xor)\w*\s+[^,]+,%(e?ax|rax|r10d?|r11d?)$)")
 MAX_INSNS = 6
 
@@ -77,7 +79,11 @@ def probe_site(path: str, offset: int) -> Tuple[int, str]:
         return 0, f"entry (objdump failed: {e})"
     if not ins or ins[0][0] != va:
         return 0, "entry (could not disassemble the function)"
+    # a site that a branch of the function jumps back to would fire more than once per call
+    targets = {int(t, 16) for _, text in ins for t in re.findall(r"^j\w*\s+([0-9a-f]+)\s", text)}
     for addr, text in ins[:MAX_INSNS]:
+        if addr != va and addr in targets:
+            return 0, f"entry (+{addr - va} is a branch target inside the function)"
         if _EMULATED.match(text):
             if addr == va:
                 return 0, f"entry ({text.split()[0]}: emulated)"

@@ -114,20 +114,22 @@ class Bystander:
     def join(self):
         self.thread.join(timeout=300)
 
-    def per_call(self, loop_end_ns: Optional[int]) -> Dict[str, dict]:
-        """Median ns per call of each loop over the rounds that ended before the traced loop
-        did (all rounds when that end is unknown), with how many rounds counted."""
+    def per_call(self, loop_end_ns: Optional[int],
+                 loop_start_ns: Optional[int] = None) -> Dict[str, dict]:
+        """Median ns per call of each loop over the rounds that ran wholly inside the traced
+        loop (all rounds when its ends are unknown), with how many rounds counted."""
         out = {}
         for loop, _ in self.PLAN:
             rs = [r for r in self.rounds if r["loop"] == loop]
-            inside = [r for r in rs if loop_end_ns is None or r["end_ns"] <= loop_end_ns]
+            inside = [r for r in rs if (loop_end_ns is None or r["end_ns"] <= loop_end_ns)
+                      and (loop_start_ns is None or r["start_ns"] >= loop_start_ns)]
             # CPU time, not wall time: on a 2-core machine the bystander also waits for a CPU
             # while the traced JVM, bpftrace or a sampler run, which is not what a probe costs it
             out[loop] = {"ns_per_call": statistics.median(r["cpu_ns"] / r["count"] for r in inside)
                          if inside else None,
                          "wall_ns_per_call": statistics.median(r["ns"] / r["count"] for r in inside)
                          if inside else None,
-                         "rounds": len(inside), "rounds_after_loop": len(rs) - len(inside)}
+                         "rounds": len(inside), "rounds_outside_loop": len(rs) - len(inside)}
         return out
 
 
@@ -260,7 +262,7 @@ def main(argv) -> int:
         wl = got["workload"]
         n = loops[loop][1]
         per_op = (wl["elapsed_ns"] - med[loop]) / n
-        by = got["bystander"].per_call(wl.get("loop_end_ns"))
+        by = got["bystander"].per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
         row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
                "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
                "bystander_error": got["bystander"].error}
@@ -280,7 +282,8 @@ def main(argv) -> int:
     rows.append({"name": "control (untraced JVM, no probes)", "kind": "control", "loop": "write",
                  "scope": None, "loop_ns": wl["elapsed_ns"],
                  "added_ns_per_op": wl["elapsed_ns"] / n_ctl - med["write"] / a.writes,
-                 "bystander": by.per_call(wl.get("loop_end_ns")), "bystander_error": by.error})
+                 "bystander": by.per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns")),
+                 "bystander_error": by.error})
 
     libjvm = jvm.libjvm
     ref_scopes = ("process", "host")
@@ -307,7 +310,7 @@ def main(argv) -> int:
              "detach_seconds": (got["scope"] or {}).get("detach_seconds")})
     log("jvmos --mode sample")
     got = run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample")
-    add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", "process", got,
+    add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", None, got,
         {"mode": "sample", "run_dir": got["run_dir"]})
 
     # the bystander's control per call, and each row's slowdown against it
@@ -343,8 +346,10 @@ def main(argv) -> int:
                 else s + f" ({b['slowdown_pct']:+.0f}%)"
         worst = max((b["slowdown_pct"] for b in (bw, bm) if b.get("slowdown_pct") is not None),
                     default=None)
+        missing = [b for b, v in (("write", bw), ("malloc", bm)) if v.get("slowdown_pct") is None]
         goal = ("—" if r["kind"] == "control" or worst is None else
-                ("reached" if worst < BYSTANDER_GOAL_PCT else f"NOT reached ({worst:+.0f}%)"))
+                (f"NOT reached ({worst:+.0f}%)" if worst >= BYSTANDER_GOAL_PCT else
+                 "reached" if not missing else f"not measured for {' and '.join(missing)}"))
         fr = r.get("floor_ratio")
         t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
                f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")

@@ -49,3 +49,18 @@ def test_a_probe_not_at_a_function_entry_is_never_moved(disasm):
     disasm([(0x1010, "nop"), (0x1011, "jmp    1030 <f+0x30>")])
     assert sites.probe_site("/x/libjvm.so", 0x1010) == (
         0, "not moved (not a function's entry: a USDT site, or an address probe)")
+
+
+@pytest.mark.parametrize("insns", [
+    # cmps moves rsi and rdi; cmpxchg writes memory: neither leaves the arguments alone
+    [(0x1000, "cmpsb  %es:(%rdi),%ds:(%rsi)"), (0x1002, "je     1020 <f+0x20>")],
+    [(0x1000, "cmpxchg %rdx,(%rdi)"), (0x1004, "je     1020 <f+0x20>")],
+    # an indirect jump is single-stepped, not emulated: nothing gained by moving onto it
+    [(0x1000, "cmpb   $0x0,0x10(%rip)"), (0x1007, "jmp    *%rax")],
+    # a site that a branch of the function comes back to would fire more than once per call
+    [(0x1000, "cmpb   $0x0,0x10(%rip)"), (0x1007, "je     1020 <f+0x20>"),
+     (0x1009, "jmp    1007 <f+0x7>")],
+])
+def test_no_move_onto_an_unsafe_or_useless_site(disasm, insns):
+    disasm(insns)
+    assert sites.probe_site("/x/libc.so.6", ENTRY)[0] == 0

@@ -95,7 +95,7 @@ def test_socket_stream_copies_through_nio_not_jni(platform_file, tmp_path):
 def test_attach_by_pid_detaches_and_jvm_exits_normally(platform_file, tmp_path):
     out = tmp_path / "attach"
     jvm = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
-                            "--iterations", "40000000", "--size", "10", "--target", "/dev/null"],
+                            "--iterations", "150000000", "--size", "10", "--target", "/dev/null"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)

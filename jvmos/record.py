@@ -321,14 +321,7 @@ class _Holds:
             for p in list(self.held):
                 try:
                     if p not in self.scoper.pids:
-                        n = self.scoper.attach(self.bt_pid, [p])
-                        if p in self.scoper.pids:
-                            self.scoper.late.append({
-                                "pid": p, "uprobes": n, "held_at_exec": True,
-                                "after_ms": round((time.monotonic_ns() - self.t0["ns"]) / 1e6, 1)})
-                except (JvmosError, OSError) as e:
-                    self.log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
-                    self.scoper.late.append({"pid": p, "error": str(e)})
+                        _scope_late(self.scoper, self.bt_pid, [p], self.t0, self.log, held=True)
                 finally:
                     self._go(p)
 
@@ -347,7 +340,7 @@ class _Holds:
                 self._go(p)
 
 
-def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log) -> None:
+def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log, held=False) -> None:
     """A process that joined the traced tree during the recording (a child that forked): its
     uprobes are opened now, and the manifest says from when (one that starts a program is held
     at its exec until probed: _Holds)."""
@@ -359,7 +352,7 @@ def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log) -> None:
             scoper.late.append({"pid": p, "error": str(e)})
             continue
         if n and p in scoper.pids:
-            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": False,
+            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": held,
                                 "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
 
 
@@ -543,10 +536,7 @@ def record(opts: Options) -> Result:
         if why:
             raise JvmosError(f"--scope process: {why}; use --scope host (uprobes then trap in "
                              "every process that maps the library)")
-        decoys = {}
-        for paths in libs.values():
-            for real in paths:
-                decoys[str(scope_mod.decoy_of(real))] = str(real)
+        decoys = scope_mod.decoys_for(p for paths in libs.values() for p in paths)
         script.text = scope_mod.retarget(script.text, {r: d for d, r in decoys.items()})
         scoper = scope_mod.Scope(decoys)
     missing = [m for m in script.missing

@@ -153,6 +153,11 @@ def decoy_of(lib: Path) -> Path:
     return dst
 
 
+def decoys_for(libs) -> Dict[str, str]:
+    """{decoy path: library path} for these libraries (decoy_of each)."""
+    return {str(decoy_of(real)): str(real) for real in libs}
+
+
 def retarget(script: str, decoy_of_path: Dict[str, str]) -> str:
     """The script with each library path of a uprobe, uretprobe or usdt attach point replaced
     by its decoy (only attach points: a path in a comment or a string stays)."""

@@ -64,14 +64,20 @@ def _insns(path: str, vaddr: int) -> List[Tuple[int, str]]:
     return ins
 
 
+@lru_cache(maxsize=64)
+def _entries(path: str) -> frozenset:
+    """Every function entry of the library (once per library, not once per probe)."""
+    from .jdk import symbols
+    return frozenset(symbols(path).values())
+
+
 @lru_cache(maxsize=4096)
 def probe_site(path: str, offset: int) -> Tuple[int, str]:
     """(bytes to move the probe, why) for the function at this file offset of path."""
     va = _vaddr(path, offset)
     if va is None:
         return 0, "entry (offset outside the file's LOAD segments)"
-    from .jdk import symbols
-    if va not in set(symbols(path).values()):
+    if va not in _entries(path):
         return 0, "not moved (not a function's entry: a USDT site, or an address probe)"
     try:
         ins = _insns(path, va)

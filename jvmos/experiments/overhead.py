@@ -160,9 +160,9 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
     lib, libc = str(libjvm), None
     scoper = None
     if scope == "process":
-        real_libc = libc_of()
-        lib, libc = str(scope_mod.decoy_of(libjvm)), str(scope_mod.decoy_of(real_libc))
-        scoper = scope_mod.Scope({lib: str(libjvm), libc: str(real_libc)})
+        decoys = scope_mod.decoys_for([libjvm, libc_of()])
+        lib, libc = list(decoys)
+        scoper = scope_mod.Scope(decoys)
     script = run_dir / "ref.bt"
     script.write_text(ref_script(kind, lib, libc))
     gate_r, gate_w = os.pipe()

@@ -38,3 +38,20 @@ def linfit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float]:
         raise ValueError("all x equal")
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
     return my - b * mx, b
+
+
+def floor_fit(model: dict, key: str) -> dict:
+    """A fitted cost below 0 (noise around a small intercept or slope) is not a cost: it is
+    floored at 0, flagged (`<key>_floored`), its fit kept (`<key>_fit`, and its interval), and
+    its interval clipped to [0, ...] so that it contains the floored value."""
+    v = model[key]
+    if v is None or v >= 0:
+        return model
+    model[f"{key}_fit"] = v
+    model[key] = 0.0
+    model[f"{key}_floored"] = True
+    ci = model.get(f"{key}_ci95")
+    if ci:
+        model[f"{key}_fit_ci95"] = list(ci)
+        model[f"{key}_ci95"] = [max(ci[0], 0.0), max(ci[1], 0.0)]
+    return model

@@ -230,26 +230,12 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                         "times of " + ", ".join(uncorrected) + " are unknown (null); "
                         "time_raw_ns keeps what the probes measured, an upper bound")
 
+    # the probes' cost is CPU time of the traced threads: the slowdown it makes is set beside
+    # the target's CPU time by the recorder, which measured that (cputime.overhead_totals)
     overhead = probe_overhead(raw, probes, mode, scope)
-    ns = overhead["probe_overhead_ns"]
-    if ns is not None and wall_ns:
-        base = wall_ns - ns
-        overhead["wall_uninstrumented_estimate_ns"] = base if base > 0 else None
-        overhead["slowdown_pct"] = 100.0 * ns / base if base > 0 else None
 
-    # the guaranteed overhead names every term it sums (probed and estimated apart, e.g.
-    # malloc and free_estimated) and the terms it could not add because their time is unknown
-    by_resource, unknown_terms = guaranteed_by_resource(cats_total)
-    for pid in pids:
-        by_pid[pid]["guaranteed_by_resource"] = guaranteed_by_resource(
-            by_pid[pid]["categories"])[0]
-    # a sum with an unknown term is unknown: the known part is kept apart under its own name
-    g_known = sum(by_resource.values())
-    g = None if unknown_terms else g_known
-    if unknown_terms:
-        warnings.append("guaranteed overhead unknown: the time of " + ", ".join(unknown_terms)
-                        + " is unknown (not calibrated); guaranteed_overhead_known_ns sums the "
-                        "other terms, a lower bound")
+    gtot, gwarn = guaranteed_totals(cats_total, by_pid, wall_ns)
+    warnings += gwarn
     if overhead.get("probe_overhead_warning"):
         warnings.append(overhead["probe_overhead_warning"])
     sw = [by_pid[p]["context_switches"] for p in pids if "context_switches" in by_pid[p]]
@@ -261,19 +247,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "status": status,
         "exit_code": exit_code,
         "totals": {"wall_ns": wall_ns,
-                   "guaranteed_overhead_ns": g,
-                   "guaranteed_overhead_known_ns": g_known,
-                   "guaranteed_overhead_pct": (100.0 * g / wall_ns
-                                               if wall_ns and g is not None else None),
-                   "guaranteed_overhead_categories": [c for names in GUARANTEED.values()
-                                                      for c in names if c in cats_total],
-                   "guaranteed_by_resource": by_resource,
-                   "guaranteed_overhead_terms": {
-                       r: [{"category": c, "method": cats_total[c]["method"],
-                            "time_ns": cats_total[c].get("time_ns")}
-                           for c in names if c in cats_total]
-                       for r, names in GUARANTEED.items()},
-                   "guaranteed_overhead_unknown": unknown_terms,
+                   **gtot,
                    "context_switches": ({"voluntary": sum(x["voluntary"] for x in sw),
                                          "involuntary": sum(x["involuntary"] for x in sw),
                                          "threads": sum(x["threads"] for x in sw)}
@@ -290,6 +264,36 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "probe_costs": probes,
         "warnings": warnings,
     }
+
+
+def guaranteed_totals(cats_total: dict, by_pid: dict, wall_ns) -> tuple:
+    """The guaranteed overhead of a set of categories, as the totals carry it, and the warning
+    an unknown term gives; each process of by_pid gets its own guaranteed_by_resource. A sum
+    with an unknown term is unknown: the known part is kept apart under its own name, and every
+    term is named with its method (probed and estimated apart, e.g. malloc, free_estimated)."""
+    by_resource, unknown_terms = guaranteed_by_resource(cats_total)
+    for p in by_pid.values():
+        p["guaranteed_by_resource"] = guaranteed_by_resource(p["categories"])[0]
+    g_known = sum(by_resource.values())
+    g = None if unknown_terms else g_known
+    warnings = []
+    if unknown_terms:
+        warnings.append("guaranteed overhead unknown: the time of " + ", ".join(unknown_terms)
+                        + " is unknown (not calibrated); "
+                        "guaranteed_overhead_known_ns sums the other terms, a lower bound")
+    return {"guaranteed_overhead_ns": g,
+            "guaranteed_overhead_known_ns": g_known,
+            "guaranteed_overhead_pct": (100.0 * g / wall_ns
+                                        if wall_ns and g is not None else None),
+            "guaranteed_overhead_categories": [c for names in GUARANTEED.values()
+                                               for c in names if c in cats_total],
+            "guaranteed_by_resource": by_resource,
+            "guaranteed_overhead_terms": {
+                r: [{"category": c, "method": cats_total[c]["method"],
+                     "time_ns": cats_total[c].get("time_ns")}
+                    for c in names if c in cats_total]
+                for r, names in GUARANTEED.items()},
+            "guaranteed_overhead_unknown": unknown_terms}, warnings
 
 
 def guaranteed_by_resource(cats: dict):

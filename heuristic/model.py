@@ -149,14 +149,17 @@ def mem_parts_from_summary(s: dict) -> dict:
     """The memory resource of a recording split as jvmos's extended model uses it (ns): the
     allocator's time (the probed calls plus the estimated frees, one per block allocated: the
     free term is proportional to the allocator calls, so it belongs to the same regressor), the
-    user page faults' time, the memory syscalls' time. The three add up to the mem resource."""
+    user page faults' time, the memory syscalls' time. The three add up to the mem resource.
+    A part whose time is unknown (a calibration missing) is None, never 0; a part the
+    recording has no figure for (no allocator call, no memory syscall) is 0."""
     cats = s["categories"]
     m, vm = cats.get("malloc") or {}, cats.get("vm") or {}
     fr = cats.get("free_estimated") or {}
-    pf = vm.get("page_fault_time_ns") or 0.0
-    return {"malloc_ns": (m.get("time_ns") or 0.0) + (fr.get("time_ns") or 0.0),
-            "page_fault_ns": pf,
-            "vm_syscall_ns": max(0.0, (vm.get("time_ns") or 0.0) - pf)}
+    known = lambda c, k="time_ns": c.get(k) if c else 0.0
+    alloc = [known(m), known(fr)]
+    return {"malloc_ns": None if None in alloc else sum(alloc),
+            "page_fault_ns": known(vm, "page_fault_time_ns"),
+            "vm_syscall_ns": known(vm, "syscalls_time_ns")}
 
 
 def workload_from_summary(s: dict, mem_us: Optional[float] = None,

@@ -14,7 +14,7 @@ from typing import List, Optional
 from . import JvmosError
 from .jdk import Jvm
 from .tools import IO_JAR, c_program, host_info, jar
-from jvmos.analyzers.stats import linfit, mean_ci
+from jvmos.analyzers.stats import floor_fit, linfit, mean_ci
 
 SCHEMA = "jvmos.platform/1"
 KERNEL_SIZES = "64,256,1024,4096,16384,65536"
@@ -63,10 +63,10 @@ def _fit_trials(rows, key) -> dict:
         icepts.append(a)
     m, lo, hi = mean_ci(slopes)
     ma, loa, hia = mean_ci(icepts)
-    return {"ns_per_byte": m, "ns_per_byte_ci95": [lo, hi],
-            "ns_per_call": max(ma, 0.0), "ns_per_call_ci95": [loa, hia],
-            "trials": len(trials), "sizes": sorted({r[1] for r in rows}), "what": key}
-
+    out = {"ns_per_byte": m, "ns_per_byte_ci95": [lo, hi],
+           "ns_per_call": ma, "ns_per_call_ci95": [loa, hia],
+           "trials": len(trials), "sizes": sorted({r[1] for r in rows}), "what": key}
+    return floor_fit(out, "ns_per_call")
 
 def calibrate_kernel(trials: int = 5, millis: int = 60) -> dict:
     prog = c_program("copycal")

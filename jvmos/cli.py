@@ -140,21 +140,28 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _floored(m: dict) -> str:
+    """What print_platform adds after a model with a fitted cost floored at 0."""
+    fl = [f"{k} fitted {m[k + '_fit']:.1f}, floored at 0" for k in ("ns_per_call", "ns_per_byte")
+          if m.get(k + "_floored")]
+    return f"  ({'; '.join(fl)})" if fl else ""
+
+
 def print_platform(existing: dict) -> None:
     c = existing["copy"]
     for key in ("kernel_copyin", "kernel_copyout", "memcpy"):
         m = c[key]
         lo, hi = m["ns_per_byte_ci95"]
         print(f"{key:<16} {m['ns_per_byte']:.4f} ns/byte (95% CI {lo:.4f}..{hi:.4f}), "
-              f"{m['ns_per_call']:.0f} ns per call  [{m['what']}]")
+              f"{m['ns_per_call']:.0f} ns per call  [{m['what']}]{_floored(m)}")
     for home, m in c.get("nio_heap_to_direct", {}).items():
         lo, hi = m["ns_per_byte_ci95"]
         print(f"nio copy, JDK {m.get('jdk_version')}: {m['ns_per_byte']:.4f} ns/byte "
-              f"(95% CI {lo:.4f}..{hi:.4f}), {m['ns_per_call']:.1f} ns per copy  [{home}]")
+              f"(95% CI {lo:.4f}..{hi:.4f}), {m['ns_per_call']:.1f} ns per copy  [{home}]{_floored(m)}")
     print("paper (Solaris, 2008): 10 µs per 100 bytes copied = 100 ns/byte")
     for home, m in c.get("jni_region", {}).items():
         print(f"JNI Region copy, JDK {m.get('jdk_version')}: {m['ns_per_call']:.1f} ns per call "
-              f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]")
+              f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]{_floored(m)}")
     for key in ("malloc_call", "free_call", "page_fault"):
         m = c.get(key)
         if m:

@@ -281,11 +281,24 @@ def launched_cpu(clock_at_start: Optional[int], clock_at_end: Optional[int],
             "method": "the launched process was reaped before its CPU time could be read"}
 
 
-def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cpu: dict) -> dict:
+def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cpu: dict,
+                    probe_ns: Optional[float] = None) -> dict:
     """Summary totals that put the guaranteed overhead beside the target's CPU time during the
-    recording (and, named as such, beside the wall time)."""
+    recording (and, named as such, beside the wall time), and the probes' estimated cost
+    beside the same CPU time: the probes run on the traced threads, so their cost is CPU time,
+    and the slowdown they make is probe / (recorded CPU - probe), an estimate."""
     c = cpu.get("cpu_ns")
+    base = c - probe_ns if c is not None and probe_ns is not None else None
     return {"target_cpu_ns": c,
+            "cpu_uninstrumented_estimate_ns": base if base is not None and base > 0 else None,
+            "slowdown_pct": 100.0 * probe_ns / base if base is not None and base > 0 else None,
+            "slowdown_basis": ("estimated: probe_overhead_ns / (target_cpu_ns - "
+                               "probe_overhead_ns), the traced processes' CPU time"
+                               if base is not None and base > 0 else
+                               "unknown: no probe cost or no CPU time of the target"
+                               if base is None else
+                               "unknown: the estimated probe cost exceeds the target's CPU "
+                               "time"),
             "target_cpu_method": cpu.get("method"),
             # false: a process was reaped between readings (its last reading kept) or a
             # reading failed; the figure is then a lower bound

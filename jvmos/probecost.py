@@ -48,7 +48,7 @@ from .probegen import render
 from .tools import bpftrace, c_program, interrupt_bpftrace
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.overhead import hits_by_pid
-from jvmos.analyzers.stats import mean_ci
+from jvmos.analyzers.stats import floor_fit, mean_ci
 
 MINIMAL = {
     "tracepoint": ("getpid", "tracepoint:syscalls:sys_enter_getpid /pid == cpid/ { @n = count(); }"),
@@ -279,13 +279,21 @@ def calibrate_jni_model(jvm, window_ns: float, io_jar: Path, sizes=(10, 4096),
                 time += v
         if calls < n:
             raise JvmosError(f"JNI copy calibration on {jvm.home} saw {calls} of {n} copies")
-        pts.append((size, max(time / calls - window_ns, 0.0)))
+        per_call = time / calls - window_ns
+        if per_call <= 0:
+            raise JvmosError(f"JNI copy calibration on {jvm.home}: {size}-byte copies took "
+                             f"{time / calls:.0f} ns per call traced, not more than the probe "
+                             f"window ({window_ns:.0f} ns): the window or this run is wrong; "
+                             "recalibrate on a quieter machine ('jvmos calibrate --probes')")
+        pts.append((size, per_call))
     (s0, t0), (s1, t1) = pts[0], pts[-1]
-    b = max((t1 - t0) / (s1 - s0), 0.0)
-    return {"ns_per_call": max(t0 - b * s0, 0.0), "ns_per_byte": b, "points": pts,
-            "jdk_version": jvm.version,
-            "what": "GetByteArrayRegion time per call in --mode time minus the calibrated "
-                    "probe window, at two sizes"}
+    b = (t1 - t0) / (s1 - s0)
+    model = {"ns_per_byte": b, "points": pts, "jdk_version": jvm.version,
+             "what": "GetByteArrayRegion time per call in --mode time minus the calibrated "
+                     "probe window, at two sizes; a line through the two points"}
+    floor_fit(model, "ns_per_byte")
+    model["ns_per_call"] = t0 - model["ns_per_byte"] * s0
+    return floor_fit(model, "ns_per_call")
 
 
 # ---- USDT probes of HotSpot's JNI functions beside the symbol uprobe+uretprobe pair ----

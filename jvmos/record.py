@@ -835,14 +835,15 @@ def record(opts: Options) -> Result:
                         "probe fired): only syscall figures apply")
         log(f"warning: {warnings[-1]}")
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
+    if opts.sample:     # before the totals that read the categories' times
+        merge_samples(summary, sampling.collect(out, log=log))
     summary["totals"].update(cputime.overhead_totals(
-        summary["totals"].get("guaranteed_overhead_ns"), wall_ns, target_cpu))
+        summary["totals"].get("guaranteed_overhead_ns"), wall_ns, target_cpu,
+        summary["totals"].get("probe_overhead_ns")))
     # the analyzers' warnings (calibration, unknown figures) and the recording's, in one list
     summary["warnings"] = list(summary.get("warnings") or []) + [
         w for w in warnings if w not in (summary.get("warnings") or [])]
     summary["status_reason"] = reason
-    if opts.sample:
-        merge_samples(summary, sampling.collect(out, log=log))
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
                      "wall_ns": wall_ns, "bpftrace_exit_status": bt_rc,
@@ -878,22 +879,40 @@ SAMPLED_CATEGORIES = ("jni_copy", "nio_copy", "io_syscall", "kernel_copy")
 
 
 def merge_samples(summary: dict, samp: Optional[dict]) -> None:
-    """Times from samples next to (count mode: instead of) the probe-derived ones."""
+    """Times from samples next to the probe-derived ones (time mode), or instead of them
+    (count mode, where the probes timed nothing): samples x interval, or unknown (null) when
+    no sample fell in the category. In count mode the per-process figures take their own
+    process's samples and the guaranteed totals are summed again from what was merged."""
     summary["sampling"] = samp
     if not samp:
         summary.setdefault("warnings", []).append("no profile was written: no JVM was sampled")
         return
-    for name in SAMPLED_CATEGORIES:
-        c = summary["categories"].get(name)
-        s = samp["categories"].get(name, {"samples": 0, "time_ns": 0, "time_err95_ns": 0.0})
-        if c is None:
-            continue
-        c["time_sampled_ns"] = s["time_ns"]
-        c["time_sampled_err95_ns"] = s["time_err95_ns"]
-        c["samples"] = s["samples"]
-        if summary["totals"].get("mode") == "count" and name != "kernel_copy":
-            c["time_ns"] = s["time_ns"]
-            c["method"] = "sampled"
+    count = summary["totals"].get("mode") == "count"
+
+    def put(cats: dict, sampled: dict) -> None:
+        for name in SAMPLED_CATEGORIES:
+            c = cats.get(name)
+            if c is None:
+                continue
+            s = sampled.get(name) or {"samples": 0, "time_ns": None, "time_err95_ns": None}
+            n = s.get("samples") or 0
+            c["samples"] = n
+            c["time_sampled_ns"] = s["time_ns"] if n else None
+            c["time_sampled_err95_ns"] = s["time_err95_ns"] if n else None
+            if count and name != "kernel_copy":
+                c["time_ns"] = c["time_sampled_ns"]
+                c["method"] = "sampled"
+                c.pop("basis", None)
+
+    put(summary["categories"], samp.get("categories") or {})
+    for pid, p in summary.get("by_pid", {}).items():
+        put(p["categories"], ((samp.get("by_pid") or {}).get(pid) or {}).get("categories") or {})
+    if count:
+        gtot, gwarn = summ.guaranteed_totals(summary["categories"], summary.get("by_pid", {}),
+                                             summary["totals"].get("wall_ns"))
+        summary["totals"].update(gtot)
+        summary.setdefault("warnings", []).extend(
+            w for w in gwarn if w not in summary["warnings"])
 
 
 def _record_sampled(opts: Options, log) -> Result:

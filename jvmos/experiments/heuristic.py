@@ -219,9 +219,12 @@ def fit_extended(levels: List[dict]):
     paper's terms; links = accepts x C_link + files opened x C_file; memory, instead of one
     constant C_mem, = allocator calls x C_malloc + user page faults x C_pf + C_vm (the memory
     syscalls' median). Every regressor is a count that the probes measure for the workload.
-    None when the levels lack the memory split (results made before it existed)."""
+    None when the levels lack the memory split (results made before it existed) or a part of
+    it is unknown (its calibration missing)."""
     if not levels or not all("mem_parts" in L for L in levels):
         return None
+    if any(v is None for L in levels for v in L["mem_parts"].values()):
+        return None     # a part's time unknown (not calibrated): nothing to fit it to
     mem = lambda L, part: L["mem_parts"].get(part, 0.0) / 1e3
     f = _shared_fit(levels)
     f["C_link"], f["C_file"] = _lstsq2([_count(L, "accepts") for L in levels],

@@ -164,8 +164,13 @@ def main(argv) -> int:
         fr = cats.get("free_estimated", {})
         exec_ns = bare["process_wall_ns"]
         # libc = the probed allocator calls' time + the estimated frees' time, kept apart too
-        malloc_ns, free_ns = m.get("time_ns") or 0.0, fr.get("time_ns") or 0.0
-        libc, kernel = malloc_ns + free_ns, vm.get("time_ns") or 0.0
+        # a time a missing calibration leaves unknown stays unknown (None), and so does every
+        # sum it is part of; a category with no call at all is 0
+        malloc_ns = m.get("time_ns") if m else 0.0
+        free_ns = fr.get("time_ns") if fr else 0.0
+        libc = None if None in (malloc_ns, free_ns) else malloc_ns + free_ns
+        kernel = vm.get("time_ns") if vm else 0.0
+        both = None if None in (libc, kernel) else libc + kernel
         err = (res.run_dir / "stderr.txt").read_text(errors="replace")
         results["benchmarks"][b] = {
             "command": cmd, "exec_ns": exec_ns,
@@ -173,12 +178,11 @@ def main(argv) -> int:
             "recorded_iteration_ns": iteration_times(w, err),
             "recorded_wall_ns": s["totals"]["wall_ns"],
             "libc_ns": libc, "kernel_ns": kernel,
-            "kernel_syscalls_ns": kernel - (vm.get("page_fault_time_ns") or 0.0),
+            "kernel_syscalls_ns": vm.get("syscalls_time_ns") if vm else 0.0,
             "page_fault_ns": vm.get("page_fault_time_ns"),
-            "overhead_pct": 100.0 * (libc + kernel) / exec_ns,
-            **cpu_figures(bare.get("process_cpu_ns"), s["totals"].get("target_cpu_ns"),
-                          libc + kernel),
-            "libc_overhead_pct": 100.0 * libc / exec_ns,
+            "overhead_pct": None if both is None else 100.0 * both / exec_ns,
+            **cpu_figures(bare.get("process_cpu_ns"), s["totals"].get("target_cpu_ns"), both),
+            "libc_overhead_pct": None if libc is None else 100.0 * libc / exec_ns,
             "malloc_probed_ns": malloc_ns, "free_estimated_ns": free_ns,
             "malloc_calls": m.get("calls"), "malloc_bytes": m.get("bytes"),
             "free_estimated_calls": fr.get("calls"),
@@ -216,7 +220,11 @@ def main(argv) -> int:
 def summarize(results) -> None:
     """Average overhead with and without outliers (the paper left jython out: an order of
     magnitude worse). Outlier: more than 3x the median overhead."""
-    ovs = {b: r["overhead_pct"] for b, r in results["benchmarks"].items()}
+    ovs = {b: r["overhead_pct"] for b, r in results["benchmarks"].items()
+           if r.get("overhead_pct") is not None}
+    # a benchmark whose overhead is unknown (a calibration missing) is named, not averaged in
+    results["overhead_unknown"] = [b for b, r in results["benchmarks"].items()
+                                   if r.get("overhead_pct") is None]
     if not ovs:
         return
     med = statistics.median(ovs.values())
@@ -233,7 +241,8 @@ def cpu_figures(bare_cpu_ns, recorded_cpu_ns, overhead_ns) -> dict:
     ok = bool(bare_cpu_ns)
     d = recorded_cpu_ns - bare_cpu_ns if ok and recorded_cpu_ns is not None else None
     return {"bare_cpu_ns": bare_cpu_ns, "recorded_cpu_ns": recorded_cpu_ns,
-            "overhead_pct_of_bare_cpu": 100.0 * overhead_ns / bare_cpu_ns if ok else None,
+            "overhead_pct_of_bare_cpu": (100.0 * overhead_ns / bare_cpu_ns
+                                         if ok and overhead_ns is not None else None),
             "probe_effect_cpu_ns": d,
             "recorded_over_bare_cpu": recorded_cpu_ns / bare_cpu_ns if d is not None else None}
 
@@ -266,12 +275,14 @@ def table6(results) -> Table:
         paper = PAPER_T6.get(PAPER_NAME.get(b, b))
         ptxt = (f"{paper[0]:,} / {paper[1]:,} / {paper[2]} / {paper[3]}%" if paper else "—")
         pe, pv = probe_effect_cells(r.get("probe_effect"))
-        t.add([b, f"{r['exec_ns'] / 1e6:,.0f}", f"{r['libc_ns'] / 1e6:,.1f}",
-               f"{r['kernel_ns'] / 1e6:,.1f}", f"{r['overhead_pct']:.1f}%",
+        ms = lambda v: "unknown" if v is None else f"{v / 1e6:,.1f}"
+        t.add([b, f"{r['exec_ns'] / 1e6:,.0f}", ms(r["libc_ns"]), ms(r["kernel_ns"]),
+               "unknown" if r["overhead_pct"] is None else f"{r['overhead_pct']:.1f}%",
                fmt_count(r["malloc_calls"]), fmt_count(r.get("free_estimated_calls")),
                fmt_bytes(r["malloc_bytes"]),
                fmt_count(r["page_faults"]), ptxt] + pe,
-              [b, r["exec_ns"] / 1e6, r["libc_ns"] / 1e6, r["kernel_ns"] / 1e6,
+              [b, r["exec_ns"] / 1e6, None if r["libc_ns"] is None else r["libc_ns"] / 1e6,
+               None if r["kernel_ns"] is None else r["kernel_ns"] / 1e6,
                r["overhead_pct"], r["malloc_calls"], r.get("free_estimated_calls"),
                r["malloc_bytes"], r["page_faults"],
                ptxt] + pv)
@@ -279,6 +290,8 @@ def table6(results) -> Table:
         wo = results.get("average_overhead_pct_without_outliers")
         label = ("average without " + ", ".join(results["outliers"])) if results["outliers"] \
             else "average (no outlier)"
+        if results.get("overhead_unknown"):
+            label += " (" + ", ".join(results["overhead_unknown"]) + ": unknown, left out)"
         t.add(["average", "", "", "", f"{results['average_overhead_pct']:.1f}%", "", "", "", "",
                "5% (without jython)", "", "", ""],
               ["average", None, None, None, results["average_overhead_pct"], None, None, None,

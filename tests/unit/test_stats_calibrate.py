@@ -102,12 +102,21 @@ def test_fit_trials_rows_in_any_order_and_trial_ids():
     assert fit["ns_per_call"] == pytest.approx(20.0) and fit["ns_per_byte"] == pytest.approx(1.0)
 
 
-def test_fit_trials_clamps_a_negative_per_call_cost_but_keeps_its_interval():
+def test_fit_trials_floors_a_negative_per_call_cost_with_its_flag_fit_and_interval():
+    # intercepts -70, -66, -68: mean -68; floored at 0, flagged, the fit and its interval
+    # kept apart; the floored value's interval is the fit's clipped at 0, so it holds 0
     fit = calibrate._fit_trials(rows_for([(-70.0, 0.025), (-66.0, 0.025), (-68.0, 0.025)]), "memcpy")
-    assert fit["ns_per_call"] == 0.0
-    lo, hi = fit["ns_per_call_ci95"]
+    assert fit["ns_per_call"] == 0.0 and fit["ns_per_call_floored"] is True
+    assert fit["ns_per_call_fit"] == pytest.approx(-68.0)
+    lo, hi = fit["ns_per_call_fit_ci95"]
     assert lo < -68.0 < hi < 0
+    assert fit["ns_per_call_ci95"] == [0.0, 0.0]
     assert fit["ns_per_byte"] == pytest.approx(0.025)
+
+
+def test_fit_trials_keeps_a_positive_cost_unflagged():
+    fit = calibrate._fit_trials(rows_for([(10.0, 1.0), (30.0, 1.0)]), "x")
+    assert "ns_per_call_floored" not in fit and "ns_per_call_fit" not in fit
 
 
 # ---------------------------------------------------------------- platform file

@@ -3,6 +3,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+# the line common.bt prints after it has printed every map at the stop signal
+MAPS_PRINTED = "jvmos-maps-printed"
+
 # how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
 MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3, "@path_calls": 3,
              "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3, "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2,
@@ -16,6 +19,9 @@ class Raw:
     attached_probes: int = 0
     lost_events: int = 0
     errors: List[str] = field(default_factory=list)
+    # common.bt printed every map at the stop, then its end marker (MAPS_PRINTED): the maps
+    # are those of the stop; any printed after the marker (bpftrace's own end) are ignored
+    maps_printed: bool = False
 
     def keyed(self, name: str) -> Dict[Tuple[str, ...], object]:
         """A map as {(key fields...): value}; {} when the map never got an entry."""
@@ -49,9 +55,12 @@ def parse_lines(lines) -> Raw:
             continue
         kind, data = rec.get("type"), rec.get("data")
         if kind in ("map", "hist", "lhist", "stats") and isinstance(data, dict):
-            raw.maps.update(data)
+            if not raw.maps_printed:
+                raw.maps.update(data)
         elif kind == "printf":
             raw.printf.append(data)
+            if isinstance(data, str) and data.strip() == MAPS_PRINTED:
+                raw.maps_printed = True
         elif kind == "attached_probes":
             raw.attached_probes = int(data.get("probes", 0))
         elif kind == "lost_events":

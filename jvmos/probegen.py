@@ -205,6 +205,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
             while i < len(lines) and lines[i] != "}":
                 i += 1
             i += 1
+    out = _print_maps(out, begin + out, end)
     text = ["BEGIN", "{"] + begin + ["}", ""] + out + ["", "END", "{"] + end + ["}", ""]
     script.text = "\n".join(text)
     script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
@@ -216,6 +217,34 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     script.missing = sorted({m for m in script.missing
                              if m.rsplit(":", 1)[-1] not in present})
     return script
+
+
+PRINT_MAPS = "/* jvmos: print the maps */"
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.S)
+_MAP = re.compile(r"@[A-Za-z_]\w*")
+_CLEARED = re.compile(r"clear\((@[A-Za-z_]\w*)\)")
+
+
+def output_maps(code: List[str], end: List[str]) -> List[str]:
+    """The maps of a script that bpftrace would print at its end: every map the code uses
+    (comments and strings aside) but the scratch ones END clears and @trk (cleared at the
+    stop)."""
+    used = set(_MAP.findall(_COMMENT.sub(" ", "\n".join(code))))
+    scratch = set(_CLEARED.findall(_COMMENT.sub(" ", "\n".join(end)))) | {"@trk"}
+    return sorted(used - scratch)
+
+
+def _print_maps(out: List[str], code: List[str], end: List[str]) -> List[str]:
+    """common.bt's stop block with its print() list written in (see common.bt)."""
+    maps = output_maps(code, end)
+    res = []
+    for line in out:
+        if line.strip() == PRINT_MAPS:
+            indent = line[:len(line) - len(line.lstrip())]
+            res.extend(f"{indent}print({m});" for m in maps)
+        else:
+            res.append(line)
+    return res
 
 
 _ARG = re.compile(r"\barg(\d+)\b")

@@ -158,11 +158,17 @@ def settle(reasons: List[tuple], warnings: List[str], log) -> tuple:
 
 
 def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tuple]:
-    """What bpftrace's exit and output say about a recording, as (status, why) pairs."""
+    """What bpftrace's exit and output say about a recording, as (status, why) pairs.
+
+    Its output is whole when, after the stop signal, it printed every map and then common.bt's
+    end marker (raw.maps_printed; jvmos then kills it rather than wait a minute for its
+    uprobes' detach, rc None), or when it exited 0 after printing its END maps."""
     out = []
     if stopped_early:
         out.append(("failed", f"bpftrace stopped before the end of the run (exit status {rc}): "
                               "the figures cover part of it"))
+    elif raw.maps_printed:
+        pass
     elif rc is None:
         out.append(("truncated", "bpftrace did not exit after the stop signal and was killed: "
                                  "its output is incomplete"))
@@ -278,8 +284,22 @@ class _Tree(threading.Thread):
                     j = jvm_of_pid(p)
                     if j:
                         info["jvm"] = j.as_dict()
+                    elif self._exe_is_launcher(p):
+                        # a JDK's launcher between its exec and its dlopen of libjvm.so (a
+                        # short run can end before a later scan): the JVM of that launcher,
+                        # until the maps say otherwise
+                        j = jvm_of_executable(os.readlink(f"/proc/{p}/exe"))
+                        if j:
+                            info["jvm_from_launcher"] = j.as_dict()
             except (OSError, JvmosError):
                 pass
+
+    @staticmethod
+    def _exe_is_launcher(p: int) -> bool:
+        try:
+            return os.path.basename(os.readlink(f"/proc/{p}/exe")) in ("java", "javaw")
+        except OSError:
+            return False
 
     def run(self):
         while not self.stop.is_set():
@@ -416,6 +436,45 @@ def bpftrace_env() -> Dict[str, str]:
     env = dict(os.environ)
     env.setdefault("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS_MAX)
     return env
+
+
+# how long bpftrace may take, after the stop signal, to print every map and the end marker
+MAPS_TIMEOUT_S = 120
+
+
+def _wait_maps_printed(raw_path: Path, bt: subprocess.Popen, timeout: float) -> bool:
+    """True once bpftrace's output holds common.bt's end marker (every map printed after the
+    stop); False if bpftrace exits first or the marker is not there within `timeout` s."""
+    deadline = time.monotonic() + timeout
+    pos = 0
+    tail = b""
+    marker = rawparse.MAPS_PRINTED.encode()
+    while True:
+        exited = bt.poll() is not None
+        try:
+            with open(raw_path, "rb") as f:
+                f.seek(pos)
+                chunk = f.read()
+        except OSError:
+            chunk = b""
+        pos += len(chunk)
+        tail += chunk
+        if marker in tail:
+            return True
+        tail = tail[-len(marker):]
+        if exited or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _let_die(bt: subprocess.Popen) -> None:
+    """SIGKILL bpftrace and reap it in the background: a killed bpftrace still closes its
+    uprobes (a grace period each) before it is gone, which nothing here needs to wait for."""
+    try:
+        bt.kill()
+    except ProcessLookupError:
+        pass
+    threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
 
 
 def stop_counting(root: int) -> None:
@@ -581,6 +640,7 @@ def record(opts: Options) -> Result:
     t0_box = {"ns": time.monotonic_ns()}
     holds = None
     tree = None
+    bt_abandoned = False
     try:
         _save(out / "manifest.json", manifest, out)
 
@@ -619,8 +679,7 @@ def record(opts: Options) -> Result:
                 gate_w = None
                 child.wait()
             if bt.poll() is None:
-                bt.kill()
-                bt.wait()
+                _let_die(bt)
             manifest["status"] = status
             manifest["error"] = msg
             manifest["end_time"] = _now_iso()
@@ -755,9 +814,20 @@ def record(opts: Options) -> Result:
             manifest["probes"]["scope"]["detach_seconds"] = scoper.detach_s
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
-            manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
+            if _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
+                _let_die(bt)
+                bt_abandoned = True
+                manifest["bpftrace_end"] = (
+                    "printed every map after the stop, then killed by jvmos (bpftrace would "
+                    "detach its uprobes one kernel grace period at a time before exiting; the "
+                    "kernel does it as the killed process exits, not awaited)")
+            else:
+                manifest["bpftrace_end"] = ("no end marker within "
+                                            f"{MAPS_TIMEOUT_S} s of the stop: SIGINT, and its "
+                                            "own end-of-run output awaited")
+                manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
         # None: killed by jvmos after the stop signal
-        bt_rc = None if (bt.returncode == -signal.SIGKILL and not bt_stopped_early) \
+        bt_rc = None if (bt.returncode in (None, -signal.SIGKILL) and not bt_stopped_early) \
             else bt.returncode
     finally:
         for s, h in old.items():
@@ -773,9 +843,8 @@ def record(opts: Options) -> Result:
             holds.release_all()
         if gate_w is not None:
             os.close(gate_w)
-        if bt is not None and bt.poll() is None:  # an error on the way: never leave it running
-            bt.kill()
-            bt.wait()
+        if bt is not None and not bt_abandoned and bt.poll() is None:
+            _let_die(bt)            # an error on the way: never leave it running
 
     raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
     reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
@@ -807,7 +876,8 @@ def record(opts: Options) -> Result:
         warnings.append(why)
         log(f"note: {why}")
     pids = {str(p): info for p, info in tree.pids.items()}
-    jvm_home_by_pid = {p: i["jvm"]["home"] for p, i in pids.items() if "jvm" in i}
+    jvm_home_by_pid = {p: (i.get("jvm") or i["jvm_from_launcher"])["home"]
+                       for p, i in pids.items() if "jvm" in i or "jvm_from_launcher" in i}
     if opts.pid is not None and jvms:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)

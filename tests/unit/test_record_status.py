@@ -78,3 +78,38 @@ def test_missed_entries_are_warned_with_their_count_per_kind():
         "(counted, its time not measured)"]
     # they do not change the status
     assert decide_status(bpftrace_reasons(stopped_early=False, rc=0, raw=raw)) == "complete"
+
+
+MARKER = {"type": "printf", "data": "jvmos-maps-printed\n"}
+
+
+def test_maps_printed_at_the_stop_then_killed_is_complete():
+    # common.bt printed every map at the stop, then its marker; jvmos killed bpftrace (rc None)
+    raw = parse_lines(lines(ATTACHED, {"type": "map", "data": {"@calls": {"1,io,x": 4}}},
+                            MARKER))
+    assert raw.maps_printed
+    reasons = bpftrace_reasons(stopped_early=False, rc=None, raw=raw)
+    assert reasons == [] and decide_status(reasons) == "complete"
+
+
+def test_maps_after_the_marker_are_not_taken():
+    # bpftrace's own end-of-run printing after the marker (had it not been killed) would
+    # print the maps again, and END's: the figures are those printed at the stop
+    raw = parse_lines(lines(ATTACHED, {"type": "map", "data": {"@calls": {"1,io,x": 4}}},
+                            MARKER, {"type": "map", "data": {"@calls": {"1,io,x": 9}}}, END))
+    assert raw.keyed("@calls") == {("1", "io", "x"): 4}
+    assert "@end_ns" not in raw.maps
+
+
+def test_no_marker_and_killed_is_still_truncated():
+    # the maps half printed when bpftrace died: no marker, so not complete
+    raw = parse_lines(lines(ATTACHED, {"type": "map", "data": {"@calls": {"1,io,x": 4}}}))
+    assert [st for st, _ in bpftrace_reasons(stopped_early=False, rc=None, raw=raw)] == \
+        ["truncated"]
+
+
+def test_a_marker_does_not_hide_parse_errors_or_lost_events():
+    raw = parse_lines(lines(ATTACHED, {"type": "lost_events", "data": {"events": 2}}, MARKER)
+                      + ["{cut"])
+    assert [st for st, _ in bpftrace_reasons(stopped_early=False, rc=None, raw=raw)] == \
+        ["truncated", "events_lost"]

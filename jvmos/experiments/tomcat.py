@@ -73,6 +73,9 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-tomcat)")
     p.add_argument("--quick", action="store_true", help=f"levels {QUICK_LEVELS}, 16 kB pages")
+    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
+                   help="skip the probe-effect pair (a second recorded load between two bare "
+                        "ones at each level: doubles the experiment's time)")
     a = p.parse_args(argv)
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
@@ -168,12 +171,9 @@ def cpu_split(bare_cpu_ns: Optional[float], recorded_cpu_ns: Optional[float],
     return out
 
 
-def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
-                  keepalive: bool = False, layers=LAYERS) -> dict:
-    """One load level: recorded (jvmos attached to the server for the load), then bare.
-    Recorded first, so that the threads Tomcat's pool starts for a load it has not seen yet
-    are created while jvmos watches."""
-    log(f"[{name}] {threads} threads x {pages} pages, recorded ({','.join(layers)})")
+def _recorded_load(shop: Shop, threads: int, pages: int, keepalive: bool, layers, run_dir: Path,
+                   name: str):
+    """One load with jvmos attached to the server: (recording, load result, server CPU ns)."""
     box = {}
 
     def drive():
@@ -181,20 +181,56 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         box["load"] = shop.load(threads, pages, keepalive)
         box["cpu1"] = shop.cpu_ns()
 
-    res = rec.record(rec.Options(pid=shop.proc.pid, layers=list(layers), out=out / "runs" / name,
+    res = rec.record(rec.Options(pid=shop.proc.pid, layers=list(layers), out=run_dir,
                                  workload=drive, log=lambda m: log(f"  [{name}] {m}")))
     if res.status != "complete":
         raise JvmosError(f"recording of {name} ended {res.status}")
-    log(f"[{name}] {threads} threads x {pages} pages, bare")
+    return res, box["load"], box["cpu1"] - box["cpu0"]
+
+
+def _bare_load(shop: Shop, threads: int, pages: int, keepalive: bool) -> dict:
     c0 = shop.cpu_ns()
     bare = shop.load(threads, pages, keepalive)
-    bare_cpu = shop.cpu_ns() - c0
-    bare["server_cpu_ns"] = bare_cpu
+    bare["server_cpu_ns"] = shop.cpu_ns() - c0
+    return bare
+
+
+def warm_pair(shop: Shop, threads: int, pages: int, keepalive: bool, layers, out: Path,
+              name: str, bare_before: dict) -> dict:
+    """The probe effect measured on a server in one state: the level's first recorded load
+    grows the connector's pool and touches the heap's pages for the first time (first-touch
+    page faults that a later bare load does not pay), so recorded minus that bare load is
+    not the probes' cost. Here a second recorded load runs between two bare loads, all three
+    on the warmed server: observed = recorded - mean(bare before, bare after), beside
+    jvmos's estimate for that same recording."""
+    log(f"[{name}] probe effect: a second recorded load between two bare ones")
+    res, load, cpu = _recorded_load(shop, threads, pages, keepalive, layers,
+                                     out / "runs" / f"{name}-warm", f"{name}-warm")
+    after = _bare_load(shop, threads, pages, keepalive)
+    bares = [bare_before["server_cpu_ns"], after["server_cpu_ns"]]
+    return {"run_dir": str(res.run_dir.relative_to(out)), "server_cpu_ns": cpu,
+            "bare_cpu_ns": bares, "bare_mean_cpu_ns": sum(bares) / 2,
+            "pages_per_s": load.get("pages_per_s"),
+            "bare_after_pages_per_s": after.get("pages_per_s"),
+            "probe_totals": probe_totals(res.summary["totals"])}
+
+
+def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
+                  keepalive: bool = False, layers=LAYERS, pair: bool = False) -> dict:
+    """One load level: recorded (jvmos attached to the server for the load), then bare.
+    Recorded first, so that the threads Tomcat's pool starts for a load it has not seen yet
+    are created while jvmos watches. pair: the probe effect is measured on a warm pair too
+    (warm_pair)."""
+    log(f"[{name}] {threads} threads x {pages} pages, recorded ({','.join(layers)})")
+    res, load, cpu = _recorded_load(shop, threads, pages, keepalive, layers,
+                                    out / "runs" / name, name)
+    log(f"[{name}] {threads} threads x {pages} pages, bare")
+    bare = _bare_load(shop, threads, pages, keepalive)
+    bare_cpu = bare["server_cpu_ns"]
+    warm = warm_pair(shop, threads, pages, keepalive, layers, out, name, bare) if pair else None
     s = res.summary
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
-    load = box["load"]
-    cpu = box["cpu1"] - box["cpu0"]
     overhead = sum(by.values())
     if t.get("guaranteed_overhead_unknown"):
         log(f"warning: {threads}x{pages}: the overhead leaves out "
@@ -211,6 +247,7 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
         "probe_totals": probe_totals(t),
+        **({"warm_pair": warm} if warm else {}),
     }
 
 
@@ -229,7 +266,8 @@ def main(argv) -> int:
             shop.load(4, max(1, a.warmup_pages // 4), a.keepalive)
         for t, p in a.levels:
             name = f"{t}x{p}"
-            results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive)
+            results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive,
+                                                    pair=a.warm_pair)
     table = figure2_table(results)
     notes = notes_for(results)
     figs = figure2(results, out / "figure2")
@@ -245,12 +283,24 @@ def main(argv) -> int:
 
 def level_probe_effect(L: dict) -> dict:
     """Estimated probe effect beside the observed one: the server's CPU time recorded minus
-    bare at the same load (the median over repeats when a level has several)."""
+    bare at the same load (the median over repeats when a level has several); from the warm
+    pair when the level has one (warm_pair: the first recorded load pays the server's
+    warm-up, which is not the probes' cost)."""
     reps = L.get("repeats") or [L]
-    return probe_effect_median([
-        probe_effect(r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
-                     r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
-                     "server CPU time") for r in reps])
+    effects = []
+    for r in reps:
+        w = r.get("warm_pair")
+        if w:
+            effects.append(probe_effect(w["probe_totals"], w["server_cpu_ns"],
+                                        w["bare_mean_cpu_ns"],
+                                        "server CPU time, warm: a second recorded load minus "
+                                        "the mean of the bare loads before and after it"))
+        else:
+            effects.append(probe_effect(
+                r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
+                r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
+                "server CPU time"))
+    return probe_effect_median(effects)
 
 
 def ms(ns):
@@ -308,7 +358,18 @@ def notes_for(results) -> List[str]:
             "pages/s bare and recorded are from the same invocation (recorded first, so that "
             "the connector's pool grows while jvmos watches; the bare run then finds it grown); "
             "the difference is the probe effect on the server and on the load generator, and "
-            "that pool growth."]
+            "that pool growth.",
+            "probe effect: estimated = the probes that fired x their calibrated cost per hit; "
+            "observed = server CPU time recorded - bare. "
+            + ("Each level's figure is from its warm pair: a second recorded load run between "
+               "two bare ones once the first recorded load has grown the pool and touched the "
+               "heap's pages, so that the observed difference is not the server's warm-up "
+               "(observed = that recording's CPU - the mean of the two bare loads)."
+               if any(L.get("warm_pair") for L in results["levels"].values()) else
+               "The first recorded load pays the server's warm-up (pool growth, first-touch "
+               "page faults of the heap) that the bare load after it does not: the observed "
+               "difference overstates the probes' cost (run without --no-warm-pair to "
+               "measure it on a warm server).")]
 
 
 def figure2(results, stem: Path) -> list:

@@ -121,6 +121,16 @@ def test_tomcat_quick(platform_file, tmp_path):
         assert L["recorded"]["errors"] == 0 and L["bare"]["errors"] == 0, name
         assert L["counts"]["accepts"] >= L["threads"] * L["pages"], name
         assert L["by_resource"]["io"] > 0 and L["by_resource"]["links"] > 0, name
+        # the probe effect of each level comes from its warm pair: a second recording
+        # between two bare loads, observed against their mean
+        w = L["warm_pair"]
+        assert len(w["bare_cpu_ns"]) == 2 and all(b > 0 for b in w["bare_cpu_ns"]), name
+        assert w["bare_mean_cpu_ns"] == sum(w["bare_cpu_ns"]) / 2
+        pe = L["probe_effect"]
+        assert pe["observed"].startswith("server CPU time, warm"), name
+        assert pe["observed_ns"] == w["server_cpu_ns"] - w["bare_mean_cpu_ns"], name
+        assert pe["estimated_ns"] == w["probe_totals"]["probe_overhead_ns"] > 0, name
+        assert (out / w["run_dir"] / "summary.json").exists()
     # the connector's pool grows with the load while jvmos watches
     assert sum(L["counts"]["threads_created"] for L in res["levels"].values()) > 0
     last = json.loads((out / "runs" / "10x10" / "summary.json").read_text())

@@ -98,8 +98,12 @@ def test_socket_stream_copies_through_nio_not_jni(platform_file, tmp_path):
 
 def test_attach_by_pid_detaches_and_jvm_exits_normally(platform_file, tmp_path):
     out = tmp_path / "attach"
+    # the loop ends by itself after 150 s: longer than the attach takes while other tests'
+    # bpftrace processes are being torn down (the kernel serialises uprobe attach and detach;
+    # 53 s seen here), so that it is still running when the recording ends
     jvm = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
-                            "--iterations", "150000000", "--size", "10", "--target", "/dev/null"],
+                            "--iterations", "100000000000", "--seconds", "150", "--size", "10",
+                            "--target", "/dev/null"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)

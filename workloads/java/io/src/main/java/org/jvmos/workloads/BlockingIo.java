@@ -11,7 +11,11 @@ import java.util.List;
  * tight loop. Each call is one JNI transition plus one write(2) system call; the default
  * (10-byte writes to /dev/null) isolates the per-call overhead of the JDK I/O path.
  *
- * <pre>BlockingIo --iterations N --size S --target PATH</pre>
+ * <pre>BlockingIo --iterations N --size S --target PATH [--seconds T]</pre>
+ *
+ * With {@code --seconds T} the loop also ends after T seconds (checked every 65,536 writes, in a
+ * loop of its own so that the untimed loop stays the one the experiments measure); ops says how
+ * many writes were made.
  */
 public final class BlockingIo {
 
@@ -30,8 +34,10 @@ public final class BlockingIo {
         long iterations;
         int size;
         String target;
+        long seconds;
         try {
-            Cli cli = Cli.parse(args, List.of("iterations", "size", "target"), List.of());
+            Cli cli = Cli.parse(args, List.of("iterations", "size", "target", "seconds"), List.of());
+            seconds = cli.longValue("seconds", 0L, 0, 86_400L);
             iterations = cli.longValue("iterations", 1_000_000L, 0, Long.MAX_VALUE);
             size = cli.intValue("size", 10, 1, 64 << 20);
             target = cli.string("target", "/dev/null");
@@ -47,8 +53,20 @@ public final class BlockingIo {
         try (FileOutputStream fos = new FileOutputStream(target)) {
             long t0 = System.nanoTime();
             start = t0;
-            for (long i = 0; i < iterations; i++) {
-                fos.write(buf);
+            if (seconds == 0) {
+                for (long i = 0; i < iterations; i++) {
+                    fos.write(buf);
+                }
+            } else {
+                long deadline = t0 + seconds * 1_000_000_000L;
+                long i = 0;
+                for (; i < iterations; i++) {
+                    if ((i & 0xFFFF) == 0 && System.nanoTime() > deadline) {
+                        break;
+                    }
+                    fos.write(buf);
+                }
+                iterations = i;
             }
             elapsed = System.nanoTime() - t0;
         } catch (IOException e) {

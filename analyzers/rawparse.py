@@ -9,7 +9,7 @@ MAPS_PRINTED = "jvmos-maps-printed"
 # how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
 MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3, "@path_calls": 3,
              "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3, "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2,
-             "@missed": 2, "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1}
+             "@missed": 2, "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1}
 
 
 @dataclass

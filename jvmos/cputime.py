@@ -294,6 +294,8 @@ def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cp
             "slowdown_pct": 100.0 * probe_ns / base if base is not None and base > 0 else None,
             "slowdown_basis": ("estimated: probe_overhead_ns / (target_cpu_ns - "
                                "probe_overhead_ns), the traced processes' CPU time"
+                               + ("" if cpu.get("complete") else
+                                  "; target_cpu_ns is a lower bound, so this is an upper bound")
                                if base is not None and base > 0 else
                                "unknown: no probe cost or no CPU time of the target"
                                if base is None else

@@ -237,6 +237,14 @@ def output_maps(code: List[str], end: List[str]) -> List[str]:
 def _print_maps(out: List[str], code: List[str], end: List[str]) -> List[str]:
     """common.bt's stop block with its print() list written in (see common.bt)."""
     maps = output_maps(code, end)
+    # the end marker tells jvmos that every map was printed: a script that prints it must
+    # print maps before it
+    marks = any("jvmos-maps-printed" in line for line in out)
+    placed = any(line.strip() == PRINT_MAPS for line in out)
+    if marks and (not placed or not maps):
+        raise JvmosError("probes/common.bt prints the end marker but no map before it (its "
+                         f"'{PRINT_MAPS}' line is missing, or the script has no map): this "
+                         "installation's probe scripts are damaged")
     res = []
     for line in out:
         if line.strip() == PRINT_MAPS:

@@ -93,6 +93,9 @@ class Options:
     log: object = None
     # with --pid: a load to drive while tracing; the recording ends when it returns
     workload: Optional[Callable[[], None]] = None
+    # wait until every probe is gone from the target before returning (experiments that run
+    # the same load bare right after; the uprobes' detach takes ~0.1-0.25 s each)
+    wait_teardown: bool = False
 
 
 @dataclass
@@ -175,7 +178,8 @@ def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tup
     elif rc != 0:
         out.append(("truncated", f"bpftrace exited with status {rc} after the stop signal: "
                                  "its output may be incomplete"))
-    if "@end_ns" not in raw.maps and not stopped_early and rc is not None:
+    if "@end_ns" not in raw.maps and not stopped_early and rc is not None \
+            and not raw.maps_printed:
         out.append(("truncated", "bpftrace's END output is missing: the maps it prints at the "
                                  "end were not (all) written"))
     if raw.errors:
@@ -497,11 +501,13 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = cal.calibrate_nio(j)
         changed = True
+        cal.save(platform_file, platform)   # kept if a later step fails
     if not platform.get("probes") or cal.probes_incomplete(platform["probes"]):
         log(f"no (or an incomplete) probe-cost calibration in {platform_file}: measuring it "
             "once (a few minutes)")
         platform["probes"] = cal.calibrate_probes(log=log)
         changed = True
+        cal.save(platform_file, platform)   # kept if a later step fails
     # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
     # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
     from .probecost import calibrate_usdt, usdt_capable
@@ -510,12 +516,14 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
         usdt.update(calibrate_usdt(platform["probes"], jvms=[j], trials=3, log=log))
         changed = True
+        cal.save(platform_file, platform)   # kept if a later step fails
     if mode == "count":
         jr = platform["copy"].setdefault("jni_region", {})
         for j in [j for j in jvms if str(j.home) not in jr]:
             log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
             jr[str(j.home)] = cal.calibrate_jni(j, platform["probes"], log=log)
             changed = True
+            cal.save(platform_file, platform)   # kept if a later step fails
     if changed:
         cal.save(platform_file, platform)
     return platform
@@ -807,7 +815,7 @@ def record(opts: Options) -> Result:
             holds.release_all()     # held between the last poll and the stop (none after it)
         if scoper is not None:
             manifest["probes"]["scope"] = scoper.as_dict()
-            scoper.close(background=True)
+            scoper.close(background=not opts.wait_teardown)
             manifest["probes"]["scope"]["detached_by"] = (
                 "a background process (it closes them after jvmos returns; not awaited)"
                 if scoper.detach_child else "jvmos (awaited)")
@@ -815,17 +823,25 @@ def record(opts: Options) -> Result:
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
             if _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
-                _let_die(bt)
+                if opts.wait_teardown:
+                    t_down = time.monotonic()
+                    bt.kill()
+                    bt.wait()
+                    manifest["teardown_seconds"] = round(time.monotonic() - t_down, 2)
+                else:
+                    _let_die(bt)
                 bt_abandoned = True
                 manifest["bpftrace_end"] = (
                     "printed every map after the stop, then killed by jvmos (bpftrace would "
                     "detach its uprobes one kernel grace period at a time before exiting; the "
                     "kernel does it as the killed process exits, not awaited)")
             else:
-                manifest["bpftrace_end"] = ("no end marker within "
-                                            f"{MAPS_TIMEOUT_S} s of the stop: SIGINT, and its "
-                                            "own end-of-run output awaited")
                 manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
+                manifest["bpftrace_end"] = (
+                    f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
+                    + ("its own end-of-run output (exit status "
+                       f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
+                       "killed after 300 s without exiting"))
         # None: killed by jvmos after the stop signal
         bt_rc = None if (bt.returncode in (None, -signal.SIGKILL) and not bt_stopped_early) \
             else bt.returncode
@@ -847,6 +863,16 @@ def record(opts: Options) -> Result:
             _let_die(bt)            # an error on the way: never leave it running
 
     raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
+    if holds is not None:
+        # a child held at its exec just before the stop whose printed line came after the
+        # marker (another CPU's buffer) is in @held: let it go too (SIGCONT to a process of
+        # the traced tree that is not stopped does nothing)
+        for (p,) in raw.keyed("@held"):
+            if p.isdigit() and int(p) in tree.pids:
+                try:
+                    os.kill(int(p), signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
     reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
     if sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
@@ -948,11 +974,21 @@ def _finish(out: Path, manifest: dict, summary: dict) -> None:
 SAMPLED_CATEGORIES = ("jni_copy", "nio_copy", "io_syscall", "kernel_copy")
 
 
+# count mode's copy categories whose time is an estimate from a model (not probed): with
+# --sample, a sampled time replaces it where samples fell in the category
+SAMPLE_REPLACES = ("jni_copy", "nio_copy")
+# a replaced figure's correction fields belonged to the time it no longer carries
+_CORRECTION_FIELDS = ("time_raw_ns", "time_hits", "correction_ns", "corrected", "floored",
+                      "correction_dominates", "time_ci95_ns", "probe_window_ns",
+                      "probe_window_source")
+
+
 def merge_samples(summary: dict, samp: Optional[dict]) -> None:
-    """Times from samples next to the probe-derived ones (time mode), or instead of them
-    (count mode, where the probes timed nothing): samples x interval, or unknown (null) when
-    no sample fell in the category. In count mode the per-process figures take their own
-    process's samples and the guaranteed totals are summed again from what was merged."""
+    """Times from samples next to the probe-derived ones: samples x interval, or unknown
+    (null) when no sample fell in the category. Count mode: where samples fell in a copy
+    category whose time is a model's estimate (SAMPLE_REPLACES), the sampled time replaces
+    the estimate (method "sampled", the estimate kept as time_estimated_ns), per process, and
+    the guaranteed totals are summed again; measured times (io_syscall) stay as they are."""
     summary["sampling"] = samp
     if not samp:
         summary.setdefault("warnings", []).append("no profile was written: no JVM was sampled")
@@ -969,10 +1005,14 @@ def merge_samples(summary: dict, samp: Optional[dict]) -> None:
             c["samples"] = n
             c["time_sampled_ns"] = s["time_ns"] if n else None
             c["time_sampled_err95_ns"] = s["time_err95_ns"] if n else None
-            if count and name != "kernel_copy":
+            if count and name in SAMPLE_REPLACES and n:
+                c["time_estimated_ns"] = c.get("time_ns")
                 c["time_ns"] = c["time_sampled_ns"]
                 c["method"] = "sampled"
-                c.pop("basis", None)
+                c["basis"] = (f"{n} CPU samples x the sampling interval (async-profiler); the "
+                              "count model's estimate is time_estimated_ns")
+                for k in _CORRECTION_FIELDS:
+                    c.pop(k, None)
 
     put(summary["categories"], samp.get("categories") or {})
     for pid, p in summary.get("by_pid", {}).items():
@@ -981,8 +1021,9 @@ def merge_samples(summary: dict, samp: Optional[dict]) -> None:
         gtot, gwarn = summ.guaranteed_totals(summary["categories"], summary.get("by_pid", {}),
                                              summary["totals"].get("wall_ns"))
         summary["totals"].update(gtot)
-        summary.setdefault("warnings", []).extend(
-            w for w in gwarn if w not in summary["warnings"])
+        # the warning of the totals is the one of the totals now
+        summary["warnings"] = [w for w in summary.get("warnings") or []
+                               if not w.startswith("guaranteed overhead unknown")] + gwarn
 
 
 def _record_sampled(opts: Options, log) -> Result:

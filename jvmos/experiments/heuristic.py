@@ -109,9 +109,13 @@ def combine(reps: List[dict]) -> dict:
     L["counts"] = _median_dict([r["counts"] for r in reps])
     if all("mem_parts" in r for r in reps):
         L["mem_parts"] = _median_dict([r["mem_parts"] for r in reps])
+        for part in L["mem_parts"]:      # a part unknown in any repeat is unknown, not 0
+            if any(r["mem_parts"].get(part, 0.0) is None for r in reps):
+                L["mem_parts"][part] = None
     L["guaranteed_ns"] = sum(L["by_resource"].values())
     for k in ("server_cpu_ns", "bare_cpu_ns", "wall_ns", "probe_overhead_ns"):
-        L[k] = statistics.median(r.get(k) or 0 for r in reps)
+        vals = [r.get(k) for r in reps]     # unknown in any repeat: unknown, not 0
+        L[k] = None if None in vals else statistics.median(vals)
     L.update(cpu_split(L["bare_cpu_ns"], L["server_cpu_ns"], L["guaranteed_ns"]))
     L["bare"], L["recorded"] = reps[0]["bare"], reps[0]["recorded"]
     L["run_dir"] = reps[0]["run_dir"]

@@ -181,8 +181,11 @@ def _recorded_load(shop: Shop, threads: int, pages: int, keepalive: bool, layers
         box["load"] = shop.load(threads, pages, keepalive)
         box["cpu1"] = shop.cpu_ns()
 
+    # the teardown is awaited: a bare load follows, and uprobes still on the server (detached
+    # one grace period at a time) would trap in it, uncounted
     res = rec.record(rec.Options(pid=shop.proc.pid, layers=list(layers), out=run_dir,
-                                 workload=drive, log=lambda m: log(f"  [{name}] {m}")))
+                                 workload=drive, log=lambda m: log(f"  [{name}] {m}"),
+                                 wait_teardown=True))
     if res.status != "complete":
         raise JvmosError(f"recording of {name} ended {res.status}")
     return res, box["load"], box["cpu1"] - box["cpu0"]
@@ -227,7 +230,14 @@ def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
     log(f"[{name}] {threads} threads x {pages} pages, bare")
     bare = _bare_load(shop, threads, pages, keepalive)
     bare_cpu = bare["server_cpu_ns"]
-    warm = warm_pair(shop, threads, pages, keepalive, layers, out, name, bare) if pair else None
+    warm = None
+    if pair:
+        try:
+            warm = warm_pair(shop, threads, pages, keepalive, layers, out, name, bare)
+        except JvmosError as e:     # the level's figures stand; its probe effect is the cold one
+            log(f"warning: [{name}] the warm pair failed ({e}): the probe effect is the first "
+                "recorded load's, warm-up included")
+            warm = {"error": str(e)}
     s = res.summary
     t = s["totals"]
     by = t.get("guaranteed_by_resource") or {}
@@ -290,7 +300,7 @@ def level_probe_effect(L: dict) -> dict:
     effects = []
     for r in reps:
         w = r.get("warm_pair")
-        if w:
+        if w and "error" not in w:
             effects.append(probe_effect(w["probe_totals"], w["server_cpu_ns"],
                                         w["bare_mean_cpu_ns"],
                                         "server CPU time, warm: a second recorded load minus "
@@ -326,7 +336,8 @@ def figure2_table(results) -> Table:
               f"{results['page_bytes']:,}-byte pages; ms of server CPU time)",
               ["load (threads x pages)", "connections", "pages/s (bare)", "pages/s (recorded)",
                "I/O", "memory", "threads", "links", "Java execution (bare CPU - overhead)",
-               "overhead / bare CPU", "bare CPU", "recorded CPU (probe effect)"]
+               "overhead / bare CPU", "bare CPU",
+               "recorded CPU (recorded - bare, warm-up included)"]
               + PROBE_EFFECT_HEADERS)
     for name, L in results["levels"].items():
         by = L["by_resource"]
@@ -365,7 +376,8 @@ def notes_for(results) -> List[str]:
                "two bare ones once the first recorded load has grown the pool and touched the "
                "heap's pages, so that the observed difference is not the server's warm-up "
                "(observed = that recording's CPU - the mean of the two bare loads)."
-               if any(L.get("warm_pair") for L in results["levels"].values()) else
+               if any(L.get("warm_pair") and "error" not in L["warm_pair"]
+                      for L in results["levels"].values()) else
                "The first recorded load pays the server's warm-up (pool growth, first-touch "
                "page faults of the heap) that the bare load after it does not: the observed "
                "difference overstates the probes' cost (run without --no-warm-pair to "

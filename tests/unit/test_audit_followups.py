@@ -39,25 +39,36 @@ def _count_summary():
             "warnings": []}
 
 
-def test_count_mode_samples_replace_the_times_and_the_totals_follow():
+def test_count_mode_samples_replace_the_estimates_and_the_totals_follow():
     s = _count_summary()
-    # 30 samples of 1 ms in nio_copy for pid 10, none in jni_copy, none at all for pid 11
-    samp = {"categories": {"nio_copy": {"samples": 30, "time_ns": 30e6, "time_err95_ns": 11e6}},
+    s["warnings"] = ["guaranteed overhead unknown: the time of x is unknown (not calibrated); ..."]
+    s["categories"]["nio_copy"].update(corrected=True, time_raw_ns=9e6, floored=False)
+    # 30 samples of 1 ms in nio_copy for pid 10, none in jni_copy, none at all for pid 11;
+    # 5 samples in io_syscall, whose time the probes measured in count mode
+    samp = {"categories": {"nio_copy": {"samples": 30, "time_ns": 30e6, "time_err95_ns": 11e6},
+                           "io_syscall": {"samples": 5, "time_ns": 5e6, "time_err95_ns": 4e6}},
             "by_pid": {"10": {"categories": {"nio_copy": {"samples": 30, "time_ns": 30e6,
                                                          "time_err95_ns": 11e6}}}}}
     merge_samples(s, samp)
     c = s["categories"]
     assert c["nio_copy"]["time_ns"] == 30e6 and c["nio_copy"]["method"] == "sampled"
-    # no sample fell in jni_copy: its sampled time is unknown, not 0
-    assert c["jni_copy"]["time_ns"] is None and c["jni_copy"]["samples"] == 0
-    # the totals are summed again: the I/O resource has an unknown term (jni_copy)
+    assert c["nio_copy"]["time_estimated_ns"] == 7e6
+    # the estimate's correction fields went with it
+    assert not {"corrected", "time_raw_ns", "floored"} & set(c["nio_copy"])
+    # no sample fell in jni_copy: the model's estimate stays, its sampled time is unknown
+    assert c["jni_copy"]["time_ns"] == 4e6 and c["jni_copy"]["method"] == "estimated"
+    assert c["jni_copy"]["samples"] == 0 and c["jni_copy"]["time_sampled_ns"] is None
+    # measured io_syscall keeps its probed time; the samples sit beside it
+    assert c["io_syscall"]["time_ns"] == 9e6 and c["io_syscall"]["time_sampled_ns"] == 5e6
+    # the totals are summed again (GUARANTEED io = jni_copy + nio_copy + kernel_copy):
+    # 4 + 30 = 34 ms, and the stale "unknown" warning is gone
     t = s["totals"]
-    assert t["guaranteed_overhead_ns"] is None
-    assert "jni_copy" in t["guaranteed_overhead_unknown"]
-    assert any("guaranteed overhead unknown" in w for w in s["warnings"])
-    # per process: pid 10's nio 30 ms, pid 11 had no sample so its nio time is unknown
+    assert t["guaranteed_overhead_ns"] == 34e6 and t["guaranteed_overhead_unknown"] == []
+    assert not any(w.startswith("guaranteed overhead unknown") for w in s["warnings"])
+    # per process: pid 10's nio 30 ms sampled; pid 11 had no sample, its estimate stays
     assert s["by_pid"]["10"]["categories"]["nio_copy"]["time_ns"] == 30e6
-    assert s["by_pid"]["11"]["categories"]["nio_copy"]["time_ns"] is None
+    assert s["by_pid"]["11"]["categories"]["nio_copy"]["time_ns"] == 1e6
+    assert s["by_pid"]["10"]["guaranteed_by_resource"]["io"] == 34e6
 
 
 def test_time_mode_samples_sit_beside_the_probed_times():
@@ -89,6 +100,24 @@ def test_mem_parts_unknown_stays_unknown():
 def test_extended_fit_refuses_levels_with_an_unknown_memory_part():
     from jvmos.experiments.heuristic import fit_extended
     L = {"mem_parts": {"malloc_ns": None, "page_fault_ns": 1.0, "vm_syscall_ns": 1.0}}
+    assert fit_extended([L, L]) is None
+
+
+def test_repeats_keep_an_unknown_memory_part_unknown():
+    # two repeats of a level; the allocator time unknown in one of them: the level's median
+    # is unknown (not the median of 0 and 5 ms), and the fit refuses it
+    from jvmos.experiments.heuristic import combine, fit_extended
+    rep = lambda malloc: {"threads": 1, "pages": 1, "connections": 1,
+                          "by_resource": {"io": 1e6}, "counts": {"accepts": 1},
+                          "mem_parts": {"malloc_ns": malloc, "page_fault_ns": 2e6,
+                                        "vm_syscall_ns": 1e6},
+                          "server_cpu_ns": 1e9, "bare_cpu_ns": 1e9, "wall_ns": 2e9,
+                          "probe_overhead_ns": None if malloc is None else 3e6,
+                          "guaranteed_ns": 1e6, "bare": {}, "recorded": {}, "run_dir": "r"}
+    L = combine([rep(None), rep(5e6)])
+    assert L["mem_parts"]["malloc_ns"] is None
+    assert L["probe_overhead_ns"] is None       # unknown in one repeat: not the median of 0, 3
+    assert L["mem_parts"]["page_fault_ns"] == 2e6
     assert fit_extended([L, L]) is None
 
 

@@ -26,6 +26,8 @@ A run's own measured memory is never its own estimate's C_mem.
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Tuple
 
+from jvmos.analyzers.correction import sum_known
+
 CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file")
 
 
@@ -156,8 +158,7 @@ def mem_parts_from_summary(s: dict) -> dict:
     m, vm = cats.get("malloc") or {}, cats.get("vm") or {}
     fr = cats.get("free_estimated") or {}
     known = lambda c, k="time_ns": c.get(k) if c else 0.0
-    alloc = [known(m), known(fr)]
-    return {"malloc_ns": None if None in alloc else sum(alloc),
+    return {"malloc_ns": sum_known([known(m), known(fr)]),
             "page_fault_ns": known(vm, "page_fault_time_ns"),
             "vm_syscall_ns": known(vm, "syscalls_time_ns")}
 

@@ -68,6 +68,7 @@ def _fit_trials(rows, key) -> dict:
            "trials": len(trials), "sizes": sorted({r[1] for r in rows}), "what": key}
     return floor_fit(out, "ns_per_call")
 
+
 def calibrate_kernel(trials: int = 5, millis: int = 60) -> dict:
     prog = c_program("copycal")
     out = subprocess.run([str(prog), "--trials", str(trials), "--millis", str(millis),

@@ -289,18 +289,20 @@ def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cp
     and the slowdown they make is probe / (recorded CPU - probe), an estimate."""
     c = cpu.get("cpu_ns")
     base = c - probe_ns if c is not None and probe_ns is not None else None
+    if base is None:
+        basis = "unknown: no probe cost or no CPU time of the target"
+    elif base <= 0:
+        basis = "unknown: the estimated probe cost exceeds the target's CPU time"
+        base = None
+    else:
+        basis = ("estimated: probe_overhead_ns / (target_cpu_ns - probe_overhead_ns), the "
+                 "traced processes' CPU time"
+                 + ("" if cpu.get("complete") else
+                    "; target_cpu_ns is a lower bound, so this is an upper bound"))
     return {"target_cpu_ns": c,
-            "cpu_uninstrumented_estimate_ns": base if base is not None and base > 0 else None,
-            "slowdown_pct": 100.0 * probe_ns / base if base is not None and base > 0 else None,
-            "slowdown_basis": ("estimated: probe_overhead_ns / (target_cpu_ns - "
-                               "probe_overhead_ns), the traced processes' CPU time"
-                               + ("" if cpu.get("complete") else
-                                  "; target_cpu_ns is a lower bound, so this is an upper bound")
-                               if base is not None and base > 0 else
-                               "unknown: no probe cost or no CPU time of the target"
-                               if base is None else
-                               "unknown: the estimated probe cost exceeds the target's CPU "
-                               "time"),
+            "cpu_uninstrumented_estimate_ns": base,
+            "slowdown_pct": None if base is None else 100.0 * probe_ns / base,
+            "slowdown_basis": basis,
             "target_cpu_method": cpu.get("method"),
             # false: a process was reaped between readings (its last reading kept) or a
             # reading failed; the figure is then a lower bound

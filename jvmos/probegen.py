@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import ROOT, JvmosError
+from jvmos.analyzers.rawparse import MAPS_PRINTED
 from .catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
                         jni_usdt_alias)
 
@@ -239,7 +240,7 @@ def _print_maps(out: List[str], code: List[str], end: List[str]) -> List[str]:
     maps = output_maps(code, end)
     # the end marker tells jvmos that every map was printed: a script that prints it must
     # print maps before it
-    marks = any("jvmos-maps-printed" in line for line in out)
+    marks = any(MAPS_PRINTED in line for line in out)
     placed = any(line.strip() == PRINT_MAPS for line in out)
     if marks and (not placed or not maps):
         raise JvmosError("probes/common.bt prints the end marker but no map before it (its "

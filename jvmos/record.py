@@ -245,6 +245,28 @@ def prepare_out(out: Path) -> Path:
     return out
 
 
+# JDK launchers whose binary names the JVM they will load (_Tree)
+LAUNCHERS = ("java", "javaw")
+
+
+class _OutputTail:
+    """The whole lines bpftrace has added to its output file since the last read."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset = path, 0
+
+    def read(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return b""
+        end = chunk.rfind(b"\n") + 1          # whole lines only
+        self.offset += end
+        return chunk[:end]
+
+
 class _Tree(threading.Thread):
     """Polls the traced process tree: pids, their commands and the libjvm.so each maps.
     on_new(pids) is called with the processes that joined the tree since the last poll."""
@@ -288,22 +310,17 @@ class _Tree(threading.Thread):
                     j = jvm_of_pid(p)
                     if j:
                         info["jvm"] = j.as_dict()
-                    elif self._exe_is_launcher(p):
+                    elif "jvm_from_launcher" not in info:
                         # a JDK's launcher between its exec and its dlopen of libjvm.so (a
                         # short run can end before a later scan): the JVM of that launcher,
                         # until the maps say otherwise
-                        j = jvm_of_executable(os.readlink(f"/proc/{p}/exe"))
+                        exe = os.readlink(f"/proc/{p}/exe")
+                        j = jvm_of_executable(exe) if os.path.basename(exe) in LAUNCHERS \
+                            else None
                         if j:
                             info["jvm_from_launcher"] = j.as_dict()
             except (OSError, JvmosError):
                 pass
-
-    @staticmethod
-    def _exe_is_launcher(p: int) -> bool:
-        try:
-            return os.path.basename(os.readlink(f"/proc/{p}/exe")) in ("java", "javaw")
-        except OSError:
-            return False
 
     def run(self):
         while not self.stop.is_set():
@@ -323,21 +340,13 @@ class _Holds:
     recording fails."""
 
     def __init__(self, raw_path: Path, scoper, bt_pid: int, t0: dict, log):
-        self.raw_path, self.scoper, self.bt_pid, self.t0, self.log = raw_path, scoper, bt_pid, t0, log
-        self.offset = 0
+        self.scoper, self.bt_pid, self.t0, self.log = scoper, bt_pid, t0, log
+        self.tail = _OutputTail(raw_path)
         self.held: List[int] = []          # held, not let go yet
         self.lock = threading.Lock()
 
     def _read(self) -> List[int]:
-        try:
-            with open(self.raw_path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except OSError:
-            return []
-        end = chunk.rfind(b"\n") + 1          # whole lines only
-        self.offset += end
-        return [int(m) for m in re.findall(rb"jvmos-held (\d+)", chunk[:end])]
+        return [int(m) for m in re.findall(rb"jvmos-held (\d+)", self.tail.read())]
 
     def poll(self) -> None:
         with self.lock:
@@ -356,10 +365,11 @@ class _Holds:
             pass
         self.held.remove(p)
 
-    def release_all(self) -> None:
-        """Let every held child go, probed or not (the end of the recording, or an error)."""
+    def release_all(self, also: Sequence[int] = ()) -> None:
+        """Let every held child go, probed or not (the end of the recording, or an error);
+        also: pids known held from elsewhere (the @held map printed at the stop)."""
         with self.lock:
-            self.held += [p for p in self._read() if p not in self.held]
+            self.held += [p for p in list(self._read()) + list(also) if p not in self.held]
             for p in list(self.held):
                 self._go(p)
 
@@ -450,35 +460,31 @@ def _wait_maps_printed(raw_path: Path, bt: subprocess.Popen, timeout: float) -> 
     """True once bpftrace's output holds common.bt's end marker (every map printed after the
     stop); False if bpftrace exits first or the marker is not there within `timeout` s."""
     deadline = time.monotonic() + timeout
-    pos = 0
-    tail = b""
+    tail = _OutputTail(raw_path)
     marker = rawparse.MAPS_PRINTED.encode()
     while True:
         exited = bt.poll() is not None
-        try:
-            with open(raw_path, "rb") as f:
-                f.seek(pos)
-                chunk = f.read()
-        except OSError:
-            chunk = b""
-        pos += len(chunk)
-        tail += chunk
-        if marker in tail:
+        if marker in tail.read():
             return True
-        tail = tail[-len(marker):]
         if exited or time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
 
 
-def _let_die(bt: subprocess.Popen) -> None:
-    """SIGKILL bpftrace and reap it in the background: a killed bpftrace still closes its
-    uprobes (a grace period each) before it is gone, which nothing here needs to wait for."""
+def _let_die(bt: subprocess.Popen, wait: bool = False) -> Optional[float]:
+    """SIGKILL bpftrace. A killed bpftrace still closes its uprobes (a grace period each)
+    before it is gone: reaped in the background, or awaited with wait (returns the seconds
+    that took)."""
     try:
         bt.kill()
     except ProcessLookupError:
         pass
-    threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
+    if not wait:
+        threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
+        return None
+    t0 = time.monotonic()
+    bt.wait()
+    return round(time.monotonic() - t0, 2)
 
 
 def stop_counting(root: int) -> None:
@@ -495,19 +501,16 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
             "first (once; 'jvmos calibrate --force' redoes it)")
         platform = cal.calibrate_copy(jvms, log=log)
         cal.save(platform_file, platform)
-    changed = False
     nio = platform["copy"].setdefault("nio_heap_to_direct", {})
     for j in [j for j in jvms if str(j.home) not in nio]:
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = cal.calibrate_nio(j)
-        changed = True
-        cal.save(platform_file, platform)   # kept if a later step fails
+        cal.save(platform_file, platform)   # at once: kept if a later step fails
     if not platform.get("probes") or cal.probes_incomplete(platform["probes"]):
         log(f"no (or an incomplete) probe-cost calibration in {platform_file}: measuring it "
             "once (a few minutes)")
         platform["probes"] = cal.calibrate_probes(log=log)
-        changed = True
-        cal.save(platform_file, platform)   # kept if a later step fails
+        cal.save(platform_file, platform)   # at once: kept if a later step fails
     # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
     # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
     from .probecost import calibrate_usdt, usdt_capable
@@ -515,17 +518,13 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     for j in [j for j in jvms if str(j.home) not in usdt and usdt_capable(j)]:
         log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
         usdt.update(calibrate_usdt(platform["probes"], jvms=[j], trials=3, log=log))
-        changed = True
-        cal.save(platform_file, platform)   # kept if a later step fails
+        cal.save(platform_file, platform)   # at once: kept if a later step fails
     if mode == "count":
         jr = platform["copy"].setdefault("jni_region", {})
         for j in [j for j in jvms if str(j.home) not in jr]:
             log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
             jr[str(j.home)] = cal.calibrate_jni(j, platform["probes"], log=log)
-            changed = True
-            cal.save(platform_file, platform)   # kept if a later step fails
-    if changed:
-        cal.save(platform_file, platform)
+            cal.save(platform_file, platform)   # at once: kept if a later step fails
     return platform
 
 
@@ -823,18 +822,15 @@ def record(opts: Options) -> Result:
         bt_stopped_early = bt.poll() is not None
         if not bt_stopped_early:
             if _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
-                if opts.wait_teardown:
-                    t_down = time.monotonic()
-                    bt.kill()
-                    bt.wait()
-                    manifest["teardown_seconds"] = round(time.monotonic() - t_down, 2)
-                else:
-                    _let_die(bt)
+                down = _let_die(bt, wait=opts.wait_teardown)
                 bt_abandoned = True
+                if down is not None:
+                    manifest["teardown_seconds"] = down
                 manifest["bpftrace_end"] = (
                     "printed every map after the stop, then killed by jvmos (bpftrace would "
                     "detach its uprobes one kernel grace period at a time before exiting; the "
-                    "kernel does it as the killed process exits, not awaited)")
+                    "kernel does it as the killed process exits, "
+                    + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
             else:
                 manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
                 manifest["bpftrace_end"] = (
@@ -865,14 +861,9 @@ def record(opts: Options) -> Result:
     raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
     if holds is not None:
         # a child held at its exec just before the stop whose printed line came after the
-        # marker (another CPU's buffer) is in @held: let it go too (SIGCONT to a process of
-        # the traced tree that is not stopped does nothing)
-        for (p,) in raw.keyed("@held"):
-            if p.isdigit() and int(p) in tree.pids:
-                try:
-                    os.kill(int(p), signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+        # marker (another CPU's buffer) is in @held: let it go too (only the traced tree's)
+        holds.release_all(also=[int(p) for (p,) in raw.keyed("@held")
+                                if p.isdigit() and int(p) in tree.pids])
     reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
     if sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))

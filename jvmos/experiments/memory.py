@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from jvmos import JvmosError
+from jvmos.analyzers.correction import sum_known
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from ..tools import DACAPO_JAR, jar
@@ -168,9 +169,9 @@ def main(argv) -> int:
         # sum it is part of; a category with no call at all is 0
         malloc_ns = m.get("time_ns") if m else 0.0
         free_ns = fr.get("time_ns") if fr else 0.0
-        libc = None if None in (malloc_ns, free_ns) else malloc_ns + free_ns
+        libc = sum_known([malloc_ns, free_ns])
         kernel = vm.get("time_ns") if vm else 0.0
-        both = None if None in (libc, kernel) else libc + kernel
+        both = sum_known([libc, kernel])
         err = (res.run_dir / "stderr.txt").read_text(errors="replace")
         results["benchmarks"][b] = {
             "command": cmd, "exec_ns": exec_ns,
@@ -264,6 +265,15 @@ def table_cpu(results) -> Table:
     return t
 
 
+def _ms(ns):
+    """ns in ms; unknown stays unknown (None)."""
+    return None if ns is None else ns / 1e6
+
+
+def _ms_text(ns) -> str:
+    return "unknown" if ns is None else f"{ns / 1e6:,.1f}"
+
+
 def table6(results) -> Table:
     t = Table(f"Table 6: memory allocation costs ({results['suite']}, size {results['size']}, "
               f"{results['iterations']} iterations, {results['jdk_label']}; ms)",
@@ -275,14 +285,12 @@ def table6(results) -> Table:
         paper = PAPER_T6.get(PAPER_NAME.get(b, b))
         ptxt = (f"{paper[0]:,} / {paper[1]:,} / {paper[2]} / {paper[3]}%" if paper else "—")
         pe, pv = probe_effect_cells(r.get("probe_effect"))
-        ms = lambda v: "unknown" if v is None else f"{v / 1e6:,.1f}"
-        t.add([b, f"{r['exec_ns'] / 1e6:,.0f}", ms(r["libc_ns"]), ms(r["kernel_ns"]),
+        t.add([b, f"{r['exec_ns'] / 1e6:,.0f}", _ms_text(r["libc_ns"]), _ms_text(r["kernel_ns"]),
                "unknown" if r["overhead_pct"] is None else f"{r['overhead_pct']:.1f}%",
                fmt_count(r["malloc_calls"]), fmt_count(r.get("free_estimated_calls")),
                fmt_bytes(r["malloc_bytes"]),
                fmt_count(r["page_faults"]), ptxt] + pe,
-              [b, r["exec_ns"] / 1e6, None if r["libc_ns"] is None else r["libc_ns"] / 1e6,
-               None if r["kernel_ns"] is None else r["kernel_ns"] / 1e6,
+              [b, r["exec_ns"] / 1e6, _ms(r["libc_ns"]), _ms(r["kernel_ns"]),
                r["overhead_pct"], r["malloc_calls"], r.get("free_estimated_calls"),
                r["malloc_bytes"], r["page_faults"],
                ptxt] + pv)

@@ -291,6 +291,12 @@ def main(argv) -> int:
     return 0
 
 
+def warm_of(L: dict) -> Optional[dict]:
+    """A level's (or repeat's) warm pair, when it ran and did not fail."""
+    w = L.get("warm_pair")
+    return w if w and "error" not in w else None
+
+
 def level_probe_effect(L: dict) -> dict:
     """Estimated probe effect beside the observed one: the server's CPU time recorded minus
     bare at the same load (the median over repeats when a level has several); from the warm
@@ -299,8 +305,8 @@ def level_probe_effect(L: dict) -> dict:
     reps = L.get("repeats") or [L]
     effects = []
     for r in reps:
-        w = r.get("warm_pair")
-        if w and "error" not in w:
+        w = warm_of(r)
+        if w:
             effects.append(probe_effect(w["probe_totals"], w["server_cpu_ns"],
                                         w["bare_mean_cpu_ns"],
                                         "server CPU time, warm: a second recorded load minus "
@@ -376,8 +382,7 @@ def notes_for(results) -> List[str]:
                "two bare ones once the first recorded load has grown the pool and touched the "
                "heap's pages, so that the observed difference is not the server's warm-up "
                "(observed = that recording's CPU - the mean of the two bare loads)."
-               if any(L.get("warm_pair") and "error" not in L["warm_pair"]
-                      for L in results["levels"].values()) else
+               if any(warm_of(L) for L in results["levels"].values()) else
                "The first recorded load pays the server's warm-up (pool growth, first-touch "
                "page faults of the heap) that the bare load after it does not: the observed "
                "difference overstates the probes' cost (run without --no-warm-pair to "

@@ -99,7 +99,8 @@ def render(run_dir) -> str:
                    f"involuntary, over {cs['threads']:,} threads")
     if t.get("probe_overhead_ns") is not None:
         out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
-                   f"traced processes" + (f" (CPU-time slowdown {t['slowdown_pct']:.0f}%, estimated)"
+                   f"traced processes" + (f" (= {t['slowdown_pct']:.0f}% of their CPU time without the probes, "
+                                             "estimated)"
                                           if t.get("slowdown_pct") is not None else "")
                    + f"; mode {t.get('mode', 'time')}")
     elif t.get("mode") == "sample":

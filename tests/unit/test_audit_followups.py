@@ -135,3 +135,19 @@ def test_table6_says_unknown_and_leaves_it_out_of_the_average():
     md = memory.table6(res).markdown()
     assert "| b | 1,000 | unknown | 5.0 | unknown |" in md
     assert "b: unknown, left out" in md
+
+
+def test_report_names_the_slowdowns_denominator(tmp_path):
+    # probes 200 ms over 800 ms of CPU without them: 25%, said with its denominator
+    import json
+    import shutil
+    from pathlib import Path
+    from jvmos.report import render
+    src = Path(__file__).resolve().parent.parent / "fixtures" / "blocking-java17"
+    for f in ("manifest.json", "summary.json"):
+        shutil.copy(src / f, tmp_path / f)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    s["totals"].update(cputime.overhead_totals(None, 5e9, {"cpu_ns": 1e9, "complete": True},
+                                               probe_ns=200e6), probe_overhead_ns=200e6)
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    assert "(= 25% of their CPU time without the probes, estimated)" in render(tmp_path)

@@ -147,8 +147,8 @@ def test_attach_to_a_running_jvm_with_stripped_libjvm(platform_file, stripped, t
     home, _ = stripped
     lib = str(home / "lib/server/libjvm.so")
     jvm = subprocess.Popen([str(home / "bin" / "java"), "-cp", str(IO_JAR),
-                            "org.jvmos.workloads.BlockingIo", "--iterations", "400000000",
-                            "--size", str(SIZE), "--target", "/dev/null"],
+                            "org.jvmos.workloads.BlockingIo", "--iterations", "100000000000",
+                            "--seconds", "600", "--size", str(SIZE), "--target", "/dev/null"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)

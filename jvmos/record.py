@@ -813,31 +813,46 @@ def record(opts: Options) -> Result:
         if holds is not None:
             holds.release_all()     # held between the last poll and the stop (none after it)
         if scoper is not None:
+            # the programs' kernel run counts at the stop signal: bpftrace's user space clears
+            # the traced pids a moment later, so counting goes on until then
             manifest["probes"]["scope"] = scoper.as_dict()
+
+        def close_scope():
+            """Read the run counts again (counting has stopped once the maps are printed)
+            and detach the scoped uprobes."""
+            if scoper is None:
+                return
+            sc = manifest["probes"]["scope"]
+            later = scoper.run_counts()
+            for r in sc.get("program_runs") or []:
+                r["runs_when_maps_printed"] = later.get(r["prog_id"])
             scoper.close(background=not opts.wait_teardown)
-            manifest["probes"]["scope"]["detached_by"] = (
-                "a background process (it closes them after jvmos returns; not awaited)"
-                if scoper.detach_child else "jvmos (awaited)")
-            manifest["probes"]["scope"]["detach_seconds"] = scoper.detach_s
+            sc["detached_by"] = ("a background process (it closes them after jvmos returns; "
+                                 "not awaited)" if scoper.detach_child else "jvmos (awaited)")
+            sc["detach_seconds"] = scoper.detach_s
+
         bt_stopped_early = bt.poll() is not None
-        if not bt_stopped_early:
-            if _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
-                down = _let_die(bt, wait=opts.wait_teardown)
-                bt_abandoned = True
-                if down is not None:
-                    manifest["teardown_seconds"] = down
-                manifest["bpftrace_end"] = (
-                    "printed every map after the stop, then killed by jvmos (bpftrace would "
-                    "detach its uprobes one kernel grace period at a time before exiting; the "
-                    "kernel does it as the killed process exits, "
-                    + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
-            else:
-                manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
-                manifest["bpftrace_end"] = (
-                    f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
-                    + ("its own end-of-run output (exit status "
-                       f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
-                       "killed after 300 s without exiting"))
+        if bt_stopped_early:
+            close_scope()
+        elif _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
+            close_scope()
+            down = _let_die(bt, wait=opts.wait_teardown)
+            bt_abandoned = True
+            if down is not None:
+                manifest["teardown_seconds"] = down
+            manifest["bpftrace_end"] = (
+                "printed every map after the stop, then killed by jvmos (bpftrace would "
+                "detach its uprobes one kernel grace period at a time before exiting; the "
+                "kernel does it as the killed process exits, "
+                + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
+        else:
+            close_scope()
+            manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
+            manifest["bpftrace_end"] = (
+                f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
+                + ("its own end-of-run output (exit status "
+                   f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
+                   "killed after 300 s without exiting"))
         # None: killed by jvmos after the stop signal
         bt_rc = None if (bt.returncode in (None, -signal.SIGKILL) and not bt_stopped_early) \
             else bt.returncode

@@ -90,13 +90,21 @@ def test_bystanders_are_not_probed(platform_file, tmp_path):
     assert runs, "no program run counts: JVMOS_BPF_STATS was not honoured"
     hits = s["totals"]["probe_hits"]
     # every entry program (libjvm's JNI copies, libnio's natives, libc's I/O wrappers and
-    # allocator) ran exactly as often as the traced JVM's probes were counted: the bystanders'
-    # 2,000,000 mallocs and 300,000 JNI copies and writes would have run them too
+    # allocator) ran as often as the traced JVM's probes were counted: the bystanders'
+    # 2,000,000 mallocs and 300,000 JNI copies and writes would have run them too. The kernel's
+    # counts are read twice: at the stop signal, and once the maps are printed; the traced pid
+    # is cleared by bpftrace's user space between the two (CI saw 9,102,992 runs at the stop
+    # for 9,745,428 hits counted), so the hits lie between the two readings
     entry = sum(r["runs"] for r in runs if not r["ret"])
+    entry_later = sum(r["runs_when_maps_printed"] for r in runs if not r["ret"])
     counted = sum(hits.get(k, 0) for k in ("io:jni_copy", "io:uprobe", "io:syscall_upair",
                                            "mem:malloc_pair", "mem:vm_syscall_upair"))
     assert hits["io:jni_copy"] > 100_000, hits              # the traced loop really was probed
-    assert abs(entry - counted) <= max(100, counted // 100) < MALLOCS, (entry, counted)
+    tol = max(100, counted // 100)
+    assert entry - tol <= counted <= entry_later + tol, (entry, counted, entry_later)
+    # what ran after the stop and before the clear is the traced JVM's loop for a moment,
+    # not the bystanders' millions (they had ended before the stop)
+    assert entry_later - entry < MALLOCS, (entry, entry_later)
     libc = m["probes"]["libc"]
     malloc_runs = sum(r["runs"] for r in runs if r["path"] == libc and not r["ret"])
     assert malloc_runs <= hits.get("io:syscall_upair", 0) + hits.get("mem:malloc_pair", 0) \

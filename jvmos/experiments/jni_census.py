@@ -74,14 +74,17 @@ def fetch_pages(port: int, n: int, page_bytes: int, max_seconds: float = 120):
 
 
 def task_tomcat(a, java, out, page_bytes=10240):
-    """Serving only: Tomcat starts and warms up untraced; jvmos attaches for N pages."""
+    """Serving only: Tomcat starts and warms up untraced; jvmos attaches for N pages.
+
+    The server has no request limit (it would exit on the last traced page, before jvmos
+    stops, and the recording would end `target_exited`): its --max-seconds bounds it, and
+    it is terminated once the recording has stopped."""
     run_dir = out / "runs" / "tomcat"
     run_dir.mkdir(parents=True, exist_ok=True)
     port_file = run_dir / "port"
-    total = a.warmup + a.requests
     srv_log = open(run_dir / "server-stdout.txt", "wb")
     srv = subprocess.Popen([java, "-jar", str(jar(TOMCAT_JAR)), "--page-bytes", str(page_bytes),
-                            "--max-requests", str(total), "--max-seconds", "900",
+                            "--max-requests", "0", "--max-seconds", "900",
                             "--port-file", str(port_file)],
                            stdout=srv_log, stderr=open(run_dir / "server-stderr.txt", "wb"))
     try:
@@ -98,11 +101,14 @@ def task_tomcat(a, java, out, page_bytes=10240):
         res = rec.record(rec.Options(pid=srv.pid, layers=["io", "jni"], out=run_dir / "rec",
                                      workload=lambda: fetch_pages(port, a.requests, page_bytes),
                                      log=lambda m: log(f"  [tomcat] {m}")))
-        srv.wait(timeout=120)
     finally:
         if srv.poll() is None:
             srv.terminate()
-            srv.wait(timeout=30)
+            try:
+                srv.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait(timeout=30)
     if res.status != "complete":
         raise JvmosError(f"tomcat recording ended {res.status}")
     return res, {"pages": a.requests, "page_bytes": page_bytes, "warmup_pages": a.warmup}

@@ -36,7 +36,8 @@ def test_jni_census_quick(platform_file, tmp_path):
     assert set(res["tasks"]) == {"tomcat", "java2d", "randomrw", "socket"}
     for name, t in res["tasks"].items():
         assert t["jni_calls"] > 0, name
-        assert 0 < t["copying_pct"] < 100, name
+        assert 0 <= t["copying_pct"] < 100, name
+        assert (t["copying_calls"] > 0) == (t["copying_pct"] > 0), name
         assert t["io_syscalls"] > 0, name
     rw = res["tasks"]["randomrw"]
     assert rw["paths"]["jni"]["bytes"] >= 100_000 * 10 * 0.9   # RandomAccessFile copies via JNI
@@ -47,6 +48,11 @@ def test_jni_census_quick(platform_file, tmp_path):
     assert (out / "table2-paths.svg").read_text().lstrip().startswith("<?xml")
     tc = res["tasks"]["tomcat"]
     assert tc["pages"] == 30 and tc["io_bytes"] >= 30 * 10240
+    # a warm Tomcat serves its pages through NIO (JDK 17: no JNI array copy for the bodies);
+    # the recording covers serving only, not the server's exit
+    assert tc["paths"]["nio"]["bytes"] >= 30 * 10240
+    for name in ("java2d", "randomrw", "socket"):
+        assert res["tasks"][name]["copying_calls"] > 0, name
 
 
 def test_accuracy_quick(platform_file, tmp_path):

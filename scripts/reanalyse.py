@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Re-analyse every recorded run under a results tree with the analyzers of this checkout.
+
+A check for changes that must not move any figure (a refactoring): run it before and after on
+the same results tree and platform file, then `diff -r` the two output folders. For each run
+directory (one with manifest.json and raw/bpftrace.json) it writes
+
+  <name>.summary.json  the summary rebuilt from the raw probe output, the manifest's record of
+                       the recording (addresses, processes, mode, scope, status, wall time) and
+                       the platform file given (its costs may differ from the ones the run was
+                       made with: the check is old code against new code on the same inputs)
+  <name>.report.txt    `jvmos report` of the committed run directory
+
+and, for an experiment folder that can re-tabulate itself (`jvmos run heuristic --analyze`),
+the tables it prints.
+
+  scripts/reanalyse.py --platform build/test-platform.json results /tmp/before
+"""
+import argparse
+import contextlib
+import io
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+
+def rebuild(run: Path, platform: dict) -> dict:
+    from jvmos import calibrate as cal, cputime
+    from jvmos.analyzers import rawparse, summary as summ
+    from jvmos.probecost import probes_for
+    m = json.loads((run / "manifest.json").read_text())
+    committed = json.loads((run / "summary.json").read_text())
+    probes = m.get("probes") or {}
+    decoys = (probes.get("scope") or {}).get("decoys")
+    raw = rawparse.parse_file(run / "raw" / "bpftrace.json", decoys=decoys)
+    homes = {p: (i.get("jvm") or i.get("jvm_from_launcher") or {}).get("home")
+             for p, i in (m.get("processes") or {}).items()}
+    homes = {p: h for p, h in homes.items() if h}
+    if m.get("attach_pid") is not None and m.get("jvms_probed"):
+        homes.setdefault(str(m["attach_pid"]), m["jvms_probed"][0]["home"])
+    ran = sorted(set(homes.values())) or [j["home"] for j in m.get("jvms_probed", [])]
+    script = SimpleNamespace(kinds=probes.get("kinds") or {},
+                             addresses=probes.get("addresses") or {})
+    probe_costs, _ = probes_for(platform.get("probes"), script, ran)
+    scoped = (probes.get("scope") or {}).get("mode") == "process"
+    s = summ.build(raw, wall_ns=m["wall_ns"], status=m["status"],
+                   addresses=script.addresses, costs=cal.costs_for(platform),
+                   jvms_by_pid=homes, exit_code=m.get("exit_code"), probes=probe_costs,
+                   mode=m.get("mode", "time"), scope="process" if scoped else "host")
+    t = committed.get("totals") or {}
+    target = {"cpu_ns": t.get("target_cpu_ns"), "complete": t.get("target_cpu_complete"),
+              "method": t.get("target_cpu_method")}
+    try:
+        s["totals"].update(cputime.overhead_totals(
+            s["totals"].get("guaranteed_overhead_ns"), m["wall_ns"], target,
+            s["totals"].get("probe_overhead_ns")))
+    except Exception as e:          # an older signature: the check compares like with like
+        s["totals"]["overhead_totals_error"] = repr(e)
+    return s
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--platform", required=True)
+    p.add_argument("results")
+    p.add_argument("out")
+    a = p.parse_args(argv)
+    from jvmos import report
+    platform = json.loads(Path(a.platform).read_text())
+    root, out = Path(a.results), Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for man in sorted(root.rglob("manifest.json")):
+        run = man.parent
+        if not (run / "summary.json").exists():
+            continue
+        name = str(run.relative_to(root)).replace("/", "__")
+        try:
+            (out / f"{name}.report.txt").write_text(report.render(run) + "\n")
+        except Exception as e:
+            (out / f"{name}.report.txt").write_text(f"error: {e!r}\n")
+        if (run / "raw" / "bpftrace.json").exists():
+            try:
+                s = rebuild(run, platform)
+                text = json.dumps(s, indent=1, sort_keys=True, default=str)
+            except Exception as e:
+                text = f"error: {e!r}"
+            (out / f"{name}.summary.json").write_text(text + "\n")
+        n += 1
+    for t7 in sorted(root.rglob("table7.json")):
+        tmp = Path(tempfile.mkdtemp(prefix="reanalyse-"))
+        try:
+            shutil.copy(t7, tmp / "table7.json")
+            from jvmos.experiments import heuristic
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+                heuristic.main(["--analyze", str(tmp)])
+            name = str(t7.parent.relative_to(root)).replace("/", "__") or "root"
+            (out / f"{name}.table7.txt").write_text(buf.getvalue().replace(str(tmp), "TMP"))
+            for f in sorted(tmp.iterdir()):
+                if f.suffix in (".md", ".csv"):
+                    shutil.copy(f, out / f"{name}.{f.name}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{n} run(s) re-analysed into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

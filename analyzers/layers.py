@@ -18,7 +18,7 @@ that probe's cost that falls outside the nested probe's own window (hit - window
 """
 from typing import Dict, Optional
 
-from .correction import combine, correct, probe_ci, probe_cost, sum_known
+from jvmos.analyzers.correction import combine, correct, probe_ci, probe_cost, sum_known
 
 PAGE = 4096
 

@@ -15,12 +15,12 @@ from collections import defaultdict
 from typing import Dict, Optional
 
 from jvmos.catalogue import CATEGORIES, GUARANTEED, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
-from . import layers
-from .correction import (combine, correct, probe_ci, probe_cost, validate_costs,
+from jvmos.analyzers import layers
+from jvmos.analyzers.correction import (combine, correct, probe_ci, probe_cost, validate_costs,
                          validate_probes)
 from jvmos.probegen import symbol_of_probe
-from .overhead import probe_overhead
-from .rawparse import Raw
+from jvmos.analyzers.overhead import probe_overhead
+from jvmos.analyzers.rawparse import Raw
 
 SCHEMA = "jvmos.summary/1"
 

@@ -29,6 +29,9 @@ from typing import Dict, Optional, Tuple
 from jvmos.analyzers.correction import sum_known
 
 CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file")
+# the paper's constants, µs (Sun JVM 1.6 on Solaris 10, dual SPARC; section 5.3): the one
+# place they are written (`jvmos calibrate` and Table 7's constants table print them)
+PAPER_CONSTANTS_US = {"C_nt": 173.0, "C_link": 140.0, "C_io_chunk": 3.3}
 
 
 @dataclass

@@ -42,10 +42,10 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import JvmosError
-from .jdk import symbols
-from .probegen import render
-from .tools import bpftrace, c_program, interrupt_bpftrace
+from jvmos import JvmosError
+from jvmos.jdk import symbols
+from jvmos.probegen import render
+from jvmos.tools import bpftrace, c_program, interrupt_bpftrace
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.overhead import hits_by_pid
 from jvmos.analyzers.stats import floor_fit, mean_ci
@@ -319,8 +319,8 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
     import os
     import sys
     import time
-    from .record import GATE, bpftrace_env
-    from .tools import IO_JAR, jar
+    from jvmos.record import GATE, bpftrace_env
+    from jvmos.tools import IO_JAR, jar
     cmd = [str(jvm.home / "bin" / "java"), "-cp", str(jar(IO_JAR)),
            "org.jvmos.workloads.BlockingIo", "--iterations", str(n), "--size", str(size),
            "--target", "/dev/null"]
@@ -385,7 +385,7 @@ def _usdt_scripts(jvm) -> Dict[str, str]:
 def usdt_capable(jvm) -> bool:
     """This JVM's libjvm has armed (semaphore-free) USDT probes of GetByteArrayRegion and the
     symbol, so that the two kinds can be compared on it."""
-    from .jdk import usdt_probes
+    from jvmos.jdk import usdt_probes
     notes = usdt_probes(jvm.libjvm)
     sites = [s for k in ("__entry", "__return")
              for s in notes.get(("hotspot_jni", _USDT_FN + k), [])]
@@ -407,7 +407,7 @@ def calibrate_usdt(base: dict, jvms=None, trials: int = 5, n: int = 300_000,
                                              difference measured here (same bookkeeping in
                                              both: only the kind of probe differs). Derived.
     """
-    from .jdk import discover_jdks
+    from jvmos.jdk import discover_jdks
     jvms = [j for j in (jvms if jvms is not None else discover_jdks()) if usdt_capable(j)]
     g = lambda k: (base.get(k) or {}).get("mean_ns")
     res: Dict[str, dict] = {}

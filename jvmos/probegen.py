@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import ROOT, JvmosError
+from jvmos import ROOT, JvmosError
 from jvmos.analyzers.rawparse import MAPS_PRINTED
-from .catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
+from jvmos.catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
                         jni_usdt_alias)
 
 PROBES_DIR = ROOT / "probes"

@@ -40,16 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from . import JvmosError, __version__
-from . import calibrate as cal
-from .catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
-from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
+from jvmos import JvmosError, __version__
+from jvmos import calibrate as cal
+from jvmos.catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
+from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
                   symbols, usdt_probes)
-from .probegen import render
-from . import sampling
-from . import cputime
-from . import scope as scope_mod
-from .tools import (bpftrace, bpftrace_version, ensure_tracefs, host_info,
+from jvmos.probegen import render
+from jvmos import sampling
+from jvmos import cputime
+from jvmos import scope as scope_mod
+from jvmos.tools import (bpftrace, bpftrace_version, ensure_tracefs, host_info,
                     interrupt_bpftrace)
 from jvmos.analyzers import rawparse, summary as summ
 
@@ -225,7 +225,7 @@ def _save(path: Path, data: dict, out: Path):
 
 
 def default_out(label: str) -> Path:
-    from . import ROOT
+    from jvmos import ROOT
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return ROOT / "results" / "runs" / f"{stamp}-{label}"
 
@@ -513,7 +513,7 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         cal.save(platform_file, platform)   # at once: kept if a later step fails
     # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
     # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
-    from .probecost import calibrate_usdt, usdt_capable
+    from jvmos.probecost import calibrate_usdt, usdt_capable
     usdt = platform["probes"].setdefault("usdt", {})
     for j in [j for j in jvms if str(j.home) not in usdt and usdt_capable(j)]:
         log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
@@ -913,7 +913,7 @@ def record(opts: Options) -> Result:
     if opts.pid is not None and jvms:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)
-    from .probecost import probes_for
+    from jvmos.probecost import probes_for
     # the JDKs that ran (a command may have started one of several JDKs probed)
     ran = sorted(set(jvm_home_by_pid.values())) or [str(j.home) for j in jvms]
     probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Dict, List
 
 from jvmos.analyzers.tables import Table, fmt_ns
-from .. import JvmosError
-from ..tools import IO_JAR, bpftrace, c_program, jar
-from .common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
+from jvmos import JvmosError
+from jvmos.tools import IO_JAR, bpftrace, c_program, jar
+from jvmos.experiments.common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
                      write_outputs)
-from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 MODES = [("time", {"mode": "time"}), ("count", {"mode": "count"}), ("sample", {"mode": "sample"})]
 EXAMPLES = """\
@@ -401,10 +401,10 @@ def tomcat_rows(a, java, out, results, t):
     """Tomcat: pages per second bare (before and after) and while each mode is attached."""
     import subprocess
     import time
-    from .. import JvmosError
-    from .. import record as rec
-    from ..tools import TOMCAT_JAR
-    from .jni_census import fetch_pages
+    from jvmos import JvmosError
+    from jvmos import record as rec
+    from jvmos.tools import TOMCAT_JAR
+    from jvmos.experiments.jni_census import fetch_pages
 
     d = out / "runs" / "tomcat"
     d.mkdir(parents=True, exist_ok=True)

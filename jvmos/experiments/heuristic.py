@@ -29,10 +29,10 @@ from jvmos import JvmosError
 from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
-from .common import jdk_label, log, out_dir, select_jdks, write_outputs
-from .common import PROBE_EFFECT_HEADERS, probe_effect_cells
-from .tomcat import level_probe_effect
-from .tomcat import Shop, cpu_split, measure_level, parse_levels
+from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect_cells
+from jvmos.experiments.tomcat import level_probe_effect
+from jvmos.experiments.tomcat import Shop, cpu_split, measure_level, parse_levels
 
 EXAMPLES = """\
 examples:

@@ -36,8 +36,8 @@ from jvmos import record as rec
 from jvmos import scope as scope_mod
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
-from ..tools import IO_JAR, bpftrace, c_program, interrupt_bpftrace, jar
-from .common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
+from jvmos.tools import IO_JAR, bpftrace, c_program, interrupt_bpftrace, jar
+from jvmos.experiments.common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
 
 EXAMPLES = """\
 examples:

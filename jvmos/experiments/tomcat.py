@@ -22,9 +22,9 @@ from jvmos import record as rec
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
-from ..tools import SHOP_JAR, jar
-from .common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
-from .common import (PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells,
+from jvmos.tools import SHOP_JAR, jar
+from jvmos.experiments.common import jdk_label, last_json, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells,
                      probe_effect_median, probe_totals)
 
 EXAMPLES = """\

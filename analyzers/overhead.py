@@ -118,14 +118,8 @@ def _sum(raw, mapname: str, pick) -> Dict[str, int]:
 
 
 def _hits_map(raw) -> Dict[Tuple[str, str], int]:
-    """@hits[pid, kind] (a two-field key, parsed here)."""
-    val = raw.maps.get("@hits")
-    out = {}
-    if isinstance(val, dict):
-        for k, v in val.items():
-            pid, _, kind = k.partition(",")
-            out[(pid, kind)] = int(v)
-    return out
+    """@hits[pid, kind] (its key arity is the catalogue's, as for every printed map)."""
+    return {(pid, kind): int(v) for (pid, kind), v in raw.keyed("@hits").items()}
 
 
 def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:

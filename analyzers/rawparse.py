@@ -3,13 +3,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from jvmos.catalogue import OUTPUT_MAP_ARITY
+
 # the line common.bt prints after it has printed every map at the stop signal
 MAPS_PRINTED = "jvmos-maps-printed"
 
-# how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
-MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3, "@path_calls": 3,
-             "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3, "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2,
-             "@missed": 2, "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1}
+# how many key fields each printed map has: the catalogue's contract with the probe scripts
+MAP_ARITY = OUTPUT_MAP_ARITY
 
 
 @dataclass

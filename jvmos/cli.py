@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from jvmos import JvmosError, __version__
+from jvmos.catalogue import DEFAULT_LAYERS, Mode, layers_help
 
 RECORD_EXAMPLES = """\
 examples:
@@ -354,11 +355,9 @@ def build_parser():
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S]",
                        epilog=RECORD_EXAMPLES)
-    r.add_argument("--layers", default="io",
-                   help="comma-separated layers: io (JNI/NIO copies, I/O syscalls; default), "
-                        "jni (census of every JNI call; slow to attach, adds a uprobe per JNI call)")
+    r.add_argument("--layers", default=",".join(DEFAULT_LAYERS), help=layers_help())
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
-    r.add_argument("--mode", choices=["time", "count", "sample"], default="time",
+    r.add_argument("--mode", default=Mode.TIME.value, metavar="|".join(Mode),
                    help="time: entry+return probes, measured times corrected for the probe "
                         "window (default; the costliest); count: entry probes only, exact "
                         "calls and bytes, JNI copy times from a calibrated cost model; sample: "

@@ -21,11 +21,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from jvmos import ROOT, JvmosError
 from jvmos.analyzers.rawparse import MAPS_PRINTED
-from jvmos.catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
+from jvmos.catalogue import (LAYERS, SCRIPT_MODES, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
                         jni_usdt_alias)
 
 PROBES_DIR = ROOT / "probes"
-MODES = ("time", "count")
 ATTACH = re.compile(r"^(uprobe|uretprobe|tracepoint|usdt|interval|profile):[^\s{]*?,?\s*$")
 PLACEHOLDER = re.compile(r"^(uprobe|uretprobe):@(\w+)@:(\S+?),?\s*$")
 
@@ -108,8 +107,9 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
     usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
     the library has it; None: symbols only."""
-    if mode not in MODES:
-        raise JvmosError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
+    if mode not in SCRIPT_MODES:     # the mode was validated by record (catalogue.Mode)
+        raise JvmosError(f"no probe script for mode '{mode}' (scripts exist for: "
+                         f"{', '.join(SCRIPT_MODES)})")
     if scope not in SCOPES:
         raise JvmosError(f"unknown scope '{scope}' (known: {', '.join(SCOPES)})")
     for layer in layers:

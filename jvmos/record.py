@@ -42,7 +42,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from jvmos import JvmosError, __version__
 from jvmos import calibrate as cal
-from jvmos.catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
+from jvmos.catalogue import (DEFAULT_LAYERS, LAYERS, OPTIONAL_SYMBOL_PREFIXES, TIMED_SPAN_LAYERS,
+                             Mode)
 from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
                   symbols, usdt_probes)
 from jvmos.probegen import render
@@ -68,7 +69,6 @@ GATE = ("import os, sys\n"
         "    os._exit(127)\n")
 # symbols that exist only in some JDKs (libnio's dispatcher natives were renamed in JDK 21):
 # their absence is expected and recorded, not warned about
-OPTIONAL_PREFIXES = ("Java_sun_nio_ch_",)
 
 
 @dataclass
@@ -544,8 +544,7 @@ def check_options(opts: Options) -> None:
                              f"{opts.duration}")
     if opts.pid is not None and (opts.pid <= 0 or not _alive(opts.pid)):
         raise JvmosError(f"no process with pid {opts.pid}")
-    if opts.mode not in ("time", "count", "sample"):
-        raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count, sample)")
+    opts.mode = Mode.parse(opts.mode)     # the one check of a mode
 
 
 # CAP_SYS_ADMIN, CAP_PERFMON and CAP_BPF in /proc/self/status CapEff
@@ -606,7 +605,7 @@ def record(opts: Options) -> Result:
         script.text = scope_mod.retarget(script.text, {r: d for d, r in decoys.items()})
         scoper = scope_mod.Scope(decoys)
     missing = [m for m in script.missing
-               if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
+               if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_SYMBOL_PREFIXES)
                and "(library not found)" not in m]
     for m in missing:
         log(f"warning: symbol not found, its probe is skipped: {m}")

@@ -34,6 +34,14 @@ class Raw:
             out[tuple(k.split(",", n - 1)) if n > 1 else (k,)] = v
         return out
 
+    def sum_by_pid(self, name: str, pick) -> Dict[str, int]:
+        """{pid: sum of the map's values whose key passes pick(key fields after the pid)}."""
+        out: Dict[str, int] = {}
+        for k, v in self.keyed(name).items():
+            if pick(k[1:]):
+                out[k[0]] = out.get(k[0], 0) + int(v)
+        return out
+
     def scalar(self, name: str, default=0):
         val = self.maps.get(name, default)
         return val if not isinstance(val, dict) else default

@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         if (run / "raw" / "bpftrace.json").exists():
             try:
                 s = rebuild(run, platform)
-                text = json.dumps(s, indent=1, sort_keys=True, default=str)
+                text = json.dumps(s, indent=1, default=str)     # key order kept: summary.json has it
             except Exception as e:
                 text = f"error: {e!r}"
             (out / f"{name}.summary.json").write_text(text + "\n")

@@ -161,6 +161,35 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     }
 
 
+# the copy categories a sample can stand for (async-profiler's frames name the copy routines)
+SAMPLED_GUARANTEED = ("jni_copy", "nio_copy", "kernel_copy")
+
+
+def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=None,
+                  warnings=None) -> dict:
+    """summary.json of a --mode sample recording (no probe): each sampled category's time is
+    samples x interval with its 95% error (jvmos.sampling), calls and bytes unknown (null);
+    the guaranteed overhead is the sum of the sampled copy categories, unknown (null) when no
+    sample fell in any of them."""
+    cats = {}
+    for name, c in ((samp or {}).get("categories") or {}).items():
+        cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
+                      "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
+                      "share_pct": c["share_pct"], "method": "sampled"}
+    present = [c for c in SAMPLED_GUARANTEED if c in cats]
+    g = sum(cats[c]["time_ns"] for c in present) if cats else None
+    return {"schema": SCHEMA, "status": status, "exit_code": exit_code,
+            "totals": {"wall_ns": wall_ns, "mode": "sample",
+                       "guaranteed_overhead_ns": g,
+                       "guaranteed_overhead_categories": present,
+                       "probe_overhead_ns": None, "slowdown_pct": None,
+                       "processes": len((samp or {}).get("by_pid", {})),
+                       "guaranteed_overhead_pct": (100.0 * g / wall_ns
+                                                   if wall_ns and g is not None else None)},
+            "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
+            "warnings": warnings if warnings is not None else []}
+
+
 def guaranteed_totals(cats_total: dict, by_pid: dict, wall_ns) -> tuple:
     """The guaranteed overhead of a set of categories, as the totals carry it, and the warning
     an unknown term gives; each process of by_pid gets its own guaranteed_by_resource. A sum

@@ -45,7 +45,8 @@ from typing import Dict, List, Optional, Tuple
 from jvmos import JvmosError
 from jvmos.jdk import symbols
 from jvmos.probegen import render
-from jvmos.tools import bpftrace, c_program, interrupt_bpftrace
+from jvmos import session
+from jvmos.tools import c_program
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.overhead import hits_by_pid
 from jvmos.analyzers.stats import floor_fit, mean_ci
@@ -93,19 +94,8 @@ def _traced(prog: Path, mode: str, n: int, script: str):
 
 def _traced_full(prog: Path, mode: str, n: int, script: str):
     """probecal's result line and the maps, run under bpftrace with this script."""
-    with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-        f.write(script)
-        path = f.name
-    try:
-        r = subprocess.run([bpftrace(), "-f", "json", path, "-c",
-                            f"{prog} --mode {mode} --iterations {n}"],
-                           capture_output=True, text=True, timeout=900)
-    finally:
-        Path(path).unlink(missing_ok=True)
-    errs = [l for l in r.stderr.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
-    if r.returncode or errs:
-        raise JvmosError(f"bpftrace failed while calibrating probes: "
-                         f"{(errs or [r.stderr.strip()])[0]}")
+    r = session.run_command(script, f"{prog} --mode {mode} --iterations {n}",
+                            "calibrating probes")
     return _result(r.stdout), rawparse.parse_lines(r.stdout.splitlines())
 
 
@@ -259,16 +249,9 @@ def calibrate_jni_model(jvm, window_ns: float, io_jar: Path, sizes=(10, 4096),
     pts = []
     for size in sizes:
         log(f"JNI copy cost of JDK {jvm.version}: {n:,} writes of {size} bytes, traced")
-        with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-            f.write(text)
-            path = f.name
         cmd = (f"{jvm.home}/bin/java -cp {io_jar} org.jvmos.workloads.BlockingIo "
                f"--iterations {n} --size {size} --target /dev/null")
-        try:
-            r = subprocess.run([bpftrace(), "-f", "json", path, "-c", cmd],
-                               capture_output=True, text=True, timeout=900)
-        finally:
-            Path(path).unlink(missing_ok=True)
+        r = session.run_command(text, cmd, f"calibrating the JNI copy cost of {jvm.home}")
         raw = rawparse.parse_lines(r.stdout.splitlines())
         calls = time = 0
         for (pid, cat, probe), v in raw.keyed("@calls").items():
@@ -316,10 +299,6 @@ def _loop_elapsed(stdout: str) -> int:
 def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
     """(CPU ns of the JVM process, parsed bpftrace output or None): BlockingIo bare, or traced
     by script (which names the JVM's pid $1 and prints jvmos-ready once attached)."""
-    import os
-    import sys
-    import time
-    from jvmos.record import GATE, bpftrace_env
     from jvmos.tools import IO_JAR, jar
     cmd = [str(jvm.home / "bin" / "java"), "-cp", str(jar(IO_JAR)),
            "org.jvmos.workloads.BlockingIo", "--iterations", str(n), "--size", str(size),
@@ -328,39 +307,25 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
         bt_file, out_file, err_file, jerr = (Path(d) / x for x in ("p.bt", "out.json", "err",
                                                                    "jerr"))
         bt_file.write_text(script or "")
-        gate_r, gate_w = os.pipe()
-        with open(jerr, "wb") as je:
-            child = subprocess.Popen([sys.executable, "-c", GATE, str(gate_r)] + cmd,
-                                     pass_fds=(gate_r,), stdout=subprocess.PIPE, stderr=je)
-        os.close(gate_r)
-        bt = None
-        try:
+
+        def abort(msg, status, code):
+            raise JvmosError(f"bpftrace failed while calibrating USDT probes: {msg}")
+
+        with session.Session() as s:
+            s.launch(cmd, stdout=Path(d) / "jout", stderr=jerr)
+            child = s.child
             if script is not None:
-                with open(out_file, "wb") as o, open(err_file, "wb") as e:
-                    bt = subprocess.Popen([bpftrace(), "-f", "json", str(bt_file),
-                                           str(child.pid)], stdout=o, stderr=e,
-                                          env=bpftrace_env(), start_new_session=True)
-                t0 = time.monotonic()
-                while "jvmos-ready" not in out_file.read_text(errors="replace"):
-                    if bt.poll() is not None or time.monotonic() - t0 > 300:
-                        errs = [l for l in err_file.read_text(errors="replace").splitlines()
-                                if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
-                        raise JvmosError("bpftrace failed while calibrating USDT probes: "
-                                         + (errs[0] if errs else "no output"))
-                    time.sleep(0.05)
-            os.write(gate_w, b"go")
-        finally:
-            os.close(gate_w)
-            stdout = child.stdout.read().decode(errors="replace")
-            _, status, ru = os.wait4(child.pid, 0)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if bt is not None and bt.poll() is None:
-                interrupt_bpftrace(bt, timeout=300)   # SIGINT again if bpftrace misses it
-        if child.returncode:
+                s.start_bpftrace(bt_file, [child.pid], out_file, err_file)
+                s.wait_ready(out_file, err_file, abort, launched=True, timeout=300)
+            s.release()
+            code, _, cpu_ns = s.wait_command(watch_bpftrace=False)
+            if s.bt is not None and s.bt.poll() is None:
+                s.interrupt(timeout=300)    # SIGINT again if bpftrace misses it
+        stdout = (Path(d) / "jout").read_text(errors="replace")
+        if code:
             raise JvmosError(f"BlockingIo on {jvm.home} failed: "
                              f"{jerr.read_text(errors='replace').strip()[:200]}")
         _loop_elapsed(stdout)   # it ran to its end
-        cpu_ns = (ru.ru_utime + ru.ru_stime) * 1e9
         raw = rawparse.parse_lines(out_file.read_text().splitlines()) if script else None
         return cpu_ns, raw
 

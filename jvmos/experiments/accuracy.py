@@ -18,17 +18,16 @@ write of the writing thread is compared (see kernel_check).
 import argparse
 import json
 import math
-import os
 import re
 import statistics
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
 from jvmos.analyzers.tables import Table, fmt_ns
 from jvmos import JvmosError
-from jvmos.tools import IO_JAR, bpftrace, c_program, jar
+from jvmos import session
+from jvmos.tools import IO_JAR, c_program, jar
 from jvmos.experiments.common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
                      write_outputs)
 from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
@@ -200,10 +199,8 @@ def sample_kernel(cmd: List[str], hz: int, out: Path) -> dict:
     if any(ch.isspace() for arg in cmd for ch in arg):
         raise JvmosError(f"kernel-time check: bpftrace -c splits at spaces: {cmd}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([bpftrace(), "-f", "json", "-o", str(out),
-                        "-e", KERNEL_SAMPLER.format(hz=hz), "-c", " ".join(cmd)],
-                       capture_output=True, text=True, timeout=900,
-                       env={**os.environ, "BPFTRACE_MAP_KEYS_MAX": "65536"})
+    r = session.run_command(KERNEL_SAMPLER.format(hz=hz), " ".join(cmd), "the kernel-time check",
+                            output=out, map_keys="65536", check=False)
     wl = last_json(r.stdout)
     text = out.read_text(errors="replace") if out.exists() else ""
     if r.returncode != 0 or not wl or '"@s"' not in text:

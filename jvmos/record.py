@@ -459,6 +459,8 @@ def _can_load_bpf() -> bool:
 
 
 def record(opts: Options) -> Result:
+    """One recording: options checked, then (bpftrace modes) prepared, traced and concluded;
+    --mode sample has its own path without bpftrace (_record_sampled)."""
     log = opts.log or (lambda m: print(m, file=sys.stderr))
     check_options(opts)
     if opts.mode == "sample":
@@ -466,6 +468,47 @@ def record(opts: Options) -> Result:
     if not _can_load_bpf():
         raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): bpftrace loads "
                          "BPF programs; run it as root, or use --mode sample")
+    run = _prepare(opts, log)
+    _trace(run)
+    return _conclude(run)
+
+
+@dataclass
+class _Run:
+    """What a bpftrace recording carries from one phase to the next: _prepare (targets,
+    calibration, script, manifest), _trace (the tracing session) and _conclude (status,
+    summary, run directory)."""
+    opts: Options
+    log: Callable[[str], None]
+    warnings: List[str]
+    jvms: List[Jvm]
+    out: Path
+    platform_file: Path
+    platform: Optional[dict]
+    script: object
+    scoper: object
+    missing: List[str]
+    manifest: dict
+    raw_path: Path
+    # set by _trace
+    root: Optional[int] = None
+    child: object = None
+    holds: object = None
+    tree: object = None
+    wall_ns: int = 0
+    target_cpu: Optional[dict] = None
+    exit_code: Optional[int] = None
+    target_gone: bool = False
+    load_error: List[Exception] = field(default_factory=list)
+    sample_error: Optional[str] = None
+    bt_stopped_early: bool = False
+    bt_rc: Optional[int] = None
+    sig: Optional[int] = None
+
+
+def _prepare(opts: Options, log) -> _Run:
+    """Everything decided before anything runs: the JVMs to probe, the calibration, the
+    script (scoped to the traced processes), the run directory and its first manifest."""
     bpftrace()      # found on PATH, or one clear error before anything starts
     ensure_tracefs()
     warnings: List[str] = []
@@ -529,13 +572,24 @@ def record(opts: Options) -> Result:
         "start_time": None, "end_time": None,
     }
 
+    return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,
+                platform_file=platform_file, platform=platform, script=script, scoper=scoper,
+                missing=missing, manifest=manifest, raw_path=out / "raw" / "bpftrace.json")
+
+
+def _trace(run: _Run) -> None:
+    """The tracing session: the command launched at the gate (or the pid attached), bpftrace
+    started and ready, the uprobes scoped, the recording waited for, then stopped and torn
+    down (see jvmos.session)."""
+    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
+                                                      run.scoper, run.jvms, run.manifest)
     # from here on a signal is a request to stop, said in the status (before tracing starts:
     # the command never runs); the session cleans up on every path
     session = Session(log)
     t0_box = {"ns": time.monotonic_ns()}
     holds = None
     tree = None
-    raw_path = out / "raw" / "bpftrace.json"
+    raw_path = run.raw_path
     err_path = out / "raw" / "bpftrace.stderr"
     with session:
         try:
@@ -695,20 +749,35 @@ def record(opts: Options) -> Result:
                 scoper.close()
             if holds is not None:                        # never leave a child stopped
                 holds.release_all()
-    interrupted = {"sig": session.interrupted}
+    run.__dict__.update(root=root, child=child, holds=holds, tree=tree, wall_ns=wall_ns,
+                        target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
+                        load_error=load_error, sample_error=sample_error,
+                        bt_stopped_early=bt_stopped_early, bt_rc=bt_rc,
+                        sig=session.interrupted)
 
-    raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
+
+def _conclude(run: _Run) -> Result:
+    """The recording's status and why, its summary (the analyzers on the raw output), and the
+    run directory's last files."""
+    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
+                                                      run.scoper, run.jvms, run.manifest)
+    warnings, missing, platform, holds, tree = (run.warnings, run.missing, run.platform,
+                                                run.holds, run.tree)
+    child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
+    load_error, target_cpu = run.load_error, run.target_cpu
+    interrupted = {"sig": run.sig}
+    raw = rawparse.parse_file(run.raw_path, decoys=scoper.decoys if scoper else None)
     if holds is not None:
         # a child held at its exec just before the stop whose printed line came after the
         # marker (another CPU's buffer) is in @held: let it go too (only the traced tree's)
         holds.release_all(also=[int(p) for (p,) in raw.keyed("@held")
                                 if p.isdigit() and int(p) in tree.pids])
-    reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
-    if sample_error:
-        reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
+    reasons = bpftrace_reasons(stopped_early=run.bt_stopped_early, rc=run.bt_rc, raw=raw)
+    if run.sample_error:
+        reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))
     reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
                            load_error=load_error)
-    if target_gone:
+    if run.target_gone:
         reasons.append(("target_exited", f"pid {root} exited {wall_ns / 1e9:.1f} s into the "
                                          "recording, before it was stopped: the figures cover "
                                          "that time"))
@@ -772,7 +841,7 @@ def record(opts: Options) -> Result:
     summary["status_reason"] = reason
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
-                     "wall_ns": wall_ns, "bpftrace_exit_status": bt_rc,
+                     "wall_ns": wall_ns, "bpftrace_exit_status": run.bt_rc,
                      "status_reason": reason})
     _finish(out, manifest, summary)
     if load_error:

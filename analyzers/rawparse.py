@@ -22,6 +22,10 @@ class Raw:
     # common.bt printed every map at the stop, then its end marker (MAPS_PRINTED): the maps
     # are those of the stop; any printed after the marker (bpftrace's own end) are ignored
     maps_printed: bool = False
+    # values that bpftrace printed as unsigned 64-bit sums above 2^63: sums of signed
+    # differences that came out negative (a span whose bookkeeping went wrong), kept as the
+    # negative numbers they are: [(map, key, value)]
+    negative: List[Tuple[str, str, int]] = field(default_factory=list)
 
     def keyed(self, name: str) -> Dict[Tuple[str, ...], object]:
         """A map as {(key fields...): value}; {} when the map never got an entry."""
@@ -47,6 +51,26 @@ class Raw:
         return val if not isinstance(val, dict) else default
 
 
+_WRAP = 1 << 64
+
+
+def _signed(raw: Raw, name: str, val):
+    """A map's values with bpftrace's unsigned sums of negative totals turned back into the
+    negative numbers they are (two's complement), each one noted in raw.negative."""
+    if isinstance(val, int) and not isinstance(val, bool) and val >= _WRAP >> 1:
+        raw.negative.append((name, "", val - _WRAP))
+        return val - _WRAP
+    if isinstance(val, dict):
+        out = {}
+        for k, v in val.items():
+            if isinstance(v, int) and not isinstance(v, bool) and v >= _WRAP >> 1:
+                raw.negative.append((name, k, v - _WRAP))
+                v -= _WRAP
+            out[k] = v
+        return out
+    return val
+
+
 def parse_lines(lines) -> Raw:
     raw = Raw()
     for lineno, line in enumerate(lines, 1):
@@ -64,6 +88,8 @@ def parse_lines(lines) -> Raw:
         kind, data = rec.get("type"), rec.get("data")
         if kind in ("map", "hist", "lhist", "stats") and isinstance(data, dict):
             if not raw.maps_printed:
+                if kind == "map":
+                    data = {name: _signed(raw, name, v) for name, v in data.items()}
                 raw.maps.update(data)
         elif kind == "printf":
             raw.printf.append(data)

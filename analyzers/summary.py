@@ -28,8 +28,10 @@ def _blank():
     return {"calls": 0, "bytes": 0, "time_ns": 0}
 
 
-def _per_pid(raw: Raw, addresses: Dict[str, str]):
-    """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time."""
+def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
+    """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time. A time sum
+    that came out negative (raw.negative: a span's bookkeeping went wrong in the probes) is
+    not added: it goes to `dropped` as (map, key, ns), and the summary says so."""
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
     # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
@@ -40,6 +42,9 @@ def _per_pid(raw: Raw, addresses: Dict[str, str]):
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):
                 sym = sym[4:]
+            if int(v) < 0:
+                dropped.append((mapname, f"{pid},{cat},{sym}", int(v)))
+                continue
             f = out[pid][cat][sym]
             f[field] = f.get(field, 0) + int(v)
     return out
@@ -64,7 +69,12 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     validate_probes(probes)
     validate_costs(costs)
     warnings = []
-    fns = _per_pid(raw, addresses)
+    dropped = []
+    fns = _per_pid(raw, addresses, dropped)
+    for mapname, key, v in dropped:
+        warnings.append(f"{mapname}[{key}] summed to {v / 1e6:,.3f} ms, a negative figure (the "
+                        "probes' bookkeeping of a span went wrong): left out, so that figure "
+                        "and its category's total lack those calls")
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
     for (pid, p, d), v in raw.keyed("@path_bytes").items():
         pathmap[pid][(p, d)]["bytes"] += int(v)
@@ -150,6 +160,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
                    "missed_events": dict(missed),
+                   **({"negative_sums_dropped": [{"map": m, "key": k, "value": v}
+                                                 for m, k, v in dropped]} if dropped else {}),
                    "mode": mode,
                    **overhead},
         "categories": {c: cats_total[c] for c in CATEGORIES if c in cats_total},

@@ -4,7 +4,9 @@ The templates name libraries by placeholder (@LIBJVM@, @LIBNIO@, @LIBC@) and put
 its own line. Here each placeholder line becomes one line per library that defines the symbol;
 a symbol no library defines is dropped and reported, and a probe block left with no attach
 point is dropped whole, so a JDK missing one function still gets every other probe.
-BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each).
+BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each). An attach
+point may give its block a value ('/* @ELEMENT_SIZE@ = 2 */' after it): each run of attach points
+with the same value gets a copy of the block with the value written in (_expand_values).
 
 USDT: given the USDT probes a library carries (usdt_of), a uprobe or uretprobe on a JNI entry
 point becomes HotSpot's own probe of it (catalogue.jni_usdt_alias): usdt:<lib>:hotspot_jni:
@@ -98,6 +100,77 @@ def _for_scope(text: str, scope: str, name: str = "?") -> str:
     return "\n".join(out) + "\n"
 
 
+# An attach point may carry values for its block: 'uprobe:@LIBJVM@:jni_GetCharArrayRegion,
+# /* @ELEMENT_SIZE@ = 2 */'. Each run of attach points with the same values gets a copy of the
+# block with them written in (io.bt's Region copies, one block per element size): the code of
+# each probe is what a block written out per value would be, with no per-hit lookup.
+_VALUED = re.compile(r"^\s*(?P<ap>\S+?),?\s*/\*\s*(?P<values>@[A-Z][A-Z0-9_]*@\s*=.*?)\s*\*/\s*$")
+_VALUE = re.compile(r"^(@[A-Z][A-Z0-9_]*@)\s*=\s*(\S.*)$")
+_UNFILLED = re.compile(r"@[A-Z][A-Z0-9_]*@")
+
+
+def _valued(line: str):
+    m = _VALUED.match(line)
+    return m if m and ATTACH.match(m.group("ap")) else None
+
+
+def _expand_values(text: str, name: str = "?") -> str:
+    """The template with every block whose attach points carry values written out once per run
+    of attach points with the same values (see _VALUED)."""
+    lines = text.splitlines()
+    out: List[str] = []
+    i = 0
+    while i < len(lines):
+        if not (ATTACH.match(lines[i].strip()) or _valued(lines[i])):
+            out.append(lines[i])
+            i += 1
+            continue
+        group: List[Tuple[str, Optional[Tuple[Tuple[str, str], ...]]]] = []
+        first = i + 1
+        while i < len(lines) and (ATTACH.match(lines[i].strip()) or _valued(lines[i])):
+            m = _valued(lines[i])
+            if m:
+                values = []
+                for item in m.group("values").split(";"):
+                    v = _VALUE.match(item.strip())
+                    if not v:
+                        raise JvmosError(f"{name}:{i + 1}: bad attach point value '{item.strip()}' "
+                                         "(expected '@NAME@ = value')")
+                    values.append((v.group(1), v.group(2).strip()))
+                group.append((m.group("ap"), tuple(values)))
+            else:
+                group.append((lines[i].strip().rstrip(","), None))
+            i += 1
+        if all(v is None for _, v in group):
+            out.extend(lines[first - 1:i])
+            continue
+        if any(v is None for _, v in group) or len({tuple(n for n, _ in v) for _, v in group}) > 1:
+            raise JvmosError(f"{name}:{first}: every attach point of a block with values must "
+                             "give the same names")
+        j = i
+        while j < len(lines) and lines[j] != "}":
+            j += 1
+        if j == len(lines):
+            raise JvmosError(f"{name}:{first}: the block of these attach points is never closed")
+        block = lines[i:j + 1]          # filter, markers and body, up to the closing brace
+        runs: List[Tuple[Tuple[Tuple[str, str], ...], List[str]]] = []
+        for ap_text, values in group:
+            if runs and runs[-1][0] == values:
+                runs[-1][1].append(ap_text)
+            else:
+                runs.append((values, [ap_text]))
+        for k, (values, aps) in enumerate(runs):
+            if k:
+                out.append("")
+            out.extend(a + ("," if n < len(aps) - 1 else "") for n, a in enumerate(aps))
+            for line in block:
+                for key, value in values:
+                    line = line.replace(key, value)
+                out.append(line)
+        i = j + 1
+    return "\n".join(out) + "\n"
+
+
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
            mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None,
@@ -121,7 +194,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         path = PROBES_DIR / name
         if not path.exists():
             raise JvmosError(f"probe script {path} is missing from this installation")
-        for kind, chunk in _split_blocks(_for_scope(path.read_text(), scope, name)):
+        text = _expand_values(_for_scope(path.read_text(), scope, name), name)
+        for kind, chunk in _split_blocks(text):
             if mode == "count":
                 chunk = [l for l in chunk if not l.rstrip().endswith("/* time */")]
             (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
@@ -206,6 +280,10 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
             while i < len(lines) and lines[i] != "}":
                 i += 1
             i += 1
+    left = sorted(set(_UNFILLED.findall(_COMMENT.sub(" ", "\n".join(begin + out + end)))))
+    if left:
+        raise JvmosError(f"the probe scripts use {', '.join(left)} with no value for it (an "
+                         "attach point gives one as a comment after it: '@NAME@ = value')")
     out = _print_maps(out, begin + out, end)
     text = ["BEGIN", "{"] + begin + ["}", ""] + out + ["", "END", "{"] + end + ["}", ""]
     script.text = "\n".join(text)
@@ -228,10 +306,10 @@ _CLEARED = re.compile(r"clear\((@[A-Za-z_]\w*)\)")
 
 def output_maps(code: List[str], end: List[str]) -> List[str]:
     """The maps of a script that bpftrace would print at its end: every map the code uses
-    (comments and strings aside) but the scratch ones END clears and @trk (cleared at the
+    (comments and strings aside) but the scratch ones END clears and @traced (cleared at the
     stop)."""
     used = set(_MAP.findall(_COMMENT.sub(" ", "\n".join(code))))
-    scratch = set(_CLEARED.findall(_COMMENT.sub(" ", "\n".join(end)))) | {"@trk"}
+    scratch = set(_CLEARED.findall(_COMMENT.sub(" ", "\n".join(end)))) | {"@traced"}
     return sorted(used - scratch)
 
 

@@ -105,8 +105,7 @@ def io_script(prog: Path, mode: str) -> str:
     if addr is None:
         raise JvmosError(f"{prog} has no symbol jvmos_probe_target: rebuild it (make build)")
     fake = lambda p: {"jni_GetByteArrayRegion": addr} if Path(p) == prog else {}
-    s = render(["io"], {"LIBJVM": [prog]}, fake, mode=mode)
-    return s.text.replace("@traced[$1] = 1;", "@traced[cpid] = 1;")
+    return render(["io"], {"LIBJVM": [prog]}, fake, mode=mode, root="cpid").text
 
 
 def layer_script(prog: Path, layers: List[str], mode: str = "time") -> str:
@@ -117,8 +116,7 @@ def layer_script(prog: Path, layers: List[str], mode: str = "time") -> str:
     if addr is None:
         raise JvmosError(f"{prog} has no symbol jvmos_probe_target: rebuild it (make build)")
     fake = lambda p: {"malloc": addr} if Path(p) == prog else {}
-    s = render(layers, {"LIBC": [prog]}, fake, mode=mode)
-    return s.text.replace("@traced[$1] = 1;", "@traced[cpid] = 1;")
+    return render(layers, {"LIBC": [prog]}, fake, mode=mode, root="cpid").text
 
 
 # cost key -> (probecal mode, iterations, layers, script mode, kinds whose hits divide)
@@ -244,8 +242,8 @@ def calibrate_jni_model(jvm, window_ns: float, io_jar: Path, sizes=(10, 4096),
     two sizes traced in time mode; corrected time per GetByteArrayRegion = measured - window;
     a line through the two sizes gives ns_per_call and ns_per_byte."""
     libs = {"LIBJVM": [jvm.libjvm], "LIBNIO": [jvm.libnio] if jvm.libnio else []}
-    script = render(["io"], libs, symbols, mode="time")
-    text = script.text.replace("@traced[$1] = 1;", "@traced[cpid] = 1;")
+    script = render(["io"], libs, symbols, mode="time", root="cpid")
+    text = script.text
     pts = []
     for size in sizes:
         log(f"JNI copy cost of JDK {jvm.version}: {n:,} writes of {size} bytes, traced")

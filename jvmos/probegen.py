@@ -171,15 +171,22 @@ def _expand_values(text: str, name: str = "?") -> str:
     return "\n".join(out) + "\n"
 
 
+# what common.bt's @ROOT@ may become: the pid jvmos passes ($1), or the child of `bpftrace -c`
+ROOTS = ("$1", "cpid")
+
+
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
            mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None,
-           scope: str = "host") -> Script:
+           scope: str = "host", root: str = "$1") -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
     mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
     usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
-    the library has it; None: symbols only."""
+    the library has it; None: symbols only. root: what common.bt's @ROOT@ becomes, the root
+    of the traced processes: "$1" (jvmos passes the pid) or "cpid" (bpftrace -c starts it)."""
+    if root not in ROOTS:
+        raise JvmosError(f"unknown root '{root}' (known: {', '.join(ROOTS)})")
     if mode not in SCRIPT_MODES:     # the mode was validated by record (catalogue.Mode)
         raise JvmosError(f"no probe script for mode '{mode}' (scripts exist for: "
                          f"{', '.join(SCRIPT_MODES)})")
@@ -195,6 +202,7 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         if not path.exists():
             raise JvmosError(f"probe script {path} is missing from this installation")
         text = _expand_values(_for_scope(path.read_text(), scope, name), name)
+        text = text.replace("@ROOT@", root)
         for kind, chunk in _split_blocks(text):
             if mode == "count":
                 chunk = [l for l in chunk if not l.rstrip().endswith("/* time */")]

@@ -175,12 +175,23 @@ def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tup
 
 
 def missed_warnings(raw) -> List[str]:
-    """Returns seen without their entry, per kind: counted calls whose time was not measured."""
+    """The spans the probes could not time, per kind (@missed): a return seen without its
+    entry (the call was in progress when tracing began), or a span whose off-CPU time came
+    out longer than the span (a switch event the probes missed). Their calls are counted,
+    their time is not in any figure."""
     missed: Dict[str, int] = {}
     for (_pid, what), n in raw.keyed("@missed").items():
         missed[what] = missed.get(what, 0) + int(n)
-    return [f"{n} {what.replace('_', ' ')} event(s): a call was in progress when tracing began "
-            "(counted, its time not measured)" for what, n in sorted(missed.items())]
+    out = []
+    for what, n in sorted(missed.items()):
+        if what.endswith("_offcpu_exceeds_span"):
+            out.append(f"{n} {what[:-len('_offcpu_exceeds_span')]} span(s) whose off-CPU time "
+                       "came out longer than the span (a context-switch event the probes "
+                       "missed): counted, their time not measured")
+        else:
+            out.append(f"{n} {what.replace('_', ' ')} event(s): a call was in progress when "
+                       "tracing began (counted, its time not measured)")
+    return out
 
 
 def _write_json(path: Path, data: dict):

@@ -22,7 +22,7 @@ probe_window_source naming the calibrated figure used; time_ci95_ns when an inte
 (always when floored).
 """
 import math
-from typing import Iterable, Optional, Sequence
+from typing import Dict, Iterable, Optional, Sequence
 
 from jvmos import JvmosError
 
@@ -184,3 +184,61 @@ def combine(parts: Iterable[dict]) -> dict:
         hi = sum(p["time_ci95_ns"][1] if "time_ci95_ns" in p else p["time_ns"] for p in parts)
         out["time_ci95_ns"] = [lo, hi]
     return out
+
+
+# ---- the probe costs the layers' spans use, and their arithmetic (None: unknown) ----
+#
+# Probe costs used (from `jvmos calibrate --probes`). The threads, links and mem layers have
+# no windows of their own: they borrow the io layer's, because their bookkeeping is of the
+# same kind, and every corrected figure names the window it borrowed in `probe_window_source`:
+#   pair_hit, pair_window   a uprobe+uretprobe pair with map bookkeeping (jni_copy_time_*)
+#   sys_hit, sys_window     a syscall tracepoint pair with bookkeeping (io_syscall_*)
+#   uprobe                  a bare entry uprobe
+# A span's raw time holds its own window, plus, for every probe nested in it, the part of
+# that probe's cost that falls outside the nested probe's own window (hit - window).
+
+PAIR_SOURCE = ("jni_copy_time_window (borrowed: same uprobe+uretprobe pair bookkeeping as "
+               "the io layer's JNI copy probes)")
+SYS_SOURCE = ("io_syscall_window (borrowed: same tracepoint-pair bookkeeping as the io "
+              "layer's syscall probes)")
+NESTED_SOURCE = ("; plus, for each probe nested in the span, its hit minus its window "
+                 "(jni_copy_time_hit - jni_copy_time_window, io_syscall_hit - "
+                 "io_syscall_window; borrowed from the io layer's calibration)")
+
+
+def probe_costs(probes: Optional[dict]) -> Dict[str, Optional[float]]:
+    """The calibrated costs the layers use; None for one that was not calibrated."""
+    g = lambda k: probe_cost(probes, k)
+    # where the JNI copy probes were USDT probes, probecost.probes_for() replaced the
+    # jni_copy_time_* figures with the USDT ones and kept the symbol uprobe pair's under
+    # symbol_pair_*: the threads and mem layers' uprobe pairs are symbol uprobes
+    sym = lambda k: ("symbol_pair_" + k[len("jni_copy_"):]
+                     if probes and ("symbol_pair_" + k[len("jni_copy_"):]) in probes else k)
+    c = {"pair_hit": g(sym("jni_copy_time_hit")), "pair_window": g(sym("jni_copy_time_window")),
+         "sys_hit": g("io_syscall_hit"), "sys_window": g("io_syscall_window"),
+         "uprobe": g("uprobe"), "tracepoint": g("tracepoint")}
+    c["pair_ci"], c["sys_ci"] = probe_ci(probes, sym("jni_copy_time_window")), \
+        probe_ci(probes, "io_syscall_window")
+    return c
+
+
+def mul(n, cost):
+    return None if cost is None else n * cost
+
+
+def add(*xs):
+    return sum_known(xs)
+
+
+def sub(a, b):
+    return None if a is None or b is None else a - b
+
+
+def correct_by_window(raw, hits, window, ci, source):
+    """A time corrected by hits x one calibrated window (its own or a borrowed one): the one
+    helper every per-hit correction goes through."""
+    return correct(raw, hits, mul(hits, window), window_ns=window, window_ci=ci, source=source)
+
+
+def get(parts, what, field="calls"):
+    return (parts.get(what) or {}).get(field, 0) or 0

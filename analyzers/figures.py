@@ -2,7 +2,7 @@
 from pathlib import Path
 from typing import Dict
 
-from .tables import fmt_bytes
+from jvmos.analyzers.tables import fmt_bytes
 
 PATH_COLOURS = {"jni": "#d95f02", "nio": "#1b9e77", "other": "#9e9e9e"}
 

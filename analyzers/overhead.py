@@ -19,60 +19,25 @@ that maps that libc) are not counted either: they slow the machine, not the trac
 from collections import defaultdict
 from typing import Dict, Iterable, Optional, Tuple
 
-# kind -> (what one hit is, cost key in --mode time, cost key in --mode count)
-# A cost key names an entry of the platform file's "probes" section; "uretprobe" is derived
-# (uprobe_pair - uprobe). Keys marked borrowed are the cost of a minimal probe of the same
-# shape (one map update), not of that kind's own blocks: the estimate says so per kind.
-KINDS: Dict[str, Tuple[str, str, str]] = {
-    "io:jni_copy": ("a JNI copy function: io.bt's entry block (+ return block in --mode time)",
-                    "jni_copy_time_hit", "jni_copy_count_hit"),
-    "io:syscall_pair": ("an I/O syscall: io.bt's sys_enter/sys_exit blocks",
-                        "io_syscall_hit", "io_syscall_hit"),
-    "io:uprobe": ("a libnio read/write native or Unsafe_CopyMemory0: one entry block",
-                  "uprobe", "uprobe"),
-    "jni:uprobe": ("a JNI entry point other than the copies: one count() block",
-                   "uprobe", "uprobe"),
-    "links:syscall_pair": ("accept/connect/open/close: links.bt's enter/exit blocks",
-                           "link_syscall_hit", "link_syscall_hit"),
-    "links:sched_switch": ("a switch out of a traced thread: links.bt's two sched_switch blocks",
-                           "sched_switch_links_hit", "sched_switch_links_hit"),
-    "threads:sched_switch": ("a switch out of a traced thread: threads.bt's sched_switch blocks",
-                             "sched_switch_threads_hit", "sched_switch_threads_hit"),
-    "threads:futex_pair": ("a futex syscall: threads.bt's enter/exit blocks",
-                           "futex_threads_hit", "futex_threads_hit"),
-    "threads:span_syscall": ("mmap, mprotect, madvise, clone, rseq, ... (12 syscalls): "
-                             "threads.bt's enter/exit blocks",
-                             "span_syscall_threads_hit", "span_syscall_threads_hit"),
-    "threads:clone_count": ("one of threads.bt's two extra clone blocks (the enter block that "
-                            "counts, the exit block that marks Java threads): two per clone",
-                            "tracepoint", "tracepoint"),
-    "threads:uprobe": ("entry of JVM_StartThread, pthread_create, thread_native_entry or "
-                       "JavaThread::exit", "uprobe", "uprobe"),
-    "threads:uretprobe": ("return of one of those four functions", "uretprobe", "uretprobe"),
-    "threads:sched_wakeup_new": ("a new task woken by a traced thread", "tracepoint",
-                                 "tracepoint"),
-    "threads:sys_enter_exit": ("a traced thread's exit syscall", "tracepoint", "tracepoint"),
+from jvmos.analyzers import census, io, links, mem, threads
+
+# kind -> (what one hit is, cost key in --mode time, cost key in --mode count), each layer's
+# own in its analyzer (io.KINDS, ...), common.bt's here. A cost key names an entry of the
+# platform file's "probes" section; "uretprobe" is derived (uprobe_pair - uprobe). Keys marked
+# borrowed are the cost of a minimal probe of the same shape (one map update), not of that
+# kind's own blocks: the estimate says so per kind.
+COMMON_KINDS = {
     "common:task_newtask": ("a task created by a traced process (thread or process)",
                             "thread_common_hit", "thread_common_hit"),
     "common:sched_process_exit": ("a traced thread exiting", "thread_common_hit",
                                   "thread_common_hit"),
     "common:sched_process_exec": ("an exec in a traced process (common.bt's block, and mem.bt's "
                                   "when loaded)", "tracepoint", "tracepoint"),
-    "mem:malloc_pair": ("an allocator call: mem.bt's entry block (+ return block in --mode "
-                        "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),
-    "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: mem.bt's enter/exit blocks",
-                            "vm_syscall_mem_hit", "vm_syscall_mem_hit"),
-    "io:syscall_upair": ("an I/O call (--scope process): io.bt's uprobe/uretprobe blocks on "
-                         "libc's wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
-    "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): mem.bt's "
-                             "uprobe/uretprobe blocks on libc's wrapper (--mode count: the "
-                             "entry block; sbrk keeps its return, not charged)", "uprobe_pair",
-                             "uprobe"),
-    "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
-                       "page_fault_mem_hit", "page_fault_mem_hit"),
-    "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
-                         "sched_switch_mem_hit", "sched_switch_mem_hit"),
 }
+# the analyzers in the order they count hits: each counts its own layer's probes
+ANALYZERS = (io, census, links, threads, mem)
+KINDS: Dict[str, Tuple[str, str, str]] = {k: v for a in ANALYZERS for k, v in a.KINDS.items()}
+KINDS.update(COMMON_KINDS)
 
 # where each cost key comes from (the platform file's probes section, `jvmos calibrate --probes`)
 MEASURED_WITH = {
@@ -108,31 +73,14 @@ BORROWED = {
 }
 
 
-def _sum(raw, mapname: str, pick) -> Dict[str, int]:
-    """{pid: sum of the map's values whose key passes pick(key fields after the pid)}."""
-    out: Dict[str, int] = defaultdict(int)
-    for k, v in raw.keyed(mapname).items():
-        if pick(k[1:]):
-            out[k[0]] += int(v)
-    return out
-
-
 def _hits_map(raw) -> Dict[Tuple[str, str], int]:
-    """@hits[pid, kind] (a two-field key, parsed here)."""
-    val = raw.maps.get("@hits")
-    out = {}
-    if isinstance(val, dict):
-        for k, v in val.items():
-            pid, _, kind = k.partition(",")
-            out[(pid, kind)] = int(v)
-    return out
+    """@hits[pid, kind] (its key arity is the catalogue's, as for every printed map)."""
+    return {(pid, kind): int(v) for (pid, kind), v in raw.keyed("@hits").items()}
 
 
 def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
     """{pid: {kind: hits}} for every kind that fired in a traced process. scope process: the
     I/O and memory calls were probed on libc's wrappers (uprobe pairs), not tracepoints."""
-    up = scope == "process"
-    cat = lambda *names: (lambda k: k[0] in names)
     per = defaultdict(lambda: defaultdict(int))
 
     def add(kind, counts: Dict[str, int]):
@@ -140,31 +88,14 @@ def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
             if n:
                 per[pid][kind] += n
 
-    add("io:jni_copy", _sum(raw, "@calls", cat("jni_copy")))
-    add("io:syscall_upair" if up else "io:syscall_pair", _sum(raw, "@calls", cat("io_syscall")))
-    add("io:uprobe", _sum(raw, "@calls", cat("nio_native", "unsafe_copy_out", "unsafe_copy_etc")))
-    add("jni:uprobe", _sum(raw, "@calls", cat("jni_call")))
-    add("links:syscall_pair", _sum(raw, "@calls", cat("link", "file")))
-    add("links:syscall_pair", _sum(raw, "@ncalls", lambda k: k[0] in ("link", "file")
-                                   and k[1] == "failed"))
-    add("threads:sched_switch", _sum(raw, "@csw", lambda k: True))
-    add("threads:futex_pair", _sum(raw, "@ncalls", cat("sync")))
-    add("threads:clone_count", {p: 2 * n for p, n in
-                                _sum(raw, "@calls", cat("thread_create")).items()})
-    add("threads:uprobe", _sum(raw, "@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
-                               or (k[0] == "thread_create" and k[1].startswith("pthread_create"))))
-    add("mem:malloc_pair", _sum(raw, "@calls", cat("malloc")))
-    add("mem:vm_syscall_upair" if up else "mem:vm_syscall_pair", _sum(raw, "@calls", cat("vm")))
-    add("mem:page_fault", _sum(raw, "@ncalls", lambda k: k == ("vm", "page_fault_user")))
+    for analyzer in ANALYZERS:
+        for kind, counts in analyzer.probe_hits(raw, scope):
+            add(kind, counts)
+    # the probes no other map counts: common.bt's and the layers' extra blocks
     for (pid, kind), n in _hits_map(raw).items():
         if n:
             per[pid][kind] += n
-    # an exec also runs mem.bt's exec block when the mem layer is loaded (it always has
-    # switches to count): one more block per exec
-    if any("mem:sched_switch" in k for k in per.values()):
-        for k in per.values():
-            if "common:sched_process_exec" in k:
-                k["common:sched_process_exec"] *= 2
+    mem.adjust_hits(per)
     return {pid: dict(k) for pid, k in per.items()}
 
 

@@ -3,13 +3,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from jvmos.catalogue import OUTPUT_MAP_ARITY
+
 # the line common.bt prints after it has printed every map at the stop signal
 MAPS_PRINTED = "jvmos-maps-printed"
 
-# how many key fields each map of the probe scripts has (the last may contain ':' but no ',')
-MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3, "@path_calls": 3,
-             "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3, "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2,
-             "@missed": 2, "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1}
+# how many key fields each printed map has: the catalogue's contract with the probe scripts
+MAP_ARITY = OUTPUT_MAP_ARITY
 
 
 @dataclass
@@ -22,6 +22,10 @@ class Raw:
     # common.bt printed every map at the stop, then its end marker (MAPS_PRINTED): the maps
     # are those of the stop; any printed after the marker (bpftrace's own end) are ignored
     maps_printed: bool = False
+    # values that bpftrace printed as unsigned 64-bit sums above 2^63: sums of signed
+    # differences that came out negative (a span whose bookkeeping went wrong), kept as the
+    # negative numbers they are: [(map, key, value)]
+    negative: List[Tuple[str, str, int]] = field(default_factory=list)
 
     def keyed(self, name: str) -> Dict[Tuple[str, ...], object]:
         """A map as {(key fields...): value}; {} when the map never got an entry."""
@@ -34,9 +38,37 @@ class Raw:
             out[tuple(k.split(",", n - 1)) if n > 1 else (k,)] = v
         return out
 
+    def sum_by_pid(self, name: str, pick) -> Dict[str, int]:
+        """{pid: sum of the map's values whose key passes pick(key fields after the pid)}."""
+        out: Dict[str, int] = {}
+        for k, v in self.keyed(name).items():
+            if pick(k[1:]):
+                out[k[0]] = out.get(k[0], 0) + int(v)
+        return out
+
     def scalar(self, name: str, default=0):
         val = self.maps.get(name, default)
         return val if not isinstance(val, dict) else default
+
+
+_WRAP = 1 << 64
+
+
+def _signed(raw: Raw, name: str, val):
+    """A map's values with bpftrace's unsigned sums of negative totals turned back into the
+    negative numbers they are (two's complement), each one noted in raw.negative."""
+    if isinstance(val, int) and not isinstance(val, bool) and val >= _WRAP >> 1:
+        raw.negative.append((name, "", val - _WRAP))
+        return val - _WRAP
+    if isinstance(val, dict):
+        out = {}
+        for k, v in val.items():
+            if isinstance(v, int) and not isinstance(v, bool) and v >= _WRAP >> 1:
+                raw.negative.append((name, k, v - _WRAP))
+                v -= _WRAP
+            out[k] = v
+        return out
+    return val
 
 
 def parse_lines(lines) -> Raw:
@@ -56,6 +88,8 @@ def parse_lines(lines) -> Raw:
         kind, data = rec.get("type"), rec.get("data")
         if kind in ("map", "hist", "lhist", "stats") and isinstance(data, dict):
             if not raw.maps_printed:
+                if kind == "map":
+                    data = {name: _signed(raw, name, v) for name, v in data.items()}
                 raw.maps.update(data)
         elif kind == "printf":
             raw.printf.append(data)

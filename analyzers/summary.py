@@ -14,13 +14,12 @@ null, named in `warnings` and in totals.guaranteed_overhead_unknown.
 from collections import defaultdict
 from typing import Dict, Optional
 
-from jvmos.catalogue import CATEGORIES, GUARANTEED, JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
-from . import layers
-from .correction import (combine, correct, probe_ci, probe_cost, validate_costs,
-                         validate_probes)
+from jvmos.analyzers import census, io, links, mem, threads
+from jvmos.analyzers.correction import combine, validate_costs, validate_probes
+from jvmos.analyzers.overhead import probe_overhead
+from jvmos.analyzers.rawparse import Raw
+from jvmos.catalogue import CATEGORIES, GUARANTEED
 from jvmos.probegen import symbol_of_probe
-from .overhead import probe_overhead
-from .rawparse import Raw
 
 SCHEMA = "jvmos.summary/1"
 
@@ -29,8 +28,10 @@ def _blank():
     return {"calls": 0, "bytes": 0, "time_ns": 0}
 
 
-def _per_pid(raw: Raw, addresses: Dict[str, str]):
-    """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time."""
+def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
+    """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time. A time sum
+    that came out negative (raw.negative: a span's bookkeeping went wrong in the probes) is
+    not added: it goes to `dropped` as (map, key, ns), and the summary says so."""
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
     # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
@@ -41,123 +42,24 @@ def _per_pid(raw: Raw, addresses: Dict[str, str]):
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):
                 sym = sym[4:]
+            if int(v) < 0:
+                dropped.append((mapname, f"{pid},{cat},{sym}", int(v)))
+                continue
             f = out[pid][cat][sym]
             f[field] = f.get(field, 0) + int(v)
     return out
 
 
-def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]:
-    if not model:
-        return None
-    return calls * model.get("ns_per_call", 0.0) + nbytes * model["ns_per_byte"]
-
-
 def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str,
-                probes: Optional[dict] = None, thr_incl: int = 0):
+                probes: Optional[dict] = None, thr_incl: int = 0) -> dict:
+    """One process's categories, each resource's from its own analyzer."""
     cats = {}
-    cats.update(layers.thread_categories(fns, thr_incl, probes, mode))
-    cats.update(layers.link_categories(fns, probes))
-    cats.update(layers.mem_categories(fns, probes, costs, mode))
-    # --- jni_copy: measured with entry+return probes
-    jc = fns.get("jni_copy", {})
-    if jc:
-        c = {"calls": sum(f["calls"] for f in jc.values()),
-             "bytes": sum(f["bytes"] for f in jc.values()),
-             "time_ns": sum(f["time_ns"] for f in jc.values()),
-             "method": "measured",
-             "calls_without_bytes": sum(f["calls"] for s, f in jc.items()
-                                        if s not in JNI_BYTES_FROM_ARGS),
-             "functions": {s: dict(f) for s, f in sorted(jc.items())}}
-        if mode == "count":
-            model = (costs.get("jni_region") or {}).get(jvm_key or "")
-            c["method"] = "estimated"
-            c["time_ns"] = _fit_cost(model, c["calls"], c["bytes"])
-            c["basis"] = ("--mode count: calls x ns_per_call + bytes x ns_per_byte of this JDK's "
-                          "JNI Region copy, calibrated in --mode time with the probe window "
-                          "subtracted (jvmos calibrate --probes)"
-                          + ("" if model else "; no calibration for this JDK"))
-            for f in c["functions"].values():
-                f["time_ns"] = None
-        cats["jni_copy"] = c
-    # --- io_syscall: measured at the syscall tracepoints
-    sc = fns.get("io_syscall", {})
-    if sc:
-        cats["io_syscall"] = {
-            "calls": sum(f["calls"] for f in sc.values()),
-            "bytes": sum(f["bytes"] for f in sc.values()),
-            "time_ns": sum(f["time_ns"] for f in sc.values()),
-            "method": "measured",
-            "syscalls": {s: dict(f) for s, f in sorted(sc.items())}}
-        # --- kernel_copy: bytes the syscalls moved x calibrated per-byte copy cost
-        cin = sum(f["bytes"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s) == "in")
-        cout = sum(f["bytes"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s) == "out")
-        ncalls = sum(f["calls"] for s, f in sc.items() if SYSCALL_DIRECTION.get(s))
-        kin, kout = costs.get("kernel_copyin"), costs.get("kernel_copyout")
-        t = None
-        if kin and kout:
-            t = cin * kin["ns_per_byte"] + cout * kout["ns_per_byte"]
-        cats["kernel_copy"] = {
-            "calls": ncalls, "bytes": cin + cout, "time_ns": t, "method": "estimated",
-            "copyin_bytes": cin, "copyout_bytes": cout,
-            "basis": "bytes moved by the I/O syscalls x per-byte copyin/copyout cost "
-                     "calibrated with pipe writes/reads of growing size (jvmos calibrate)"
-                     + ("" if t is not None else "; no calibration available")}
-    # --- nio_copy: NIO-path syscall bytes x calibrated heap->direct copy cost
-    nio_calls = sum(v["calls"] for (p, _), v in paths.items() if p == "nio")
-    nio_bytes = sum(v["bytes"] for (p, _), v in paths.items() if p == "nio")
-    uc = fns.get("unsafe_copy_out", {})
-    native = fns.get("nio_native", {})
-    if nio_calls or uc or native:
-        model = (costs.get("nio_heap_to_direct") or {}).get(jvm_key or "", None)
-        basis_model = "heap->direct ByteBuffer copy of this JDK (jvmos calibrate)"
-        if model is None and costs.get("memcpy"):
-            model = costs["memcpy"]
-            basis_model = "user-space memcpy (no calibration of this JDK's heap->direct copy)"
-        cats["nio_copy"] = {
-            "calls": nio_calls, "bytes": nio_bytes,
-            "time_ns": _fit_cost(model, nio_calls, nio_bytes), "method": "estimated",
-            "unsafe_copy_calls": sum(f["calls"] for f in uc.values()),
-            "unsafe_copy_bytes": sum(f["bytes"] for f in uc.values()),
-            "confirmed_calls": confirmed,
-            "nio_native_calls": sum(f["calls"] for f in native.values()),
-            "basis": "each I/O syscall issued from a libnio.so read/write native is taken as one "
-                     "copy of its bytes between a heap buffer and a temporary direct buffer, "
-                     "costed as ns_per_call + bytes x ns_per_byte of the " + basis_model +
-                     "; confirmed_calls counts those whose buffer was the destination of an "
-                     "Unsafe_CopyMemory0 just before (only visible before JIT intrinsification); "
-                     "I/O from application direct buffers would be over-counted"}
-    # --- jni_call: census of every JNI entry point
-    census = fns.get("jni_call", {})
-    if census:
-        merged = {s: f["calls"] for s, f in census.items()}
-        for s, f in jc.items():
-            merged[s] = merged.get(s, 0) + f["calls"]
-        total = sum(merged.values())
-        copying = sum(f["calls"] for f in jc.values())
-        cats["jni_call"] = {"calls": total, "bytes": None, "time_ns": None, "method": "measured",
-                            "copying_calls": copying,
-                            "copying_pct": 100.0 * copying / total if total else 0.0,
-                            "functions": dict(sorted(merged.items(), key=lambda kv: -kv[1]))}
+    cats.update(threads.categories(fns, thr_incl, probes, mode))
+    cats.update(links.categories(fns, probes))
+    cats.update(mem.categories(fns, probes, costs, mode))
+    cats.update(io.categories(fns, paths, confirmed, costs, jvm_key, mode))
+    cats.update(census.categories(fns))
     return cats
-
-
-def _paths(paths, io_bytes: int):
-    jni = sum(v["bytes"] for (p, _), v in paths.items() if p == "jni")
-    nio = sum(v["bytes"] for (p, _), v in paths.items() if p == "nio")
-    return {"jni": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "jni"),
-                    "bytes": jni},
-            "nio": {"calls": sum(v["calls"] for (p, _), v in paths.items() if p == "nio"),
-                    "bytes": nio},
-            "other": _other(io_bytes - jni - nio)}
-
-
-def _other(rest: int) -> dict:
-    """I/O bytes that neither path explains; when the paths explain more than the syscalls
-    moved (a read begun before tracing started is attributed at its Set<T>ArrayRegion), 0,
-    flagged, with the excess kept."""
-    if rest >= 0:
-        return {"bytes": rest}
-    return {"bytes": 0, "floored": True, "paths_exceed_syscall_bytes": -rest}
 
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
@@ -167,7 +69,12 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     validate_probes(probes)
     validate_costs(costs)
     warnings = []
-    fns = _per_pid(raw, addresses)
+    dropped = []
+    fns = _per_pid(raw, addresses, dropped)
+    for mapname, key, v in dropped:
+        warnings.append(f"{mapname}[{key}] summed to {v / 1e6:,.3f} ms, a negative figure (the "
+                        "probes' bookkeeping of a span went wrong): left out, so that figure "
+                        "and its category's total lack those calls")
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
     for (pid, p, d), v in raw.keyed("@path_bytes").items():
         pathmap[pid][(p, d)]["bytes"] += int(v)
@@ -184,11 +91,11 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                            costs, jvms_by_pid.get(pid), mode, probes, int(incl.get(pid, 0)))
         io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
         by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
-                       "categories": cats, "paths": _paths(pathmap.get(pid, {}), io_bytes)}
-        csw = layers.context_switches(raw.keyed("@csw"), pid)
+                       "categories": cats, "paths": io.paths(pathmap.get(pid, {}), io_bytes)}
+        csw = threads.context_switches(raw.keyed("@csw"), pid)
         if csw:
             by_pid[pid]["context_switches"] = csw
-        grow = {k: layers.growth(raw.keyed(m), pid) for k, m in
+        grow = {k: mem.growth(raw.keyed(m), pid) for k, m in
                 (("vm_bytes", "@grow_vm"), ("malloc_bytes", "@grow_malloc"))}
         if any(grow.values()):
             by_pid[pid]["memory_growth"] = dict(grow, bucket_s=0.25)
@@ -197,7 +104,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     # the sums of the per-process corrected figures (a floored process stays floored in the
     # total, and calls, bytes and times of the processes add up to the totals)
     for pid in pids:
-        correct_times(by_pid[pid]["categories"], probes, mode, scope)
+        io.correct_times(by_pid[pid]["categories"], probes, mode, scope)
     cats_total: Dict[str, dict] = {}
     for name in CATEGORIES:
         per = [(pid, by_pid[pid]["categories"][name]) for pid in pids
@@ -210,9 +117,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                 warnings.append(f"{name}: time unknown for process(es) {', '.join(unknown)}; "
                                 f"its total time_ns is the sum over the other processes only")
     if "jni_call" in cats_total:
-        j = cats_total["jni_call"]
-        j["copying_pct"] = 100.0 * j["copying_calls"] / j["calls"] if j["calls"] else 0.0
-        j["functions"] = dict(sorted(j["functions"].items(), key=lambda kv: -kv[1]))
+        census.finish_total(cats_total["jni_call"])
     paths_total = {"jni": {"calls": 0, "bytes": 0}, "nio": {"calls": 0, "bytes": 0},
                    "other": {"bytes": 0}}
     for pid in pids:
@@ -255,6 +160,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
                    "missed_events": dict(missed),
+                   **({"negative_sums_dropped": [{"map": m, "key": k, "value": v}
+                                                 for m, k, v in dropped]} if dropped else {}),
                    "mode": mode,
                    **overhead},
         "categories": {c: cats_total[c] for c in CATEGORIES if c in cats_total},
@@ -264,6 +171,35 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "probe_costs": probes,
         "warnings": warnings,
     }
+
+
+# the copy categories a sample can stand for (async-profiler's frames name the copy routines)
+SAMPLED_GUARANTEED = ("jni_copy", "nio_copy", "kernel_copy")
+
+
+def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=None,
+                  warnings=None) -> dict:
+    """summary.json of a --mode sample recording (no probe): each sampled category's time is
+    samples x interval with its 95% error (jvmos.sampling), calls and bytes unknown (null);
+    the guaranteed overhead is the sum of the sampled copy categories, unknown (null) when no
+    sample fell in any of them."""
+    cats = {}
+    for name, c in ((samp or {}).get("categories") or {}).items():
+        cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
+                      "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
+                      "share_pct": c["share_pct"], "method": "sampled"}
+    present = [c for c in SAMPLED_GUARANTEED if c in cats]
+    g = sum(cats[c]["time_ns"] for c in present) if cats else None
+    return {"schema": SCHEMA, "status": status, "exit_code": exit_code,
+            "totals": {"wall_ns": wall_ns, "mode": "sample",
+                       "guaranteed_overhead_ns": g,
+                       "guaranteed_overhead_categories": present,
+                       "probe_overhead_ns": None, "slowdown_pct": None,
+                       "processes": len((samp or {}).get("by_pid", {})),
+                       "guaranteed_overhead_pct": (100.0 * g / wall_ns
+                                                   if wall_ns and g is not None else None)},
+            "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
+            "warnings": warnings if warnings is not None else []}
 
 
 def guaranteed_totals(cats_total: dict, by_pid: dict, wall_ns) -> tuple:
@@ -307,42 +243,6 @@ def guaranteed_by_resource(cats: dict):
         if ts:
             by[resource] = sum(ts)
     return by, unknown
-
-
-# which calibrated window applies to the measured times of each category (their own: the
-# io layer's probes are the ones calibrate --probes measures)
-WINDOWS = {"jni_copy": ("jni_copy_time_window",
-                        "jni_copy_time_window (calibrated for this uprobe+uretprobe pair)"),
-           "io_syscall": ("io_syscall_window",
-                          "io_syscall_window (calibrated for this tracepoint pair)")}
-
-
-# --scope process times the I/O calls with a uprobe+uretprobe pair on libc's wrappers: no
-# window was calibrated for that pair in io.bt's syscall blocks; the JNI copy pair's is the
-# nearest measured one (same probe kinds, both on an instruction the kernel emulates)
-WINDOWS_PROCESS = dict(WINDOWS, io_syscall=(
-    "symbol_pair_time_window", "the JNI copy symbol pair's window (borrowed: --scope process "
-    "times I/O calls with a uprobe+uretprobe pair on libc's wrappers, like io.bt's JNI copy "
-    "blocks on a function symbol; io_syscall_window was calibrated for the tracepoint pair)"))
-
-
-def correct_times(cats: dict, probes: Optional[dict], mode: str, scope: str = "host") -> None:
-    """Correct the io layer's measured times of one process: each function or syscall is
-    raw - hits x window; the category is the sum of its corrected parts. Idempotent."""
-    for name, (key, source) in (WINDOWS_PROCESS if scope == "process" else WINDOWS).items():
-        c = cats.get(name)
-        if not c or (name == "jni_copy" and mode == "count"):
-            continue
-        window, ci = probe_cost(probes, key), probe_ci(probes, key)
-        sub = c.get("functions") or c.get("syscalls") or {}
-        for f in sub.values():
-            raw = f.get("time_raw_ns", f["time_ns"])
-            f.update(correct(raw, f["calls"], None if window is None else f["calls"] * window,
-                             window_ns=window, window_ci=ci, source=source))
-        c.update(combine(sub.values()))
-        c["probe_window_source"] = source
-        if window is not None:
-            c["probe_window_ns"] = window
 
 
 # keys of a figure that are the same for every process, not summed

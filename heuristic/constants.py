@@ -11,88 +11,26 @@
               plus the kernel's copyin of them (io layer on SocketStream --size CHUNK)
   copy_ns_per_byte  the kernel copyin cost per byte (jvmos calibrate's pipe fit)
 
-Each is measured TRIALS times with the real probes on a real JVM (`record`), corrected for the
-probe effect like every recorded figure, and reported as mean and 95% interval in µs.
+Each is measured TRIALS times with the real probes on a real JVM (jvmos/calibrate_constants.py
+runs the microbenchmarks under `record`), corrected for the probe effect like every recorded
+figure, and reported as mean and 95% interval in µs. This module holds the arithmetic only:
+one trial's constant from a recording's summary, and the statistics of the trials.
 """
-import tempfile
-import time
-from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List
 
 from jvmos import JvmosError
 from jvmos.analyzers.stats import mean_ci
 
-PAPER_US = {"C_nt": 173.0, "C_link": 140.0, "C_io_chunk": 3.3}
 DEFAULT_CHUNK = 8192   # Tomcat's socket write buffer and java.io's buffer size
 
 
-def _stat(samples_us: List[float], what: str) -> dict:
+def stat(samples_us: List[float], what: str) -> dict:
     m, lo, hi = mean_ci(samples_us)
     return {"mean_us": m, "ci95_us": [lo, hi], "samples_us": [round(x, 4) for x in samples_us],
             "what": what}
 
 
-def measure(jvm, trials: int = 5, chunk: int = DEFAULT_CHUNK, log: Callable = print,
-            platform_file: Optional[str] = None) -> dict:
-    """Runs the microbenchmarks under `record`; needs the probe costs calibrated first."""
-    from jvmos import record as rec
-    from jvmos.tools import IO_JAR, jar
-    java = str(jvm.home / "bin" / "java")
-    cp = str(jar(IO_JAR))
-    benches = {
-        "C_nt": (["threads"], [java, "-cp", cp, "org.jvmos.workloads.NoOpThreads",
-                               "--threads", "100", "--repeat", "5", "--warmup", "1"]),
-        "C_link": (["links"], [java, "-cp", cp, "org.jvmos.workloads.LinkBench",
-                               "--mode", "accept", "--links", "2000", "--batch", "100"]),
-        "C_file": (["links"], [java, "-cp", cp, "org.jvmos.workloads.LinkBench",
-                               "--mode", "open", "--links", "5000"]),
-        "C_io_chunk": (["io"], [java, "-cp", cp, "org.jvmos.workloads.SocketStream",
-                                "--writes", "20000", "--size", str(chunk)]),
-    }
-    samples = {k: [] for k in benches}
-    bounds = []     # C_io_chunk at the ends of the copy costs' intervals, per trial
-    t0 = time.time()
-    with tempfile.TemporaryDirectory(prefix="jvmos-constants-") as tmp:
-        for t in range(trials):
-            for name, (layers, cmd) in benches.items():
-                log(f"platform constant {name}: trial {t + 1}/{trials}")
-                run = Path(tmp) / f"{name}-{t}"
-                res = rec.record(rec.Options(
-                    cmd=cmd, layers=layers, out=run, stdout=run.parent / f"{name}-{t}.out",
-                    stderr=run.parent / f"{name}-{t}.err", jdks=[str(jvm.home)],
-                    platform=platform_file, calibrate_if_missing=False, log=lambda m: None))
-                if res.status != "complete":
-                    raise JvmosError(f"calibrating {name}: the recording ended {res.status}")
-                samples[name].append(_value(name, res.summary))
-                if name == "C_io_chunk":
-                    bounds.append(_io_chunk_bounds(res.summary, str(jvm.home)))
-    out = {
-        "C_nt": _stat(samples["C_nt"], "libc + kernel time per Java thread created and "
-                                       "ended (NoOpThreads, 100 threads x 5 rounds)"),
-        "C_link": _stat(samples["C_link"], "on-CPU time of a blocking accept + the close of "
-                                           "the accepted socket (LinkBench, 2000 links)"),
-        "C_file": _stat(samples["C_file"], "openat + close per file opened "
-                                           "(LinkBench, 5000 opens)"),
-        "C_io_chunk": _stat(samples["C_io_chunk"], f"NIO copy + kernel copyin per {chunk}-byte "
-                                                   "socket write (SocketStream, 20000 writes)"),
-        "chunk_bytes": chunk, "trials": trials, "jdk": str(jvm.home), "jdk_version": jvm.version,
-        "calibration_seconds": round(time.time() - t0, 1),
-    }
-    # C_io_chunk is bytes x calibrated per-byte costs: its trials barely vary, and its
-    # uncertainty is that of the copy costs. The interval covers both.
-    if bounds:
-        io = out["C_io_chunk"]
-        lo = sum(b[0] for b in bounds) / len(bounds)
-        hi = sum(b[1] for b in bounds) / len(bounds)
-        io["ci95_us"] = [min(io["ci95_us"][0], lo), max(io["ci95_us"][1], hi)]
-        io["what"] += ("; interval: the trials' and the calibrated copy costs' 95% intervals")
-    for k, v in out.items():
-        if isinstance(v, dict) and not v["mean_us"] > 0:
-            raise JvmosError(f"platform constant {k} came out {v['mean_us']}: not usable")
-    return out
-
-
-def _value(name: str, s: dict) -> float:
+def value_of(name: str, s: dict) -> float:
     """One trial's constant, in µs, from a recording's summary."""
     cats = s["categories"]
     if name == "C_nt":
@@ -137,7 +75,7 @@ def _io_chunk_parts(s: dict):
     return writes["calls"], nio_write, copyin
 
 
-def _io_chunk_bounds(s: dict, jdk_home: str):
+def io_chunk_bounds(s: dict, jdk_home: str):
     """One trial's C_io_chunk (µs) with the NIO and copyin per-byte costs at the low and at the
     high end of their calibrated 95% intervals (both estimates scale with them)."""
     calls, nio_write, copyin = _io_chunk_parts(s)

@@ -29,6 +29,9 @@ from typing import Dict, Optional, Tuple
 from jvmos.analyzers.correction import sum_known
 
 CONSTANTS = ("C_nt", "C_link", "C_io_chunk", "C_file")
+# the paper's constants, µs (Sun JVM 1.6 on Solaris 10, dual SPARC; section 5.3): the one
+# place they are written (`jvmos calibrate` and Table 7's constants table print them)
+PAPER_CONSTANTS_US = {"C_nt": 173.0, "C_link": 140.0, "C_io_chunk": 3.3}
 
 
 @dataclass
@@ -165,17 +168,28 @@ def mem_parts_from_summary(s: dict) -> dict:
 
 def workload_from_summary(s: dict, mem_us: Optional[float] = None,
                           mem_source: Optional[str] = None) -> Workload:
-    """Equation 1's inputs as a recording counted them: connections accepted, I/O operations
-    per connection, threads created, files opened; T = the recording's wall time. C_mem is
-    NOT taken from the recording (its measured memory cost is part of what the prediction is
-    compared with): it is `mem_us` as given, else 0 (the paper's steady state)."""
-    c = counts_from_summary(s)
-    conns = c["accepts"]
-    ops = c["io_writes"] + c["io_reads"]
+    """Equation 1's inputs as a recording counted them (workload_from_counts); T = the
+    recording's wall time."""
+    return workload_from_counts(counts_from_summary(s), s["totals"]["wall_ns"] / 1e3, mem_us,
+                                mem_source)
+
+
+def workload_from_counts(c: dict, exec_time_us: Optional[float] = None,
+                         mem_us: Optional[float] = None,
+                         mem_source: Optional[str] = None) -> Workload:
+    """Equation 1's inputs from what the probes counted (counts_from_summary, or a load
+    level's medians of them): connections accepted, I/O operations per connection, threads
+    created, files opened. The I/O operations belong to the connections when there are any
+    (a server), else to the files. C_mem is NOT taken from the counts' recording (its measured
+    memory cost is part of what the prediction is compared with): it is `mem_us` as given,
+    else 0 (the paper's steady state). A count that is absent is 0 (nothing was counted)."""
+    n = lambda key: c.get(key) or 0
+    conns, files = n("accepts"), n("files_opened")
+    ops = n("io_writes") + n("io_reads")
     w = Workload(connections=conns, chunks=ops / conns if conns else 0.0,
-                 threads=c["threads_created"], files=c["files_opened"],
-                 file_chunks=0 if conns else (ops / c["files_opened"] if c["files_opened"] else 0),
-                 exec_time_us=s["totals"]["wall_ns"] / 1e3)
+                 threads=n("threads_created"), files=files,
+                 file_chunks=0 if conns else (ops / files if files else 0),
+                 exec_time_us=exec_time_us)
     if mem_us is not None:
         w.mem_us = mem_us
         w.mem_source = mem_source or "given"

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from . import JvmosError
-from .jdk import Jvm
-from .tools import IO_JAR, c_program, host_info, jar
+from jvmos import JvmosError
+from jvmos.jdk import Jvm
+from jvmos.tools import IO_JAR, c_program, host_info, jar
 from jvmos.analyzers.stats import floor_fit, linfit, mean_ci
 
 SCHEMA = "jvmos.platform/1"
@@ -143,43 +143,21 @@ def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
 
 
 def calibrate_probes(trials: int = 5, log=print) -> dict:
-    from .probecost import calibrate
+    from jvmos.probecost import calibrate
     return calibrate(trials=trials, log=log)
 
 
 def probes_incomplete(probes: dict) -> bool:
     """True when a platform file's probe costs lack a kind that `calibrate --probes` measures
     now (a file made before the layers' probe kinds were calibrated)."""
-    from .probecost import LAYER_COSTS
+    from jvmos.probecost import LAYER_COSTS
     return any(k not in probes for k in LAYER_COSTS)
 
 
 def calibrate_jni(jvm: Jvm, probes: dict, log=print) -> dict:
-    from .probecost import calibrate_jni_model
+    from jvmos.probecost import calibrate_jni_model
     return calibrate_jni_model(jvm, probes["jni_copy_time_window"]["mean_ns"], jar(IO_JAR),
                                log=log)
-
-
-def calibrate_constants(data: dict, jvm: Jvm, path: Path, trials: int = 5,
-                        chunk: Optional[int] = None, log=print) -> dict:
-    """The heuristic's platform constants (C_nt, C_link, C_file, C_io_chunk), measured with
-    the probes; needs the copy and probe costs in `data`, which is saved to `path` first
-    because the recordings read it from there."""
-    from jvmos.heuristic import constants
-    save(path, data)
-    return constants.measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK,
-                             log=log, platform_file=str(path))
-
-
-def calibrate_all(jvms: List[Jvm], path: Path, trials: int = 5, chunk: Optional[int] = None,
-                  log=print) -> dict:
-    data = calibrate_copy(jvms, trials, log=log)
-    data["probes"] = calibrate_probes(trials, log=log)
-    data["copy"]["jni_region"] = {str(j.home): calibrate_jni(j, data["probes"], log=log)
-                                  for j in jvms}
-    if jvms:
-        data["constants"] = calibrate_constants(data, jvms[0], path, trials, chunk, log=log)
-    return data
 
 
 def costs_for(platform: Optional[dict]) -> dict:

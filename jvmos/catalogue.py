@@ -1,19 +1,53 @@
-"""One catalogue of what belongs where: layers, probe scripts, categories and their symbols.
+"""One catalogue of what belongs where: recording modes, layers (their probe scripts, what they
+probe, what they cost), categories and their symbols, the per-JDK spellings of a probe point,
+and the maps the probe scripts print.
 
-Probes (probes/*.bt) and analyzers both read this, so a new JDK or layer is one edit here.
+Probes (probes/*.bt), the recorder and the analyzers all read this, so a new JDK or layer is
+one edit here; tests/unit/test_catalogue_scripts.py checks every .bt file against it, and
+`jvmos record -h` and the README's layer table are written from it.
 """
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Dict, Tuple
 
-# layer name -> probe scripts loaded for it (common.bt is always loaded first)
-LAYERS = {
-    "io": ["io.bt"],
-    "jni": ["jni.bt"],
-    "threads": ["threads.bt"],
-    "links": ["links.bt"],
-    "mem": ["mem.bt"],
-}
-DEFAULT_LAYERS = ["io"]
-# layers whose times need --mode time: count mode drops the return probes that close their spans
-TIMED_SPAN_LAYERS = ["threads"]
+
+class Mode(StrEnum):
+    """How a recording measures (`jvmos record --mode`), from most to least intrusive."""
+    TIME = "time"       # entry and return probes: times measured, minus the probe windows
+    COUNT = "count"     # entry probes only: exact calls and bytes, copy times from a model
+    SAMPLE = "sample"   # no bpftrace probe: async-profiler's CPU samples
+
+    @classmethod
+    def parse(cls, text) -> "Mode":
+        """The one validation of a mode, wherever it comes from (command line, Options)."""
+        from jvmos import JvmosError
+        try:
+            return cls(text)
+        except ValueError:
+            raise JvmosError(f"unknown mode '{text}' (known: {', '.join(m.value for m in cls)})")
+
+
+# the modes a probe script is rendered for (sample mode loads no script)
+SCRIPT_MODES = (Mode.TIME, Mode.COUNT)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of `jvmos record --layers`: its scripts (loaded after common.bt), what it
+    measures and what it costs the traced processes, and what its scripts attach to (checked
+    against the scripts by the tests): syscalls traced by sys_enter/sys_exit tracepoint pairs,
+    other tracepoints, and the symbols probed per library placeholder (@LIBC@, @LIBJVM@,
+    @LIBNIO@; one spelling per JDK where they differ)."""
+    name: str
+    scripts: Tuple[str, ...]
+    measures: str
+    cost: str
+    syscalls: Tuple[str, ...] = ()
+    tracepoints: Tuple[str, ...] = ()
+    symbols: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    # its spans need return probes: in count mode its times are partial (counts stay exact)
+    timed_spans: bool = False
+
 
 PRIMITIVES = {"Boolean": 1, "Byte": 1, "Char": 2, "Short": 2,
               "Int": 4, "Float": 4, "Long": 8, "Double": 8}
@@ -36,6 +70,104 @@ IO_SYSCALLS = ["read", "write", "pread64", "pwrite64", "readv", "writev", "sendt
 SYSCALL_DIRECTION = {"write": "in", "pwrite64": "in", "writev": "in", "sendto": "in",
                      "sendmsg": "in", "read": "out", "pread64": "out", "readv": "out",
                      "recvfrom": "out", "recvmsg": "out", "sendfile64": None}
+
+# libnio natives that issue I/O for NIO channels (the NIO path of Table 2), per JDK spelling:
+# FileDispatcherImpl up to JDK 20, UnixFileDispatcherImpl from JDK 21 (a JDK has one of the
+# two; the other is missing, and not a partial recording)
+NIO_DISPATCHERS = {"FileDispatcherImpl": ("read0", "readv0", "pread0", "write0", "writev0",
+                                          "pwrite0"),
+                   "UnixFileDispatcherImpl": ("read0", "readv0", "pread0", "write0", "writev0",
+                                              "pwrite0"),
+                   "SocketDispatcher": ("read0", "readv0", "write0", "writev0"),
+                   "DatagramDispatcher": ("read0", "readv0", "write0", "writev0"),
+                   "DatagramChannelImpl": ("send0", "receive0")}
+NIO_NATIVES = tuple(f"Java_sun_nio_ch_{cls}_{fn}" for cls, fns in NIO_DISPATCHERS.items()
+                    for fn in fns)
+# symbols whose absence is a JDK's other spelling, not a probe lost
+OPTIONAL_SYMBOL_PREFIXES = ("Java_sun_nio_ch_",)
+# libc's wrappers of the I/O syscalls, probed instead of the syscall tracepoints at
+# --scope process (an enabled syscall tracepoint slows every process on the host)
+IO_LIBC_WRAPPERS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "send", "sendto",
+                    "recv", "recvfrom", "sendmsg", "recvmsg", "sendfile")
+MEM_ALLOCATOR = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign")
+MEM_SYSCALLS = ("brk", "mmap", "munmap", "mprotect", "madvise")
+# the libc calls of the memory syscalls probed at --scope process (brk is reached through sbrk)
+MEM_LIBC_WRAPPERS = ("mmap", "munmap", "mprotect", "madvise", "sbrk")
+THREAD_SYMBOLS = {"@LIBC@": ("pthread_create",),
+                  "@LIBJVM@": ("JVM_StartThread", "_ZL19thread_native_entryP6Thread",
+                               "_ZN10JavaThread4exitEbNS_8ExitTypeE")}
+# syscalls a thread makes while it is created and starts: timed as part of its creation
+THREAD_SPAN_SYSCALLS = ("clone", "clone3", "mmap", "munmap", "mprotect", "madvise", "prctl",
+                        "rseq", "rt_sigprocmask", "sched_getaffinity", "set_robust_list",
+                        "gettid", "exit")
+LINK_SYSCALLS = ("accept", "accept4", "connect", "open", "openat", "openat2", "close")
+
+_LAYERS = [
+    Layer("io", ("io.bt",),
+          "JNI and NIO copies between the Java heap and native memory, I/O syscalls and the "
+          "bytes the kernel copied",
+          "a uprobe+uretprobe pair per JNI copy (≈2.5 µs), a probe pair per I/O syscall "
+          "(≈1.9 µs)",
+          syscalls=tuple(IO_SYSCALLS),
+          symbols={"@LIBJVM@": tuple(f"jni_{f}" for f in JNI_COPY_FUNCTIONS)
+                   + ("Unsafe_CopyMemory0",),
+                   "@LIBNIO@": NIO_NATIVES, "@LIBC@": IO_LIBC_WRAPPERS}),
+    Layer("jni", ("jni.bt",),
+          "the census: every call of every JNI entry point of libjvm.so",
+          "~240 uprobes, slow to attach (a minute), and a uprobe hit per JNI call",
+          symbols={"@LIBJVM@": ("@JNI_ENTRY_POINTS@",)}),
+    Layer("threads", ("threads.bt",),
+          "native thread creation and exit: libc, kernel and the JVM's part; futex waits",
+          "4 uprobe pairs per thread created, a tracepoint pair per thread-related syscall "
+          "and futex, and sched_switch; times need --mode time",
+          syscalls=THREAD_SPAN_SYSCALLS + ("futex",),
+          tracepoints=("sched:sched_switch", "sched:sched_wakeup_new",
+                       "sched:sched_process_free"),
+          symbols=THREAD_SYMBOLS, timed_spans=True),
+    Layer("links", ("links.bt",),
+          "accept, connect, open and close: the paper's C_link and C_file",
+          "a tracepoint pair per accept/connect/open/close, and sched_switch",
+          syscalls=LINK_SYSCALLS, tracepoints=("sched:sched_switch",)),
+    Layer("mem", ("mem.bt",),
+          "the libc allocator, the kernel's memory syscalls and user page faults",
+          "a uprobe pair per allocator call and per memory call (libc's wrappers at --scope "
+          "process, syscall tracepoints at --scope host), a tracepoint per page fault: the "
+          "costliest layer per call",
+          syscalls=MEM_SYSCALLS,
+          tracepoints=("exceptions:page_fault_user", "sched:sched_switch",
+                       "sched:sched_process_exec", "sched:sched_process_free"),
+          symbols={"@LIBC@": MEM_ALLOCATOR + MEM_LIBC_WRAPPERS}),
+]
+LAYER_INFO: Dict[str, Layer] = {layer.name: layer for layer in _LAYERS}
+# layer name -> probe scripts loaded for it (common.bt is always loaded first)
+LAYERS = {name: list(layer.scripts) for name, layer in LAYER_INFO.items()}
+DEFAULT_LAYERS = ["io"]
+# layers whose times need --mode time: count mode drops the return probes that close their spans
+TIMED_SPAN_LAYERS = [name for name, layer in LAYER_INFO.items() if layer.timed_spans]
+
+
+def layers_help() -> str:
+    """`--layers` help: every layer, what it measures and costs."""
+    return ("comma-separated layers (default " + ",".join(DEFAULT_LAYERS) + "): "
+            + "; ".join(f"{l.name}: {l.measures} (cost: {l.cost})" for l in _LAYERS))
+
+
+def layers_markdown() -> str:
+    """The README's layer table (tests/unit/test_catalogue_scripts.py keeps them equal)."""
+    rows = ["| layer | measures | costs the traced processes |", "|---|---|---|"]
+    rows += [f"| `{l.name}`{' (default)' if l.name in DEFAULT_LAYERS else ''} | {l.measures} "
+             f"| {l.cost} |" for l in _LAYERS]
+    return "\n".join(rows)
+
+
+# The maps the probe scripts print (the raw output's contract with analyzers/rawparse.py):
+# name -> number of key fields (the last may contain ':' but no ','); a map not listed has one.
+OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3,
+                    "@path_calls": 3, "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,
+                    "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@missed": 2,
+                    "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1,
+                    "@hits": 2}
+
 
 # Categories reported in summary.json, in table order, with what they are.
 CATEGORIES = {

@@ -4,7 +4,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import JvmosError, __version__
+from jvmos import JvmosError, __version__
+from jvmos.catalogue import DEFAULT_LAYERS, Mode, layers_help
 
 RECORD_EXAMPLES = """\
 examples:
@@ -41,12 +42,12 @@ def _layers(s: str):
 
 
 def cmd_doctor(args) -> int:
-    from . import doctor
+    from jvmos import doctor
     return doctor.run()
 
 
 def cmd_record(args) -> int:
-    from . import record as rec, report
+    from jvmos import record as rec, report
     cmd = args.command
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -71,7 +72,7 @@ def cmd_record(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from . import report
+    from jvmos import report
     if args.json:
         _, s = report.load_run(args.run_dir)
         print(json.dumps(s, indent=2))
@@ -81,8 +82,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from . import calibrate as cal
-    from .jdk import discover_jdks
+    from jvmos import calibrate as cal
+    from jvmos.calibrate_constants import calibrate_all, calibrate_constants
+    from jvmos.jdk import discover_jdks
     path = cal.platform_path(args.platform)
     existing = cal.load(path)
     log = lambda m: print(m, file=sys.stderr, flush=True)
@@ -92,7 +94,7 @@ def cmd_calibrate(args) -> int:
         raise JvmosError("--chunk must be a positive number of bytes")
     jvms = discover_jdks()
     if args.jdk:
-        from .experiments.common import select_jdks
+        from jvmos.experiments.common import select_jdks
         jvms = select_jdks([args.jdk])
     if not jvms:
         raise JvmosError("no JDK found: the platform constants are measured on a JVM "
@@ -119,8 +121,8 @@ def cmd_calibrate(args) -> int:
         chunk_changed = (args.chunk is not None and existing.get("constants")
                          and existing["constants"].get("chunk_bytes") != args.chunk)
         if args.constants or not existing.get("constants") or chunk_changed:
-            existing["constants"] = cal.calibrate_constants(existing, jvms[0], path, args.trials,
-                                                            args.chunk, log=log)
+            existing["constants"] = calibrate_constants(existing, jvms[0], path, args.trials,
+                                                        args.chunk, log=log)
             changed.append("platform constants")
         if changed:
             cal.save(path, existing)
@@ -128,12 +130,12 @@ def cmd_calibrate(args) -> int:
         else:
             print(f"platform file {path} (created {existing['created']}); --force recalibrates")
     else:
-        existing = cal.calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
+        existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
         cal.save(path, existing)
         print(f"wrote {path}")
     if args.every_jdk:
         # what recordings would otherwise measure lazily, the first time they meet a JDK
-        from .record import _ensure_calibrated
+        from jvmos.record import _ensure_calibrated
         existing = _ensure_calibrated(existing, path, discover_jdks(), log, mode="count")
         print(f"every JDK found has its NIO, USDT and JNI copy calibrations in {path}")
     print_platform(existing)
@@ -169,13 +171,13 @@ def print_platform(existing: dict) -> None:
             print(f"{key:<16} {m['ns_per_call']:.1f} ns (95% CI {lo:.1f}..{hi:.1f})  [{m['what']}]")
     k = existing.get("constants")
     if k:
-        from jvmos.heuristic.constants import PAPER_US
+        from jvmos.heuristic.model import PAPER_CONSTANTS_US
         print(f"platform constants (JDK {k['jdk_version']}, {k['trials']} trials, "
               f"chunk {k['chunk_bytes']} bytes; paper: Solaris 10, dual SPARC):")
         for name in ("C_nt", "C_link", "C_file", "C_io_chunk"):
             v = k[name]
             lo, hi = v["ci95_us"]
-            paper = PAPER_US.get(name)
+            paper = PAPER_CONSTANTS_US.get(name)
             print(f"  {name:<11} {v['mean_us']:9.2f} µs  (95% CI {lo:.2f}..{hi:.2f})   paper: "
                   + (f"{paper:g} µs" if paper else "—") + f"   [{v['what']}]")
     p = existing.get("probes")
@@ -203,7 +205,7 @@ examples:
 
 def cmd_predict(args) -> int:
     from jvmos.heuristic import model
-    from . import calibrate as cal
+    from jvmos import calibrate as cal
     inline = {"C_nt": args.c_nt, "C_link": args.c_link, "C_io_chunk": args.c_io_chunk,
               "C_file": args.c_file}
     flag = lambda name: "--" + name.lower().replace("_", "-")
@@ -233,7 +235,7 @@ def cmd_predict(args) -> int:
     measured = None
     mem_us = None if args.mem_ms is None else args.mem_ms * 1e3
     if args.from_run:
-        from .report import load_run
+        from jvmos.report import load_run
         _, summary = load_run(args.from_run)
         # the counts of the run are the workload; its measured memory cost is not an input
         # (it is part of the cost the prediction is compared with): C_mem is --mem-ms or 0
@@ -322,7 +324,7 @@ def render_prediction(res: dict) -> str:
 
 
 def cmd_run(args, extra) -> int:
-    from .experiments import EXPERIMENTS
+    from jvmos.experiments import EXPERIMENTS
     exp = EXPERIMENTS.get(args.experiment)
     if exp is None:
         raise JvmosError(f"unknown experiment '{args.experiment}' (known: {', '.join(EXPERIMENTS)})")
@@ -353,11 +355,9 @@ def build_parser():
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S]",
                        epilog=RECORD_EXAMPLES)
-    r.add_argument("--layers", default="io",
-                   help="comma-separated layers: io (JNI/NIO copies, I/O syscalls; default), "
-                        "jni (census of every JNI call; slow to attach, adds a uprobe per JNI call)")
+    r.add_argument("--layers", default=",".join(DEFAULT_LAYERS), help=layers_help())
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
-    r.add_argument("--mode", choices=["time", "count", "sample"], default="time",
+    r.add_argument("--mode", default=Mode.TIME.value, metavar="|".join(Mode),
                    help="time: entry+return probes, measured times corrected for the probe "
                         "window (default; the costliest); count: entry probes only, exact "
                         "calls and bytes, JNI copy times from a calibrated cost model; sample: "

@@ -313,6 +313,24 @@ def overhead_totals(guaranteed_ns: Optional[float], wall_ns: Optional[float], cp
                                                 if wall_ns and guaranteed_ns is not None else None)}
 
 
+def cpu_split(bare_cpu_ns: Optional[float], recorded_cpu_ns: Optional[float],
+              overhead_ns: float) -> dict:
+    """A load's CPU time split into the guaranteed overhead and Java execution, on the bare
+    run (which the probes did not inflate): Java execution = bare CPU - overhead, overhead % =
+    overhead / bare CPU. The recorded run's CPU is the probe effect's figure: recorded - bare,
+    and recorded / bare. An overhead larger than the bare CPU time is not clamped: Java
+    execution is then negative and `overhead_exceeds_bare_cpu` says so."""
+    ok = bool(bare_cpu_ns)
+    out = {"java_exec_ns": bare_cpu_ns - overhead_ns if ok else None,
+           "overhead_pct_of_bare_cpu": 100.0 * overhead_ns / bare_cpu_ns if ok else None,
+           "overhead_exceeds_bare_cpu": overhead_ns > bare_cpu_ns if ok else None,
+           "probe_effect_cpu_ns": None, "recorded_over_bare_cpu": None}
+    if ok and recorded_cpu_ns is not None:
+        out["probe_effect_cpu_ns"] = recorded_cpu_ns - bare_cpu_ns
+        out["recorded_over_bare_cpu"] = recorded_cpu_ns / bare_cpu_ns
+    return out
+
+
 def run_measured(cmd, timeout: Optional[float] = None) -> dict:
     """Run cmd to its end (stdout and stderr captured) and measure it: wall time (ns) and CPU
     time from wait4's rusage (user + system of its threads and of the children it reaped;

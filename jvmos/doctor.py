@@ -6,9 +6,9 @@ import subprocess
 from pathlib import Path
 from typing import List, Tuple
 
-from . import ROOT
-from .jdk import discover_jdks, libc_of, maps_of, symbols
-from .tools import C_BUILD, IO_JAR, TOMCAT_JAR
+from jvmos import ROOT
+from jvmos.jdk import discover_jdks, libc_of, maps_of, symbols
+from jvmos.tools import C_BUILD, IO_JAR, TOMCAT_JAR
 
 # the symbols without which the io layer loses a category (others only lose detail)
 REQUIRED_JVM_SYMBOLS = ["jni_GetByteArrayRegion", "jni_SetByteArrayRegion", "Unsafe_CopyMemory0"]
@@ -77,7 +77,7 @@ def checks() -> List[Tuple[str, str, str, str]]:
                 "kernel needs CONFIG_UPROBE_EVENTS")
         else:
             add("uprobes", False, "could not find libc in this process's maps", "")
-        from .scope import available as scope_available
+        from jvmos.scope import available as scope_available
         why = scope_available()
         add("pid-scoped uprobes", why is None,
             "uprobe PMU: uprobes can be opened for the traced processes only (--scope process)"

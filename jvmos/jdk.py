@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import JvmosError
+from jvmos import JvmosError
 
 # Where JDKs are commonly installed; searched, never assumed (JVMOS_JDK_ROOTS overrides).
 DEFAULT_JDK_ROOTS = "/usr/lib/jvm:/usr/java:/opt/java:/opt:/usr/local"

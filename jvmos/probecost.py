@@ -42,10 +42,11 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import JvmosError
-from .jdk import symbols
-from .probegen import render
-from .tools import bpftrace, c_program, interrupt_bpftrace
+from jvmos import JvmosError
+from jvmos.jdk import symbols
+from jvmos.probegen import render
+from jvmos import session
+from jvmos.tools import c_program
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.overhead import hits_by_pid
 from jvmos.analyzers.stats import floor_fit, mean_ci
@@ -93,19 +94,8 @@ def _traced(prog: Path, mode: str, n: int, script: str):
 
 def _traced_full(prog: Path, mode: str, n: int, script: str):
     """probecal's result line and the maps, run under bpftrace with this script."""
-    with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-        f.write(script)
-        path = f.name
-    try:
-        r = subprocess.run([bpftrace(), "-f", "json", path, "-c",
-                            f"{prog} --mode {mode} --iterations {n}"],
-                           capture_output=True, text=True, timeout=900)
-    finally:
-        Path(path).unlink(missing_ok=True)
-    errs = [l for l in r.stderr.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
-    if r.returncode or errs:
-        raise JvmosError(f"bpftrace failed while calibrating probes: "
-                         f"{(errs or [r.stderr.strip()])[0]}")
+    r = session.run_command(script, f"{prog} --mode {mode} --iterations {n}",
+                            "calibrating probes")
     return _result(r.stdout), rawparse.parse_lines(r.stdout.splitlines())
 
 
@@ -115,8 +105,7 @@ def io_script(prog: Path, mode: str) -> str:
     if addr is None:
         raise JvmosError(f"{prog} has no symbol jvmos_probe_target: rebuild it (make build)")
     fake = lambda p: {"jni_GetByteArrayRegion": addr} if Path(p) == prog else {}
-    s = render(["io"], {"LIBJVM": [prog]}, fake, mode=mode)
-    return s.text.replace("@trk[$1] = 1;", "@trk[cpid] = 1;")
+    return render(["io"], {"LIBJVM": [prog]}, fake, mode=mode, root="cpid").text
 
 
 def layer_script(prog: Path, layers: List[str], mode: str = "time") -> str:
@@ -127,8 +116,7 @@ def layer_script(prog: Path, layers: List[str], mode: str = "time") -> str:
     if addr is None:
         raise JvmosError(f"{prog} has no symbol jvmos_probe_target: rebuild it (make build)")
     fake = lambda p: {"malloc": addr} if Path(p) == prog else {}
-    s = render(layers, {"LIBC": [prog]}, fake, mode=mode)
-    return s.text.replace("@trk[$1] = 1;", "@trk[cpid] = 1;")
+    return render(layers, {"LIBC": [prog]}, fake, mode=mode, root="cpid").text
 
 
 # cost key -> (probecal mode, iterations, layers, script mode, kinds whose hits divide)
@@ -254,21 +242,14 @@ def calibrate_jni_model(jvm, window_ns: float, io_jar: Path, sizes=(10, 4096),
     two sizes traced in time mode; corrected time per GetByteArrayRegion = measured - window;
     a line through the two sizes gives ns_per_call and ns_per_byte."""
     libs = {"LIBJVM": [jvm.libjvm], "LIBNIO": [jvm.libnio] if jvm.libnio else []}
-    script = render(["io"], libs, symbols, mode="time")
-    text = script.text.replace("@trk[$1] = 1;", "@trk[cpid] = 1;")
+    script = render(["io"], libs, symbols, mode="time", root="cpid")
+    text = script.text
     pts = []
     for size in sizes:
         log(f"JNI copy cost of JDK {jvm.version}: {n:,} writes of {size} bytes, traced")
-        with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-            f.write(text)
-            path = f.name
         cmd = (f"{jvm.home}/bin/java -cp {io_jar} org.jvmos.workloads.BlockingIo "
                f"--iterations {n} --size {size} --target /dev/null")
-        try:
-            r = subprocess.run([bpftrace(), "-f", "json", path, "-c", cmd],
-                               capture_output=True, text=True, timeout=900)
-        finally:
-            Path(path).unlink(missing_ok=True)
+        r = session.run_command(text, cmd, f"calibrating the JNI copy cost of {jvm.home}")
         raw = rawparse.parse_lines(r.stdout.splitlines())
         calls = time = 0
         for (pid, cat, probe), v in raw.keyed("@calls").items():
@@ -316,11 +297,7 @@ def _loop_elapsed(stdout: str) -> int:
 def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
     """(CPU ns of the JVM process, parsed bpftrace output or None): BlockingIo bare, or traced
     by script (which names the JVM's pid $1 and prints jvmos-ready once attached)."""
-    import os
-    import sys
-    import time
-    from .record import GATE, bpftrace_env
-    from .tools import IO_JAR, jar
+    from jvmos.tools import IO_JAR, jar
     cmd = [str(jvm.home / "bin" / "java"), "-cp", str(jar(IO_JAR)),
            "org.jvmos.workloads.BlockingIo", "--iterations", str(n), "--size", str(size),
            "--target", "/dev/null"]
@@ -328,39 +305,25 @@ def _jvm_loop(jvm, n: int, size: int, script: Optional[str] = None):
         bt_file, out_file, err_file, jerr = (Path(d) / x for x in ("p.bt", "out.json", "err",
                                                                    "jerr"))
         bt_file.write_text(script or "")
-        gate_r, gate_w = os.pipe()
-        with open(jerr, "wb") as je:
-            child = subprocess.Popen([sys.executable, "-c", GATE, str(gate_r)] + cmd,
-                                     pass_fds=(gate_r,), stdout=subprocess.PIPE, stderr=je)
-        os.close(gate_r)
-        bt = None
-        try:
+
+        def abort(msg, status, code):
+            raise JvmosError(f"bpftrace failed while calibrating USDT probes: {msg}")
+
+        with session.Session() as s:
+            s.launch(cmd, stdout=Path(d) / "jout", stderr=jerr)
+            child = s.child
             if script is not None:
-                with open(out_file, "wb") as o, open(err_file, "wb") as e:
-                    bt = subprocess.Popen([bpftrace(), "-f", "json", str(bt_file),
-                                           str(child.pid)], stdout=o, stderr=e,
-                                          env=bpftrace_env(), start_new_session=True)
-                t0 = time.monotonic()
-                while "jvmos-ready" not in out_file.read_text(errors="replace"):
-                    if bt.poll() is not None or time.monotonic() - t0 > 300:
-                        errs = [l for l in err_file.read_text(errors="replace").splitlines()
-                                if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
-                        raise JvmosError("bpftrace failed while calibrating USDT probes: "
-                                         + (errs[0] if errs else "no output"))
-                    time.sleep(0.05)
-            os.write(gate_w, b"go")
-        finally:
-            os.close(gate_w)
-            stdout = child.stdout.read().decode(errors="replace")
-            _, status, ru = os.wait4(child.pid, 0)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if bt is not None and bt.poll() is None:
-                interrupt_bpftrace(bt, timeout=300)   # SIGINT again if bpftrace misses it
-        if child.returncode:
+                s.start_bpftrace(bt_file, [child.pid], out_file, err_file)
+                s.wait_ready(out_file, err_file, abort, launched=True, timeout=300)
+            s.release()
+            code, _, cpu_ns = s.wait_command(watch_bpftrace=False)
+            if s.bt is not None and s.bt.poll() is None:
+                s.interrupt(timeout=300)    # SIGINT again if bpftrace misses it
+        stdout = (Path(d) / "jout").read_text(errors="replace")
+        if code:
             raise JvmosError(f"BlockingIo on {jvm.home} failed: "
                              f"{jerr.read_text(errors='replace').strip()[:200]}")
         _loop_elapsed(stdout)   # it ran to its end
-        cpu_ns = (ru.ru_utime + ru.ru_stime) * 1e9
         raw = rawparse.parse_lines(out_file.read_text().splitlines()) if script else None
         return cpu_ns, raw
 
@@ -385,7 +348,7 @@ def _usdt_scripts(jvm) -> Dict[str, str]:
 def usdt_capable(jvm) -> bool:
     """This JVM's libjvm has armed (semaphore-free) USDT probes of GetByteArrayRegion and the
     symbol, so that the two kinds can be compared on it."""
-    from .jdk import usdt_probes
+    from jvmos.jdk import usdt_probes
     notes = usdt_probes(jvm.libjvm)
     sites = [s for k in ("__entry", "__return")
              for s in notes.get(("hotspot_jni", _USDT_FN + k), [])]
@@ -407,7 +370,7 @@ def calibrate_usdt(base: dict, jvms=None, trials: int = 5, n: int = 300_000,
                                              difference measured here (same bookkeeping in
                                              both: only the kind of probe differs). Derived.
     """
-    from .jdk import discover_jdks
+    from jvmos.jdk import discover_jdks
     jvms = [j for j in (jvms if jvms is not None else discover_jdks()) if usdt_capable(j)]
     g = lambda k: (base.get(k) or {}).get("mean_ns")
     res: Dict[str, dict] = {}

@@ -4,7 +4,9 @@ The templates name libraries by placeholder (@LIBJVM@, @LIBNIO@, @LIBC@) and put
 its own line. Here each placeholder line becomes one line per library that defines the symbol;
 a symbol no library defines is dropped and reported, and a probe block left with no attach
 point is dropped whole, so a JDK missing one function still gets every other probe.
-BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each).
+BEGIN and END blocks of the loaded scripts are merged (bpftrace allows one of each). An attach
+point may give its block a value ('/* @ELEMENT_SIZE@ = 2 */' after it): each run of attach points
+with the same value gets a copy of the block with the value written in (_expand_values).
 
 USDT: given the USDT probes a library carries (usdt_of), a uprobe or uretprobe on a JNI entry
 point becomes HotSpot's own probe of it (catalogue.jni_usdt_alias): usdt:<lib>:hotspot_jni:
@@ -19,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import ROOT, JvmosError
+from jvmos import ROOT, JvmosError
 from jvmos.analyzers.rawparse import MAPS_PRINTED
-from .catalogue import (LAYERS, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
+from jvmos.catalogue import (LAYERS, SCRIPT_MODES, JNI_COPY_FUNCTIONS, is_jni_entry_point, jni_symbol_of_usdt,
                         jni_usdt_alias)
 
 PROBES_DIR = ROOT / "probes"
-MODES = ("time", "count")
 ATTACH = re.compile(r"^(uprobe|uretprobe|tracepoint|usdt|interval|profile):[^\s{]*?,?\s*$")
 PLACEHOLDER = re.compile(r"^(uprobe|uretprobe):@(\w+)@:(\S+?),?\s*$")
 
@@ -99,17 +100,96 @@ def _for_scope(text: str, scope: str, name: str = "?") -> str:
     return "\n".join(out) + "\n"
 
 
+# An attach point may carry values for its block: 'uprobe:@LIBJVM@:jni_GetCharArrayRegion,
+# /* @ELEMENT_SIZE@ = 2 */'. Each run of attach points with the same values gets a copy of the
+# block with them written in (io.bt's Region copies, one block per element size): the code of
+# each probe is what a block written out per value would be, with no per-hit lookup.
+_VALUED = re.compile(r"^\s*(?P<ap>\S+?),?\s*/\*\s*(?P<values>@[A-Z][A-Z0-9_]*@\s*=.*?)\s*\*/\s*$")
+_VALUE = re.compile(r"^(@[A-Z][A-Z0-9_]*@)\s*=\s*(\S.*)$")
+_UNFILLED = re.compile(r"@[A-Z][A-Z0-9_]*@")
+
+
+def _valued(line: str):
+    m = _VALUED.match(line)
+    return m if m and ATTACH.match(m.group("ap")) else None
+
+
+def _expand_values(text: str, name: str = "?") -> str:
+    """The template with every block whose attach points carry values written out once per run
+    of attach points with the same values (see _VALUED)."""
+    lines = text.splitlines()
+    out: List[str] = []
+    i = 0
+    while i < len(lines):
+        if not (ATTACH.match(lines[i].strip()) or _valued(lines[i])):
+            out.append(lines[i])
+            i += 1
+            continue
+        group: List[Tuple[str, Optional[Tuple[Tuple[str, str], ...]]]] = []
+        first = i + 1
+        while i < len(lines) and (ATTACH.match(lines[i].strip()) or _valued(lines[i])):
+            m = _valued(lines[i])
+            if m:
+                values = []
+                for item in m.group("values").split(";"):
+                    v = _VALUE.match(item.strip())
+                    if not v:
+                        raise JvmosError(f"{name}:{i + 1}: bad attach point value '{item.strip()}' "
+                                         "(expected '@NAME@ = value')")
+                    values.append((v.group(1), v.group(2).strip()))
+                group.append((m.group("ap"), tuple(values)))
+            else:
+                group.append((lines[i].strip().rstrip(","), None))
+            i += 1
+        if all(v is None for _, v in group):
+            out.extend(lines[first - 1:i])
+            continue
+        if any(v is None for _, v in group) or len({tuple(n for n, _ in v) for _, v in group}) > 1:
+            raise JvmosError(f"{name}:{first}: every attach point of a block with values must "
+                             "give the same names")
+        j = i
+        while j < len(lines) and lines[j] != "}":
+            j += 1
+        if j == len(lines):
+            raise JvmosError(f"{name}:{first}: the block of these attach points is never closed")
+        block = lines[i:j + 1]          # filter, markers and body, up to the closing brace
+        runs: List[Tuple[Tuple[Tuple[str, str], ...], List[str]]] = []
+        for ap_text, values in group:
+            if runs and runs[-1][0] == values:
+                runs[-1][1].append(ap_text)
+            else:
+                runs.append((values, [ap_text]))
+        for k, (values, aps) in enumerate(runs):
+            if k:
+                out.append("")
+            out.extend(a + ("," if n < len(aps) - 1 else "") for n, a in enumerate(aps))
+            for line in block:
+                for key, value in values:
+                    line = line.replace(key, value)
+                out.append(line)
+        i = j + 1
+    return "\n".join(out) + "\n"
+
+
+# what common.bt's @ROOT@ may become: the pid jvmos passes ($1), or the child of `bpftrace -c`
+ROOTS = ("$1", "cpid")
+
+
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
            mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None,
-           scope: str = "host") -> Script:
+           scope: str = "host", root: str = "$1") -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
     mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
     usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
-    the library has it; None: symbols only."""
-    if mode not in MODES:
-        raise JvmosError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
+    the library has it; None: symbols only. root: what common.bt's @ROOT@ becomes, the root
+    of the traced processes: "$1" (jvmos passes the pid) or "cpid" (bpftrace -c starts it)."""
+    if root not in ROOTS:
+        raise JvmosError(f"unknown root '{root}' (known: {', '.join(ROOTS)})")
+    if mode not in SCRIPT_MODES:     # the mode was validated by record (catalogue.Mode)
+        raise JvmosError(f"no probe script for mode '{mode}' (scripts exist for: "
+                         f"{', '.join(SCRIPT_MODES)})")
     if scope not in SCOPES:
         raise JvmosError(f"unknown scope '{scope}' (known: {', '.join(SCOPES)})")
     for layer in layers:
@@ -121,7 +201,9 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         path = PROBES_DIR / name
         if not path.exists():
             raise JvmosError(f"probe script {path} is missing from this installation")
-        for kind, chunk in _split_blocks(_for_scope(path.read_text(), scope, name)):
+        text = _expand_values(_for_scope(path.read_text(), scope, name), name)
+        text = text.replace("@ROOT@", root)
+        for kind, chunk in _split_blocks(text):
             if mode == "count":
                 chunk = [l for l in chunk if not l.rstrip().endswith("/* time */")]
             (begin if kind == "begin" else end if kind == "end" else body).extend(chunk)
@@ -206,6 +288,10 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
             while i < len(lines) and lines[i] != "}":
                 i += 1
             i += 1
+    left = sorted(set(_UNFILLED.findall(_COMMENT.sub(" ", "\n".join(begin + out + end)))))
+    if left:
+        raise JvmosError(f"the probe scripts use {', '.join(left)} with no value for it (an "
+                         "attach point gives one as a comment after it: '@NAME@ = value')")
     out = _print_maps(out, begin + out, end)
     text = ["BEGIN", "{"] + begin + ["}", ""] + out + ["", "END", "{"] + end + ["}", ""]
     script.text = "\n".join(text)
@@ -228,10 +314,10 @@ _CLEARED = re.compile(r"clear\((@[A-Za-z_]\w*)\)")
 
 def output_maps(code: List[str], end: List[str]) -> List[str]:
     """The maps of a script that bpftrace would print at its end: every map the code uses
-    (comments and strings aside) but the scratch ones END clears and @trk (cleared at the
+    (comments and strings aside) but the scratch ones END clears and @traced (cleared at the
     stop)."""
     used = set(_MAP.findall(_COMMENT.sub(" ", "\n".join(code))))
-    scratch = set(_CLEARED.findall(_COMMENT.sub(" ", "\n".join(end)))) | {"@trk"}
+    scratch = set(_CLEARED.findall(_COMMENT.sub(" ", "\n".join(end)))) | {"@traced"}
     return sorted(used - scratch)
 
 

@@ -27,12 +27,12 @@ first in this order, and `warnings` gives every reason with its figures:
 Returns without an entry (a call in progress when tracing began) are warned about with their
 count but leave the status alone: their calls are counted, only their time is missing.
 """
+import hashlib
 import json
 import math
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -40,36 +40,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from . import JvmosError, __version__
-from . import calibrate as cal
-from .catalogue import DEFAULT_LAYERS, LAYERS, TIMED_SPAN_LAYERS
-from .jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
+from jvmos import JvmosError, __version__
+from jvmos import calibrate as cal
+from jvmos.catalogue import (DEFAULT_LAYERS, LAYERS, OPTIONAL_SYMBOL_PREFIXES, TIMED_SPAN_LAYERS,
+                             Mode)
+from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
                   symbols, usdt_probes)
-from .probegen import render
-from . import sampling
-from . import cputime
-from . import scope as scope_mod
-from .tools import (bpftrace, bpftrace_version, ensure_tracefs, host_info,
-                    interrupt_bpftrace)
+from jvmos.probegen import render
+from jvmos import sampling
+from jvmos import cputime
+from jvmos import scope as scope_mod
+from jvmos.session import MAPS_TIMEOUT_S, OutputTail, Session, alive, stop_counting
+from jvmos.tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
-
-ATTACH_TIMEOUT_S = 600
-# The gate: the launched command's pid exists (so bpftrace can be told to follow it) but it
-# waits on a pipe until the probes are attached; EOF instead of a byte means "do not start".
-GATE = ("import os, sys\n"
-        "fd = int(sys.argv[1])\n"
-        "go = os.read(fd, 1)\n"
-        "os.close(fd)\n"
-        "if not go: os._exit(125)\n"
-        "try:\n"
-        "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-        "except OSError as e:\n"
-        "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[2], e.strerror))\n"
-        "    os._exit(127)\n")
-# symbols that exist only in some JDKs (libnio's dispatcher natives were renamed in JDK 21):
-# their absence is expected and recorded, not warned about
-OPTIONAL_PREFIXES = ("Java_sun_nio_ch_",)
-
 
 @dataclass
 class Options:
@@ -192,12 +175,23 @@ def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tup
 
 
 def missed_warnings(raw) -> List[str]:
-    """Returns seen without their entry, per kind: counted calls whose time was not measured."""
+    """The spans the probes could not time, per kind (@missed): a return seen without its
+    entry (the call was in progress when tracing began), or a span whose off-CPU time came
+    out longer than the span (a switch event the probes missed). Their calls are counted,
+    their time is not in any figure."""
     missed: Dict[str, int] = {}
     for (_pid, what), n in raw.keyed("@missed").items():
         missed[what] = missed.get(what, 0) + int(n)
-    return [f"{n} {what.replace('_', ' ')} event(s): a call was in progress when tracing began "
-            "(counted, its time not measured)" for what, n in sorted(missed.items())]
+    out = []
+    for what, n in sorted(missed.items()):
+        if what.endswith("_offcpu_exceeds_span"):
+            out.append(f"{n} {what[:-len('_offcpu_exceeds_span')]} span(s) whose off-CPU time "
+                       "came out longer than the span (a context-switch event the probes "
+                       "missed): counted, their time not measured")
+        else:
+            out.append(f"{n} {what.replace('_', ' ')} event(s): a call was in progress when "
+                       "tracing began (counted, its time not measured)")
+    return out
 
 
 def _write_json(path: Path, data: dict):
@@ -225,7 +219,7 @@ def _save(path: Path, data: dict, out: Path):
 
 
 def default_out(label: str) -> Path:
-    from . import ROOT
+    from jvmos import ROOT
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return ROOT / "results" / "runs" / f"{stamp}-{label}"
 
@@ -247,24 +241,6 @@ def prepare_out(out: Path) -> Path:
 
 # JDK launchers whose binary names the JVM they will load (_Tree)
 LAUNCHERS = ("java", "javaw")
-
-
-class _OutputTail:
-    """The whole lines bpftrace has added to its output file since the last read."""
-
-    def __init__(self, path: Path):
-        self.path, self.offset = path, 0
-
-    def read(self) -> bytes:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except OSError:
-            return b""
-        end = chunk.rfind(b"\n") + 1          # whole lines only
-        self.offset += end
-        return chunk[:end]
 
 
 class _Tree(threading.Thread):
@@ -341,7 +317,7 @@ class _Holds:
 
     def __init__(self, raw_path: Path, scoper, bt_pid: int, t0: dict, log):
         self.scoper, self.bt_pid, self.t0, self.log = scoper, bt_pid, t0, log
-        self.tail = _OutputTail(raw_path)
+        self.tail = OutputTail(raw_path)
         self.held: List[int] = []          # held, not let go yet
         self.lock = threading.Lock()
 
@@ -390,16 +366,6 @@ def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log, held=False)
                                 "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and has not exited (a zombie waiting for its parent has)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            st = f.read()
-        return st[st.rindex(")") + 2:][:1] not in ("Z", "X")
-    except (OSError, ValueError):
-        return False
-
-
 def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     """Which libjvm.so files to attach to, decided before anything starts."""
     if opts.jdks:
@@ -434,66 +400,6 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
-# Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
-# run that starts thousands of threads; updates beyond the limit would be lost silently.
-MAP_KEYS_MAX = "16384"
-
-
-def _die_with_parent() -> None:
-    """In bpftrace's child before exec: SIGKILL when jvmos dies, so that no probe (and no hold
-    of a child at its exec) outlives the recording that placed it."""
-    import ctypes
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
-
-
-def bpftrace_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS_MAX)
-    return env
-
-
-# how long bpftrace may take, after the stop signal, to print every map and the end marker
-MAPS_TIMEOUT_S = 120
-
-
-def _wait_maps_printed(raw_path: Path, bt: subprocess.Popen, timeout: float) -> bool:
-    """True once bpftrace's output holds common.bt's end marker (every map printed after the
-    stop); False if bpftrace exits first or the marker is not there within `timeout` s."""
-    deadline = time.monotonic() + timeout
-    tail = _OutputTail(raw_path)
-    marker = rawparse.MAPS_PRINTED.encode()
-    while True:
-        exited = bt.poll() is not None
-        if marker in tail.read():
-            return True
-        if exited or time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-
-
-def _let_die(bt: subprocess.Popen, wait: bool = False) -> Optional[float]:
-    """SIGKILL bpftrace. A killed bpftrace still closes its uprobes (a grace period each)
-    before it is gone: reaped in the background, or awaited with wait (returns the seconds
-    that took)."""
-    try:
-        bt.kill()
-    except ProcessLookupError:
-        pass
-    if not wait:
-        threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
-        return None
-    t0 = time.monotonic()
-    bt.wait()
-    return round(time.monotonic() - t0, 2)
-
-
-def stop_counting(root: int) -> None:
-    """The signal common.bt waits for: SIGURG (ignored by Python) sent by this jvmos to itself,
-    so that it ends this process's recording only, never another one running at the same time.
-    root is kept for the callers' sake (the recording it ends)."""
-    os.kill(os.getpid(), signal.SIGURG)
-
-
 def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
     """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
     if platform is None:
@@ -513,7 +419,7 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         cal.save(platform_file, platform)   # at once: kept if a later step fails
     # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
     # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
-    from .probecost import calibrate_usdt, usdt_capable
+    from jvmos.probecost import calibrate_usdt, usdt_capable
     usdt = platform["probes"].setdefault("usdt", {})
     for j in [j for j in jvms if str(j.home) not in usdt and usdt_capable(j)]:
         log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
@@ -542,10 +448,9 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.duration) or opts.duration <= 0:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
-    if opts.pid is not None and (opts.pid <= 0 or not _alive(opts.pid)):
+    if opts.pid is not None and (opts.pid <= 0 or not alive(opts.pid)):
         raise JvmosError(f"no process with pid {opts.pid}")
-    if opts.mode not in ("time", "count", "sample"):
-        raise JvmosError(f"unknown mode '{opts.mode}' (known: time, count, sample)")
+    opts.mode = Mode.parse(opts.mode)     # the one check of a mode
 
 
 # CAP_SYS_ADMIN, CAP_PERFMON and CAP_BPF in /proc/self/status CapEff
@@ -565,6 +470,8 @@ def _can_load_bpf() -> bool:
 
 
 def record(opts: Options) -> Result:
+    """One recording: options checked, then (bpftrace modes) prepared, traced and concluded;
+    --mode sample has its own path without bpftrace (_record_sampled)."""
     log = opts.log or (lambda m: print(m, file=sys.stderr))
     check_options(opts)
     if opts.mode == "sample":
@@ -572,7 +479,48 @@ def record(opts: Options) -> Result:
     if not _can_load_bpf():
         raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): bpftrace loads "
                          "BPF programs; run it as root, or use --mode sample")
-    bpf = bpftrace()
+    run = _prepare(opts, log)
+    _trace(run)
+    return _conclude(run)
+
+
+@dataclass
+class _Run:
+    """What a bpftrace recording carries from one phase to the next: _prepare (targets,
+    calibration, script, manifest), _trace (the tracing session) and _conclude (status,
+    summary, run directory)."""
+    opts: Options
+    log: Callable[[str], None]
+    warnings: List[str]
+    jvms: List[Jvm]
+    out: Path
+    platform_file: Path
+    platform: Optional[dict]
+    script: object
+    scoper: object
+    missing: List[str]
+    manifest: dict
+    raw_path: Path
+    # set by _trace
+    root: Optional[int] = None
+    child: object = None
+    holds: object = None
+    tree: object = None
+    wall_ns: int = 0
+    target_cpu: Optional[dict] = None
+    exit_code: Optional[int] = None
+    target_gone: bool = False
+    load_error: List[Exception] = field(default_factory=list)
+    sample_error: Optional[str] = None
+    bt_stopped_early: bool = False
+    bt_rc: Optional[int] = None
+    sig: Optional[int] = None
+
+
+def _prepare(opts: Options, log) -> _Run:
+    """Everything decided before anything runs: the JVMs to probe, the calibration, the
+    script (scoped to the traced processes), the run directory and its first manifest."""
+    bpftrace()      # found on PATH, or one clear error before anything starts
     ensure_tracefs()
     warnings: List[str] = []
     for layer in (opts.layers if opts.mode == "count" else []):
@@ -606,7 +554,7 @@ def record(opts: Options) -> Result:
         script.text = scope_mod.retarget(script.text, {r: d for d, r in decoys.items()})
         scoper = scope_mod.Scope(decoys)
     missing = [m for m in script.missing
-               if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_PREFIXES)
+               if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_SYMBOL_PREFIXES)
                and "(library not found)" not in m]
     for m in missing:
         log(f"warning: symbol not found, its probe is skipped: {m}")
@@ -627,264 +575,220 @@ def record(opts: Options) -> Result:
                    "addresses": script.addresses, "aliases": script.aliases,
                    "usdt": script.usdt_count, "kinds": script.kinds,
                    "usdt_skipped": script.usdt_skipped,
+                   # probes.bt is not kept with reference results: its hash says which it was
+                   "script_sha256": hashlib.sha256(script.text.encode()).hexdigest(),
                    "libc": str(libc) if libc else None,
                    "scope": scoper.as_dict() if scoper else {"mode": opts.scope}},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
     }
 
+    return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,
+                platform_file=platform_file, platform=platform, script=script, scoper=scoper,
+                missing=missing, manifest=manifest, raw_path=out / "raw" / "bpftrace.json")
+
+
+def _trace(run: _Run) -> None:
+    """The tracing session: the command launched at the gate (or the pid attached), bpftrace
+    started and ready, the uprobes scoped, the recording waited for, then stopped and torn
+    down (see jvmos.session)."""
+    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
+                                                      run.scoper, run.jvms, run.manifest)
     # from here on a signal is a request to stop, said in the status (before tracing starts:
-    # the command never runs)
-    interrupted = {"sig": None}
-
-    def on_signal(signum, _frame):
-        interrupted["sig"] = signum
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    child = None
-    gate_w = None
-    bt = None
+    # the command never runs); the session cleans up on every path
+    session = Session(log)
     t0_box = {"ns": time.monotonic_ns()}
     holds = None
     tree = None
-    bt_abandoned = False
-    try:
-        _save(out / "manifest.json", manifest, out)
+    raw_path = run.raw_path
+    err_path = out / "raw" / "bpftrace.stderr"
+    with session:
+        try:
+                _save(out / "manifest.json", manifest, out)
+                # launch mode: the child waits at the gate until the probes are attached
+                if opts.cmd:
+                    env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
+                    root = session.launch(opts.cmd, opts.stdout, opts.stderr, env)
+                else:
+                    root = opts.pid
+                child = session.child
+                t_attach = time.time()
+                # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes
+                # are open
+                bt = session.start_bpftrace(out / "probes.bt",
+                                            [root, os.getpid(), "1" if scoper else "0"],
+                                            raw_path, err_path, unsafe=opts.scope == "process")
 
-        # launch mode: the child waits at a gate (a read on fd 3) until the probes are attached
-        if opts.cmd:
-            gate_r, gate_w = os.pipe()
-            stdout = open(opts.stdout, "wb") if opts.stdout else None
-            stderr = open(opts.stderr, "wb") if opts.stderr else None
-            try:
-                env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
-                child = subprocess.Popen(
-                    [sys.executable, "-c", GATE, str(gate_r)] + list(opts.cmd),
-                    pass_fds=(gate_r,), stdout=stdout, stderr=stderr, env=env)
-            finally:
-                os.close(gate_r)
-            root = child.pid
-        else:
-            root = opts.pid
+                def abort(msg, status="failed", code=1):
+                    session.close_gate()       # the command never starts
+                    if bt.poll() is None:
+                        session.let_die()
+                    manifest["status"] = status
+                    manifest["error"] = msg
+                    manifest["end_time"] = _now_iso()
+                    _save(out / "manifest.json", manifest, out)
+                    raise JvmosError(msg, code)
 
-        raw_path = out / "raw" / "bpftrace.json"
-        err_path = out / "raw" / "bpftrace.stderr"
-        t_attach = time.time()
-        # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes are open
-        bt = subprocess.Popen([bpf, "-f", "json"] + (["--unsafe"] if opts.scope == "process"
-                                                     else []) +
-                              [str(out / "probes.bt"), str(root), str(os.getpid()),
-                               "1" if scoper else "0"],
-                              stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
-                              start_new_session=True, env=bpftrace_env(),
-                              preexec_fn=_die_with_parent)
-
-        def abort(msg, status="failed", code=1):
-            nonlocal gate_w
-            if gate_w is not None:
-                os.close(gate_w)  # EOF at the gate: the command never starts
-                gate_w = None
-                child.wait()
-            if bt.poll() is None:
-                _let_die(bt)
-            manifest["status"] = status
-            manifest["error"] = msg
-            manifest["end_time"] = _now_iso()
-            _save(out / "manifest.json", manifest, out)
-            raise JvmosError(msg, code)
-
-        while True:
-            if interrupted["sig"] is not None:
-                abort("interrupted before tracing started" +
-                      ("; the command never ran" if opts.cmd else ""), "interrupted", 130)
-            if bt.poll() is not None:
-                errs = [l for l in err_path.read_text(errors="replace").splitlines()
-                        if "RLIMIT_MEMLOCK" not in l and l.strip()]
-                first = next((l for l in errs if "ERROR" in l), errs[0] if errs else "no output")
-                abort(f"bpftrace failed before tracing started (exit status {bt.returncode}): "
-                      f"{first.strip()}" + ("; the command never ran" if opts.cmd else ""))
-            if "jvmos-ready" in raw_path.read_text(errors="replace"):
-                break
-            if time.time() - t_attach > ATTACH_TIMEOUT_S:
-                abort(f"bpftrace did not attach within {ATTACH_TIMEOUT_S}s")
-            time.sleep(0.05)
-        if scoper is not None:
-            # bpftrace's uprobes sit on decoys: open them for the traced process only
-            try:
-                if os.environ.get("JVMOS_BPF_STATS") == "1":
-                    scoper.enable_stats()      # the kernel counts each program's runs
-                scoper.attach(bt.pid, [root])
-            except (JvmosError, OSError) as e:
-                abort(f"cannot scope the uprobes to pid {root}: {e}" +
-                      ("; the command never ran" if opts.cmd else ""))
-            if not scoper.pids:
-                abort(f"pid {root} exited before its uprobes could be opened", "target_exited")
-        attach_s = time.time() - t_attach
-        manifest["attach_seconds"] = round(attach_s, 2)
-        manifest["start_time"] = _now_iso()
-        _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
-        log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
-            f"tracepoints, attached in {attach_s:.1f}s)" +
-            (f" for {opts.duration}s" if opts.duration else "") +
-            ("; Ctrl-C to stop" if opts.pid else ""))
-        if opts.sample and opts.pid is not None:
-            if not jvms:
-                abort(f"--sample needs a JVM: pid {opts.pid} is not one")
-            try:
-                sampling.attach_start(jvms[0], opts.pid)
-            except JvmosError as e:
-                abort(str(e))
-        if scoper is not None:
-            holds = _Holds(raw_path, scoper, bt.pid, t0_box, log)
-        tree = _Tree(root, on_new=(lambda pids: _scope_late(scoper, bt.pid, pids, t0_box, log))
-                     if scoper is not None else None,
-                     on_poll=holds.poll if holds is not None else None)
-        # the target's CPU time during the recording: attach mode polls the tree's CPU clocks;
-        # launch mode reads the gate's clock here and the rusage when the command is reaped
-        cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
-        cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
-        t0 = time.monotonic_ns()
-        t0_box["ns"] = t0
-        if cpu_watch is not None:
-            cpu_watch.start()
-        if gate_w is not None:
-            os.write(gate_w, b"go\n")
-            os.close(gate_w)
-            gate_w = None
-        tree.start()
-        exit_code = None
-        target_gone = False
-        load = None
-        load_error = []
-        if opts.workload is not None:
-            def drive():
-                try:
-                    opts.workload()
-                except Exception as e:  # reported after the recording is written
-                    load_error.append(e)
-            load = threading.Thread(target=drive, daemon=True)
-            load.start()
-        if child is not None:
-            while not cputime.exited(child.pid):   # not reaped yet: its CPU stays readable
-                if interrupted["sig"] is not None:
+                session.wait_ready(raw_path, err_path, abort, launched=bool(opts.cmd))
+                if scoper is not None:
+                    # bpftrace's uprobes sit on decoys: open them for the traced process only
                     try:
-                        child.send_signal(signal.SIGTERM)
-                    except ProcessLookupError:
-                        pass
-                    if not cputime.wait_exited(child.pid, timeout=10):
-                        child.kill()
-                    break
-                if bt.poll() is not None:
-                    break
-                time.sleep(0.02)
-            exit_code, cpu_at_end, cpu_rusage = cputime.reap(child)
-        else:
-            deadline = None if opts.duration is None else time.monotonic() + opts.duration
-            while interrupted["sig"] is None and bt.poll() is None:
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                if not _alive(root):
-                    target_gone = True
-                    break
-                if load is not None and not load.is_alive():
-                    break
-                time.sleep(0.05)
-        wall_ns = time.monotonic_ns() - t0
-        target_cpu = (cpu_watch.stop() if cpu_watch is not None
-                      else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
-        sample_error = None
-        if opts.sample and opts.pid is not None and _alive(opts.pid):
-            try:
-                sampling.attach_stop(jvms[0], opts.pid, out)
-            except JvmosError as e:
-                sample_error = str(e)
-                log(f"warning: {e}")
-        tree.stop.set()
-        tree.join()             # no scan may run while the scope closes
-        if holds is not None:
-            holds.poll()        # one held since the last poll is probed and let go too
-        manifest["end_time"] = _now_iso()
+                        if os.environ.get("JVMOS_BPF_STATS") == "1":
+                            scoper.enable_stats()      # the kernel counts each program's runs
+                        scoper.attach(bt.pid, [root])
+                    except (JvmosError, OSError) as e:
+                        abort(f"cannot scope the uprobes to pid {root}: {e}" +
+                              ("; the command never ran" if opts.cmd else ""))
+                    if not scoper.pids:
+                        abort(f"pid {root} exited before its uprobes could be opened",
+                              "target_exited")
+                attach_s = time.time() - t_attach
+                manifest["attach_seconds"] = round(attach_s, 2)
+                manifest["start_time"] = _now_iso()
+                _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
+                log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
+                    f"tracepoints, attached in {attach_s:.1f}s)" +
+                    (f" for {opts.duration}s" if opts.duration else "") +
+                    ("; Ctrl-C to stop" if opts.pid else ""))
+                if opts.sample and opts.pid is not None:
+                    if not jvms:
+                        abort(f"--sample needs a JVM: pid {opts.pid} is not one")
+                    try:
+                        sampling.attach_start(jvms[0], opts.pid)
+                    except JvmosError as e:
+                        abort(str(e))
+                if scoper is not None:
+                    holds = _Holds(raw_path, scoper, bt.pid, t0_box, log)
+                tree = _Tree(root, on_new=(lambda pids: _scope_late(scoper, bt.pid, pids, t0_box,
+                                                                     log))
+                             if scoper is not None else None,
+                             on_poll=holds.poll if holds is not None else None)
+                # the target's CPU time during the recording: attach mode polls the tree's CPU
+                # clocks; launch mode reads the gate's clock here and the rusage when the command
+                # is reaped
+                cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
+                cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
+                t0 = time.monotonic_ns()
+                t0_box["ns"] = t0
+                if cpu_watch is not None:
+                    cpu_watch.start()
+                session.release()
+                tree.start()
+                exit_code = None
+                target_gone = False
+                load_error = []
+                load = session.run_load(opts.workload, load_error)
+                if child is not None:
+                    exit_code, cpu_at_end, cpu_rusage = session.wait_command()
+                else:
+                    target_gone = session.wait_attached(root, opts.duration, load)
+                wall_ns = time.monotonic_ns() - t0
+                target_cpu = (cpu_watch.stop() if cpu_watch is not None
+                              else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
+                sample_error = None
+                if opts.sample and opts.pid is not None and alive(opts.pid):
+                    try:
+                        sampling.attach_stop(jvms[0], opts.pid, out)
+                    except JvmosError as e:
+                        sample_error = str(e)
+                        log(f"warning: {e}")
+                tree.stop.set()
+                tree.join()             # no scan may run while the scope closes
+                if holds is not None:
+                    holds.poll()        # one held since the last poll is probed and let go too
+                manifest["end_time"] = _now_iso()
 
-        # stop counting now (see common.bt); read the scoped programs' run counts at the same
-        # moment, and detach them (closing a uprobe waits for a grace period in the kernel:
-        # seconds for all of them, during which the target still traps but nothing counts);
-        # then stop bpftrace: SIGINT makes it run END and print its maps
-        stop_counting(root)
-        if holds is not None:
-            holds.release_all()     # held between the last poll and the stop (none after it)
-        if scoper is not None:
-            # the programs' kernel run counts at the stop signal: bpftrace's user space clears
-            # the traced pids a moment later, so counting goes on until then
-            manifest["probes"]["scope"] = scoper.as_dict()
+                # stop counting now (see common.bt); read the scoped programs' run counts at the
+                # same moment, and detach them (closing a uprobe waits for a grace period in the
+                # kernel: seconds for all of them, during which the target still traps but nothing
+                # counts); then stop bpftrace
+                stop_counting()
+                if holds is not None:
+                    holds.release_all()     # held between the last poll and the stop (none after)
+                if scoper is not None:
+                    # the programs' kernel run counts at the stop signal: bpftrace's user space
+                    # clears the traced pids a moment later, so counting goes on until then
+                    manifest["probes"]["scope"] = scoper.as_dict()
 
-        def close_scope():
-            """Read the run counts again (counting has stopped once the maps are printed)
-            and detach the scoped uprobes."""
-            if scoper is None:
-                return
-            sc = manifest["probes"]["scope"]
-            later = scoper.run_counts()
-            for r in sc.get("program_runs") or []:
-                r["runs_when_maps_printed"] = later.get(r["prog_id"])
-            scoper.close(background=not opts.wait_teardown)
-            sc["detached_by"] = ("a background process (it closes them after jvmos returns; "
-                                 "not awaited)" if scoper.detach_child else "jvmos (awaited)")
-            sc["detach_seconds"] = scoper.detach_s
+                def close_scope():
+                    """Read the run counts again (counting has stopped once the maps are printed)
+                    and detach the scoped uprobes."""
+                    if scoper is None:
+                        return
+                    sc = manifest["probes"]["scope"]
+                    later = scoper.run_counts()
+                    for r in sc.get("program_runs") or []:
+                        r["runs_when_maps_printed"] = later.get(r["prog_id"])
+                    scoper.close(background=not opts.wait_teardown)
+                    sc["detached_by"] = ("a background process (it closes them after jvmos "
+                                         "returns; not awaited)" if scoper.detach_child
+                                         else "jvmos (awaited)")
+                    sc["detach_seconds"] = scoper.detach_s
 
-        bt_stopped_early = bt.poll() is not None
-        if bt_stopped_early:
-            close_scope()
-        elif _wait_maps_printed(raw_path, bt, MAPS_TIMEOUT_S):
-            close_scope()
-            down = _let_die(bt, wait=opts.wait_teardown)
-            bt_abandoned = True
-            if down is not None:
-                manifest["teardown_seconds"] = down
-            manifest["bpftrace_end"] = (
-                "printed every map after the stop, then killed by jvmos (bpftrace would "
-                "detach its uprobes one kernel grace period at a time before exiting; the "
-                "kernel does it as the killed process exits, "
-                + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
-        else:
-            close_scope()
-            manifest["sigint_resent"] = interrupt_bpftrace(bt, timeout=300)
-            manifest["bpftrace_end"] = (
-                f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
-                + ("its own end-of-run output (exit status "
-                   f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
-                   "killed after 300 s without exiting"))
-        # None: killed by jvmos after the stop signal
-        bt_rc = None if (bt.returncode in (None, -signal.SIGKILL) and not bt_stopped_early) \
-            else bt.returncode
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if tree is not None and tree.is_alive():
-            tree.stop.set()
-            tree.join()
-        if scoper is not None and scoper.prog_fds:   # an error on the way: detach them too
-            scoper.detach()
-            manifest["probes"]["scope"] = scoper.as_dict()
-            scoper.close()
-        if holds is not None:                        # never leave a child stopped
-            holds.release_all()
-        if gate_w is not None:
-            os.close(gate_w)
-        if bt is not None and not bt_abandoned and bt.poll() is None:
-            _let_die(bt)            # an error on the way: never leave it running
+                bt_stopped_early = bt.poll() is not None
+                if bt_stopped_early:
+                    close_scope()
+                elif session.wait_maps_printed(raw_path):
+                    close_scope()
+                    down = session.let_die(wait=opts.wait_teardown)
+                    session.bt_abandoned = True
+                    if down is not None:
+                        manifest["teardown_seconds"] = down
+                    manifest["bpftrace_end"] = (
+                        "printed every map after the stop, then killed by jvmos (bpftrace would "
+                        "detach its uprobes one kernel grace period at a time before exiting; the "
+                        "kernel does it as the killed process exits, "
+                        + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
+                else:
+                    close_scope()
+                    manifest["sigint_resent"] = session.interrupt(timeout=300)
+                    manifest["bpftrace_end"] = (
+                        f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
+                        + ("its own end-of-run output (exit status "
+                           f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
+                           "killed after 300 s without exiting"))
+                # None: killed by jvmos after the stop signal
+                bt_rc = None if (bt.returncode in (None, -signal.SIGKILL)
+                                 and not bt_stopped_early) else bt.returncode
+        finally:
+            if tree is not None and tree.is_alive():
+                tree.stop.set()
+                tree.join()
+            if scoper is not None and scoper.prog_fds:   # an error on the way: detach them too
+                scoper.detach()
+                manifest["probes"]["scope"] = scoper.as_dict()
+                scoper.close()
+            if holds is not None:                        # never leave a child stopped
+                holds.release_all()
+    run.__dict__.update(root=root, child=child, holds=holds, tree=tree, wall_ns=wall_ns,
+                        target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
+                        load_error=load_error, sample_error=sample_error,
+                        bt_stopped_early=bt_stopped_early, bt_rc=bt_rc,
+                        sig=session.interrupted)
 
-    raw = rawparse.parse_file(raw_path, decoys=scoper.decoys if scoper else None)
+
+def _conclude(run: _Run) -> Result:
+    """The recording's status and why, its summary (the analyzers on the raw output), and the
+    run directory's last files."""
+    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
+                                                      run.scoper, run.jvms, run.manifest)
+    warnings, missing, platform, holds, tree = (run.warnings, run.missing, run.platform,
+                                                run.holds, run.tree)
+    child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
+    load_error, target_cpu = run.load_error, run.target_cpu
+    interrupted = {"sig": run.sig}
+    raw = rawparse.parse_file(run.raw_path, decoys=scoper.decoys if scoper else None)
     if holds is not None:
         # a child held at its exec just before the stop whose printed line came after the
         # marker (another CPU's buffer) is in @held: let it go too (only the traced tree's)
         holds.release_all(also=[int(p) for (p,) in raw.keyed("@held")
                                 if p.isdigit() and int(p) in tree.pids])
-    reasons = bpftrace_reasons(stopped_early=bt_stopped_early, rc=bt_rc, raw=raw)
-    if sample_error:
-        reasons.append(("failed", f"the sampler could not be stopped: {sample_error}"))
+    reasons = bpftrace_reasons(stopped_early=run.bt_stopped_early, rc=run.bt_rc, raw=raw)
+    if run.sample_error:
+        reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))
     reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
                            load_error=load_error)
-    if target_gone:
+    if run.target_gone:
         reasons.append(("target_exited", f"pid {root} exited {wall_ns / 1e9:.1f} s into the "
                                          "recording, before it was stopped: the figures cover "
                                          "that time"))
@@ -913,7 +817,7 @@ def record(opts: Options) -> Result:
     if opts.pid is not None and jvms:
         jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
     costs = cal.costs_for(platform)
-    from .probecost import probes_for
+    from jvmos.probecost import probes_for
     # the JDKs that ran (a command may have started one of several JDKs probed)
     ran = sorted(set(jvm_home_by_pid.values())) or [str(j.home) for j in jvms]
     probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)
@@ -948,7 +852,7 @@ def record(opts: Options) -> Result:
     summary["status_reason"] = reason
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
-                     "wall_ns": wall_ns, "bpftrace_exit_status": bt_rc,
+                     "wall_ns": wall_ns, "bpftrace_exit_status": run.bt_rc,
                      "status_reason": reason})
     _finish(out, manifest, summary)
     if load_error:
@@ -1055,30 +959,21 @@ def _record_sampled(opts: Options, log) -> Result:
                            f"{sampling.INTERVAL_NS} ns interval",
                 "start_time": None, "end_time": None}
     _save(out / "manifest.json", manifest, out)
-    interrupted = {"sig": None}
-    old = {s: signal.signal(s, lambda n, f: interrupted.__setitem__("sig", n))
-           for s in (signal.SIGINT, signal.SIGTERM)}
     exit_code = None
     target_gone = False
     load_error = []
     stop_error = None
-    try:
+    session = Session(log)
+    with session:
         if opts.cmd:
-            stdout = open(opts.stdout, "wb") if opts.stdout else None
-            stderr = open(opts.stderr, "wb") if opts.stderr else None
             manifest["start_time"] = _now_iso()
             _save(out / "manifest.json", manifest, out)
             t0 = time.monotonic_ns()
-            child = subprocess.Popen(list(opts.cmd), stdout=stdout, stderr=stderr,
-                                     env=sampling.launch_env(out, opts.env))
-            while child.poll() is None:
-                if interrupted["sig"] is not None:
-                    child.terminate()
-                    break
-                time.sleep(0.02)
-            exit_code = child.wait()
+            # no probe to wait for: the command starts at once, the agent loaded with the JVM
+            root = session.launch(opts.cmd, opts.stdout, opts.stderr,
+                                  sampling.launch_env(out, opts.env), gated=False)
+            exit_code, _, _ = session.wait_command()
             wall_ns = time.monotonic_ns() - t0
-            root = child.pid
         else:
             try:
                 sampling.attach_start(jvm, opts.pid)
@@ -1093,25 +988,8 @@ def _record_sampled(opts: Options, log) -> Result:
             log(f"sampling pid {opts.pid}" + (f" for {opts.duration}s" if opts.duration else
                                               "; Ctrl-C to stop"))
             t0 = time.monotonic_ns()
-            deadline = None if opts.duration is None else time.monotonic() + opts.duration
-            load = None
-            if opts.workload is not None:
-                def drive():
-                    try:
-                        opts.workload()
-                    except Exception as e:  # reported after the recording is written
-                        load_error.append(e)
-                load = threading.Thread(target=drive, daemon=True)
-                load.start()
-            while interrupted["sig"] is None:
-                if not _alive(opts.pid):
-                    target_gone = True
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                if load is not None and not load.is_alive():
-                    break
-                time.sleep(0.05)
+            load = session.run_load(opts.workload, load_error)
+            target_gone = session.wait_attached(opts.pid, opts.duration, load)
             wall_ns = time.monotonic_ns() - t0
             if not target_gone:
                 try:
@@ -1119,9 +997,7 @@ def _record_sampled(opts: Options, log) -> Result:
                 except JvmosError as e:
                     stop_error = str(e)
             root = opts.pid
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    interrupted = {"sig": session.interrupted}
     samp = sampling.collect(out, log=log)
     reasons = []
     if stop_error:
@@ -1138,27 +1014,9 @@ def _record_sampled(opts: Options, log) -> Result:
                                          "went with it (async-profiler writes them at stop)"))
     reasons += command_reason(bool(opts.cmd), exit_code, interrupted["sig"])
     status, reason = settle(reasons, warnings, log)
-    cats = {}
-    for name, c in ((samp or {}).get("categories") or {}).items():
-        cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
-                      "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
-                      "share_pct": c["share_pct"], "method": "sampled"}
-    summary = {"schema": summ.SCHEMA, "status": status, "exit_code": exit_code,
-               "totals": {"wall_ns": wall_ns, "mode": "sample",
-                          # the sampled copy categories; none sampled: unknown, not 0
-                          "guaranteed_overhead_ns": (sum(cats[c]["time_ns"] for c in
-                                                         ("jni_copy", "nio_copy", "kernel_copy")
-                                                         if c in cats) if cats else None),
-                          "guaranteed_overhead_categories": [c for c in ("jni_copy", "nio_copy",
-                                                                         "kernel_copy")
-                                                             if c in cats],
-                          "probe_overhead_ns": None, "slowdown_pct": None,
-                          "processes": len((samp or {}).get("by_pid", {}))},
-               "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
-               "warnings": warnings, "status_reason": reason}
-    g = summary["totals"]["guaranteed_overhead_ns"]
-    summary["totals"]["guaranteed_overhead_pct"] = (100.0 * g / wall_ns
-                                                    if wall_ns and g is not None else None)
+    summary = summ.build_sampled(samp, wall_ns=wall_ns, status=status, exit_code=exit_code,
+                                 warnings=warnings)
+    summary["status_reason"] = reason
     manifest.update({"status": status, "exit_code": exit_code, "end_time": _now_iso(),
                      "wall_ns": wall_ns, "root_pid": root, "warnings": warnings,
                      "status_reason": reason})

@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from . import JvmosError
+from jvmos import JvmosError
 from jvmos.analyzers.tables import Table, category_table, fmt_bytes, fmt_count, fmt_ns
 
 

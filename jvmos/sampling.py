@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, Optional
 
-from . import ROOT, JvmosError
-from .jdk import Jvm, discover_jdks
+from jvmos import ROOT, JvmosError
+from jvmos.jdk import Jvm, discover_jdks
 from jvmos.analyzers import stacks
 
 AP_DIR = ROOT / "build" / "async-profiler"

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from . import JvmosError, sites
+from jvmos import JvmosError, sites
 
 SYS_PERF_EVENT_OPEN = 298
 SYS_BPF = 321

@@ -67,7 +67,7 @@ def _insns(path: str, vaddr: int) -> List[Tuple[int, str]]:
 @lru_cache(maxsize=64)
 def _entries(path: str) -> frozenset:
     """Every function entry of the library (once per library, not once per probe)."""
-    from .jdk import symbols
+    from jvmos.jdk import symbols
     return frozenset(symbols(path).values())
 
 

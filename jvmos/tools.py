@@ -6,7 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import ROOT, JvmosError
+from jvmos import ROOT, JvmosError
 
 C_BUILD = ROOT / "workloads" / "c" / "build"
 IO_JAR = ROOT / "workloads" / "java" / "io" / "target" / "jvmos-io.jar"

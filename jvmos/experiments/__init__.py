@@ -1,5 +1,5 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from . import accuracy, blocking_io, heuristic, jni_census, memory, overhead, threads, tomcat
+from jvmos.experiments import accuracy, blocking_io, heuristic, jni_census, memory, overhead, threads, tomcat
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,

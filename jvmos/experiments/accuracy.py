@@ -18,20 +18,19 @@ write of the writing thread is compared (see kernel_check).
 import argparse
 import json
 import math
-import os
 import re
 import statistics
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
 from jvmos.analyzers.tables import Table, fmt_ns
-from .. import JvmosError
-from ..tools import IO_JAR, bpftrace, c_program, jar
-from .common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
+from jvmos import JvmosError
+from jvmos import session
+from jvmos.tools import IO_JAR, c_program, jar
+from jvmos.experiments.common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
                      write_outputs)
-from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 MODES = [("time", {"mode": "time"}), ("count", {"mode": "count"}), ("sample", {"mode": "sample"})]
 EXAMPLES = """\
@@ -200,10 +199,8 @@ def sample_kernel(cmd: List[str], hz: int, out: Path) -> dict:
     if any(ch.isspace() for arg in cmd for ch in arg):
         raise JvmosError(f"kernel-time check: bpftrace -c splits at spaces: {cmd}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([bpftrace(), "-f", "json", "-o", str(out),
-                        "-e", KERNEL_SAMPLER.format(hz=hz), "-c", " ".join(cmd)],
-                       capture_output=True, text=True, timeout=900,
-                       env={**os.environ, "BPFTRACE_MAP_KEYS_MAX": "65536"})
+    r = session.run_command(KERNEL_SAMPLER.format(hz=hz), " ".join(cmd), "the kernel-time check",
+                            output=out, map_keys="65536", check=False)
     wl = last_json(r.stdout)
     text = out.read_text(errors="replace") if out.exists() else ""
     if r.returncode != 0 or not wl or '"@s"' not in text:
@@ -401,10 +398,10 @@ def tomcat_rows(a, java, out, results, t):
     """Tomcat: pages per second bare (before and after) and while each mode is attached."""
     import subprocess
     import time
-    from .. import JvmosError
-    from .. import record as rec
-    from ..tools import TOMCAT_JAR
-    from .jni_census import fetch_pages
+    from jvmos import JvmosError
+    from jvmos import record as rec
+    from jvmos.tools import TOMCAT_JAR
+    from jvmos.experiments.jni_census import fetch_pages
 
     d = out / "runs" / "tomcat"
     d.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ import argparse
 import statistics
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count, fmt_ns
-from ..tools import IO_JAR, c_program, jar
-from .common import (PROBE_EFFECT_HEADERS, jdk_label, log, out_dir, probe_effect,
+from jvmos.tools import IO_JAR, c_program, jar
+from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, log, out_dir, probe_effect,
                      probe_effect_cells, run_bare, run_recorded, select_jdks, workload_json,
                      write_outputs)
 

@@ -5,10 +5,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .. import JvmosError
-from .. import record as rec
-from .. import cputime
-from ..jdk import Jvm, discover_jdks
+from jvmos import JvmosError
+from jvmos import record as rec
+from jvmos import cputime
+from jvmos.jdk import Jvm, discover_jdks
 
 
 def log(msg: str):

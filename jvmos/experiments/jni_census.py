@@ -12,12 +12,12 @@ import tempfile
 import time
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
-from .. import JvmosError
-from .. import record as rec
-from ..tools import IO_JAR, TOMCAT_JAR, jar
-from .common import (jdk_label, log, out_dir, run_recorded, select_jdks, workload_json,
+from jvmos import JvmosError
+from jvmos import record as rec
+from jvmos.tools import IO_JAR, TOMCAT_JAR, jar
+from jvmos.experiments.common import (jdk_label, log, out_dir, run_recorded, select_jdks, workload_json,
                      write_outputs)
-from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:

@@ -18,10 +18,10 @@ from jvmos import JvmosError
 from jvmos.analyzers.correction import sum_known
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
-from ..tools import DACAPO_JAR, jar
-from .common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
+from jvmos.tools import DACAPO_JAR, jar
+from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
                      workload_json, write_outputs)
-from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:

@@ -22,10 +22,8 @@ per write, and --mode time within 1.2x of the minimal timing script's, at the sa
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -36,8 +34,9 @@ from jvmos import record as rec
 from jvmos import scope as scope_mod
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
-from ..tools import IO_JAR, bpftrace, c_program, interrupt_bpftrace, jar
-from .common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
+from jvmos.session import Session
+from jvmos.tools import IO_JAR, c_program, jar
+from jvmos.experiments.common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
 
 EXAMPLES = """\
 examples:
@@ -165,39 +164,33 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
         scoper = scope_mod.Scope(decoys)
     script = run_dir / "ref.bt"
     script.write_text(ref_script(kind, lib, libc))
-    gate_r, gate_w = os.pipe()
-    child = subprocess.Popen([sys.executable, "-c", rec.GATE, str(gate_r)] + cmd,
-                             pass_fds=(gate_r,), stdout=subprocess.PIPE, text=True)
-    os.close(gate_r)
     out_path = run_dir / "bpftrace.json"
-    bt = subprocess.Popen([bpftrace(), "-f", "json", str(script), str(child.pid)],
-                          stdout=open(out_path, "wb"), stderr=open(run_dir / "bpftrace.stderr", "wb"),
-                          start_new_session=True, env=rec.bpftrace_env())
-    try:
-        t0 = time.monotonic()
-        while "jvmos-ready" not in out_path.read_text(errors="replace"):
-            if bt.poll() is not None or time.monotonic() - t0 > 120:
-                raise JvmosError(f"the reference script did not attach; see {run_dir}/bpftrace.stderr")
-            time.sleep(0.05)
-        if scoper is not None:
-            scoper.attach(bt.pid, [child.pid])
-        by = Bystander().start()
-        os.write(gate_w, b"go\n")
-        os.close(gate_w)
-        gate_w = None
-        stdout, _ = child.communicate(timeout=900)
-        by.join()
-    finally:
-        if gate_w is not None:
-            os.close(gate_w)
-        if scoper is not None:
-            scoper.close(background=True)
-        if child.poll() is None:
-            child.kill()
-        if bt.poll() is None:
-            interrupt_bpftrace(bt, timeout=120)
-    if child.returncode != 0:
+    err_path = run_dir / "bpftrace.stderr"
+
+    def abort(msg, status, code):
+        raise JvmosError(f"the reference script did not attach ({msg}); see {err_path}")
+
+    with Session() as ses:
+        try:
+            ses.launch(cmd, stdout=run_dir / "stdout.txt")
+            ses.start_bpftrace(script, [ses.child.pid], out_path, err_path)
+            ses.wait_ready(out_path, err_path, abort, launched=True, timeout=120)
+            if scoper is not None:
+                scoper.attach(ses.bt.pid, [ses.child.pid])
+            by = Bystander().start()
+            ses.release()
+            code, _, _ = ses.wait_command(watch_bpftrace=False)
+            by.join()
+        finally:
+            if scoper is not None:
+                scoper.close(background=True)
+            if ses.child is not None and ses.child.poll() is None:
+                ses.child.kill()
+            if ses.bt is not None and ses.bt.poll() is None:
+                ses.interrupt(timeout=120)
+    if code != 0:
         raise JvmosError(f"the traced loop failed under the {kind} reference script")
+    stdout = (run_dir / "stdout.txt").read_text(errors="replace")
     return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
 
 

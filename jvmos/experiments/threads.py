@@ -12,11 +12,11 @@ import statistics
 from typing import Optional
 
 from jvmos.analyzers.tables import Table, fmt_count
-from ..jdk import Jvm
-from ..tools import IO_JAR, jar
-from .common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
+from jvmos.jdk import Jvm
+from jvmos.tools import IO_JAR, jar
+from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
                      workload_json, write_outputs)
-from .common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:

@@ -87,7 +87,7 @@ def test_existing_result_is_never_overwritten(tmp_path):
 # ---- argument errors: one line, exit 2, nothing created ------------------------------------
 
 @pytest.mark.parametrize("args, says", [
-    (["--mode", "bogus", "--", "/bin/true"], "argument --mode: invalid choice: 'bogus'"),
+    (["--mode", "bogus", "--", "/bin/true"], "unknown mode 'bogus' (known: time, count, sample)"),
     (["--pid", "abc"], "argument --pid: invalid int value: 'abc'"),
     (["--no-such-option", "--", "/bin/true"], "unrecognized arguments: --no-such-option"),
     (["--pid", "1", "--duration", "0"], "--duration must be a positive number of seconds, not 0.0"),

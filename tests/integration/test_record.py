@@ -198,11 +198,11 @@ def test_another_recordings_stop_does_not_end_this_one(platform_file, tmp_path):
         if m.exists() and json.loads(m.read_text()).get("start_time"):
             break
         time.sleep(0.05)
-    # what another jvmos does when its own recording ends (record.stop_counting), while this
+    # what another jvmos does when its own recording ends (session.stop_counting), while this
     # one's command is still in its sleep
     subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1])\n"
-                                          "from jvmos.record import stop_counting\n"
-                                          "stop_counting(0)", str(ROOT)], check=True)
+                                          "from jvmos.session import stop_counting\n"
+                                          "stop_counting()", str(ROOT)], check=True)
     _, err = rec.communicate(timeout=600)
     assert rec.returncode == 0, err
     # every one of the 500 writes after the foreign stop is counted (with the stop not bound

@@ -98,7 +98,7 @@ def test_mem_parts_unknown_stays_unknown():
 
 
 def test_extended_fit_refuses_levels_with_an_unknown_memory_part():
-    from jvmos.experiments.heuristic import fit_extended
+    from jvmos.heuristic.fit import fit_extended
     L = {"mem_parts": {"malloc_ns": None, "page_fault_ns": 1.0, "vm_syscall_ns": 1.0}}
     assert fit_extended([L, L]) is None
 
@@ -106,7 +106,7 @@ def test_extended_fit_refuses_levels_with_an_unknown_memory_part():
 def test_repeats_keep_an_unknown_memory_part_unknown():
     # two repeats of a level; the allocator time unknown in one of them: the level's median
     # is unknown (not the median of 0 and 5 ms), and the fit refuses it
-    from jvmos.experiments.heuristic import combine, fit_extended
+    from jvmos.heuristic.fit import combine, fit_extended
     rep = lambda malloc: {"threads": 1, "pages": 1, "connections": 1,
                           "by_resource": {"io": 1e6}, "counts": {"accepts": 1},
                           "mem_parts": {"malloc_ns": malloc, "page_fault_ns": 2e6,

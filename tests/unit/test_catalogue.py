@@ -6,7 +6,7 @@ import pytest
 from jvmos.catalogue import (CATEGORIES, GUARANTEED, GUARANTEED_IO, IO_SYSCALLS, JNI_BYTES_FROM_ARGS,
                              JNI_COPY_FUNCTIONS, LAYERS, PRIMITIVES, SYSCALL_DIRECTION,
                              is_jni_entry_point)
-from jvmos.probegen import PROBES_DIR
+from jvmos.probegen import PROBES_DIR, _expand_values
 
 
 @pytest.mark.parametrize("sym,yes", [
@@ -49,7 +49,9 @@ def test_categories():
             assert (PROBES_DIR / f).is_file(), f
 
 
-IO_BT = (PROBES_DIR / "io.bt").read_text()
+# io.bt as jvmos writes it out: one Region block per element size (the sizes are given beside
+# the attach points of the template)
+IO_BT = _expand_values((PROBES_DIR / "io.bt").read_text(), "io.bt")
 
 
 def _blocks(text):

@@ -7,7 +7,8 @@ import pytest
 from jvmos import JvmosError
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.correction import combine, correct, validate_costs, validate_probes
-from jvmos.analyzers.summary import build, correct_times
+from jvmos.analyzers.io import correct_times
+from jvmos.analyzers.summary import build
 from jvmos.calibrate import costs_for
 
 PROBES = {"jni_copy_time_window": {"mean_ns": 600.0, "ci95_ns": [500.0, 700.0]},

@@ -2,6 +2,7 @@
 import pytest
 
 from jvmos.experiments import heuristic as h
+from jvmos.heuristic import fit as hf
 from jvmos.heuristic.model import Constants
 
 TRUE = {"C_nt": 100.0, "C_link": 8.0, "C_io_chunk": 0.35, "C_mem": 2000.0}
@@ -28,13 +29,13 @@ def level(conns, threads, futex, mem_us=TRUE["C_mem"], scale=1.0):
 def test_a_model_that_holds_exactly_is_recovered_and_predicts_held_out_levels():
     levels = [level(100, 3, 400), level(500, 12, 1300), level(1000, 2, 1600),
               level(2000, 17, 2300), level(3500, 8, 2800)]
-    f = h.fit(levels, Constants(C_nt=1, C_link=1, C_io_chunk=1))
+    f = hf.fit(levels, Constants(C_nt=1, C_link=1, C_io_chunk=1))
     for k in ("C_nt", "C_link", "C_io_chunk", "C_mem"):
         assert f[k] == pytest.approx(TRUE[k])
     # no synchronization term: the real cost holds no synchronization time
     assert set(f) == {"C_nt", "C_link", "C_io_chunk", "C_mem"}
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
-    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
+    hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
     assert results["worst_held_out_error_pct"] == pytest.approx(0.0, abs=1e-9)
     assert results["goal_met"]
 
@@ -43,7 +44,7 @@ def test_a_level_with_a_memory_burst_misses_the_goal():
     levels = [level(100, 3, 0), level(500, 12, 0), level(1000, 2, 0),
               level(2000, 17, 0, mem_us=45000), level(3500, 8, 0)]
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
-    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
     assert not results["goal_met"]
     assert abs(results["levels"]["3"]["loo_diff_pct"]) > 50
 
@@ -51,7 +52,7 @@ def test_a_level_with_a_memory_burst_misses_the_goal():
 def test_repeats_are_combined_resource_by_resource_with_medians():
     reps = [level(1000, 2, 1600), level(1000, 2, 1600, mem_us=45000), level(1000, 2, 1600, scale=1.1)]
     reps[2]["counts"]["accepts"] = 1003
-    L = h.combine(reps)
+    L = hf.combine(reps)
     # the burst of one repeat is not the level's memory cost
     assert L["by_resource"]["mem"] == pytest.approx(2000e3)
     assert L["by_resource"]["links"] == pytest.approx(1000 * 8e3)
@@ -65,17 +66,17 @@ def test_repeats_are_combined_resource_by_resource_with_medians():
 
 def test_a_single_recording_is_the_level():
     one = level(100, 3, 400)
-    L = h.combine([one])
+    L = hf.combine([one])
     assert L["guaranteed_ns"] == one["guaranteed_ns"] and L["real_spread_pct"] is None
 
 
 def test_table7_shows_the_spread_of_the_repeats():
     reps = [level(100, 3, 400), level(100, 3, 400, scale=1.2), level(100, 3, 400, scale=0.9)]
-    levels = {"a": h.combine(reps), "b": h.combine([level(500, 12, 1300)] * 3),
-              "c": h.combine([level(1000, 2, 1600)] * 3)}
+    levels = {"a": hf.combine(reps), "b": hf.combine([level(500, 12, 1300)] * 3),
+              "c": hf.combine([level(1000, 2, 1600)] * 3)}
     results = {"levels": levels, "repeat": 3, "jdk_label": "jdk", "page_bytes": 65536,
                "constants_us": {}}
-    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
     md = h.table7(results).markdown()
     assert "(n=3)" in md
     assert any("run-to-run noise" in n for n in h.notes_for(results))
@@ -105,12 +106,12 @@ def mem_level(conns, threads, files):
 def test_extended_model_predicts_a_memory_cost_that_grows_with_the_load():
     levels = [mem_level(100, 3, 26), mem_level(500, 12, 46), mem_level(1000, 2, 68),
               mem_level(2000, 17, 92), mem_level(3500, 8, 96)]
-    fx = h.fit_extended(levels)
+    fx = hf.fit_extended(levels)
     assert fx["C_link"] == pytest.approx(8.0) and fx["C_file"] == pytest.approx(12.0)
     assert fx["C_malloc"] == pytest.approx(0.5) and fx["C_pf"] == pytest.approx(1.4)
     assert fx["C_vm"] == pytest.approx(300.0)
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
-    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
     assert results["worst_held_out_error_extended_pct"] == pytest.approx(0.0, abs=1e-9)
     assert results["goal_met_extended"]
     # the paper's form, with C_mem one constant, cannot follow it
@@ -118,9 +119,9 @@ def test_extended_model_predicts_a_memory_cost_that_grows_with_the_load():
 
 
 def test_extended_model_needs_the_memory_split():
-    assert h.fit_extended([level(100, 3, 400), level(500, 12, 1300)]) is None
+    assert hf.fit_extended([level(100, 3, 400), level(500, 12, 1300)]) is None
     results = {"levels": {str(i): level(c, 3, 10) for i, c in enumerate((100, 500, 1000))}}
-    h.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
+    hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
     assert results["worst_held_out_error_extended_pct"] is None
 
 
@@ -128,10 +129,10 @@ def test_repeats_keep_the_memory_split_and_a_finished_run_can_be_analyzed_again(
     import json
     reps = {c: [mem_level(c, 3, 20), mem_level(c, 3, 20), mem_level(c, 3, 20)]
             for c in (100, 500, 1000, 2000)}
-    L = h.combine(reps[100])
+    L = hf.combine(reps[100])
     assert L["mem_parts"]["vm_syscall_ns"] == pytest.approx(300e3)
     # a run written before the analysis existed: levels as measured, repeats kept
-    results = {"levels": {str(c): {**h.combine(r), "mem_parts": None} for c, r in reps.items()},
+    results = {"levels": {str(c): {**hf.combine(r), "mem_parts": None} for c, r in reps.items()},
                "repeat": 3, "jdk_label": "jdk", "page_bytes": 65536,
                "constants_us": {"C_nt": {"mean_us": 75.0, "ci95_us": [70, 80]},
                                 "C_link": {"mean_us": 6.0, "ci95_us": [5, 7]},
@@ -155,7 +156,7 @@ def test_analyze_of_a_directory_that_is_not_a_heuristic_run(tmp_path):
 
 
 def test_two_regressor_fit_falls_back_when_a_coefficient_would_be_negative():
-    a, b = h._lstsq2([1, 2, 3], [3, 2, 1], [1.0, 2.0, 3.0])
+    a, b = hf._lstsq2([1, 2, 3], [3, 2, 1], [1.0, 2.0, 3.0])
     assert a == pytest.approx(1.0) and b == 0.0
 
 
@@ -186,7 +187,7 @@ def toy_set():
 
 def test_eq1_takes_c_mem_from_the_other_levels_worked_by_hand():
     results = {"levels": toy_set()}
-    h.analyze(results, K)
+    hf.analyze(results, K)
     A, B, C = (results["levels"][n] for n in "ABC")
     # leave-one-out C_mem = median of the two other levels' measured memory (µs):
     #   A: median(2000, 6000) = 4000;  B: median(1000, 6000) = 3500;  C: median(1000, 2000) = 1500
@@ -220,13 +221,13 @@ def test_no_estimate_uses_the_levels_own_measured_costs():
     """Change every measured cost of one level (its memory above all) and nothing else: each
     of its estimates stays the same, except the one column labelled as using its memory."""
     base = {"levels": toy_set()}
-    h.analyze(base, K)
+    hf.analyze(base, K)
     changed = {"levels": toy_set()}
     B = changed["levels"]["B"]
     B["by_resource"] = {"io": 9e6, "links": 7e6, "threads": 5e6, "mem": 40e6}
     B["mem_parts"] = {"malloc_ns": 20e6, "page_fault_ns": 15e6, "vm_syscall_ns": 5e6}
     B["guaranteed_ns"] = sum(B["by_resource"].values())
-    h.analyze(changed, K)
+    hf.analyze(changed, K)
     b0, b1 = base["levels"]["B"], changed["levels"]["B"]
     for key, label in h.T7_COLUMNS:
         e0, e1 = h._estimate(b0, key)[0], h._estimate(b1, key)[0]
@@ -243,7 +244,7 @@ def test_no_estimate_uses_the_levels_own_measured_costs():
 def test_table7_says_what_each_estimate_uses():
     results = {"levels": toy_set(), "jdk_label": "jdk", "page_bytes": 65536, "repeat": 1,
                "constants_us": {}}
-    h.analyze(results, K)
+    hf.analyze(results, K)
     t = h.table7(results)
     assert "eq. 1: calibrated constants, counted workload, C_mem from the other levels" in t.headers
     assert "eq. 1 with this level's measured memory (not a prediction)" in t.headers
@@ -262,11 +263,11 @@ def test_the_fit_has_no_synchronization_term():
     """Futex calls are not a regressor: a held-out level's prediction does not move with them,
     and residual error that grows with them is not fitted."""
     results = {"levels": toy_set()}
-    h.analyze(results, K)
+    hf.analyze(results, K)
     more = {"levels": toy_set()}
     more["levels"]["C"]["counts"]["futex"] = 50_000
     more["levels"]["A"]["counts"]["futex"] = 10
-    h.analyze(more, K)
+    hf.analyze(more, K)
     for n in "ABC":
         assert more["levels"][n]["loo_estimate_us"] == results["levels"][n]["loo_estimate_us"]
         assert "C_sync" not in more["levels"][n]["loo_fit"]

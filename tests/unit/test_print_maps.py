@@ -6,7 +6,7 @@ from jvmos.probegen import PRINT_MAPS, _print_maps, output_maps
 
 def test_output_maps_skip_comments_strings_and_the_scratch_maps():
     code = ['/* @ghost is only named here */',
-            'tracepoint:x /@trk[pid]/ { @calls[pid, "io", probe] = count(); @t0[tid] = nsecs; }',
+            'tracepoint:x /@traced[pid]/ { @calls[pid, "io", probe] = count(); @t0[tid] = nsecs; }',
             'uprobe:y { printf("@notamap %d\\n", 1); @bytes[pid] = sum(arg2); } // @alsonot']
     end = ['clear(@t0); /* clear(@calls) */']
     assert output_maps(code, end) == ["@bytes", "@calls"]

@@ -136,7 +136,7 @@ def test_missing_symbol_is_dropped_and_the_rest_of_its_block_stays():
     gbar = ap("uprobe", LIBJVM, table, "jni_GetByteArrayRegion")
     (group, body), = [(g, b) for g, b in blocks(s.text) if gbar in g[0]]
     assert group == [gbar]                               # alone now, and no dangling comma
-    assert "@jbuf[tid] = arg4;" in body and "arg3 * 1)" in body
+    assert "@jni_get_buf[tid] = arg4;" in body and "arg3 * 1)" in body
     # the uretprobe block loses only the missing function
     ret = ap("uretprobe", LIBJVM, table, "jni_GetByteArrayRegion")
     (group, body), = [(g, b) for g, b in blocks(s.text) if any(ret in l for l in g)]
@@ -191,12 +191,12 @@ def test_begin_and_end_blocks_are_merged(layers):
     assert lines[0] == "BEGIN" and lines[1] == "{"
     b = lines.index("}")
     begin = "\n".join(lines[2:b])
-    assert "@trk[$1] = 1;" in begin and 'printf("jvmos-ready\\n");' in begin
-    assert ("@jbuf[0] = (uint64)0" in begin) == ("io" in layers)
+    assert "@traced[$1] = 1;" in begin and 'printf("jvmos-ready\\n");' in begin
+    assert ("@jni_get_buf[0] = (uint64)0" in begin) == ("io" in layers)
     e = lines.index("END")
     end = "\n".join(lines[e + 2:])
-    assert "clear(@trk);" in end and "@end_ns = nsecs;" in end
-    assert ("clear(@depth);" in end) == ("io" in layers)
+    assert "clear(@traced);" in end and "@end_ns = nsecs;" in end
+    assert ("clear(@io_depth);" in end) == ("io" in layers)
     assert lines[-1] == "}" or lines[-2] == "}"
 
 
@@ -443,7 +443,7 @@ def test_io_layer_uses_usdt_for_every_jni_copy_function_entry_and_return():
     # the Region blocks read len (arg3) and buf (arg4), as the USDT arguments of the same order
     gbar = next(b for g, b in blocks(s.text)
                 if any("GetByteArrayRegion__entry" in a for a in g))
-    assert "(int32)arg3 * 1" in gbar and "@jbuf[tid] = arg4" in gbar
+    assert "(int32)arg3 * 1" in gbar and "@jni_get_buf[tid] = arg4" in gbar
 
 
 def test_count_mode_drops_the_usdt_return_probes_with_the_uretprobes():
@@ -601,3 +601,110 @@ def test_scope_sections_are_checked():
                 "/* if scope:host */\n/* if scope:host */\n/* endif */\n"):
         with pytest.raises(JvmosError):
             _for_scope(bad, "host")
+
+
+# ---- values an attach point gives its block (io.bt's Region copies, one block per size)
+
+from jvmos.probegen import _expand_values
+
+VALUED = """/* head */
+uprobe:@LIBX@:a,	/* @SIZE@ = 1 */
+uprobe:@LIBX@:b,	/* @SIZE@ = 1 */
+uprobe:@LIBX@:c,	/* @SIZE@ = 2 */
+uprobe:@LIBX@:d	/* @SIZE@ = 1 */
+/@c/
+/* count: keep */
+{
+	@bytes[pid, probe] = sum(arg3 * @SIZE@);	/* time */
+}
+
+uprobe:@LIBX@:plain
+{
+	@n = count();
+}
+"""
+
+
+def test_each_run_of_attach_points_with_one_value_gets_its_own_copy_of_the_block():
+    body = ["/@c/", "/* count: keep */", "{"]
+    assert _expand_values(VALUED, "v.bt").splitlines() == (
+        ["/* head */", "uprobe:@LIBX@:a,", "uprobe:@LIBX@:b"] + body
+        + ["\t@bytes[pid, probe] = sum(arg3 * 1);\t/* time */", "}", "",
+           "uprobe:@LIBX@:c"] + body
+        + ["\t@bytes[pid, probe] = sum(arg3 * 2);\t/* time */", "}", "",
+           "uprobe:@LIBX@:d"] + body
+        + ["\t@bytes[pid, probe] = sum(arg3 * 1);\t/* time */", "}", "",
+           "uprobe:@LIBX@:plain", "{", "\t@n = count();", "}"])
+
+
+@pytest.mark.parametrize("bad,match", [
+    ("uprobe:@LIBX@:a,\t/* @SIZE@ = 1 */\nuprobe:@LIBX@:b\n{\n\t@x = @SIZE@;\n}\n", "same names"),
+    ("uprobe:@LIBX@:a,\t/* @SIZE@ = 1 */\nuprobe:@LIBX@:b\t/* @LEN@ = 1 */\n{\n}\n", "same names"),
+    ("uprobe:@LIBX@:a\t/* @SIZE@ = */\n{\n}\n", "bad attach point value"),
+    ("uprobe:@LIBX@:a\t/* @SIZE@ = 1 */\n{\n\t@x = 1;\n", "never closed"),
+])
+def test_attach_point_values_are_checked(bad, match):
+    with pytest.raises(JvmosError, match=match):
+        _expand_values(bad, "v.bt")
+
+
+def test_a_value_no_attach_point_gives_is_refused(synthetic):
+    (synthetic / "t.bt").write_text("uprobe:@LIBX@:keep_me\n{\n\t@x = @SIZE@;\n}\n")
+    lib = Path("/l/libx.so")
+    with pytest.raises(JvmosError, match="@SIZE@ with no value"):
+        render(["t"], {"LIBX": [lib]}, symbols_from({lib: {"keep_me": 0x10}}))
+
+
+def test_io_region_copies_render_one_block_per_run_of_element_sizes():
+    s = render(["io"], {"LIBJVM": [LIBJVM], "LIBNIO": [LIBNIO]},
+               symbols_from({LIBJVM: JVM_TABLE, LIBNIO: NIO_TABLE}))
+    assert "@ELEMENT_SIZE@" not in code_only(s.text)
+    sized = {}
+    for group, body in blocks(s.text):
+        m = re.search(r"\(int32\)arg3 \* (\d)\)", body)
+        if m:
+            sized[tuple(symbol_at(s, l) for l in group)] = int(m.group(1))
+    assert sized == {
+        ("jni_GetBooleanArrayRegion", "jni_GetByteArrayRegion"): 1,
+        ("jni_GetCharArrayRegion", "jni_GetShortArrayRegion", "jni_GetStringRegion"): 2,
+        ("jni_GetIntArrayRegion", "jni_GetFloatArrayRegion"): 4,
+        ("jni_GetLongArrayRegion", "jni_GetDoubleArrayRegion"): 8,
+        ("jni_GetStringUTFRegion",): 1,
+        ("jni_SetBooleanArrayRegion", "jni_SetByteArrayRegion"): 1,
+        ("jni_SetCharArrayRegion", "jni_SetShortArrayRegion"): 2,
+        ("jni_SetIntArrayRegion", "jni_SetFloatArrayRegion"): 4,
+        ("jni_SetLongArrayRegion", "jni_SetDoubleArrayRegion"): 8}
+
+
+# ---- the state the probe files share is declared in common.bt
+
+def _maps_in_code(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r'"(?:\\.|[^"\\])*"', " ", text)
+    return set(re.findall(r"@[A-Za-z_]\w*\b(?!@)", text))
+
+
+def _comments(text):
+    return " ".join(re.findall(r"/\*.*?\*/", text, flags=re.S))
+
+
+def test_every_map_used_by_two_probe_files_is_explained_in_common_bt():
+    files = {f.name: f.read_text() for f in PROBES_DIR.glob("*.bt")}
+    users = {}
+    for name, text in files.items():
+        for m in _maps_in_code(text):
+            users.setdefault(m, set()).add(name)
+    shared = {m for m, fs in users.items() if len(fs) > 1}
+    assert {"@traced", "@alloc_ns", "@alloc_hits", "@calls", "@hits"} <= shared
+    head = _comments(files["common.bt"])
+    for m in shared:
+        assert re.search(re.escape(m) + r"\b", head), m
+
+
+def test_every_scratch_map_is_explained_in_its_file():
+    # a map END clears is never printed (probegen.output_maps): its file says what it holds
+    for f in PROBES_DIR.glob("*.bt"):
+        text = f.read_text()
+        end = text[text.index("\nEND\n"):] if "\nEND\n" in text else ""
+        for m in re.findall(r"clear\((@\w+)\)", end):
+            assert re.search(re.escape(m) + r"\b", _comments(text)), (f.name, m)

@@ -17,34 +17,22 @@ import java.util.List;
  * loop of its own so that the untimed loop stays the one the experiments measure); ops says how
  * many writes were made.
  */
-public final class BlockingIo {
+public final class BlockingIo extends Workload {
 
-    private BlockingIo() {
+    BlockingIo() {
+        super(List.of("iterations", "size", "target", "seconds"), List.of());
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new BlockingIo().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        long iterations;
-        int size;
-        String target;
-        long seconds;
-        try {
-            Cli cli = Cli.parse(args, List.of("iterations", "size", "target", "seconds"), List.of());
-            seconds = cli.longValue("seconds", 0L, 0, 86_400L);
-            iterations = cli.longValue("iterations", 1_000_000L, 0, Long.MAX_VALUE);
-            size = cli.intValue("size", 10, 1, 64 << 20);
-            target = cli.string("target", "/dev/null");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        long seconds = cli.longValue("seconds", 0L, 0, 86_400L);
+        long iterations = cli.longValue("iterations", 1_000_000L, 0, Long.MAX_VALUE);
+        int size = cli.intValue("size", 10, 1, 64 << 20);
+        String target = cli.string("target", "/dev/null");
 
         byte[] buf = new byte[size];
         Arrays.fill(buf, (byte) 'x');

@@ -18,8 +18,8 @@ import java.util.Set;
  * Minimal command-line, JSON and port-file helpers shared by the workloads (no dependencies).
  *
  * <p>Options have the form {@code --name value} (or {@code --name=value}); flags have the form
- * {@code --name}. Any problem is reported as a {@link UsageException}, which the workloads turn
- * into one {@code error: ...} line on stderr and exit status 2.
+ * {@code --name}. Any problem is reported as a {@link UsageException}, which {@link Workload}
+ * turns into one {@code error: ...} line on stderr and exit status 2.
  */
 public final class Cli {
 

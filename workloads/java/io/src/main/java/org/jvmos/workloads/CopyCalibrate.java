@@ -17,34 +17,23 @@ import java.util.List;
  *
  * <pre>CopyCalibrate --sizes 8,16,64,... --millis-per-size 200 [--trials 5]</pre>
  */
-public final class CopyCalibrate {
+public final class CopyCalibrate extends Workload {
 
     static final int[] DEFAULT_SIZES = {8, 16, 64, 256, 1024, 4096, 16384, 65536};
 
-    private CopyCalibrate() {
+    CopyCalibrate() {
+        super(List.of("sizes", "millis-per-size", "trials"), List.of());
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new CopyCalibrate().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        int[] sizes;
-        long millisPerSize;
-        int trials;
-        try {
-            Cli cli = Cli.parse(args, List.of("sizes", "millis-per-size", "trials"), List.of());
-            sizes = cli.intList("sizes", DEFAULT_SIZES, 1, 64 << 20);
-            millisPerSize = cli.longValue("millis-per-size", 200L, 1, 3_600_000L);
-            trials = cli.intValue("trials", 5, 1, 1000);
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int[] sizes = cli.intList("sizes", DEFAULT_SIZES, 1, 64 << 20);
+        long millisPerSize = cli.longValue("millis-per-size", 200L, 1, 3_600_000L);
+        int trials = cli.intValue("trials", 5, 1, 1000);
 
         int max = 0;
         for (int s : sizes) {

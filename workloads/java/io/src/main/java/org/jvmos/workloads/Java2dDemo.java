@@ -40,40 +40,27 @@ import javax.imageio.ImageIO;
  *
  * <pre>Java2dDemo --frames N --width W --height H --out DIR [--keep]</pre>
  */
-public final class Java2dDemo {
+public final class Java2dDemo extends Workload {
 
     private static final int SPRITE = 48;
 
-    private Java2dDemo() {
+    Java2dDemo() {
+        super(List.of("frames", "width", "height", "out"), List.of("keep"));
+        // before anything can touch AWT: main and the tests both construct the workload first
+        System.setProperty("java.awt.headless", "true");
     }
 
     public static void main(String[] args) {
-        System.setProperty("java.awt.headless", "true");
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new Java2dDemo().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        System.setProperty("java.awt.headless", "true");
-        int frames;
-        int width;
-        int height;
-        String outDir;
-        boolean keep;
-        try {
-            Cli cli = Cli.parse(args, List.of("frames", "width", "height", "out"), List.of("keep"));
-            frames = cli.intValue("frames", 30, 0, 1_000_000);
-            width = cli.intValue("width", 640, 16, 8192);
-            height = cli.intValue("height", 480, 16, 8192);
-            outDir = cli.string("out", null);
-            keep = cli.flag("keep");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int frames = cli.intValue("frames", 30, 0, 1_000_000);
+        int width = cli.intValue("width", 640, 16, 8192);
+        int height = cli.intValue("height", 480, 16, 8192);
+        String outDir = cli.string("out", null);
+        boolean keep = cli.flag("keep");
 
         Path dir = Paths.get(outDir);
         boolean createdDir = !Files.isDirectory(dir);

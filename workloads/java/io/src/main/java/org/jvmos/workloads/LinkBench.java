@@ -25,34 +25,23 @@ import java.util.List;
  *
  * <pre>LinkBench --mode accept|open --links N [--batch B]</pre>
  */
-public final class LinkBench {
+public final class LinkBench extends Workload {
 
-    private LinkBench() {
+    LinkBench() {
+        super(List.of("mode", "links", "batch"), List.of());
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new LinkBench().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        String mode;
-        int links;
-        int batch;
-        try {
-            Cli cli = Cli.parse(args, List.of("mode", "links", "batch"), List.of());
-            mode = cli.string("mode", null);
-            links = cli.intValue("links", 2000, 1, 10_000_000);
-            batch = cli.intValue("batch", 100, 1, 4096);
-            if (!mode.equals("accept") && !mode.equals("open")) {
-                throw new Cli.UsageException("--mode must be accept or open, got '" + mode + "'");
-            }
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        String mode = cli.string("mode", null);
+        int links = cli.intValue("links", 2000, 1, 10_000_000);
+        int batch = cli.intValue("batch", 100, 1, 4096);
+        if (!mode.equals("accept") && !mode.equals("open")) {
+            throw new Cli.UsageException("--mode must be accept or open, got '" + mode + "'");
         }
         long t0 = System.nanoTime();
         long linkNs;

@@ -15,32 +15,21 @@ import java.util.List;
  *
  * <pre>NativeAlloc --direct 10000 --size 1024 [--heap-mb 256]</pre>
  */
-public final class NativeAlloc {
+public final class NativeAlloc extends Workload {
 
-    private NativeAlloc() {
+    NativeAlloc() {
+        super(List.of("direct", "size", "heap-mb"), List.of());
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new NativeAlloc().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        int direct;
-        int size;
-        int heapMb;
-        try {
-            Cli cli = Cli.parse(args, List.of("direct", "size", "heap-mb"), List.of());
-            direct = cli.intValue("direct", 10_000, 0, 10_000_000);
-            size = cli.intValue("size", 1024, 1, 1 << 20);
-            heapMb = cli.intValue("heap-mb", 0, 0, 1 << 16);
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int direct = cli.intValue("direct", 10_000, 0, 10_000_000);
+        int size = cli.intValue("size", 1024, 1, 1 << 20);
+        int heapMb = cli.intValue("heap-mb", 0, 0, 1 << 16);
         long t0 = System.nanoTime();
         List<ByteBuffer> buffers = new ArrayList<>(direct);
         long checksum = 0;

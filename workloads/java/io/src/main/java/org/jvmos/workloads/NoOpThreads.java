@@ -17,36 +17,24 @@ import java.util.List;
  *
  * <pre>NoOpThreads --threads 100 --repeat 20 [--warmup 5] [--virtual]</pre>
  */
-public final class NoOpThreads {
+public final class NoOpThreads extends Workload {
 
     private static final Runnable NOOP = () -> { };
 
-    private NoOpThreads() {
+    NoOpThreads() {
+        super(List.of("threads", "repeat", "warmup"), List.of("virtual"));
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new NoOpThreads().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        int threads;
-        int repeat;
-        int warmup;
-        boolean virtual;
-        try {
-            Cli cli = Cli.parse(args, List.of("threads", "repeat", "warmup"), List.of("virtual"));
-            threads = cli.intValue("threads", 100, 1, 100_000);
-            repeat = cli.intValue("repeat", 20, 1, 1_000_000);
-            warmup = cli.intValue("warmup", 5, 0, 1_000_000);
-            virtual = cli.flag("virtual");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int threads = cli.intValue("threads", 100, 1, 100_000);
+        int repeat = cli.intValue("repeat", 20, 1, 1_000_000);
+        int warmup = cli.intValue("warmup", 5, 0, 1_000_000);
+        boolean virtual = cli.flag("virtual");
         MethodHandle unstartedVirtual = null;
         if (virtual) {
             try {

@@ -17,38 +17,25 @@ import java.util.Random;
  *
  * <pre>RandomRw --ops N --size S --file PATH --seed K [--keep]</pre>
  */
-public final class RandomRw {
+public final class RandomRw extends Workload {
 
     static final int FILE_SIZE = 1 << 20;
 
-    private RandomRw() {
+    RandomRw() {
+        super(List.of("ops", "size", "file", "seed"), List.of("keep"));
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new RandomRw().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        long ops;
-        int size;
-        String file;
-        long seed;
-        boolean keep;
-        try {
-            Cli cli = Cli.parse(args, List.of("ops", "size", "file", "seed"), List.of("keep"));
-            ops = cli.longValue("ops", 100_000L, 0, Long.MAX_VALUE / FILE_SIZE);
-            size = cli.intValue("size", 4096, 1, FILE_SIZE);
-            file = cli.string("file", null);
-            seed = cli.longValue("seed", 42L, Long.MIN_VALUE, Long.MAX_VALUE);
-            keep = cli.flag("keep");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        long ops = cli.longValue("ops", 100_000L, 0, Long.MAX_VALUE / FILE_SIZE);
+        int size = cli.intValue("size", 4096, 1, FILE_SIZE);
+        String file = cli.string("file", null);
+        long seed = cli.longValue("seed", 42L, Long.MIN_VALUE, Long.MAX_VALUE);
+        boolean keep = cli.flag("keep");
 
         Path path = Paths.get(file);
         Random rnd = new Random(seed);

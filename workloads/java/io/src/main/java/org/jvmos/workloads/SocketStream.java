@@ -25,34 +25,23 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>SocketStream --writes N --size S [--nio]</pre>
  */
-public final class SocketStream {
+public final class SocketStream extends Workload {
 
     private static final int READ_BUFFER = 64 * 1024;
 
-    private SocketStream() {
+    SocketStream() {
+        super(List.of("writes", "size"), List.of("nio"));
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        if (rc != 0) {
-            System.exit(rc);
-        }
+        new SocketStream().runAndExitOnFailure(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        long writes;
-        int size;
-        boolean nio;
-        try {
-            Cli cli = Cli.parse(args, List.of("writes", "size"), List.of("nio"));
-            writes = cli.longValue("writes", 100_000L, 0, Long.MAX_VALUE / (64 << 20));
-            size = cli.intValue("size", 1024, 1, 64 << 20);
-            nio = cli.flag("nio");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        long writes = cli.longValue("writes", 100_000L, 0, Long.MAX_VALUE / (64 << 20));
+        int size = cli.intValue("size", 1024, 1, 64 << 20);
+        boolean nio = cli.flag("nio");
 
         long expected = writes * size;
         AtomicLong received = new AtomicLong();

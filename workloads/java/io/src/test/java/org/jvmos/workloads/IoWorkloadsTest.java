@@ -15,7 +15,7 @@ class IoWorkloadsTest {
 
     @Test
     void socketStreamDeliversEveryByte() {
-        Run r = Run.of(SocketStream::run, "--writes", "2000", "--size", "100");
+        Run r = Run.of(new SocketStream(), "--writes", "2000", "--size", "100");
         assertEquals(0, r.rc, r::toString);
         assertTrue(r.lastLine().startsWith("{\"workload\":\"socket-stream\",\"mode\":\"stream\""), r::toString);
         assertEquals(2000, r.num("ops"));
@@ -26,7 +26,7 @@ class IoWorkloadsTest {
 
     @Test
     void socketStreamNioDeliversEveryByte() {
-        Run r = Run.of(SocketStream::run, "--writes", "1500", "--size", "333", "--nio");
+        Run r = Run.of(new SocketStream(), "--writes", "1500", "--size", "333", "--nio");
         assertEquals(0, r.rc, r::toString);
         assertTrue(r.lastLine().contains("\"mode\":\"nio\""), r::toString);
         assertEquals(1500L * 333, r.num("bytes"));
@@ -35,7 +35,7 @@ class IoWorkloadsTest {
     @Test
     void blockingIoWritesExactlyNTimesS(@TempDir Path tmp) throws Exception {
         Path f = tmp.resolve("out.bin");
-        Run r = Run.of(BlockingIo::run, "--iterations", "1000", "--size", "10", "--target", f.toString());
+        Run r = Run.of(new BlockingIo(), "--iterations", "1000", "--size", "10", "--target", f.toString());
         assertEquals(0, r.rc, r::toString);
         assertEquals(10_000, Files.size(f));
         assertEquals(1000, r.num("ops"));
@@ -46,22 +46,22 @@ class IoWorkloadsTest {
     void randomRwIsDeterministicAndCleansUp(@TempDir Path tmp) throws Exception {
         Path f = tmp.resolve("rw.dat");
         String[] args = {"--ops", "500", "--size", "4096", "--file", f.toString(), "--seed", "3"};
-        Run a = Run.of(RandomRw::run, args);
-        Run b = Run.of(RandomRw::run, args);
+        Run a = Run.of(new RandomRw(), args);
+        Run b = Run.of(new RandomRw(), args);
         assertEquals(0, a.rc, a::toString);
         assertFalse(Files.exists(f), "file must be deleted without --keep");
         assertEquals(500, a.num("reads") + a.num("writes"));
         assertEquals(a.num("reads"), b.num("reads"));
         assertEquals(a.num("checksum"), b.num("checksum"));
 
-        Run k = Run.of(RandomRw::run, "--ops", "10", "--size", "512", "--file", f.toString(), "--seed", "3", "--keep");
+        Run k = Run.of(new RandomRw(), "--ops", "10", "--size", "512", "--file", f.toString(), "--seed", "3", "--keep");
         assertEquals(0, k.rc, k::toString);
         assertEquals(RandomRw.FILE_SIZE, Files.size(f));
     }
 
     @Test
     void copyCalibratePrintsOnlyJsonLines() {
-        Run r = Run.of(CopyCalibrate::run, "--sizes", "8,1024", "--millis-per-size", "20", "--trials", "2");
+        Run r = Run.of(new CopyCalibrate(), "--sizes", "8,1024", "--millis-per-size", "20", "--trials", "2");
         assertEquals(0, r.rc, r::toString);
         String[] lines = r.lines();
         assertEquals(3, lines.length, r::toString);
@@ -73,19 +73,19 @@ class IoWorkloadsTest {
 
     @Test
     void badArgumentsExitWithStatus2() {
-        Run unknown = Run.of(BlockingIo::run, "--iterations", "5", "--bogus", "1");
+        Run unknown = Run.of(new BlockingIo(), "--iterations", "5", "--bogus", "1");
         assertEquals(2, unknown.rc);
         assertEquals("error: unknown option --bogus", unknown.err.strip());
         assertEquals("", unknown.out);
 
-        Run badNumber = Run.of(SocketStream::run, "--writes", "12x");
+        Run badNumber = Run.of(new SocketStream(), "--writes", "12x");
         assertEquals(2, badNumber.rc);
         assertTrue(badNumber.err.startsWith("error: bad number for --writes"), badNumber::toString);
 
-        assertEquals(2, Run.of(RandomRw::run, "--ops", "5").rc, "--file is required");
-        assertEquals(2, Run.of(RandomRw::run, "--file", "x", "--size", "0").rc);
-        assertEquals(2, Run.of(CopyCalibrate::run, "--sizes", "8,,16").rc);
-        assertEquals(2, Run.of(Java2dDemo::run, "--frames").rc);
-        assertEquals(2, Run.of(SocketStream::run, "stray").rc);
+        assertEquals(2, Run.of(new RandomRw(), "--ops", "5").rc, "--file is required");
+        assertEquals(2, Run.of(new RandomRw(), "--file", "x", "--size", "0").rc);
+        assertEquals(2, Run.of(new CopyCalibrate(), "--sizes", "8,,16").rc);
+        assertEquals(2, Run.of(new Java2dDemo(), "--frames").rc);
+        assertEquals(2, Run.of(new SocketStream(), "stray").rc);
     }
 }

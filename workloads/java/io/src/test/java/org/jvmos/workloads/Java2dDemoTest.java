@@ -40,7 +40,7 @@ class Java2dDemoTest {
     void writesEveryFrameDeterministically(@TempDir Path tmp) throws Exception {
         Path dir = tmp.resolve("frames");
         String[] args = {"--frames", "3", "--width", "96", "--height", "64", "--out", dir.toString(), "--keep"};
-        Run a = Run.of(Java2dDemo::run, args);
+        Run a = Run.of(new Java2dDemo(), args);
         assertEquals(0, a.rc, a::toString);
         for (int i = 0; i < 3; i++) {
             BufferedImage img = ImageIO.read(dir.resolve("frame-" + i + ".png").toFile());
@@ -49,13 +49,13 @@ class Java2dDemoTest {
         }
         byte[] first = Files.readAllBytes(dir.resolve("frame-1.png"));
 
-        Run b = Run.of(Java2dDemo::run, args); // overwrites the same files
+        Run b = Run.of(new Java2dDemo(), args); // overwrites the same files
         assertEquals(0, b.rc, b::toString);
         assertArrayEquals(first, Files.readAllBytes(dir.resolve("frame-1.png")));
         assertEquals(a.num("bytes"), b.num("bytes"));
         assertTrue(a.lastLine().contains("\"workload\":\"java2d\""), a::toString);
 
-        Run c = Run.of(Java2dDemo::run, "--frames", "2", "--width", "32", "--height", "32", "--out", dir.toString());
+        Run c = Run.of(new Java2dDemo(), "--frames", "2", "--width", "32", "--height", "32", "--out", dir.toString());
         assertEquals(0, c.rc, c::toString);
         assertFalse(Files.exists(dir.resolve("frame-0.png")), "frames are deleted without --keep");
     }

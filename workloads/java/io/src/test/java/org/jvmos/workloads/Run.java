@@ -9,10 +9,6 @@ import java.util.regex.Pattern;
 /** Runs a workload's {@code run(args, out, err)} and captures its output. */
 final class Run {
 
-    interface Workload {
-        int run(String[] args, PrintStream out, PrintStream err);
-    }
-
     final int rc;
     final String out;
     final String err;

@@ -19,42 +19,30 @@ import java.util.List;
  *
  * <pre>PageClient --port P --requests N --max-seconds T [--path /page] [--expect-bytes B] [--close]</pre>
  */
-public final class PageClient {
+public final class PageClient extends Workload {
 
-    private PageClient() {
+    PageClient() {
+        super(List.of("port", "requests", "max-seconds", "path", "expect-bytes"), List.of("close"));
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        System.exit(rc);
+        new PageClient().runAndExit(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        int port;
-        long requests;
-        long maxSeconds;
-        String path;
-        long expectBytes;
-        boolean close;
-        try {
-            Cli cli = Cli.parse(args, List.of("port", "requests", "max-seconds", "path", "expect-bytes"), List.of("close"));
-            port = (int) cli.longValue("port", -1, 1, 65535);
-            if (port < 0) {
-                throw new Cli.UsageException("missing required option --port");
-            }
-            requests = cli.longValue("requests", 100L, 0, Long.MAX_VALUE);
-            maxSeconds = cli.longValue("max-seconds", 30L, 1, 7 * 24 * 3600L);
-            path = cli.string("path", "/page");
-            if (!path.startsWith("/")) {
-                throw new Cli.UsageException("--path must start with '/'");
-            }
-            expectBytes = cli.longValue("expect-bytes", -1L, 0, Long.MAX_VALUE);
-            close = cli.flag("close");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int port = (int) cli.longValue("port", -1, 1, 65535);
+        if (port < 0) {
+            throw new Cli.UsageException("missing required option --port");
         }
+        long requests = cli.longValue("requests", 100L, 0, Long.MAX_VALUE);
+        long maxSeconds = cli.longValue("max-seconds", 30L, 1, 7 * 24 * 3600L);
+        String path = cli.string("path", "/page");
+        if (!path.startsWith("/")) {
+            throw new Cli.UsageException("--path must start with '/'");
+        }
+        long expectBytes = cli.longValue("expect-bytes", -1L, 0, Long.MAX_VALUE);
+        boolean close = cli.flag("close");
 
         URL url;
         try {

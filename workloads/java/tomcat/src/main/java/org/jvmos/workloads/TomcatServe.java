@@ -8,20 +8,11 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Level;
-import java.util.logging.Logger;
-import java.util.stream.Stream;
-import org.apache.catalina.Context;
 import org.apache.catalina.LifecycleException;
-import org.apache.catalina.connector.Connector;
-import org.apache.catalina.core.StandardContext;
-import org.apache.catalina.startup.Tomcat;
 
 /**
  * Embedded Apache Tomcat serving one deterministic text/html page of exactly {@code page-bytes}
@@ -35,38 +26,24 @@ import org.apache.catalina.startup.Tomcat;
  *
  * <pre>TomcatServe --page-bytes 10240 --max-requests N --max-seconds T [--port-file PATH]</pre>
  */
-public final class TomcatServe {
+public final class TomcatServe extends Workload {
 
-    /** Strong reference: java.util.logging only keeps weak references to configured loggers. */
-    private static final Logger APACHE_LOGGER = Logger.getLogger("org.apache");
-
-    private TomcatServe() {
+    TomcatServe() {
+        super(List.of("page-bytes", "max-requests", "max-seconds", "port-file"), List.of());
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        // Exit explicitly: no stray non-daemon thread may keep the JVM alive.
-        System.exit(rc);
+        new TomcatServe().runAndExit(args);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        int pageBytes;
-        long maxRequests;
-        long maxSeconds;
-        String portFile;
-        try {
-            Cli cli = Cli.parse(args, List.of("page-bytes", "max-requests", "max-seconds", "port-file"), List.of());
-            pageBytes = cli.intValue("page-bytes", 10240, 1, 64 << 20);
-            maxRequests = cli.longValue("max-requests", 1000L, 0, Long.MAX_VALUE);
-            maxSeconds = cli.longValue("max-seconds", 60L, 1, 7 * 24 * 3600L);
-            portFile = cli.string("port-file", "");
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
-        }
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
+        int pageBytes = cli.intValue("page-bytes", 10240, 1, 64 << 20);
+        long maxRequests = cli.longValue("max-requests", 1000L, 0, Long.MAX_VALUE);
+        long maxSeconds = cli.longValue("max-seconds", 60L, 1, 7 * 24 * 3600L);
+        String portFile = cli.string("port-file", "");
 
-        APACHE_LOGGER.setLevel(Level.WARNING);
+        EmbeddedTomcat.logWarningsOnly();
         byte[] page = makePage(pageBytes);
         PageServlet servlet = new PageServlet(page, maxRequests);
 
@@ -77,43 +54,21 @@ public final class TomcatServe {
             err.println("error: cannot create Tomcat base directory: " + e.getMessage());
             return 1;
         }
-        Tomcat tomcat = new Tomcat();
+        EmbeddedTomcat tomcat = null;
         boolean started = false;
         try {
-            tomcat.setBaseDir(baseDir.toString());
-            tomcat.setSilent(true);
-            Connector connector = new Connector("HTTP/1.1");
-            connector.setPort(0);
-            connector.setProperty("address", "127.0.0.1");
-            connector.setThrowOnFailure(true);
-            tomcat.setConnector(connector);
-
-            Context ctx = tomcat.addContext("", null);
-            if (ctx instanceof StandardContext) {
-                // One short-lived context per JVM: the leak detectors on stop only print warnings
-                // that need --add-opens, so switch them off.
-                StandardContext sc = (StandardContext) ctx;
-                sc.setClearReferencesObjectStreamClassCaches(false);
-                sc.setClearReferencesRmiTargets(false);
-                sc.setClearReferencesThreadLocals(false);
-            }
-            Tomcat.addServlet(ctx, "page", servlet);
-            ctx.addServletMappingDecoded("/page", "page");
-            Tomcat.addServlet(ctx, "health", new HealthServlet());
-            ctx.addServletMappingDecoded("/health", "health");
+            tomcat = new EmbeddedTomcat(baseDir, 0);
+            tomcat.serve("/page", "page", servlet);
+            tomcat.serve("/health", "health", new HealthServlet());
 
             tomcat.start();
             started = true;
-            int port = connector.getLocalPort();
+            int port = tomcat.port();
             if (port <= 0) {
                 err.println("error: Tomcat connector did not bind");
                 return 1;
             }
-            if (!portFile.isEmpty()) {
-                Cli.writePortFile(Paths.get(portFile), port);
-            }
-            out.println("PORT " + port);
-            out.flush();
+            EmbeddedTomcat.announce(port, portFile, out);
 
             long t0 = System.nanoTime();
             boolean reachedMax = servlet.done.await(maxSeconds, TimeUnit.SECONDS);
@@ -121,7 +76,6 @@ public final class TomcatServe {
             long served = servlet.served.get();
 
             tomcat.stop();
-            tomcat.destroy();
             started = false;
 
             if (!reachedMax) {
@@ -145,14 +99,9 @@ public final class TomcatServe {
             return 1;
         } finally {
             if (started) {
-                try {
-                    tomcat.stop();
-                    tomcat.destroy();
-                } catch (LifecycleException | RuntimeException e) {
-                    err.println("warning: tomcat shutdown: " + e);
-                }
+                tomcat.stopQuietly(err);
             }
-            deleteTree(baseDir);
+            EmbeddedTomcat.deleteBaseDir(baseDir);
         }
     }
 
@@ -189,23 +138,6 @@ public final class TomcatServe {
             throw new IllegalStateException("page is " + bytes.length + " bytes, wanted " + n);
         }
         return bytes;
-    }
-
-    private static void deleteTree(Path root) {
-        if (root == null || !Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(root)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (IOException e) {
-                    // best effort: a temp directory
-                }
-            });
-        } catch (IOException e) {
-            // best effort
-        }
     }
 
     /** Serves the fixed page and counts completed responses. */

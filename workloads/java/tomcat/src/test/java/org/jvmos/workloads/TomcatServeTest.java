@@ -26,7 +26,7 @@ class TomcatServeTest {
         Thread server = new Thread(() -> {
             try (PrintStream o = new PrintStream(serverOut, true, StandardCharsets.UTF_8);
                  PrintStream e = new PrintStream(serverErr, true, StandardCharsets.UTF_8)) {
-                serverRc.set(TomcatServe.run(new String[] {"--page-bytes", "10240", "--max-requests", "5",
+                serverRc.set(new TomcatServe().run(new String[] {"--page-bytes", "10240", "--max-requests", "5",
                         "--max-seconds", "20", "--port-file", portFile.toString()}, o, e));
             }
         });
@@ -46,7 +46,7 @@ class TomcatServeTest {
         int clientRc;
         try (PrintStream o = new PrintStream(clientOut, true, StandardCharsets.UTF_8);
              PrintStream e = new PrintStream(clientErr, true, StandardCharsets.UTF_8)) {
-            clientRc = PageClient.run(new String[] {"--port", Integer.toString(port), "--requests", "5",
+            clientRc = new PageClient().run(new String[] {"--port", Integer.toString(port), "--requests", "5",
                     "--max-seconds", "10", "--expect-bytes", "10240"}, o, e);
         }
         String client = clientOut.toString(StandardCharsets.UTF_8).strip();
@@ -79,9 +79,9 @@ class TomcatServeTest {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         try (PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8);
              PrintStream o = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)) {
-            assertEquals(2, TomcatServe.run(new String[] {"--page-bytes", "ten"}, o, e));
-            assertEquals(2, TomcatServe.run(new String[] {"--nope"}, o, e));
-            assertEquals(2, PageClient.run(new String[] {"--requests", "3"}, o, e)); // --port required
+            assertEquals(2, new TomcatServe().run(new String[] {"--page-bytes", "ten"}, o, e));
+            assertEquals(2, new TomcatServe().run(new String[] {"--nope"}, o, e));
+            assertEquals(2, new PageClient().run(new String[] {"--requests", "3"}, o, e)); // --port required
         }
         assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("error: bad number for --page-bytes"));
     }

@@ -1,6 +1,7 @@
 package org.jvmos.workloads.shop;
 
 import org.jvmos.workloads.Cli;
+import org.jvmos.workloads.Workload;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -33,15 +34,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * <pre>ShopLoad --port P --threads N --pages M [--keepalive] [--max-seconds 300]
  *          [--connect-timeout-ms 5000] [--expect-min-bytes 0]</pre>
  */
-public final class ShopLoad {
+public final class ShopLoad extends Workload {
 
-    private ShopLoad() {
+    ShopLoad() {
+        super(List.of("port", "threads", "pages", "max-seconds", "connect-timeout-ms",
+                "expect-min-bytes"), List.of("keepalive"));
     }
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        System.out.flush();
-        System.exit(rc);
+        new ShopLoad().runAndExit(args);
     }
 
     /** The pages a shopper visits, in order; {@code %s} is filled per client and round. */
@@ -61,32 +62,19 @@ public final class ShopLoad {
                 "/order/new", "/orders", "/category?id=" + cat[(client + round) % cat.length][0]);
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
+    @Override
+    protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
         String host = "127.0.0.1";
-        int port;
-        int threads;
-        int pages;
-        boolean keepalive;
-        long maxSeconds;
-        int connectTimeout;
-        long expectMin;
-        try {
-            Cli a = Cli.parse(args, List.of("port", "threads", "pages", "max-seconds",
-                    "connect-timeout-ms", "expect-min-bytes"), List.of("keepalive"));
-            port = (int) a.longValue("port", -1, 1, 65535);
-            if (port < 0) {
-                throw new Cli.UsageException("missing required option --port");
-            }
-            threads = (int) a.longValue("threads", 10, 1, 10_000);
-            pages = (int) a.longValue("pages", 10, 1, 10_000_000);
-            keepalive = a.flag("keepalive");
-            maxSeconds = a.longValue("max-seconds", 300, 1, 24 * 3600);
-            connectTimeout = (int) a.longValue("connect-timeout-ms", 5000, 1, 600_000);
-            expectMin = a.longValue("expect-min-bytes", 0, 0, Long.MAX_VALUE);
-        } catch (Cli.UsageException e) {
-            err.println("error: " + e.getMessage());
-            return Cli.EXIT_USAGE;
+        int port = (int) cli.longValue("port", -1, 1, 65535);
+        if (port < 0) {
+            throw new Cli.UsageException("missing required option --port");
         }
+        int threads = (int) cli.longValue("threads", 10, 1, 10_000);
+        int pages = (int) cli.longValue("pages", 10, 1, 10_000_000);
+        boolean keepalive = cli.flag("keepalive");
+        long maxSeconds = cli.longValue("max-seconds", 300, 1, 24 * 3600);
+        int connectTimeout = (int) cli.longValue("connect-timeout-ms", 5000, 1, 600_000);
+        long expectMin = cli.longValue("expect-min-bytes", 0, 0, Long.MAX_VALUE);
         // a server that is not there is one clear line, not N failing clients
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress(host, port), connectTimeout);

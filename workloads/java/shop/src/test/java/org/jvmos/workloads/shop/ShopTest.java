@@ -16,7 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import org.apache.catalina.startup.Tomcat;
+import org.jvmos.workloads.EmbeddedTomcat;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -28,7 +28,7 @@ class ShopTest {
     static Database db;
     static Store store;
     static ShopServlet servlet;
-    static Tomcat tomcat;
+    static EmbeddedTomcat tomcat;
     static Path base;
     static int port;
 
@@ -37,15 +37,14 @@ class ShopTest {
         db = new Database();
         store = new Store(db);
         servlet = new ShopServlet(store, PAGE, 0, () -> { });
-        tomcat = new Tomcat();
         base = Files.createTempDirectory("shop-test-");
-        port = ShopServer.start(tomcat, base, servlet, 0, 50, 4);
+        tomcat = new EmbeddedTomcat(base, 0);
+        port = ShopServer.start(tomcat, servlet, 50, 4);
     }
 
     @AfterAll
     static void stop() throws Exception {
         tomcat.stop();
-        tomcat.destroy();
         db.close();
     }
 
@@ -126,7 +125,7 @@ class ShopTest {
     static String[] load(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int rc = ShopLoad.run(args, new PrintStream(out), new PrintStream(err));
+        int rc = new ShopLoad().run(args, new PrintStream(out), new PrintStream(err));
         return new String[] {Integer.toString(rc), out.toString(StandardCharsets.UTF_8),
             err.toString(StandardCharsets.UTF_8)};
     }

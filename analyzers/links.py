@@ -1,0 +1,54 @@
+"""The links resource (probes/links.bt; the paper's C_link and C_file): accept, accept4 and
+connect (category link), open, openat, openat2 and close (category file), each the on-CPU time
+of the syscall corrected per hit with the io layer's tracepoint window (borrowed, and named
+so in `probe_window_source`).
+"""
+from typing import Dict, List, Optional, Tuple
+
+from jvmos.analyzers.correction import SYS_SOURCE, combine, correct_by_window, get, probe_costs
+
+# probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
+# probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
+# platform file's "probes" section)
+KINDS = {
+    "links:syscall_pair": ("accept/connect/open/close: links.bt's enter/exit blocks",
+                           "link_syscall_hit", "link_syscall_hit"),
+    "links:sched_switch": ("a switch out of a traced thread: links.bt's two sched_switch blocks",
+                           "sched_switch_links_hit", "sched_switch_links_hit"),
+}
+
+
+def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
+    """[(kind, {pid: hits})]: every enter/exit pair, failed calls included."""
+    sum_ = raw.sum_by_pid
+    return [("links:syscall_pair", sum_("@calls", lambda k: k[0] in ("link", "file"))),
+            ("links:syscall_pair", sum_("@ncalls", lambda k: k[0] in ("link", "file")
+                                        and k[1] == "failed"))]
+
+
+def categories(fns: dict, probes: Optional[dict]) -> dict:
+    c = probe_costs(probes)
+    out = {}
+    for cat in ("link", "file"):
+        f = fns.get(cat)
+        if not f:
+            continue
+        sparts = {}
+        for k, v in sorted(f.items()):
+            if k == "failed":
+                continue
+            p = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
+                             c["sys_ci"], SYS_SOURCE)
+            p.update(calls=v.get("calls", 0), wall_ns=v.get("wall_ns", 0))
+            sparts[k] = p
+        figure = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
+        figure.update(combine(sparts.values()))
+        figure.update({
+            "wall_ns": sum(p["wall_ns"] for p in sparts.values()),
+            "failed_calls": get(f, "failed"),
+            "method": "measured", "probe_window_source": SYS_SOURCE, "syscalls": sparts,
+            "basis": "on-CPU time of the syscall (its span minus the time switched out "
+                     "waiting for a peer), minus hits x the calibrated tracepoint window; "
+                     "wall_ns keeps the whole span"})
+        out[cat] = figure
+    return out

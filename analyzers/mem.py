@@ -1,0 +1,157 @@
+"""The memory resource (probes/mem.bt; paper section 3.3): the libc allocator (malloc; free
+is not probed: free_estimated), the kernel's memory syscalls and user page faults (vm), and
+each process's growth over time. Measured times are corrected per hit (correction.correct)
+with the io layer's windows (borrowed, named in `probe_window_source`).
+"""
+from typing import Dict, List, Optional, Tuple
+
+from jvmos.analyzers.correction import (PAIR_SOURCE, SYS_SOURCE, add, combine, correct_by_window,
+                                       get, probe_costs, sum_known)
+
+# probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
+# probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
+# platform file's "probes" section)
+KINDS = {
+    "mem:malloc_pair": ("an allocator call: mem.bt's entry block (+ return block in --mode "
+                        "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),
+    "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: mem.bt's enter/exit blocks",
+                            "vm_syscall_mem_hit", "vm_syscall_mem_hit"),
+    "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): mem.bt's "
+                             "uprobe/uretprobe blocks on libc's wrapper (--mode count: the "
+                             "entry block; sbrk keeps its return, not charged)", "uprobe_pair",
+                             "uprobe"),
+    "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
+                       "page_fault_mem_hit", "page_fault_mem_hit"),
+    "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
+                         "sched_switch_mem_hit", "sched_switch_mem_hit"),
+}
+
+
+def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
+    """[(kind, {pid: hits})]; at --scope process the memory calls were probed on libc's
+    wrappers (uprobe pairs), not syscall tracepoints."""
+    sum_ = raw.sum_by_pid
+    up = scope == "process"
+    return [("mem:malloc_pair", sum_("@calls", lambda k: k[0] == "malloc")),
+            ("mem:vm_syscall_upair" if up else "mem:vm_syscall_pair",
+             sum_("@calls", lambda k: k[0] == "vm")),
+            ("mem:page_fault", sum_("@ncalls", lambda k: k == ("vm", "page_fault_user")))]
+
+
+def adjust_hits(per: Dict[str, Dict[str, int]]) -> None:
+    """An exec also runs mem.bt's exec block when the mem layer is loaded (it always has
+    switches to count): one more block per exec than common.bt's count says."""
+    if any("mem:sched_switch" in k for k in per.values()):
+        for k in per.values():
+            if "common:sched_process_exec" in k:
+                k["common:sched_process_exec"] *= 2
+
+
+FREE_BASIS = ("free is not probed (mem.bt says why): one free per block allocated by the "
+              "probed malloc, calloc and *memalign calls (realloc does not add a block), x "
+              "the calibrated cost of one free (workloads/c/memcal); calls and time are both "
+              "estimated, never counted as probe hits")
+
+
+def categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) -> dict:
+    c = probe_costs(probes)
+    out = {}
+    m = fns.get("malloc")
+    if m:
+        funcs = {}
+        malloc_model, free_model = costs.get("malloc_call"), costs.get("free_call")
+        for k, v in sorted(m.items()):
+            if k == "off-CPU":
+                continue
+            calls = v.get("calls", 0)
+            if k == "free" or mode != "time":
+                # counted, not timed: calls x the calibrated cost of one call
+                model = free_model if k == "free" else malloc_model
+                p = {"time_ns": calls * model["ns_per_call"] if model else None,
+                     "method": "estimated"}
+            else:
+                p = correct_by_window(v.get("time_ns", 0), calls, c["pair_window"], c["pair_ci"],
+                                 PAIR_SOURCE)
+                p["method"] = "measured"
+            p.update(calls=calls, bytes=v.get("bytes", 0))
+            funcs[k] = p
+        timed = [p for p in funcs.values() if p["method"] == "measured"]
+        cat = {"calls": sum(p["calls"] for p in funcs.values()),
+               "calls_method": "probed",
+               "bytes": sum(p["bytes"] for p in funcs.values()),
+               "time_ns": sum_known(p["time_ns"] for p in funcs.values()),
+               "method": "measured" if timed and len(timed) == len(funcs) else "estimated",
+               "functions": funcs,
+               "timed_calls": sum(p["calls"] for p in timed),
+               "off_cpu_ns": get(m, "off-CPU", "time_ns"),
+               "basis": "the allocator calls the probes saw (malloc, calloc, realloc, "
+                        "*memalign): on-CPU time between entry and return probes minus hits x "
+                        "the calibrated probe window (--mode count: calls x the calibrated "
+                        "cost of one malloc, estimated); free is apart, in free_estimated"
+                        + ("" if (malloc_model or mode == "time") else
+                           "; --mode count without a calibrated malloc cost: time unknown")}
+        if timed:
+            corr = combine(timed)
+            cat.update({k: corr[k] for k in ("time_raw_ns", "time_hits", "correction_ns",
+                                              "corrected", "floored", "correction_dominates")})
+            if "time_ci95_ns" in corr and len(timed) == len(funcs):
+                cat["time_ci95_ns"] = corr["time_ci95_ns"]
+            cat["probe_window_ns"] = c["pair_window"]
+            cat["probe_window_source"] = PAIR_SOURCE
+        out["malloc"] = cat
+        # free is not probed: every block allocated is taken as freed once
+        allocs = sum(p["calls"] for k, p in funcs.items() if k not in ("realloc", "free"))
+        if "free" not in funcs and allocs:
+            out["free_estimated"] = {
+                "calls": allocs, "calls_method": "estimated", "bytes": None,
+                "time_ns": allocs * free_model["ns_per_call"] if free_model else None,
+                "method": "estimated",
+                "basis": FREE_BASIS + ("" if free_model else "; free not calibrated: time "
+                                                             "unknown")}
+    v = fns.get("vm")
+    if v:
+        sc = {}
+        timed = fns.get("vm_timed", {})
+        for k, x in sorted(v.items()):
+            if k in ("page_fault_user", "off-CPU"):
+                continue
+            hits = get(timed, k)
+            p = correct_by_window(x.get("time_ns", 0), hits, c["sys_window"], c["sys_ci"],
+                             SYS_SOURCE)
+            p.update(calls=x.get("calls", 0), bytes=x.get("bytes", 0))
+            sc[k] = p
+        faults = get(v, "page_fault_user")
+        fault_model = costs.get("page_fault")
+        fault_ns = (faults * fault_model["ns_per_call"] if fault_model else None) if faults \
+            else 0
+        corr = combine(sc.values())
+        fig = {"calls": sum(p["calls"] for p in sc.values()),
+               "bytes": sum(p["bytes"] for p in sc.values())}
+        fig.update(corr)
+        fig.update({
+            "time_ns": add(corr["time_ns"], fault_ns),
+            "syscalls_time_ns": corr["time_ns"],
+            # the syscalls are measured, the page faults' time is an estimate: when there are
+            # faults, the sum is both (syscalls_time_ns and page_fault_time_ns keep them apart)
+            "method": "measured+estimated" if faults else "measured",
+            "probe_window_source": SYS_SOURCE, "syscalls": sc,
+            "page_faults": faults, "page_fault_time_ns": fault_ns,
+            "page_fault_method": "estimated",
+            "off_cpu_ns": get(v, "off-CPU", "time_ns"),
+            "basis": "memory syscalls timed at their tracepoints, on-CPU (the time switched "
+                     "out inside them is off_cpu_ns), not when nested in an allocator call, "
+                     "whose time already holds them; minus hits x the calibrated window; user "
+                     "page faults x a calibrated per-fault cost (first touch of an anonymous "
+                     "page), estimated"
+                     + ("" if fault_model or not faults
+                        else "; page faults not calibrated: time unknown")})
+        if "time_ci95_ns" in fig and fault_ns is not None:
+            fig["time_ci95_ns"] = [x + fault_ns for x in fig["time_ci95_ns"]]
+        out["vm"] = fig
+    return out
+
+
+def growth(raw_grow: Dict[tuple, int], pid: str, bucket_s: float = 0.25) -> Optional[list]:
+    """[[t_seconds, bytes], ...] of one pid, in time order."""
+    pts = sorted((int(b), int(v)) for (p, b), v in raw_grow.items() if p == pid)
+    return [[round(b * bucket_s, 3), v] for b, v in pts] or None

@@ -1,0 +1,223 @@
+"""The threads resource (probes/threads.bt; paper section 3.2): native thread creation and
+exit split into libc, kernel and the JVM's part (categories thread_create, thread_jvm), the
+waiting around it (thread_wait), futex synchronization (sync) and the context switches of
+the traced threads. Times are corrected per hit (correction.correct); the layer has no
+calibrated windows of its own and borrows the io layer's, naming them in
+`probe_window_source`.
+"""
+from typing import Dict, List, Optional, Tuple
+
+from jvmos.analyzers.correction import (NESTED_SOURCE, PAIR_SOURCE, SYS_SOURCE, add, combine,
+                                       correct, correct_by_window, get, mul, probe_costs,
+                                       sub, sum_known)
+
+# probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
+# probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
+# platform file's "probes" section)
+KINDS = {
+    "threads:sched_switch": ("a switch out of a traced thread: threads.bt's sched_switch blocks",
+                             "sched_switch_threads_hit", "sched_switch_threads_hit"),
+    "threads:futex_pair": ("a futex syscall: threads.bt's enter/exit blocks",
+                           "futex_threads_hit", "futex_threads_hit"),
+    "threads:span_syscall": ("mmap, mprotect, madvise, clone, rseq, ... (12 syscalls): "
+                             "threads.bt's enter/exit blocks",
+                             "span_syscall_threads_hit", "span_syscall_threads_hit"),
+    "threads:clone_count": ("one of threads.bt's two extra clone blocks (the enter block that "
+                            "counts, the exit block that marks Java threads): two per clone",
+                            "tracepoint", "tracepoint"),
+    "threads:uprobe": ("entry of JVM_StartThread, pthread_create, thread_native_entry or "
+                       "JavaThread::exit", "uprobe", "uprobe"),
+    "threads:uretprobe": ("return of one of those four functions", "uretprobe", "uretprobe"),
+    "threads:sched_wakeup_new": ("a new task woken by a traced thread", "tracepoint",
+                                 "tracepoint"),
+    "threads:sys_enter_exit": ("a traced thread's exit syscall", "tracepoint", "tracepoint"),
+}
+
+
+def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
+    """[(kind, {pid: hits})] of this layer's probes, from the maps that count their events."""
+    sum_ = raw.sum_by_pid
+    return [("threads:sched_switch", sum_("@csw", lambda k: True)),
+            ("threads:futex_pair", sum_("@ncalls", lambda k: k[0] == "sync")),
+            ("threads:clone_count", {p: 2 * n for p, n in
+                                     sum_("@calls", lambda k: k[0] == "thread_create").items()}),
+            ("threads:uprobe", sum_("@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
+                                    or (k[0] == "thread_create"
+                                        and k[1].startswith("pthread_create"))))]
+
+
+THREAD_LABELS = ("java", "internal")
+
+
+# count mode drops the return probes that close the JVM and pthread_create spans
+COUNT_MODE_THREADS = ("--mode count: the return probes that close the JVM and pthread_create "
+                      "spans are not attached, so this time is partial (calls are exact; use "
+                      "--mode time); ")
+
+
+def categories(fns: dict, incl_ns: int, probes: Optional[dict],
+                      mode: str = "time") -> dict:
+    c = probe_costs(probes)
+    tc, tj = fns.get("thread_create", {}), fns.get("thread_jvm", {})
+    tw, sy = fns.get("thread_wait", {}), fns.get("sync", {})
+    if not (tc or tj or tw or sy):
+        return {}
+    out = {}
+    nested_sys = sub(c["sys_hit"], c["sys_window"])
+    nested_pair = sub(c["pair_hit"], c["pair_window"])
+    # validate_probes() holds uprobe <= pair hit, so this is never negative
+    uret_tail = None if sub(c["pair_hit"], c["uprobe"]) is None \
+        else (c["pair_hit"] - c["uprobe"]) / 2
+
+    parts: Dict[str, dict] = {}
+
+    def part(name, raw_what, per_call, source, extra=0.0, calls_what=None, window=None,
+             ci=None):
+        src = tc if not name.startswith("jvm") else tj
+        raw = get(src, raw_what, "time_ns")
+        calls = get(src, calls_what or raw_what)
+        p = correct(raw, calls, add(mul(calls, per_call), extra), window_ns=window,
+                    window_ci=ci, source=source)
+        p["calls"] = calls
+        parts[name] = p
+        return p
+
+    # allocator probes (mem layer) nested in the spans: their time is left out in the kernel,
+    # the part of their cost outside their own window is taken out here
+    na = fns.get("thread_nested_alloc", {})
+    creates = {lab: get(tc, f"pthread_create {lab}") for lab in THREAD_LABELS}
+    n_creates = sum(creates.values())
+    share_of = {lab: (creates[lab] / n_creates if n_creates else 0.0) for lab in THREAD_LABELS}
+    for lab in THREAD_LABELS:
+        k_create = get(tc, f"kernel in create {lab}")
+        alloc = get(na, "libc create") * share_of[lab]
+        part(f"libc create {lab}", f"libc create {lab}", c["pair_window"],
+             PAIR_SOURCE + NESTED_SOURCE,
+             extra=add(mul(k_create, nested_sys), mul(alloc, nested_pair)),
+             calls_what=f"pthread_create {lab}", window=c["pair_window"], ci=c["pair_ci"])
+        part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"], SYS_SOURCE,
+             window=c["sys_window"], ci=c["sys_ci"])
+        part(f"kernel in start/exit {lab}", f"kernel in start/exit {lab}", c["sys_window"],
+             SYS_SOURCE, window=c["sys_window"], ci=c["sys_ci"])
+        part(f"kernel exit {lab}", f"kernel exit {lab}", 0.0,
+             "none: the span begins at a tracepoint and ends at a switch-out, no probe window")
+        # the start-up span ends at an entry uprobe, part of which precedes its clock read;
+        # the exit span begins in a uretprobe, part of which follows it
+        part(f"libc start {lab}", f"libc start {lab}", mul(0.5, c["uprobe"]),
+             "uprobe / 2 (the calibrated bare entry uprobe, half taken as before its clock read)")
+        part(f"libc exit {lab}", f"libc exit {lab}", uret_tail,
+             "(jni_copy_time_hit - uprobe) / 2 (the uretprobe's share of the borrowed pair "
+             "cost, half taken as after its clock read)")
+        part(f"jvm exit {lab}", f"exit {lab}", c["pair_window"], PAIR_SOURCE,
+             window=c["pair_window"], ci=c["pair_ci"])
+        # probes nested in start/exit spans: share their cost out by raw time
+        nested = add(mul(get(tc, f"kernel in start/exit {lab}"), nested_sys),
+                      mul(get(na, "start/exit") * share_of[lab], nested_pair))
+        spans = [parts[f"libc start {lab}"], parts[f"libc exit {lab}"], parts[f"jvm exit {lab}"]]
+        total_raw = sum(p["time_raw_ns"] for p in spans)
+        if total_raw and nested != 0:
+            for p in spans:
+                share = mul(p["time_raw_ns"] / total_raw, nested)
+                src = p["probe_window_source"] + NESTED_SOURCE + " (shared out by raw time)"
+                p.update(correct(p["time_raw_ns"], p["time_hits"],
+                                 add(p["correction_ns"], share),
+                                 window_ns=p.get("probe_window_ns"),
+                                 window_ci=c["pair_ci"] if "probe_window_ns" in p else None,
+                                 source=src))
+    jstart = get(tj, "start")
+    part("jvm start java", "start", c["pair_window"], PAIR_SOURCE + NESTED_SOURCE,
+         extra=add(mul(get(tc, "pthread_create java") + get(na, "jvm start"), nested_pair),
+                    mul(get(tc, "kernel in jvm start java")
+                         + get(tw, "futex in JVM_StartThread"), nested_sys)),
+         window=c["pair_window"], ci=c["pair_ci"])
+    part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], SYS_SOURCE,
+         window=c["sys_window"], ci=c["sys_ci"])
+
+    def layer_sum(names):
+        return sum_known(parts[n]["time_ns"] for n in names if n in parts)
+
+    layers = {}
+    for lab in THREAD_LABELS:
+        layers[lab] = {
+            "threads": get(tc, f"pthread_create {lab}"),
+            "libc_ns": layer_sum([f"libc create {lab}", f"libc start {lab}", f"libc exit {lab}"]),
+            "kernel_ns": layer_sum([f"kernel in create {lab}", f"kernel in start/exit {lab}",
+                                    f"kernel exit {lab}"]
+                                   + (["kernel in jvm start java"] if lab == "java" else [])),
+            "jvm_ns": layer_sum((["jvm start java"] if lab == "java" else [])
+                                + [f"jvm exit {lab}"]),
+        }
+    native_names = [n for n in parts if not n.startswith("jvm ")]
+    clones = sum(v["calls"] for k, v in tc.items() if k in ("clone", "clone3"))
+    window_note = ("each part names the calibrated window it borrowed (probe_window_source); "
+                   "the threads layer has no window of its own")
+    if tc:
+        cat = {"calls": get(tc, "pthread_create java") + get(tc, "pthread_create internal"),
+               "bytes": None}
+        cat.update(combine(parts[n] for n in native_names))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
+            "clone_calls": clones,
+            "abandoned_start_spans": get(tc, "libc start abandoned"),
+            "layers": layers,
+            "parts": {n: p for n, p in parts.items() if not n.startswith("jvm ")},
+            "basis": "libc: pthread_create, start_thread before thread_native_entry and after "
+                     "it returns; kernel: syscalls inside those spans and exit to the last "
+                     "switch-out; exclusive of nested spans, syscalls and off-CPU time; minus "
+                     "hits x calibrated probe windows"})
+        out["thread_create"] = cat
+    if tj:
+        jnames = [n for n in parts if n.startswith("jvm ")]
+        cat = {"calls": jstart, "bytes": None}
+        cat.update(combine(parts[n] for n in jnames))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
+            "start_inclusive_raw_ns": incl_ns,
+            "start_probe_outside_window_ns": mul(jstart, nested_pair),
+            "parts": {n: parts[n] for n in jnames}})
+        out["thread_jvm"] = cat
+    if tw:
+        out["thread_wait"] = {
+            "calls": get(tw, "first run delay"), "bytes": None,
+            "time_ns": sum(v.get("time_ns", 0) for v in tw.values()),
+            "method": "measured",
+            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
+                      for k, v in sorted(tw.items())},
+            "basis": "waiting, not work: new thread's delay to first run, futex waits and "
+                     "off-CPU time inside thread creation spans; not corrected (the probes' "
+                     "cost is not part of a wait)"}
+    if sy:
+        sparts = {}
+        for k, v in sorted(sy.items()):
+            sparts[k] = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
+                                     c["sys_ci"], SYS_SOURCE)
+            sparts[k]["calls"] = v.get("calls", 0)
+        cat = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
+        cat.update(combine(sparts.values()))
+        cat.update({
+            "method": "measured", "probe_window_source": SYS_SOURCE,
+            "wait_calls": get(sy, "futex wait"), "wake_calls": get(sy, "futex wake"),
+            "parts": sparts,
+            "basis": "futex syscalls of the traced threads, time includes blocking"})
+        out["sync"] = cat
+    if mode == "count":
+        for name in ("thread_create", "thread_jvm"):
+            if name in out:
+                out[name]["time_partial"] = True
+                out[name]["basis"] = COUNT_MODE_THREADS + out[name].get("basis", "")
+    return out
+
+
+def context_switches(csw: Dict[tuple, int], pid: str, top: int = 10) -> Optional[dict]:
+    per = {}
+    for (p, tid, kind), n in csw.items():
+        if p != pid:
+            continue
+        per.setdefault(tid, {"voluntary": 0, "involuntary": 0})[kind] += int(n)
+    if not per:
+        return None
+    busiest = sorted(per.items(), key=lambda kv: -(kv[1]["voluntary"] + kv[1]["involuntary"]))
+    return {"voluntary": sum(v["voluntary"] for v in per.values()),
+            "involuntary": sum(v["involuntary"] for v in per.values()),
+            "threads": len(per),
+            "busiest_threads": {tid: v for tid, v in busiest[:top]}}

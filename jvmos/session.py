@@ -1,0 +1,319 @@
+"""A tracing session: the one place where jvmos starts, watches and stops what it traces.
+
+`jvmos record` (launch, attach and sample modes) and the probe calibrations
+(jvmos/probecost.py) all go through it:
+
+  * signals: from the start of a session, SIGINT and SIGTERM are a request to stop (kept in
+    `interrupted`), not an exception in the middle of a recording;
+  * the start gate: a launched command's process exists (its pid can be given to bpftrace)
+    but waits on a pipe until the probes are attached; EOF instead of a byte means "do not
+    start" (the command never runs);
+  * bpftrace: started with the map limits every recording needs and killed with jvmos
+    (PR_SET_PDEATHSIG), ready when common.bt prints "jvmos-ready", stopped either by SIGINT
+    (its own end-of-run output) or, once common.bt's stop block has printed every map and its
+    end marker, by SIGKILL (bpftrace would detach its uprobes one kernel grace period at a
+    time before exiting);
+  * one wait loop for what ends a recording: a launched command exiting, a duration elapsing,
+    an attached target exiting, a driven load finishing, bpftrace dying, or a signal;
+  * clean-up on every path: a command held at the gate gets EOF, a bpftrace left running is
+    killed, the signal handlers are restored.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from jvmos import JvmosError
+from jvmos import cputime
+from jvmos.analyzers import rawparse
+from jvmos.tools import bpftrace, interrupt_bpftrace
+
+# the gate a launched command waits at (run with `python -c GATE FD CMD...`)
+GATE = ("import os, sys\n"
+        "fd = int(sys.argv[1])\n"
+        "go = os.read(fd, 1)\n"
+        "os.close(fd)\n"
+        "if not go: os._exit(125)\n"
+        "try:\n"
+        "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+        "except OSError as e:\n"
+        "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[2], e.strerror))\n"
+        "    os._exit(127)\n")
+
+READY = "jvmos-ready"           # common.bt's line once every probe is attached
+ATTACH_TIMEOUT_S = 600
+# how long bpftrace may take, after the stop signal, to print every map and the end marker
+MAPS_TIMEOUT_S = 120
+# Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
+# run that starts thousands of threads; updates beyond the limit would be lost silently.
+MAP_KEYS_MAX = "16384"
+
+
+def bpftrace_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("BPFTRACE_MAP_KEYS_MAX", MAP_KEYS_MAX)
+    return env
+
+
+def _die_with_parent() -> None:
+    """In bpftrace's child before exec: SIGKILL when jvmos dies, so that no probe (and no hold
+    of a child at its exec) outlives the recording that placed it."""
+    import ctypes
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+
+
+def first_error(err_path: Path) -> str:
+    """The line of bpftrace's stderr that says what went wrong (not the harmless
+    RLIMIT_MEMLOCK warning): the first ERROR line, else the first line, else 'no output'."""
+    try:
+        lines = [l for l in err_path.read_text(errors="replace").splitlines()
+                 if "RLIMIT_MEMLOCK" not in l and l.strip()]
+    except OSError:
+        return "no output"
+    return next((l for l in lines if "ERROR" in l), lines[0] if lines else "no output").strip()
+
+
+def stop_counting() -> None:
+    """The signal common.bt waits for: SIGURG (ignored by Python) sent by this jvmos to itself,
+    so that it ends this process's recording only, never another one running at the same
+    time."""
+    os.kill(os.getpid(), signal.SIGURG)
+
+
+class OutputTail:
+    """The whole lines a growing output file has gained since the last read."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset = path, 0
+
+    def read(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return b""
+        end = chunk.rfind(b"\n") + 1          # whole lines only
+        self.offset += end
+        return chunk[:end]
+
+
+def alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its parent has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+        return st[st.rindex(")") + 2:][:1] not in ("Z", "X")
+    except (OSError, ValueError):
+        return False
+
+
+def run_command(script: str, cmd: str, what: str, timeout: float = 900,
+                output: Optional[Path] = None, map_keys: Optional[str] = None,
+                check: bool = True) -> subprocess.CompletedProcess:
+    """A short run for a calibration or a check: bpftrace starts `cmd` itself (-c: the
+    command is split at spaces) and traces it with `script` (text) to its end; its maps go
+    to stdout beside the command's, or to `output`. check: JvmosError naming `what` when
+    bpftrace exits non-zero or prints an ERROR line."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
+        f.write(script)
+        path = f.name
+    env = bpftrace_env()
+    if map_keys:
+        env["BPFTRACE_MAP_KEYS_MAX"] = map_keys
+    try:
+        r = subprocess.run([bpftrace(), "-f", "json"] + (["-o", str(output)] if output else [])
+                           + [path, "-c", cmd], capture_output=True, text=True,
+                           timeout=timeout, env=env)
+    finally:
+        Path(path).unlink(missing_ok=True)
+    errs = [l for l in r.stderr.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+    if check and (r.returncode or errs):
+        raise JvmosError(f"bpftrace failed while {what}: {(errs or [r.stderr.strip()])[0]}")
+    return r
+
+
+class Session:
+    """One tracing session (see the module docstring); a context manager.
+
+    abort(msg, status, code) is called by the session when a start-up step fails: it must
+    raise (the recorder writes its manifest there first); the default raises JvmosError."""
+
+    def __init__(self, log: Callable[[str], None] = lambda m: None):
+        self.log = log
+        self.interrupted: Optional[int] = None
+        self.child: Optional[subprocess.Popen] = None
+        self.gate_w: Optional[int] = None
+        self.bt: Optional[subprocess.Popen] = None
+        self.bt_abandoned = False       # killed after printing its maps: reaped elsewhere
+        self._old = {}
+
+    # ---- signals and clean-up
+    def __enter__(self):
+        def on_signal(signum, _frame):
+            self.interrupted = signum
+        self._old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        self.close_gate()
+        if self.bt is not None and not self.bt_abandoned and self.bt.poll() is None:
+            self.let_die()          # an error on the way: never leave it running
+        return False
+
+    # ---- the launched command
+    def launch(self, cmd: List[str], stdout=None, stderr=None, env=None,
+               gated: bool = True) -> int:
+        """Start cmd (held at the gate unless gated=False) with its output to the given paths;
+        returns its pid."""
+        out = open(stdout, "wb") if stdout else None
+        err = open(stderr, "wb") if stderr else None
+        if not gated:
+            self.child = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env)
+            return self.child.pid
+        gate_r, self.gate_w = os.pipe()
+        try:
+            self.child = subprocess.Popen([sys.executable, "-c", GATE, str(gate_r)] + list(cmd),
+                                          pass_fds=(gate_r,), stdout=out, stderr=err, env=env)
+        finally:
+            os.close(gate_r)
+        return self.child.pid
+
+    def release(self) -> None:
+        """Let the command held at the gate run."""
+        if self.gate_w is not None:
+            os.write(self.gate_w, b"go\n")
+            os.close(self.gate_w)
+            self.gate_w = None
+
+    def close_gate(self) -> None:
+        """EOF at the gate: a command still held there never starts (and is reaped)."""
+        if self.gate_w is not None:
+            os.close(self.gate_w)
+            self.gate_w = None
+            if self.child is not None:
+                self.child.wait()
+
+    # ---- bpftrace
+    def start_bpftrace(self, script: Path, args: List[str], raw_path: Path, err_path: Path,
+                       unsafe: bool = False) -> subprocess.Popen:
+        """bpftrace -f json on the script, its output to raw_path, in its own session (a
+        Ctrl-C at the terminal reaches jvmos only), killed with jvmos. unsafe: the script
+        may send signals (common.bt holds a traced child at exec)."""
+        self.bt = subprocess.Popen([bpftrace(), "-f", "json"] + (["--unsafe"] if unsafe else [])
+                                   + [str(script)] + [str(a) for a in args],
+                                   stdout=open(raw_path, "wb"), stderr=open(err_path, "wb"),
+                                   start_new_session=True, env=bpftrace_env(),
+                                   preexec_fn=_die_with_parent)
+        return self.bt
+
+    def wait_ready(self, raw_path: Path, err_path: Path, abort, launched: bool,
+                   timeout: float = ATTACH_TIMEOUT_S) -> None:
+        """Until bpftrace says every probe is attached; abort(msg, status, code) on a signal,
+        a bpftrace that exits, or the timeout."""
+        never_ran = "; the command never ran" if launched else ""
+        t0 = time.time()
+        tail = OutputTail(raw_path)
+        while True:
+            if self.interrupted is not None:
+                abort("interrupted before tracing started" + never_ran, "interrupted", 130)
+            if self.bt.poll() is not None:
+                abort(f"bpftrace failed before tracing started (exit status "
+                      f"{self.bt.returncode}): {first_error(err_path)}" + never_ran,
+                      "failed", 1)
+            if READY.encode() in tail.read():
+                return
+            if time.time() - t0 > timeout:
+                abort(f"bpftrace did not attach within {timeout:.0f}s", "failed", 1)
+            time.sleep(0.05)
+
+    def wait_maps_printed(self, raw_path: Path, timeout: float = MAPS_TIMEOUT_S) -> bool:
+        """True once bpftrace's output holds common.bt's end marker (every map printed after
+        the stop); False if bpftrace exits first or the marker is not there in `timeout` s."""
+        deadline = time.monotonic() + timeout
+        tail = OutputTail(raw_path)
+        marker = rawparse.MAPS_PRINTED.encode()
+        while True:
+            exited = self.bt.poll() is not None
+            if marker in tail.read():
+                return True
+            if exited or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def let_die(self, wait: bool = False) -> Optional[float]:
+        """SIGKILL bpftrace. A killed bpftrace still closes its uprobes (a grace period each)
+        before it is gone: reaped in the background, or awaited with wait (returns the
+        seconds that took)."""
+        bt = self.bt
+        try:
+            bt.kill()
+        except ProcessLookupError:
+            pass
+        if not wait:
+            threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
+            return None
+        t0 = time.monotonic()
+        bt.wait()
+        return round(time.monotonic() - t0, 2)
+
+    def interrupt(self, timeout: float = 300) -> int:
+        """SIGINT bpftrace and wait for its own end-of-run output (tools.interrupt_bpftrace);
+        returns how many times the signal was re-sent."""
+        return interrupt_bpftrace(self.bt, timeout=timeout)
+
+    # ---- the wait loop
+    def run_load(self, workload: Optional[Callable[[], None]], errors: list):
+        """A load driven while tracing, in a thread; an exception it raises is kept in
+        `errors` (reported once the recording is written). None without a load."""
+        if workload is None:
+            return None
+
+        def drive():
+            try:
+                workload()
+            except Exception as e:
+                errors.append(e)
+        load = threading.Thread(target=drive, daemon=True)
+        load.start()
+        return load
+
+    def wait_command(self, watch_bpftrace: bool = True):
+        """Launch mode: until the command exits (a signal stops it: SIGTERM, SIGKILL after
+        10 s), or bpftrace dies. Returns cputime.reap's (exit code, CPU clock at the end,
+        rusage CPU): the command is reaped only once its CPU time has been read."""
+        child = self.child
+        while not cputime.exited(child.pid):   # not reaped yet: its CPU stays readable
+            if self.interrupted is not None:
+                try:
+                    child.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                if not cputime.wait_exited(child.pid, timeout=10):
+                    child.kill()
+                break
+            if watch_bpftrace and self.bt is not None and self.bt.poll() is not None:
+                break
+            time.sleep(0.02)
+        return cputime.reap(child)
+
+    def wait_attached(self, pid: int, duration: Optional[float], load) -> bool:
+        """Attach mode: until a signal, the duration, the load's end, bpftrace dying, or the
+        target exiting. Returns True when the target exited (before it was stopped)."""
+        deadline = None if duration is None else time.monotonic() + duration
+        while self.interrupted is None and (self.bt is None or self.bt.poll() is None):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            if not alive(pid):
+                return True
+            if load is not None and not load.is_alive():
+                return False
+            time.sleep(0.05)
+        return False

@@ -1,0 +1,64 @@
+"""The package map a reader relies on (README "Layout"): one import style (absolute, so
+grepping for jvmos.analyzers.summary finds every use) and no import cycle between jvmos's
+modules, function-level imports included (a cycle hidden in a function is still a cycle)."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"jvmos": "jvmos", "jvmos/experiments": "jvmos.experiments",
+            "analyzers": "jvmos.analyzers", "heuristic": "jvmos.heuristic"}
+FROM = re.compile(r"^\s*from ([\w.]+) import \(?([\w, \n]+?)\)?\s*(?:#.*)?$", re.M)
+
+
+def _modules():
+    out = {}
+    for folder, pkg in PACKAGES.items():
+        for f in (ROOT / folder).glob("*.py"):
+            out[pkg if f.stem == "__init__" else f"{pkg}.{f.stem}"] = f
+    return out
+
+
+def test_every_import_of_the_product_is_absolute():
+    rel = [f"{f.relative_to(ROOT)}: {m.group(0).strip()}" for f in _modules().values()
+           for m in re.finditer(r"^\s*from \.+[\w.]* import .*$", f.read_text(), re.M)]
+    assert not rel, rel
+
+
+def _graph():
+    mods = _modules()
+    g = {}
+    for name, f in mods.items():
+        deps = set()
+        for m in FROM.finditer(f.read_text()):
+            base = m.group(1)
+            deps.add(base)
+            deps |= {f"{base}.{n}" for n in re.findall(r"\w+", m.group(2))}
+        for m in re.finditer(r"^\s*import (jvmos[\w.]*)", f.read_text(), re.M):
+            deps.add(m.group(1))
+        g[name] = {d for d in deps if d in mods and d != name}
+    return g
+
+
+def test_no_import_cycle():
+    g = _graph()
+    done, cycles = set(), []
+
+    def visit(n, stack):
+        for d in sorted(g[n]):
+            if d in stack:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in done:
+                visit(d, stack + [d])
+        done.add(n)
+
+    for n in sorted(g):
+        if n not in done:
+            visit(n, [n])
+    assert not cycles, [" -> ".join(c) for c in cycles]
+
+
+def test_the_graph_sees_function_level_imports():
+    g = _graph()
+    assert "jvmos.record" in g["jvmos.calibrate_constants"]
+    assert "jvmos.session" in g["jvmos.probecost"]       # imported at module level
+    assert "jvmos.analyzers.io" in g["jvmos.analyzers.summary"]

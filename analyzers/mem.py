@@ -70,9 +70,14 @@ def categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) -> dic
                 p = {"time_ns": calls * model["ns_per_call"] if model else None,
                      "method": "estimated"}
             else:
-                p = correct_by_window(v.get("time_ns", 0), calls, c["pair_window"], c["pair_ci"],
-                                 PAIR_SOURCE)
+                # a call whose span went untimed (mem.bt: its off-CPU time exceeded it) added
+                # no time, so no window is subtracted for it
+                untimed = get(fns.get("malloc_untimed", {}), k)
+                p = correct_by_window(v.get("time_ns", 0), calls - untimed, c["pair_window"],
+                                      c["pair_ci"], PAIR_SOURCE)
                 p["method"] = "measured"
+                if untimed:
+                    p["untimed_calls"] = untimed
             p.update(calls=calls, bytes=v.get("bytes", 0))
             funcs[k] = p
         timed = [p for p in funcs.values() if p["method"] == "measured"]

@@ -62,6 +62,19 @@ def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str],
     return cats
 
 
+def missed_note(what: str, n: int) -> str:
+    """What n @missed events of one kind mean: a return seen without its entry (the call was
+    in progress when tracing began), or a span whose off-CPU time came out longer than the
+    span (a context-switch event the probes missed). Their calls are counted, their time is
+    in no figure."""
+    if what.endswith("_offcpu_exceeds_span"):
+        return (f"{n:,} {what[:-len('_offcpu_exceeds_span')]} span(s) whose off-CPU time came "
+                "out longer than the span (a context-switch event the probes missed): counted, "
+                "their time not measured")
+    return (f"{n:,} {what.replace('_', ' ')} event(s): a call was in progress when tracing "
+            "began (counted, its time not measured)")
+
+
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
           probes: Optional[dict] = None, mode: str = "time", scope: str = "host") -> dict:
@@ -73,8 +86,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     fns = _per_pid(raw, addresses, dropped)
     for mapname, key, v in dropped:
         warnings.append(f"{mapname}[{key}] summed to {v / 1e6:,.3f} ms, a negative figure (the "
-                        "probes' bookkeeping of a span went wrong): left out, so that figure "
-                        "and its category's total lack those calls")
+                        "probes' bookkeeping of a span went wrong): that category's time in "
+                        "that process is unknown (null); its calls are counted")
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
     for (pid, p, d), v in raw.keyed("@path_bytes").items():
         pathmap[pid][(p, d)]["bytes"] += int(v)
@@ -105,6 +118,14 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     # total, and calls, bytes and times of the processes add up to the totals)
     for pid in pids:
         io.correct_times(by_pid[pid]["categories"], probes, mode, scope)
+    # a time that summed negative is no time: its category's time is unknown in that process
+    for mapname, key, v in dropped:
+        pid, cat = key.split(",")[:2]
+        c = (by_pid.get(pid) or {}).get("categories", {}).get(cat)
+        if c is not None:
+            c["time_ns"] = None
+            c["time_unknown_reason"] = (f"{mapname} summed to {v} ns (negative: the probes' "
+                                        "bookkeeping of a span went wrong)")
     cats_total: Dict[str, dict] = {}
     for name in CATEGORIES:
         per = [(pid, by_pid[pid]["categories"][name]) for pid in pids

@@ -87,9 +87,11 @@ def mem_constant(levels: List[dict]) -> float:
 
 
 def paper_estimate(k: model.Constants, L: dict) -> float:
-    """Equation 6 as the paper applied it: a thread per connection, C_mem = 0 (µs)."""
-    acc = max(_count(L, "accepts"), 1)
-    w = model.Workload(connections=_count(L, "accepts"), chunks=_io_ops(L) / acc)
+    """Equation 6 as the paper applied it: a thread per connection, C_mem = 0 (µs); the
+    connections and I/O operations per connection as equation 1's workload counts them
+    (model.workload_from_counts)."""
+    counted = model.workload_from_counts(L["counts"])
+    w = model.Workload(connections=counted.connections, chunks=counted.chunks)
     return model.c_os_server(k, w)
 
 

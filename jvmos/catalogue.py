@@ -7,15 +7,22 @@ one edit here; tests/unit/test_catalogue_scripts.py checks every .bt file agains
 `jvmos record -h` and the README's layer table are written from it.
 """
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 from typing import Dict, Tuple
 
 
-class Mode(StrEnum):
-    """How a recording measures (`jvmos record --mode`), from most to least intrusive."""
+class Mode(str, Enum):
+    """How a recording measures (`jvmos record --mode`), from most to least intrusive. A str:
+    it compares, formats and is written to JSON as its value ("time")."""
     TIME = "time"       # entry and return probes: times measured, minus the probe windows
     COUNT = "count"     # entry probes only: exact calls and bytes, copy times from a model
     SAMPLE = "sample"   # no bpftrace probe: async-profiler's CPU samples
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec) -> str:
+        return format(self.value, spec)
 
     @classmethod
     def parse(cls, text) -> "Mode":

@@ -175,23 +175,11 @@ def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tup
 
 
 def missed_warnings(raw) -> List[str]:
-    """The spans the probes could not time, per kind (@missed): a return seen without its
-    entry (the call was in progress when tracing began), or a span whose off-CPU time came
-    out longer than the span (a switch event the probes missed). Their calls are counted,
-    their time is not in any figure."""
+    """The spans the probes could not time, per kind (@missed; summary.missed_note)."""
     missed: Dict[str, int] = {}
     for (_pid, what), n in raw.keyed("@missed").items():
         missed[what] = missed.get(what, 0) + int(n)
-    out = []
-    for what, n in sorted(missed.items()):
-        if what.endswith("_offcpu_exceeds_span"):
-            out.append(f"{n} {what[:-len('_offcpu_exceeds_span')]} span(s) whose off-CPU time "
-                       "came out longer than the span (a context-switch event the probes "
-                       "missed): counted, their time not measured")
-        else:
-            out.append(f"{n} {what.replace('_', ' ')} event(s): a call was in progress when "
-                       "tracing began (counted, its time not measured)")
-    return out
+    return [summ.missed_note(what, n) for what, n in sorted(missed.items())]
 
 
 def _write_json(path: Path, data: dict):
@@ -972,7 +960,8 @@ def _record_sampled(opts: Options, log) -> Result:
             # no probe to wait for: the command starts at once, the agent loaded with the JVM
             root = session.launch(opts.cmd, opts.stdout, opts.stderr,
                                   sampling.launch_env(out, opts.env), gated=False)
-            exit_code, _, _ = session.wait_command()
+            # no SIGKILL after a signal: async-profiler writes its samples as the JVM exits
+            exit_code, _, _ = session.wait_command(kill_after=None)
             wall_ns = time.monotonic_ns() - t0
         else:
             try:

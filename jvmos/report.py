@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 from jvmos import JvmosError
+from jvmos.analyzers.summary import missed_note
 from jvmos.analyzers.tables import Table, category_table, fmt_bytes, fmt_count, fmt_ns
 
 
@@ -119,7 +120,7 @@ def render(run_dir) -> str:
     if t.get("lost_events"):
         out.append(f"warning: bpftrace lost {t['lost_events']} events")
     for what, n in (t.get("missed_events") or {}).items():
-        out.append(f"note: {n} {what.replace('_', ' ')} events (thread was inside before tracing began)")
+        out.append(f"note: {missed_note(what, n)}")
     out.append("")
     out.append(category_table(s, "Categories (all traced processes)").markdown())
     jc = s["categories"].get("jni_copy", {}).get("functions", {})

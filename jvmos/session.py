@@ -123,7 +123,9 @@ def run_command(script: str, cmd: str, what: str, timeout: float = 900,
     with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
         f.write(script)
         path = f.name
-    env = bpftrace_env()
+    # bpftrace's own map size unless asked: the probe-cost calibrations measure the probes
+    # as they always have
+    env = dict(os.environ)
     if map_keys:
         env["BPFTRACE_MAP_KEYS_MAX"] = map_keys
     try:
@@ -148,6 +150,7 @@ class Session:
         self.log = log
         self.interrupted: Optional[int] = None
         self.child: Optional[subprocess.Popen] = None
+        self.cmd: List[str] = []
         self.gate_w: Optional[int] = None
         self.bt: Optional[subprocess.Popen] = None
         self.bt_abandoned = False       # killed after printing its maps: reaped elsewhere
@@ -173,6 +176,7 @@ class Session:
                gated: bool = True) -> int:
         """Start cmd (held at the gate unless gated=False) with its output to the given paths;
         returns its pid."""
+        self.cmd = list(cmd)
         out = open(stdout, "wb") if stdout else None
         err = open(stderr, "wb") if stderr else None
         if not gated:
@@ -285,20 +289,29 @@ class Session:
         load.start()
         return load
 
-    def wait_command(self, watch_bpftrace: bool = True):
-        """Launch mode: until the command exits (a signal stops it: SIGTERM, SIGKILL after
-        10 s), or bpftrace dies. Returns cputime.reap's (exit code, CPU clock at the end,
-        rusage CPU): the command is reaped only once its CPU time has been read."""
+    def wait_command(self, watch_bpftrace: bool = True, kill_after: Optional[float] = 10,
+                     timeout: Optional[float] = None):
+        """Launch mode: until the command exits (a signal stops it: SIGTERM, then SIGKILL
+        after kill_after s, or no SIGKILL with None), or bpftrace dies. timeout: the command
+        is killed and JvmosError raised after that many seconds. Returns cputime.reap's (exit
+        code, CPU clock at the end, rusage CPU): the command is reaped only once its CPU time
+        has been read."""
         child = self.child
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not cputime.exited(child.pid):   # not reaped yet: its CPU stays readable
             if self.interrupted is not None:
                 try:
                     child.send_signal(signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-                if not cputime.wait_exited(child.pid, timeout=10):
+                if not cputime.wait_exited(child.pid, timeout=kill_after):
                     child.kill()
                 break
+            if deadline is not None and time.monotonic() >= deadline:
+                child.kill()
+                cputime.reap(child)
+                raise JvmosError(f"{' '.join(map(str, self.cmd))[:80]}: still running "
+                                 f"after {timeout:.0f} s, killed")
             if watch_bpftrace and self.bt is not None and self.bt.poll() is not None:
                 break
             time.sleep(0.02)

@@ -179,7 +179,7 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
                 scoper.attach(ses.bt.pid, [ses.child.pid])
             by = Bystander().start()
             ses.release()
-            code, _, _ = ses.wait_command(watch_bpftrace=False)
+            code, _, _ = ses.wait_command(watch_bpftrace=False, timeout=900)
             by.join()
         finally:
             if scoper is not None:

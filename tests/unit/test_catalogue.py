@@ -99,7 +99,8 @@ def test_categories_the_probes_emit_are_known_to_the_analyzer():
                                   f.read_text()))
     # categories of the summary, plus the raw inputs the summary turns into them
     assert emitted <= set(CATEGORIES) | {"unsafe_copy_out", "unsafe_copy_etc", "nio_native",
-                                         "vm_timed", "thread_nested_alloc"}
+                                         "vm_timed", "thread_nested_alloc",
+                                         "malloc_untimed"}
     assert {"thread_create", "thread_jvm", "thread_wait", "sync", "link", "file", "malloc",
             "vm"} <= emitted
     assert {"jni_copy", "io_syscall", "jni_call", "nio_native", "unsafe_copy_out"} <= emitted

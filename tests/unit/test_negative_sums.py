@@ -6,6 +6,8 @@ state) makes the total negative, printed as ~1.8e19. Seen in a real recording (r
 Such a figure is a negative number, never a time: it is left out and said."""
 import json
 
+import pytest
+
 from jvmos.analyzers import summary as summ
 from jvmos.analyzers.rawparse import parse_lines
 
@@ -25,15 +27,25 @@ def test_an_unsigned_wrapped_sum_is_read_back_as_the_negative_number_it_is():
     assert raw.maps["@time"][f"7,malloc,{PROBE}"] == -191810605       # 2^64 - WRAPPED, negated
 
 
-def test_a_negative_time_is_left_out_and_said_never_summed():
+PROBES = {"jni_copy_time_window": {"mean_ns": 100.0}, "jni_copy_time_hit": {"mean_ns": 900.0},
+          "io_syscall_window": {"mean_ns": 50.0}, "io_syscall_hit": {"mean_ns": 400.0},
+          "uprobe": {"mean_ns": 300.0}, "jni_copy_count_hit": {"mean_ns": 500.0}}
+
+
+@pytest.mark.parametrize("probes", [None, PROBES], ids=["uncalibrated", "calibrated"])
+def test_a_negative_time_makes_the_category_time_unknown_and_is_said(probes):
     s = summ.build(parse_lines(_lines(WRAPPED)), wall_ns=10**9, status="complete",
-                   addresses={}, costs={}, jvms_by_pid={})
+                   addresses={}, costs={}, jvms_by_pid={}, probes=probes)
     m = s["categories"]["malloc"]
     assert m["calls"] == 10                       # the calls stand
-    assert m.get("time_raw_ns", 0) == 0           # the -191.8 ms is not a time of this run
+    assert m["time_ns"] is None                   # never 0, never a floored "measured" 0
+    assert "negative" in s["by_pid"]["7"]["categories"]["malloc"]["time_unknown_reason"]
+    assert s["totals"]["guaranteed_overhead_ns"] is None       # a sum with an unknown term
+    assert "malloc" in s["totals"]["guaranteed_overhead_unknown"]
     assert s["totals"]["negative_sums_dropped"] == [
         {"map": "@time", "key": "7,malloc,malloc", "value": -191810605}]
-    assert any("-191.811 ms, a negative figure" in w for w in s["warnings"])
+    assert any("-191.811 ms, a negative figure" in w and "unknown (null)" in w
+               for w in s["warnings"])
 
 
 def test_an_ordinary_sum_is_untouched():

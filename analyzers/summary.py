@@ -210,7 +210,8 @@ def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=
                       "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
                       "share_pct": c["share_pct"], "method": "sampled"}
     present = [c for c in SAMPLED_GUARANTEED if c in cats]
-    g = sum(cats[c]["time_ns"] for c in present) if cats else None
+    # no sample in any copy category: below the sampler's resolution, not 0 ns
+    g = sum(cats[c]["time_ns"] for c in present) if present else None
     return {"schema": SCHEMA, "status": status, "exit_code": exit_code,
             "totals": {"wall_ns": wall_ns, "mode": "sample",
                        "guaranteed_overhead_ns": g,
@@ -220,7 +221,11 @@ def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=
                        "guaranteed_overhead_pct": (100.0 * g / wall_ns
                                                    if wall_ns and g is not None else None)},
             "categories": cats, "paths": {}, "by_pid": {}, "sampling": samp,
-            "warnings": warnings if warnings is not None else []}
+            "warnings": (warnings if warnings is not None else []) + (
+                [] if present or not cats else
+                ["no sample fell in a copy category (jni_copy, nio_copy, kernel_copy): the "
+                 "guaranteed overhead is below the sampler's resolution, unknown (null), not "
+                 "0 ns"])}
 
 
 def guaranteed_totals(cats_total: dict, by_pid: dict, wall_ns) -> tuple:

@@ -87,7 +87,8 @@ def render(run_dir) -> str:
         if t.get("guaranteed_overhead_known_ns") is not None else "unknown")
     out.append(f"wall {fmt_ns(t['wall_ns'])}; guaranteed overhead {gtxt}"
                + (f" ({t['guaranteed_overhead_pct']:.1f}% of wall)" if t.get("guaranteed_overhead_pct") is not None else "")
-               + f" = {' + '.join(t.get('guaranteed_overhead_categories', []))}")
+               + (f" = {' + '.join(t['guaranteed_overhead_categories'])}"
+                  if t.get("guaranteed_overhead_categories") else ""))
     if "target_cpu_ns" in t:
         out.append(target_cpu_line(t))
     res = t.get("guaranteed_by_resource") or {}

@@ -35,6 +35,12 @@ def test_no_sample_in_a_copy_category_leaves_the_overhead_unknown_not_zero():
     s = build_sampled(samp, wall_ns=10, status="complete")
     assert s["totals"]["guaranteed_overhead_ns"] is None
     assert s["totals"]["guaranteed_overhead_pct"] is None
+    # samples elsewhere (Java code, I/O syscalls), none in a copy category: unknown, said
+    java = {"categories": {"java": {"time_ns": 9.0, "time_err95_ns": 1.0, "samples": 9,
+                                    "share_pct": 90.0}}, "by_pid": {}}
+    s = build_sampled(java, wall_ns=10, status="complete")
+    assert s["totals"]["guaranteed_overhead_ns"] is None
+    assert any("below the sampler's resolution" in w for w in s["warnings"])
     one = {"categories": {"jni_copy": {"time_ns": 3.0, "time_err95_ns": 1.0, "samples": 3,
                                        "share_pct": 30.0}}, "by_pid": {}}
     s = build_sampled(one, wall_ns=10, status="complete")

@@ -183,7 +183,7 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
             by.join()
         finally:
             if scoper is not None:
-                scoper.close(background=True)
+                scoper.close()      # awaited: the next configuration starts clean
             if ses.child is not None and ses.child.poll() is None:
                 ses.child.kill()
             if ses.bt is not None and ses.bt.poll() is None:
@@ -207,7 +207,11 @@ def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
     res = rec.record(rec.Options(cmd=cmd, out=run_dir, stdout=run_dir / "stdout.txt",
                                  stderr=run_dir / "stderr.txt",
                                  workload=None if "by" in box else beside,
-                                 log=lambda m: log(f"  [{name}] {m}"), **kw))
+                                 log=lambda m: log(f"  [{name}] {m}"),
+                                 # the next configuration's bystander must not meet this
+                                 # recording's probes (a host-scope one's syscall tracepoints
+                                 # stay on until bpftrace has closed them)
+                                 wait_teardown=True, **kw))
     box["by"].join()
     if res.status != "complete":
         raise JvmosError(f"recording {name} ended {res.status}: {res.reason}")

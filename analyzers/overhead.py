@@ -73,11 +73,6 @@ BORROWED = {
 }
 
 
-def _hits_map(raw) -> Dict[Tuple[str, str], int]:
-    """@hits[pid, kind] (its key arity is the catalogue's, as for every printed map)."""
-    return {(pid, kind): int(v) for (pid, kind), v in raw.keyed("@hits").items()}
-
-
 def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
     """{pid: {kind: hits}} for every kind that fired in a traced process. scope process: the
     I/O and memory calls were probed on libc's wrappers (uprobe pairs), not tracepoints."""
@@ -92,9 +87,9 @@ def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
         for kind, counts in analyzer.probe_hits(raw, scope):
             add(kind, counts)
     # the probes no other map counts: common.bt's and the layers' extra blocks
-    for (pid, kind), n in _hits_map(raw).items():
+    for (pid, kind), n in raw.keyed("@hits").items():
         if n:
-            per[pid][kind] += n
+            per[pid][kind] += int(n)
     mem.adjust_hits(per)
     return {pid: dict(k) for pid, k in per.items()}
 

@@ -54,20 +54,14 @@ class Raw:
 _WRAP = 1 << 64
 
 
-def _signed(raw: Raw, name: str, val):
+def _signed(raw: Raw, name: str, val, key: str = ""):
     """A map's values with bpftrace's unsigned sums of negative totals turned back into the
     negative numbers they are (two's complement), each one noted in raw.negative."""
-    if isinstance(val, int) and not isinstance(val, bool) and val >= _WRAP >> 1:
-        raw.negative.append((name, "", val - _WRAP))
-        return val - _WRAP
     if isinstance(val, dict):
-        out = {}
-        for k, v in val.items():
-            if isinstance(v, int) and not isinstance(v, bool) and v >= _WRAP >> 1:
-                raw.negative.append((name, k, v - _WRAP))
-                v -= _WRAP
-            out[k] = v
-        return out
+        return {k: _signed(raw, name, v, k) for k, v in val.items()}
+    if isinstance(val, int) and not isinstance(val, bool) and val >= _WRAP >> 1:
+        raw.negative.append((name, key, val - _WRAP))
+        return val - _WRAP
     return val
 
 

@@ -18,7 +18,7 @@ from jvmos.analyzers import census, io, links, mem, threads
 from jvmos.analyzers.correction import combine, validate_costs, validate_probes
 from jvmos.analyzers.overhead import probe_overhead
 from jvmos.analyzers.rawparse import Raw
-from jvmos.catalogue import CATEGORIES, GUARANTEED
+from jvmos.catalogue import CATEGORIES, GUARANTEED, GUARANTEED_IO
 from jvmos.probegen import symbol_of_probe
 
 SCHEMA = "jvmos.summary/1"
@@ -31,7 +31,8 @@ def _blank():
 def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
     """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time. A time sum
     that came out negative (raw.negative: a span's bookkeeping went wrong in the probes) is
-    not added: it goes to `dropped` as (map, key, ns), and the summary says so."""
+    not added: it goes to `dropped` as (map, pid, category, symbol, ns), and the summary says
+    so."""
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
     # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
@@ -43,7 +44,7 @@ def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
             if sym.startswith("jni_"):
                 sym = sym[4:]
             if int(v) < 0:
-                dropped.append((mapname, f"{pid},{cat},{sym}", int(v)))
+                dropped.append((mapname, pid, cat, sym, int(v)))
                 continue
             f = out[pid][cat][sym]
             f[field] = f.get(field, 0) + int(v)
@@ -84,10 +85,6 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     warnings = []
     dropped = []
     fns = _per_pid(raw, addresses, dropped)
-    for mapname, key, v in dropped:
-        warnings.append(f"{mapname}[{key}] summed to {v / 1e6:,.3f} ms, a negative figure (the "
-                        "probes' bookkeeping of a span went wrong): that category's time in "
-                        "that process is unknown (null); its calls are counted")
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
     for (pid, p, d), v in raw.keyed("@path_bytes").items():
         pathmap[pid][(p, d)]["bytes"] += int(v)
@@ -119,8 +116,10 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     for pid in pids:
         io.correct_times(by_pid[pid]["categories"], probes, mode, scope)
     # a time that summed negative is no time: its category's time is unknown in that process
-    for mapname, key, v in dropped:
-        pid, cat = key.split(",")[:2]
+    for mapname, pid, cat, sym, v in dropped:
+        warnings.append(f"{mapname}[{pid},{cat},{sym}] summed to {v / 1e6:,.3f} ms, a negative "
+                        "figure (the probes' bookkeeping of a span went wrong): that category's "
+                        "time in that process is unknown (null); its calls are counted")
         c = (by_pid.get(pid) or {}).get("categories", {}).get(cat)
         if c is not None:
             c["time_ns"] = None
@@ -181,8 +180,9 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
                    "missed_events": dict(missed),
-                   **({"negative_sums_dropped": [{"map": m, "key": k, "value": v}
-                                                 for m, k, v in dropped]} if dropped else {}),
+                   **({"negative_sums_dropped": [{"map": m, "key": f"{p},{c},{f}", "value": v}
+                                                 for m, p, c, f, v in dropped]}
+                      if dropped else {}),
                    "mode": mode,
                    **overhead},
         "categories": {c: cats_total[c] for c in CATEGORIES if c in cats_total},
@@ -192,10 +192,6 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         "probe_costs": probes,
         "warnings": warnings,
     }
-
-
-# the copy categories a sample can stand for (async-profiler's frames name the copy routines)
-SAMPLED_GUARANTEED = ("jni_copy", "nio_copy", "kernel_copy")
 
 
 def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=None,
@@ -209,7 +205,8 @@ def build_sampled(samp: Optional[dict], *, wall_ns: int, status: str, exit_code=
         cats[name] = {"calls": None, "bytes": None, "time_ns": c["time_ns"],
                       "time_err95_ns": c["time_err95_ns"], "samples": c["samples"],
                       "share_pct": c["share_pct"], "method": "sampled"}
-    present = [c for c in SAMPLED_GUARANTEED if c in cats]
+    # the copy categories a sample can stand for: the guaranteed overhead of I/O
+    present = [c for c in GUARANTEED_IO if c in cats]
     # no sample in any copy category: below the sampler's resolution, not 0 ns
     g = sum(cats[c]["time_ns"] for c in present) if present else None
     return {"schema": SCHEMA, "status": status, "exit_code": exit_code,

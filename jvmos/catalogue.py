@@ -81,10 +81,9 @@ SYSCALL_DIRECTION = {"write": "in", "pwrite64": "in", "writev": "in", "sendto": 
 # libnio natives that issue I/O for NIO channels (the NIO path of Table 2), per JDK spelling:
 # FileDispatcherImpl up to JDK 20, UnixFileDispatcherImpl from JDK 21 (a JDK has one of the
 # two; the other is missing, and not a partial recording)
-NIO_DISPATCHERS = {"FileDispatcherImpl": ("read0", "readv0", "pread0", "write0", "writev0",
-                                          "pwrite0"),
-                   "UnixFileDispatcherImpl": ("read0", "readv0", "pread0", "write0", "writev0",
-                                              "pwrite0"),
+_FILE_NATIVES = ("read0", "readv0", "pread0", "write0", "writev0", "pwrite0")
+NIO_DISPATCHERS = {"FileDispatcherImpl": _FILE_NATIVES,
+                   "UnixFileDispatcherImpl": _FILE_NATIVES,
                    "SocketDispatcher": ("read0", "readv0", "write0", "writev0"),
                    "DatagramDispatcher": ("read0", "readv0", "write0", "writev0"),
                    "DatagramChannelImpl": ("send0", "receive0")}

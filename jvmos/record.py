@@ -755,6 +755,19 @@ def _trace(run: _Run) -> None:
                         sig=session.interrupted)
 
 
+def jvm_homes(processes: Dict[str, dict], attach_pid: Optional[int],
+              probed_homes: List[str]):
+    """({pid: JDK home of the libjvm it mapped}, the JDK homes that ran) of a recording's
+    processes (the manifest's `processes`): the attached pid's JDK is the one probed, and when
+    no process showed its JDK, every JDK probed counts as run (a command may have started one
+    of several JDKs probed). The analyzers' per-JDK constants and probe costs follow these."""
+    homes = {p: (i.get("jvm") or i["jvm_from_launcher"])["home"]
+             for p, i in processes.items() if "jvm" in i or "jvm_from_launcher" in i}
+    if attach_pid is not None and probed_homes:
+        homes.setdefault(str(attach_pid), probed_homes[0])
+    return homes, sorted(set(homes.values())) or list(probed_homes)
+
+
 def _conclude(run: _Run) -> Result:
     """The recording's status and why, its summary (the analyzers on the raw output), and the
     run directory's last files."""
@@ -800,14 +813,9 @@ def _conclude(run: _Run) -> Result:
         warnings.append(why)
         log(f"note: {why}")
     pids = {str(p): info for p, info in tree.pids.items()}
-    jvm_home_by_pid = {p: (i.get("jvm") or i["jvm_from_launcher"])["home"]
-                       for p, i in pids.items() if "jvm" in i or "jvm_from_launcher" in i}
-    if opts.pid is not None and jvms:
-        jvm_home_by_pid.setdefault(str(opts.pid), str(jvms[0].home))
+    jvm_home_by_pid, ran = jvm_homes(pids, opts.pid, [str(j.home) for j in jvms])
     costs = cal.costs_for(platform)
     from jvmos.probecost import probes_for
-    # the JDKs that ran (a command may have started one of several JDKs probed)
-    ran = sorted(set(jvm_home_by_pid.values())) or [str(j.home) for j in jvms]
     probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)
     warnings.extend(probe_warnings)
     try:

@@ -66,12 +66,16 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
 
 
+def _stderr_lines(text: str) -> List[str]:
+    """bpftrace's stderr without the harmless RLIMIT_MEMLOCK warning and blank lines."""
+    return [l for l in text.splitlines() if "RLIMIT_MEMLOCK" not in l and l.strip()]
+
+
 def first_error(err_path: Path) -> str:
-    """The line of bpftrace's stderr that says what went wrong (not the harmless
-    RLIMIT_MEMLOCK warning): the first ERROR line, else the first line, else 'no output'."""
+    """The line of bpftrace's stderr that says what went wrong: the first ERROR line, else
+    the first line, else 'no output'."""
     try:
-        lines = [l for l in err_path.read_text(errors="replace").splitlines()
-                 if "RLIMIT_MEMLOCK" not in l and l.strip()]
+        lines = _stderr_lines(err_path.read_text(errors="replace"))
     except OSError:
         return "no output"
     return next((l for l in lines if "ERROR" in l), lines[0] if lines else "no output").strip()
@@ -134,7 +138,7 @@ def run_command(script: str, cmd: str, what: str, timeout: float = 900,
                            timeout=timeout, env=env)
     finally:
         Path(path).unlink(missing_ok=True)
-    errs = [l for l in r.stderr.splitlines() if "ERROR" in l and "RLIMIT_MEMLOCK" not in l]
+    errs = [l for l in _stderr_lines(r.stderr) if "ERROR" in l]
     if check and (r.returncode or errs):
         raise JvmosError(f"bpftrace failed while {what}: {(errs or [r.stderr.strip()])[0]}")
     return r

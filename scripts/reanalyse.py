@@ -31,17 +31,14 @@ def rebuild(run: Path, platform: dict) -> dict:
     from jvmos import calibrate as cal, cputime
     from jvmos.analyzers import rawparse, summary as summ
     from jvmos.probecost import probes_for
+    from jvmos.record import jvm_homes
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     probes = m.get("probes") or {}
     decoys = (probes.get("scope") or {}).get("decoys")
     raw = rawparse.parse_file(run / "raw" / "bpftrace.json", decoys=decoys)
-    homes = {p: (i.get("jvm") or i.get("jvm_from_launcher") or {}).get("home")
-             for p, i in (m.get("processes") or {}).items()}
-    homes = {p: h for p, h in homes.items() if h}
-    if m.get("attach_pid") is not None and m.get("jvms_probed"):
-        homes.setdefault(str(m["attach_pid"]), m["jvms_probed"][0]["home"])
-    ran = sorted(set(homes.values())) or [j["home"] for j in m.get("jvms_probed", [])]
+    homes, ran = jvm_homes(m.get("processes") or {}, m.get("attach_pid"),
+                           [j["home"] for j in m.get("jvms_probed", [])])
     script = SimpleNamespace(kinds=probes.get("kinds") or {},
                              addresses=probes.get("addresses") or {})
     probe_costs, _ = probes_for(platform.get("probes"), script, ran)

@@ -112,8 +112,8 @@ _LAYERS = [
     Layer("io", ("io.bt",),
           "JNI and NIO copies between the Java heap and native memory, I/O syscalls and the "
           "bytes the kernel copied",
-          "a uprobe+uretprobe pair per JNI copy (≈2.5 µs), a probe pair per I/O syscall "
-          "(≈1.9 µs)",
+          "a uprobe+uretprobe pair per JNI copy and per I/O call (each ≈2.1 µs per hit on the "
+          "reference machine, 24 Nov; jvmos calibrate --probes measures yours)",
           syscalls=tuple(IO_SYSCALLS),
           symbols={"@LIBJVM@": tuple(f"jni_{f}" for f in JNI_COPY_FUNCTIONS)
                    + ("Unsafe_CopyMemory0",),

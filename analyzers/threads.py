@@ -1,7 +1,7 @@
 """The threads resource (probes/threads.bt; paper section 3.2): native thread creation and
 exit split into libc, kernel and the JVM's part (categories thread_create, thread_jvm), the
-waiting around it (thread_wait), futex synchronization (sync) and the context switches of
-the traced threads. Times are corrected per hit (correction.correct); the layer has no
+waiting around it (thread_wait), futex synchronization (sync), run-queue wait (runq) and the
+context switches of the traced threads. Times are corrected per hit (correction.correct); the layer has no
 calibrated windows of its own and borrows the io layer's, naming them in
 `probe_window_source`.
 """
@@ -30,6 +30,8 @@ KINDS = {
     "threads:uretprobe": ("return of one of those four functions", "uretprobe", "uretprobe"),
     "threads:sched_wakeup_new": ("a new task woken by a traced thread", "tracepoint",
                                  "tracepoint"),
+    "threads:sched_wakeup": ("a wakeup of a traced thread (run-queue wait, --mode time)",
+                             "tracepoint", "tracepoint"),
     "threads:sys_enter_exit": ("a traced thread's exit syscall", "tracepoint", "tracepoint"),
 }
 
@@ -60,7 +62,8 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
     c = probe_costs(probes)
     tc, tj = fns.get("thread_create", {}), fns.get("thread_jvm", {})
     tw, sy = fns.get("thread_wait", {}), fns.get("sync", {})
-    if not (tc or tj or tw or sy):
+    rq = fns.get("runq", {})
+    if not (tc or tj or tw or sy or rq):
         return {}
     out = {}
     nested_sys = sub(c["sys_hit"], c["sys_window"])
@@ -200,6 +203,17 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "parts": sparts,
             "basis": "futex syscalls of the traced threads, time includes blocking"})
         out["sync"] = cat
+    if rq:
+        out["runq"] = {
+            "calls": sum(v.get("calls", 0) for v in rq.values()), "bytes": None,
+            "time_ns": sum(v.get("time_ns", 0) for v in rq.values()),
+            "method": "measured",
+            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
+                      for k, v in sorted(rq.items())},
+            "basis": "waiting, not work: a traced thread runnable (woken after blocking, or "
+                     "preempted) until its next switch-in; calls = waits seen; not corrected "
+                     "(a wait is not the probes' cost, though the probes on the running "
+                     "threads lengthen it)"}
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):
             if name in out:

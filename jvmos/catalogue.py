@@ -123,11 +123,12 @@ _LAYERS = [
           "~240 uprobes, slow to attach (a minute), and a uprobe hit per JNI call",
           symbols={"@LIBJVM@": ("@JNI_ENTRY_POINTS@",)}),
     Layer("threads", ("threads.bt",),
-          "native thread creation and exit: libc, kernel and the JVM's part; futex waits",
+          "native thread creation and exit: libc, kernel and the JVM's part; futex waits, "
+          "context switches and run-queue wait",
           "4 uprobe pairs per thread created, a tracepoint pair per thread-related syscall "
-          "and futex, and sched_switch; times need --mode time",
+          "and futex, sched_switch and sched_wakeup; times need --mode time",
           syscalls=THREAD_SPAN_SYSCALLS + ("futex",),
-          tracepoints=("sched:sched_switch", "sched:sched_wakeup_new",
+          tracepoints=("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
                        "sched:sched_process_free"),
           symbols=THREAD_SYMBOLS, timed_spans=True),
     Layer("links", ("links.bt",),
@@ -189,6 +190,8 @@ CATEGORIES = {
     "thread_wait": "waiting while a thread is created: delay until the new thread first "
                    "runs, futex waits for it (not work of any layer)",
     "sync": "native synchronization: futex wait/wake syscalls (time includes blocking)",
+    "runq": "run-queue wait: a traced thread runnable (woken, or preempted) but not running, "
+            "until the scheduler runs it (waiting, not work)",
     "link": "establishing network links: accept, accept4, connect",
     "file": "opening and closing files: open, openat, openat2, close",
     "malloc": "libc allocator: malloc, calloc, realloc, free, posix_memalign, aligned_alloc, "

@@ -37,13 +37,13 @@ def test_syscall_catalogue():
 
 def test_categories():
     assert list(CATEGORIES) == ["jni_copy", "nio_copy", "io_syscall", "kernel_copy", "jni_call",
-                                "thread_create", "thread_jvm", "thread_wait", "sync", "link",
+                                "thread_create", "thread_jvm", "thread_wait", "sync", "runq", "link",
                                 "file", "malloc", "free_estimated", "vm"]
     assert set(GUARANTEED_IO) <= set(CATEGORIES) and "io_syscall" not in GUARANTEED_IO
     # waiting and blocking are never guaranteed overhead; the JVM's own part is reported beside
     guaranteed = {c for names in GUARANTEED.values() for c in names}
     assert guaranteed <= set(CATEGORIES)
-    assert not guaranteed & {"io_syscall", "thread_wait", "sync", "thread_jvm", "jni_call"}
+    assert not guaranteed & {"io_syscall", "thread_wait", "sync", "runq", "thread_jvm", "jni_call"}
     for files in LAYERS.values():
         for f in files:
             assert (PROBES_DIR / f).is_file(), f
@@ -101,6 +101,6 @@ def test_categories_the_probes_emit_are_known_to_the_analyzer():
     assert emitted <= set(CATEGORIES) | {"unsafe_copy_out", "unsafe_copy_etc", "nio_native",
                                          "vm_timed", "thread_nested_alloc",
                                          "malloc_untimed"}
-    assert {"thread_create", "thread_jvm", "thread_wait", "sync", "link", "file", "malloc",
+    assert {"thread_create", "thread_jvm", "thread_wait", "sync", "runq", "link", "file", "malloc",
             "vm"} <= emitted
     assert {"jni_copy", "io_syscall", "jni_call", "nio_native", "unsafe_copy_out"} <= emitted

@@ -28,6 +28,8 @@ experiments:
   threads        paper Tables 4 and 5: NoOp threads, per-layer cost, virtual threads
   memory         paper Table 6: allocator and kernel memory cost under a DaCapo-style suite
   tomcat         paper Figure 2: a JPetStore-style shop on Tomcat under growing load
+  chat           paper Figure 1: a VolanoMark-style chat server, platform and virtual threads
+  server         Figures 1-2 on your own server: --server-cmd, --load-cmd "... {level} ...", --levels
   heuristic      paper Table 7: the cost heuristic against measured cost, and a fitted model
 
 examples:

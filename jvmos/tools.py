@@ -13,6 +13,7 @@ IO_JAR = ROOT / "workloads" / "java" / "io" / "target" / "jvmos-io.jar"
 TOMCAT_JAR = ROOT / "workloads" / "java" / "tomcat" / "target" / "jvmos-tomcat.jar"
 DACAPO_JAR = ROOT / "workloads" / "java" / "dacapo" / "target" / "jvmos-dacapo.jar"
 SHOP_JAR = ROOT / "workloads" / "java" / "shop" / "target" / "jvmos-shop.jar"
+CHAT_JAR = ROOT / "workloads" / "java" / "chat" / "target" / "jvmos-chat.jar"
 
 
 def c_program(name: str) -> Path:

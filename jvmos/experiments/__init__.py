@@ -1,5 +1,6 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from jvmos.experiments import accuracy, blocking_io, heuristic, jni_census, memory, overhead, threads, tomcat
+from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, jni_census, memory,
+                               overhead, server, threads, tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -8,6 +9,8 @@ EXPERIMENTS = {
     "threads": threads.main,
     "memory": memory.main,
     "tomcat": tomcat.main,
+    "chat": chat.main,
+    "server": server.main,
     "heuristic": heuristic.main,
     "overhead": overhead.main,
 }

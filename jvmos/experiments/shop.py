@@ -1,7 +1,6 @@
 """The JPetStore-style shop (workloads/java/shop) on embedded Tomcat, as `jvmos run tomcat`
-(Figure 2) and `jvmos run heuristic` (Table 7) drive it: the server started and stopped, loads
-of THREADSxPAGES run bare or with jvmos attached to the server, and one load level measured
-(recorded, then bare; optionally a warm pair for the probe effect).
+(Figure 2) and `jvmos run heuristic` (Table 7) drive it: the server started and stopped, and
+loads of THREADSxPAGES; a level is measured by server.measure_level, as any server's is.
 """
 import subprocess
 import time
@@ -10,15 +9,12 @@ from typing import List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos import cputime
-from jvmos import record as rec
-from jvmos.cputime import cpu_split
-from jvmos.heuristic import model
 from jvmos.tools import SHOP_JAR, jar
-from jvmos.experiments.common import last_json, log
-from jvmos.experiments.common import probe_effect, probe_effect_median, probe_totals
-
-# the layers attached to the server: the paper's four resources
-LAYERS = ("io", "threads", "links", "mem")
+from jvmos.experiments.common import last_json
+# the shop is measured as any server is (server.py); LAYERS and level_probe_effect are
+# re-exported for its users
+from jvmos.experiments.server import LAYERS, level_probe_effect  # noqa: F401
+from jvmos.experiments.server import measure_level as measure_server_level
 
 
 def parse_levels(text: str) -> List[Tuple[int, int]]:
@@ -101,119 +97,12 @@ class Shop:
                              f"see {self.dir}/server-stderr.txt)")
 
 
-def _recorded_load(shop: Shop, threads: int, pages: int, keepalive: bool, layers, run_dir: Path,
-                   name: str):
-    """One load with jvmos attached to the server: (recording, load result, server CPU ns)."""
-    box = {}
-
-    def drive():
-        box["cpu0"] = shop.cpu_ns()
-        box["load"] = shop.load(threads, pages, keepalive)
-        box["cpu1"] = shop.cpu_ns()
-
-    # the teardown is awaited: a bare load follows, and uprobes still on the server (detached
-    # one grace period at a time) would trap in it, uncounted
-    res = rec.record(rec.Options(pid=shop.proc.pid, layers=list(layers), out=run_dir,
-                                 workload=drive, log=lambda m: log(f"  [{name}] {m}"),
-                                 wait_teardown=True))
-    if res.status != "complete":
-        raise JvmosError(f"recording of {name} ended {res.status}")
-    return res, box["load"], box["cpu1"] - box["cpu0"]
-
-
-def _bare_load(shop: Shop, threads: int, pages: int, keepalive: bool) -> dict:
-    c0 = shop.cpu_ns()
-    bare = shop.load(threads, pages, keepalive)
-    bare["server_cpu_ns"] = shop.cpu_ns() - c0
-    return bare
-
-
-def warm_pair(shop: Shop, threads: int, pages: int, keepalive: bool, layers, out: Path,
-              name: str, bare_before: dict) -> dict:
-    """The probe effect measured on a server in one state: the level's first recorded load
-    grows the connector's pool and touches the heap's pages for the first time (first-touch
-    page faults that a later bare load does not pay), so recorded minus that bare load is
-    not the probes' cost. Here a second recorded load runs between two bare loads, all three
-    on the warmed server: observed = recorded - mean(bare before, bare after), beside
-    jvmos's estimate for that same recording."""
-    log(f"[{name}] probe effect: a second recorded load between two bare ones")
-    res, load, cpu = _recorded_load(shop, threads, pages, keepalive, layers,
-                                     out / "runs" / f"{name}-warm", f"{name}-warm")
-    after = _bare_load(shop, threads, pages, keepalive)
-    bares = [bare_before["server_cpu_ns"], after["server_cpu_ns"]]
-    return {"run_dir": str(res.run_dir.relative_to(out)), "server_cpu_ns": cpu,
-            "bare_cpu_ns": bares, "bare_mean_cpu_ns": sum(bares) / 2,
-            "pages_per_s": load.get("pages_per_s"),
-            "bare_after_pages_per_s": after.get("pages_per_s"),
-            "probe_totals": probe_totals(res.summary["totals"])}
-
-
 def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
                   keepalive: bool = False, layers=LAYERS, pair: bool = False) -> dict:
-    """One load level: recorded (jvmos attached to the server for the load), then bare.
-    Recorded first, so that the threads Tomcat's pool starts for a load it has not seen yet
-    are created while jvmos watches. pair: the probe effect is measured on a warm pair too
-    (warm_pair)."""
-    log(f"[{name}] {threads} threads x {pages} pages, recorded ({','.join(layers)})")
-    res, load, cpu = _recorded_load(shop, threads, pages, keepalive, layers,
-                                    out / "runs" / name, name)
-    log(f"[{name}] {threads} threads x {pages} pages, bare")
-    bare = _bare_load(shop, threads, pages, keepalive)
-    bare_cpu = bare["server_cpu_ns"]
-    warm = None
-    if pair:
-        try:
-            warm = warm_pair(shop, threads, pages, keepalive, layers, out, name, bare)
-        except JvmosError as e:     # the level's figures stand; its probe effect is the cold one
-            log(f"warning: [{name}] the warm pair failed ({e}): the probe effect is the first "
-                "recorded load's, warm-up included")
-            warm = {"error": str(e)}
-    s = res.summary
-    t = s["totals"]
-    by = t.get("guaranteed_by_resource") or {}
-    overhead = sum(by.values())
-    if t.get("guaranteed_overhead_unknown"):
-        log(f"warning: {threads}x{pages}: the overhead leaves out "
-            f"{', '.join(t['guaranteed_overhead_unknown'])} (time unknown): a lower bound")
-    return {
-        "threads": threads, "pages": pages, "connections": load.get("connections"),
-        "bare": bare, "recorded": load, "run_dir": str(res.run_dir.relative_to(out)),
-        "server_cpu_ns": cpu, "bare_cpu_ns": bare_cpu,
-        "cpu_clock": "the server's process CPU clock (clock_gettime, ns, every thread)",
-        "wall_ns": t["wall_ns"],
-        "guaranteed_ns": overhead, "by_resource": by,
-        **cpu_split(bare_cpu, cpu, overhead),
-        "counts": model.counts_from_summary(s),
-        "mem_parts": model.mem_parts_from_summary(s),
-        "probe_overhead_ns": t.get("probe_overhead_ns"),
-        "probe_totals": probe_totals(t),
-        **({"warm_pair": warm} if warm else {}),
-    }
-
-
-def warm_of(L: dict) -> Optional[dict]:
-    """A level's (or repeat's) warm pair, when it ran and did not fail."""
-    w = L.get("warm_pair")
-    return w if w and "error" not in w else None
-
-
-def level_probe_effect(L: dict) -> dict:
-    """Estimated probe effect beside the observed one: the server's CPU time recorded minus
-    bare at the same load (the median over repeats when a level has several); from the warm
-    pair when the level has one (warm_pair: the first recorded load pays the server's
-    warm-up, which is not the probes' cost)."""
-    reps = L.get("repeats") or [L]
-    effects = []
-    for r in reps:
-        w = warm_of(r)
-        if w:
-            effects.append(probe_effect(w["probe_totals"], w["server_cpu_ns"],
-                                        w["bare_mean_cpu_ns"],
-                                        "server CPU time, warm: a second recorded load minus "
-                                        "the mean of the bare loads before and after it"))
-        else:
-            effects.append(probe_effect(
-                r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
-                r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
-                "server CPU time"))
-    return probe_effect_median(effects)
+    """One load level of THREADS x PAGES, as server.measure_level measures any server's
+    (recorded, then bare; pair: a warm pair for the probe effect)."""
+    L = measure_server_level(shop, lambda: shop.load(threads, pages, keepalive), out, name,
+                             f"{threads} threads x {pages} pages", layers=layers,
+                             pair=pair, rate_key="pages_per_s")
+    return {"threads": threads, "pages": pages,
+            "connections": L["recorded"].get("connections"), **L}

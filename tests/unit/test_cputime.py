@@ -93,7 +93,7 @@ def test_report_line_gives_the_share_and_the_cpu_time():
 
 def test_tomcat_split_takes_java_execution_from_the_bare_run():
     from jvmos.cputime import cpu_split
-    from jvmos.experiments.tomcat import recorded_cpu_text
+    from jvmos.experiments.server import recorded_cpu_text
     # bare 400 ms, recorded 500 ms, overhead 60 ms:
     # Java execution 400 - 60 = 340 ms; overhead 60/400 = 15%; probe effect +100 ms, 1.25x
     s = cpu_split(400e6, 500e6, 60e6)

@@ -1,0 +1,283 @@
+"""`jvmos run chat`: the paper's Figure 1 (section 5) on this machine.
+
+A VolanoMark-style chat server (workloads/java/chat: per connection a reader and a writer
+thread, every message broadcast to the 20 members of its room) on 127.0.0.1, loaded by a
+separate client JVM at four levels that double the rooms (default 5, 10, 20, 40 rooms of 20
+users: up to 800 connections and 1,600 server threads). The server is run through the
+generic server experiment (`jvmos run server`): at each level the load runs once while jvmos is
+attached to the server with the io, threads, links and mem layers, then once bare; the
+guaranteed overhead by resource is drawn beside the server's Java execution time as stacked
+bars. Native synchronization (futex), context switches per message and run-queue wait are
+reported beside it: the paper names them as what this workload taxes but did not measure them.
+The same levels run with the server's threads virtual (JDK 21+), side by side.
+"""
+import argparse
+from pathlib import Path
+from typing import List, Optional
+
+from jvmos import JvmosError
+from jvmos.analyzers.tables import Table, fmt_count
+from jvmos.catalogue import LAYERS as KNOWN_LAYERS
+from jvmos.jdk import Jvm
+from jvmos.tools import CHAT_JAR, jar
+from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
+from jvmos.experiments.server import (LAYERS, CommandServer, finish, measure_level, ms,
+                                      parse_positive_levels, stacked_figure)
+
+EXAMPLES = """\
+examples:
+  jvmos run chat                                    # 5,10,20,40 rooms x 20 users, platform and virtual
+  jvmos run chat --quick                            # 1,2,4,8 rooms, 10 messages per user
+  jvmos run chat --threads platform --jdk /usr/lib/jvm/java-17-openjdk-amd64
+  jvmos run chat --levels 2,4 --messages 50 --no-warm-pair
+
+cost: all four layers are on while the server is loaded, each level is also run bare (and,
+unless --no-warm-pair, once more recorded between two bare runs for the probe effect); with
+--threads both (the default) every level runs in both thread models. The default run takes
+about 15 minutes on a 2-core machine.
+"""
+
+DEFAULT_LEVELS = "5,10,20,40"
+QUICK_LEVELS = "1,2,4,8"
+PAPER_BAND = (23, 40)    # the paper's Figure 1: guaranteed overhead, % of execution time
+MODES = ("platform", "virtual")
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run chat", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--levels", help=f"rooms per level, comma-separated (default {DEFAULT_LEVELS})")
+    p.add_argument("--users-per-room", type=int, default=20, help="users per room (default 20)")
+    p.add_argument("--messages", type=int, default=20, help="messages each user sends (default 20)")
+    p.add_argument("--message-bytes", type=int, default=40,
+                   help="bytes of a message's text (default 40)")
+    p.add_argument("--threads", choices=("platform", "virtual", "both"), default="both",
+                   help="the server's thread model: platform (two threads per connection), "
+                        "virtual (the same on virtual threads, JDK 21+) or both, side by side "
+                        "on one JDK 21+ (default both; platform only when no JDK 21+ is found)")
+    p.add_argument("--layers", default=",".join(LAYERS),
+                   help=f"layers attached to the server (default {','.join(LAYERS)})")
+    p.add_argument("--jdk", help="JDK home (default: the first found; with virtual threads, "
+                                 "the first JDK 21+ found)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-chat)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"levels {QUICK_LEVELS}, 10 messages per user, no warm pair")
+    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
+                   help="skip the probe-effect pair (a second recorded load between two bare "
+                        "ones at each level: doubles the experiment's time)")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.levels = a.levels or QUICK_LEVELS
+        a.messages = min(a.messages, 10)
+        a.warm_pair = False
+    try:
+        a.levels = parse_positive_levels(a.levels or DEFAULT_LEVELS, "level (rooms)")
+    except JvmosError as e:
+        p.error(str(e))
+    if a.users_per_room <= 0 or a.messages <= 0 or a.message_bytes <= 0:
+        p.error("--users-per-room, --messages and --message-bytes must be positive")
+    a.layers = [x.strip() for x in a.layers.split(",") if x.strip()]
+    bad = [x for x in a.layers if x not in KNOWN_LAYERS]
+    if bad or not a.layers:
+        p.error(f"unknown layer(s) {', '.join(bad) or '(none given)'} "
+                f"(known: {', '.join(KNOWN_LAYERS)})")
+    return a
+
+
+def feature(j: Jvm) -> int:
+    try:
+        return int(j.version.split(".")[0])
+    except ValueError:
+        return 0
+
+
+def choose(a) -> (Jvm, List[str], Optional[str]):
+    """(the JDK, the thread modes to run, a note when a mode was left out)."""
+    if a.threads == "platform":
+        return select_jdks([a.jdk] if a.jdk else None)[0], ["platform"], None
+    jvms = select_jdks([a.jdk] if a.jdk else None)
+    modern = [j for j in jvms if feature(j) >= 21]
+    if a.threads == "virtual":
+        if not modern:
+            raise JvmosError("--threads virtual needs a JDK 21 or later: "
+                             + ("--jdk " + a.jdk + " is " if a.jdk else "none found; found ")
+                             + ", ".join(jdk_label(j) for j in jvms))
+        return modern[0], ["virtual"], None
+    if not modern:
+        return jvms[0], ["platform"], ("virtual threads left out: no JDK 21 or later "
+                                       f"({'--jdk is' if a.jdk else 'found'} "
+                                       f"{', '.join(jdk_label(j) for j in jvms)})")
+    return modern[0], list(MODES), None
+
+
+def server_cmd(java: str, mode: str, max_seconds: int) -> str:
+    # the server bounds its own run time; its heap is fixed so that GC sizing does not
+    # change between levels
+    return (f"{java} -Xms512m -Xmx512m -jar {jar(CHAT_JAR)} --port 0 --threads {mode} "
+            f"--max-seconds {max_seconds}")
+
+
+def load_cmd(java: str, a) -> str:
+    return (f"{java} -Xmx1g -cp {jar(CHAT_JAR)} org.jvmos.workloads.chat.ChatLoad --port {{port}} "
+            f"--rooms {{level}} --users-per-room {a.users_per_room} --messages {a.messages} "
+            f"--message-bytes {a.message_bytes} --max-seconds 600")
+
+
+def run_mode(java: str, mode: str, a, out: Path) -> dict:
+    """Every level in one thread model, on one server."""
+    srv = CommandServer(server_cmd(java, mode, 4 * 3600), load_cmd(java, a),
+                        out / f"server-{mode}", rate_key="messages_per_s")
+    levels = {}
+    with srv:
+        log(f"[{mode}] chat server: JVM pid {srv.pid} on 127.0.0.1:{srv.port}")
+        log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
+        warm = srv.load(str(a.levels[0]))
+        for rooms in a.levels:
+            name = f"{rooms}x{a.users_per_room}"
+            users = rooms * a.users_per_room
+            L = measure_level(srv, lambda r=rooms: srv.load(str(r)), out, f"{mode}-{name}",
+                              f"{mode}: {rooms} rooms x {a.users_per_room} users "
+                              f"({users} connections)", layers=a.layers, pair=a.warm_pair,
+                              rate_key="rate")
+            L.update({"rooms": rooms, "users": users, "connections": users})
+            levels[name] = L
+    return {"server_command": " ".join(srv.argv), "load_command": srv.load_cmd,
+            "warmup": warm, "levels": levels}
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    jvm, modes, left_out = choose(a)
+    java = str(jvm.home / "bin" / "java")
+    out = out_dir(a.out, "chat")
+    results = {"experiment": "chat", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+               "users_per_room": a.users_per_room, "messages_per_user": a.messages,
+               "message_bytes": a.message_bytes, "layers": a.layers, "thread_modes": modes,
+               "left_out": left_out, "modes": {}}
+    if left_out:
+        log(f"note: {left_out}")
+    for mode in modes:
+        results["modes"][mode] = run_mode(java, mode, a, out)
+    main_mode = modes[0]
+    results["levels"] = results["modes"][main_mode]["levels"]
+    results["figure1_mode"] = main_mode
+    extra_tables = [waits_table(results, m) for m in modes]
+    if len(modes) == 2:
+        extra_tables.append(compare_table(results))
+        figs = stacked_figure(results["modes"]["virtual"]["levels"], out / "figure1-virtual",
+                              f"Chat server on virtual threads: guaranteed overhead by resource "
+                              f"({results['jdk_label']})", XLABEL, PAPER_BAND)
+        results["figures_virtual"] = [f.name for f in figs]
+    return finish(out, "figure1", results, "load (rooms x users)", "rate", "messages/s",
+                  f"Figure 1: guaranteed overhead of the chat server under load "
+                  f"({results['jdk_label']}, {main_mode} threads; ms of server CPU time)",
+                  f"Chat server ({main_mode} threads): guaranteed overhead by resource "
+                  f"({results['jdk_label']})", XLABEL,
+                  extra=[("connections", lambda L: (fmt_count(L["connections"]), L["connections"])),
+                         ("native threads created", threads_cell)],
+                  extra_tables=extra_tables, extra_notes=notes(results),
+                  paper_band=PAPER_BAND)
+
+
+XLABEL = "load: rooms x users per room (% = overhead / bare CPU time)"
+
+
+def threads_cell(L):
+    n = L["counts"].get("threads_created")
+    per = n / L["connections"] if n is not None and L["connections"] else None
+    return (("—" if n is None else f"{n:,}" + (f" ({per:.2f}/conn)" if per is not None else "")),
+            n)
+
+
+def deliveries(L, which="recorded") -> Optional[int]:
+    d = (L.get(which) or {}).get("deliveries")
+    return d if isinstance(d, int) and d > 0 else None
+
+
+def per(n, d, fmt="{:.2f}"):
+    return "—" if n is None or not d else fmt.format(n / d)
+
+
+def csw_total(L) -> Optional[int]:
+    c = L["counts"].get("context_switches")
+    return None if not c else c["voluntary"] + c["involuntary"]
+
+
+def latency(L, which, q):
+    lat = (L.get(which) or {}).get("latency_us") or {}
+    v = lat.get(q)
+    return "—" if v is None else f"{v:,.0f}"
+
+
+def waits_table(results, mode: str) -> Table:
+    levels = results["modes"][mode]["levels"]
+    t = Table(f"Native synchronization, context switches and run-queue wait of the chat server "
+              f"({mode} threads, during the recorded load; {results['jdk_label']})",
+              ["load (rooms x users)", "messages delivered", "futex calls", "futex calls / message",
+               "futex time (ms, blocking included)", "context switches (vol. + invol.)",
+               "context switches / message", "run-queue waits", "run-queue wait (ms)",
+               "mean run-queue wait (µs)", "latency p50 / p99 bare (µs)",
+               "latency p50 / p99 recorded (µs)"])
+    for name, L in levels.items():
+        w, d = L["waits"], deliveries(L)
+        cs = csw_total(L)
+        t.add([name, fmt_count(d), fmt_count(w["futex_calls"]), per(w["futex_calls"], d),
+               ms(w["futex_ns"]), fmt_count(cs), per(cs, d), fmt_count(w["runq_waits"]),
+               ms(w["runq_ns"]), per(w["runq_ns"], w["runq_waits"] and w["runq_waits"] * 1000,
+                                     "{:,.1f}"),
+               f"{latency(L, 'bare', 'p50')} / {latency(L, 'bare', 'p99')}",
+               f"{latency(L, 'recorded', 'p50')} / {latency(L, 'recorded', 'p99')}"],
+              [name, d, w["futex_calls"], None if not d or w["futex_calls"] is None
+               else w["futex_calls"] / d, w["futex_ns"], cs,
+               None if not d or cs is None else cs / d, w["runq_waits"], w["runq_ns"],
+               None if not w["runq_waits"] else w["runq_ns"] / w["runq_waits"] / 1000,
+               ((L["bare"].get("latency_us") or {}).get("p50")),
+               ((L["recorded"].get("latency_us") or {}).get("p50"))])
+    return t
+
+
+def compare_table(results) -> Table:
+    pl, vt = (results["modes"][m]["levels"] for m in MODES)
+    t = Table(f"Platform vs virtual threads, the same levels ({results['jdk_label']}; the "
+              "recorded load's counts, the bare load's messages/s)",
+              ["load (rooms x users)", "threads", "native threads created",
+               "context switches", "futex calls", "guaranteed overhead (ms)",
+               "overhead / bare CPU", "bare CPU (ms)", "messages/s (bare)"])
+    for name in pl:
+        for mode, levels in (("platform", pl), ("virtual", vt)):
+            L = levels.get(name)
+            if L is None:
+                continue
+            n = L["counts"].get("threads_created")
+            t.add([name, mode, fmt_count(n), fmt_count(csw_total(L)),
+                   fmt_count(L["waits"]["futex_calls"]), ms(L["guaranteed_ns"]),
+                   "—" if L["overhead_pct_of_bare_cpu"] is None
+                   else f"{L['overhead_pct_of_bare_cpu']:.1f}%",
+                   ms(L["bare_cpu_ns"]), f"{L['bare'].get('rate') or 0:,.0f}"],
+                  [name, mode, n, csw_total(L), L["waits"]["futex_calls"], L["guaranteed_ns"],
+                   L["overhead_pct_of_bare_cpu"], L["bare_cpu_ns"], L["bare"].get("rate")])
+    return t
+
+
+def notes(results) -> List[str]:
+    out = [f"The paper's Figure 1 (VolanoMark, Solaris) found a guaranteed overhead of "
+           f"{PAPER_BAND[0]}% to {PAPER_BAND[1]}% of execution time, decreasing as the load "
+           "doubled; here the denominator is the server's CPU time during the bare load, and "
+           "the load is the rooms column (each of users-per-room users sends "
+           f"{results['messages_per_user']} messages of {results['message_bytes']} bytes, "
+           "broadcast to every member of the room, the sender included).",
+           "messages/s = messages delivered (one message to one member) per second, from the "
+           "first send to the last delivery, as the load generator measured it (VolanoMark's "
+           "throughput); latency = from a message's send to its delivery to the last member "
+           "of its room. Every load checks that each message reached each member exactly "
+           "once (a loss or a duplicate fails the run).",
+           "native threads created = pthread_create calls the threads layer saw in the server "
+           "during the recorded load (platform threads: two per connection, reader and "
+           "writer; virtual threads: only carrier threads and the JVM's own). futex time "
+           "includes blocking; context switches and run-queue wait are the server's threads' "
+           "(run-queue wait: runnable, not running, from a wakeup or a preemption to the "
+           "next switch-in); all are waiting, not part of the guaranteed overhead."]
+    if results.get("left_out"):
+        out.append(results["left_out"])
+    return out

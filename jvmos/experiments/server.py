@@ -1,0 +1,627 @@
+"""`jvmos run server`: the guaranteed overhead of any server under growing load (the paper's
+Figures 1 and 2 are this experiment on a chat server and on a shop).
+
+A server is started once, warmed up, and loaded at each level twice: once while jvmos is
+attached to it (the io, threads, links and mem layers by default), once bare. The recording
+gives the overhead by resource; the bare load gives the server's CPU time (its process CPU
+clock, every thread), of which Java execution is the part left after the overhead. The
+recorded load's CPU time beside the bare one is the probe effect, and a warm pair (a second
+recorded load between two bare ones) measures it on the warmed server.
+
+What is shared here: a `Target` (a started server: its pid, its CPU clock, a load at a level),
+`measure_level` (recorded, bare, warm pair), the table and the stacked-bar figure. The shop
+(`jvmos run tomcat`) and the chat server (`jvmos run chat`) are uses of it; `CommandServer`
+runs a user's own server and load commands.
+"""
+import argparse
+import os
+import re
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from jvmos import JvmosError
+from jvmos import cputime
+from jvmos import record as rec
+from jvmos.analyzers import figures
+from jvmos.analyzers.tables import Table
+from jvmos.cputime import cpu_split
+from jvmos.heuristic import model
+from jvmos.jdk import jvm_of_pid
+from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json, log,
+                                      out_dir, probe_effect, probe_effect_cells,
+                                      probe_effect_median, probe_totals, write_outputs)
+
+# the layers attached to the server: the paper's four resources
+LAYERS = ("io", "threads", "links", "mem")
+RESOURCES = (("io", "I/O (JNI/NIO and kernel copies)", "#d95f02"),
+             ("mem", "memory (libc allocator, kernel)", "#1b9e77"),
+             ("threads", "threads (native creation)", "#7570b3"),
+             ("links", "links (accept, open/close)", "#e7298a"))
+LEVEL_TOKEN = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+
+
+def parse_level_tokens(text: Optional[str], what: str = "level") -> List[str]:
+    """'5,10,20' -> ['5', '10', '20']: non-empty tokens of letters, digits and _.:+-
+    (they are put into a command line). JvmosError on anything else."""
+    if not text or not text.strip():
+        raise JvmosError(f"no {what}s given: write them comma-separated, e.g. 5,10,20,40")
+    out = []
+    for part in text.split(","):
+        tok = part.strip()
+        if not LEVEL_TOKEN.match(tok):
+            raise JvmosError(f"bad {what} '{part}' in '{text}': each {what} is a non-empty word "
+                             "of letters, digits and _.:+- (comma-separated, e.g. 5,10,20,40)")
+        out.append(tok)
+    if len(set(out)) != len(out):
+        raise JvmosError(f"a {what} is given twice in '{text}'")
+    return out
+
+
+def parse_positive_levels(text: Optional[str], what: str) -> List[int]:
+    """'5,10,20,40' -> [5, 10, 20, 40]: positive integers, no repeats."""
+    out = []
+    for tok in parse_level_tokens(text, what):
+        try:
+            n = int(tok)
+        except ValueError:
+            n = 0
+        if n <= 0 or str(n) != tok.lstrip("+"):
+            raise JvmosError(f"bad {what} '{tok}' in '{text}': a positive whole number")
+        out.append(n)
+    return out
+
+
+# ------------------------------------------------------------------- a user's own server
+
+def descendants(pid: int) -> List[int]:
+    """pid's live descendants, parents before children."""
+    children: Dict[int, List[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        for c in sorted(children.get(p, [])):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def listening_ports(pid: int) -> List[int]:
+    """TCP ports a process listens on (its socket inodes matched in /proc/PID/net/tcp{,6})."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except OSError:
+        return []
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 9 and cols[3] == "0A" and cols[9] in inodes:
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except (OSError, StopIteration):
+            continue
+    return sorted(ports)
+
+
+class CommandServer:
+    """A user's server command, started in its own session: the JVM found among the process
+    and its descendants (the one that maps libjvm.so, so a wrapper script works), ready once
+    that JVM listens on a TCP port (or on --port), loaded by a command in which {level} and
+    {port} are replaced."""
+
+    def __init__(self, server_cmd: str, load_cmd: str, run_dir: Path, port: Optional[int] = None,
+                 ready_timeout: float = 180, load_timeout: float = 900,
+                 rate_key: Optional[str] = None):
+        try:
+            self.argv = shlex.split(server_cmd)
+        except ValueError as e:
+            raise JvmosError(f"--server-cmd does not parse: {e}")
+        if not self.argv:
+            raise JvmosError("--server-cmd is empty")
+        if "{level}" not in load_cmd:
+            raise JvmosError("--load-cmd has no {level}: write where the level goes, e.g. "
+                             "\"./load --port {port} --clients {level}\"")
+        try:
+            shlex.split(load_cmd)
+        except ValueError as e:
+            raise JvmosError(f"--load-cmd does not parse: {e}")
+        self.load_cmd, self.dir, self.want_port = load_cmd, run_dir, port
+        self.ready_timeout, self.load_timeout, self.rate_key = ready_timeout, load_timeout, rate_key
+        self.proc: Optional[subprocess.Popen] = None
+        self.pid: Optional[int] = None
+        self.port: Optional[int] = None
+        self.cmd = self.argv
+        self.jvm = None
+
+    def __enter__(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        err = self.dir / "server-stderr.txt"
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=open(self.dir / "server-stdout.txt", "wb"),
+                                         stderr=open(err, "wb"), stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        except OSError as e:
+            raise JvmosError(f"--server-cmd cannot start: {self.argv[0]}: {e.strerror}")
+        try:
+            self._await_ready(err)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _await_ready(self, err: Path):
+        t0 = time.monotonic()
+        while True:
+            if self.proc.poll() is not None:
+                tail = (err.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+                raise JvmosError(f"the server command exited ({self.proc.returncode}) "
+                                 f"{time.monotonic() - t0:.1f} s after it started, before "
+                                 f"listening: {tail} (see {err})")
+            if self.pid is None:
+                for p in [self.proc.pid] + descendants(self.proc.pid):
+                    try:
+                        j = jvm_of_pid(p)
+                    except JvmosError:
+                        j = None
+                    if j:
+                        self.pid, self.jvm = p, j
+                        break
+            if self.pid is not None:
+                ports = listening_ports(self.pid)
+                if self.want_port and self.want_port in ports:
+                    self.port = self.want_port
+                    return
+                if ports and not self.want_port:
+                    self.port = ports[0]
+                    if len(ports) > 1:
+                        log(f"the server listens on {', '.join(map(str, ports))}: {{port}} is "
+                            f"{self.port} (--port chooses)")
+                    return
+            if time.monotonic() - t0 > self.ready_timeout:
+                what = ("no JVM among the command and its children" if self.pid is None else
+                        f"JVM pid {self.pid} does not listen on "
+                        + (f"port {self.want_port}" if self.want_port else "any TCP port"))
+                raise JvmosError(f"the server was not ready within {self.ready_timeout:.0f} s: "
+                                 f"{what}")
+            time.sleep(0.1)
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def load_argv(self, level: str) -> List[str]:
+        text = self.load_cmd.replace("{level}", level).replace("{port}", str(self.port))
+        return shlex.split(text)
+
+    def load(self, level: str) -> dict:
+        argv = self.load_argv(level)
+        t0 = time.monotonic_ns()
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=self.load_timeout,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise JvmosError(f"the load command ran over {self.load_timeout:.0f} s at level "
+                             f"{level}: {' '.join(argv)}")
+        except OSError as e:
+            raise JvmosError(f"the load command cannot start: {argv[0]}: {e.strerror}")
+        wall = time.monotonic_ns() - t0
+        if r.returncode != 0:
+            tail = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines()
+                    or ["no output"])[-1]
+            raise JvmosError(f"the load command failed at level {level} (exit {r.returncode}): "
+                             f"{tail}")
+        res = last_json(r.stdout)
+        res["load_wall_s"] = wall / 1e9
+        if self.rate_key:
+            v = res.get(self.rate_key)
+            res["rate"] = v if isinstance(v, (int, float)) else None
+        return res
+
+    def cpu_ns(self) -> int:
+        try:
+            return cputime.process_cpu_ns(self.pid)
+        except cputime.ProcessGone as e:
+            raise JvmosError(f"the server's CPU time cannot be read: {e} (did it exit? "
+                             f"see {self.dir}/server-stderr.txt)")
+
+    def alive(self) -> bool:
+        return cputime.cpu_or_none(self.pid) is not None
+
+
+# ------------------------------------------------------------ one level, recorded and bare
+
+def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name: str):
+    """One load with jvmos attached to the server: (recording, load result, server CPU ns)."""
+    box = {}
+
+    def drive():
+        box["cpu0"] = target.cpu_ns()
+        box["load"] = load()
+        box["cpu1"] = target.cpu_ns()
+
+    # the teardown is awaited: a bare load follows, and uprobes still on the server (detached
+    # one grace period at a time) would trap in it, uncounted
+    res = rec.record(rec.Options(pid=target.pid, layers=list(layers), out=run_dir,
+                                 workload=drive, log=lambda m: log(f"  [{name}] {m}"),
+                                 wait_teardown=True))
+    if res.status != "complete":
+        raise JvmosError(f"recording of {name} ended {res.status}")
+    return res, box["load"], box["cpu1"] - box["cpu0"]
+
+
+def _bare_load(target, load: Callable[[], dict]) -> dict:
+    c0 = target.cpu_ns()
+    bare = load()
+    bare["server_cpu_ns"] = target.cpu_ns() - c0
+    return bare
+
+
+def warm_pair(target, load: Callable[[], dict], layers, out: Path, name: str,
+              bare_before: dict, rate_key: str) -> dict:
+    """The probe effect measured on a server in one state: the level's first recorded load
+    may grow the server's pools and touch heap pages for the first time (first-touch page
+    faults that a later bare load does not pay), so recorded minus that bare load is not the
+    probes' cost. Here a second recorded load runs between two bare loads, all three on the
+    warmed server: observed = recorded - mean(bare before, bare after), beside jvmos's
+    estimate for that same recording."""
+    log(f"[{name}] probe effect: a second recorded load between two bare ones")
+    res, rec_load, cpu = _recorded_load(target, load, layers, out / "runs" / f"{name}-warm",
+                                        f"{name}-warm")
+    after = _bare_load(target, load)
+    bares = [bare_before["server_cpu_ns"], after["server_cpu_ns"]]
+    return {"run_dir": str(res.run_dir.relative_to(out)), "server_cpu_ns": cpu,
+            "bare_cpu_ns": bares, "bare_mean_cpu_ns": sum(bares) / 2,
+            rate_key: rec_load.get(rate_key),
+            f"bare_after_{rate_key}": after.get(rate_key),
+            "probe_totals": probe_totals(res.summary["totals"])}
+
+
+def measure_level(target, load: Callable[[], dict], out: Path, name: str, describe: str,
+                  layers=LAYERS, pair: bool = False, rate_key: str = "rate") -> dict:
+    """One load level: recorded (jvmos attached to the server for the load), then bare.
+    Recorded first, so that the threads a server's pool starts for a load it has not seen yet
+    are created while jvmos watches. pair: the probe effect is measured on a warm pair too.
+    target: .pid, .cpu_ns(); load: runs one load, returns its result (a dict)."""
+    log(f"[{name}] {describe}, recorded ({','.join(layers)})")
+    res, loaded, cpu = _recorded_load(target, load, layers, out / "runs" / name, name)
+    log(f"[{name}] {describe}, bare")
+    bare = _bare_load(target, load)
+    bare_cpu = bare["server_cpu_ns"]
+    warm = None
+    if pair:
+        try:
+            warm = warm_pair(target, load, layers, out, name, bare, rate_key)
+        except JvmosError as e:     # the level's figures stand; its probe effect is the cold one
+            log(f"warning: [{name}] the warm pair failed ({e}): the probe effect is the first "
+                "recorded load's, warm-up included")
+            warm = {"error": str(e)}
+    s = res.summary
+    t = s["totals"]
+    by = t.get("guaranteed_by_resource") or {}
+    overhead = sum(by.values())
+    if t.get("guaranteed_overhead_unknown"):
+        log(f"warning: {name}: the overhead leaves out "
+            f"{', '.join(t['guaranteed_overhead_unknown'])} (time unknown): a lower bound")
+    return {
+        "bare": bare, "recorded": loaded, "run_dir": str(res.run_dir.relative_to(out)),
+        "server_cpu_ns": cpu, "bare_cpu_ns": bare_cpu,
+        "cpu_clock": "the server's process CPU clock (clock_gettime, ns, every thread)",
+        "wall_ns": t["wall_ns"],
+        "guaranteed_ns": overhead, "by_resource": by,
+        "overhead_unknown": t.get("guaranteed_overhead_unknown") or [],
+        **cpu_split(bare_cpu, cpu, overhead),
+        "counts": model.counts_from_summary(s),
+        "waits": waits_from_summary(s),
+        "mem_parts": model.mem_parts_from_summary(s),
+        "probe_overhead_ns": t.get("probe_overhead_ns"),
+        "probe_totals": probe_totals(t),
+        **({"warm_pair": warm} if warm else {}),
+    }
+
+
+def waits_from_summary(s: dict) -> dict:
+    """What the threads layer saw of the server's waiting, not work: futex calls and time
+    (time includes blocking), and run-queue wait (runnable, not running; --mode time), by
+    part. Absent categories (the threads layer off) are None, never 0."""
+    cats = s["categories"]
+    sync, runq = cats.get("sync"), cats.get("runq")
+    return {"futex_calls": sync.get("calls") if sync else None,
+            "futex_wait_calls": sync.get("wait_calls") if sync else None,
+            "futex_wake_calls": sync.get("wake_calls") if sync else None,
+            "futex_ns": sync.get("time_ns") if sync else None,
+            "runq_waits": runq.get("calls") if runq else None,
+            "runq_ns": runq.get("time_ns") if runq else None,
+            "runq_parts": runq.get("parts") if runq else None}
+
+
+def warm_of(L: dict) -> Optional[dict]:
+    """A level's (or repeat's) warm pair, when it ran and did not fail."""
+    w = L.get("warm_pair")
+    return w if w and "error" not in w else None
+
+
+def level_probe_effect(L: dict) -> dict:
+    """Estimated probe effect beside the observed one: the server's CPU time recorded minus
+    bare at the same load (the median over repeats when a level has several); from the warm
+    pair when the level has one (warm_pair: the first recorded load pays the server's
+    warm-up, which is not the probes' cost)."""
+    reps = L.get("repeats") or [L]
+    effects = []
+    for r in reps:
+        w = warm_of(r)
+        if w:
+            effects.append(probe_effect(w["probe_totals"], w["server_cpu_ns"],
+                                        w["bare_mean_cpu_ns"],
+                                        "server CPU time, warm: a second recorded load minus "
+                                        "the mean of the bare loads before and after it"))
+        else:
+            effects.append(probe_effect(
+                r.get("probe_totals") or {"probe_overhead_ns": r.get("probe_overhead_ns")},
+                r.get("server_cpu_ns"), (r.get("bare") or {}).get("server_cpu_ns"),
+                "server CPU time"))
+    return probe_effect_median(effects)
+
+
+# ------------------------------------------------------------------- the table and figure
+
+def ms(ns):
+    return "—" if ns is None else f"{ns / 1e6:,.1f}"
+
+
+def pct(v):
+    return "—" if v is None else f"{v:.1f}%"
+
+
+def rate(v):
+    return "—" if not isinstance(v, (int, float)) else f"{v:,.0f}"
+
+
+def recorded_cpu_text(L) -> str:
+    """'recorded CPU (+difference, ratio x)' of a level, in ms."""
+    rec_ns, d, r = L.get("server_cpu_ns"), L.get("probe_effect_cpu_ns"), L.get("recorded_over_bare_cpu")
+    if rec_ns is None:
+        return "—"
+    if d is None or r is None:
+        return ms(rec_ns)
+    return f"{ms(rec_ns)} ({'+' if d >= 0 else '-'}{abs(d) / 1e6:,.1f}, {r:.2f}x)"
+
+
+def resource_times(L: dict, layers) -> Dict[str, Optional[float]]:
+    """A level's overhead by resource, ns: a resource whose layer was attached but saw no
+    call of its categories is 0 (the summary leaves it out); one whose layer was off, or whose
+    time is unknown, stays None."""
+    from jvmos.catalogue import GUARANTEED
+    by = dict(L["by_resource"])
+    unknown = set(L.get("overhead_unknown") or [])
+    for res, cats in GUARANTEED.items():
+        if by.get(res) is None and res in layers and not unknown & set(cats):
+            by[res] = 0.0
+    return by
+
+
+def overhead_table(title: str, levels: Dict[str, dict], level_header: str,
+                   rate_key: str, rate_label: str, extra: List[tuple] = (),
+                   layers=LAYERS) -> Table:
+    """The figure's numbers: per level, the overhead by resource beside the bare CPU time,
+    the throughput bare and recorded, and the probe effect. extra: (header, fn(L) -> (cell,
+    value)) columns put after the level's name. A resource whose layer was off is '—'."""
+    t = Table(title, [level_header] + [h for h, _ in extra]
+              + [f"{rate_label} (bare)", f"{rate_label} (recorded)",
+                 "I/O", "memory", "threads", "links", "Java execution (bare CPU - overhead)",
+                 "overhead / bare CPU", "bare CPU",
+                 "recorded CPU (recorded - bare, warm-up included)"]
+              + PROBE_EFFECT_HEADERS)
+    for name, L in levels.items():
+        by = resource_times(L, layers)
+        ex = [fn(L) for _, fn in extra]
+        row = [name] + [c for c, _ in ex] + [
+            rate(L["bare"].get(rate_key)), rate(L["recorded"].get(rate_key)),
+            ms(by.get("io")), ms(by.get("mem")), ms(by.get("threads")), ms(by.get("links")),
+            ms(L["java_exec_ns"]) + (" (overhead > bare CPU)"
+                                      if L.get("overhead_exceeds_bare_cpu") else ""),
+            pct(L["overhead_pct_of_bare_cpu"])
+            + (" (lower bound: " + ", ".join(L["overhead_unknown"]) + " unknown)"
+               if L.get("overhead_unknown") else ""),
+            ms(L.get("bare_cpu_ns")), recorded_cpu_text(L)]
+        L["probe_effect"] = level_probe_effect(L)
+        pe, pv = probe_effect_cells(L["probe_effect"])
+        t.add(row + pe, [name] + [v for _, v in ex]
+              + [L["bare"].get(rate_key), L["recorded"].get(rate_key), by.get("io"),
+                 by.get("mem"), by.get("threads"), by.get("links"), L["java_exec_ns"],
+                 L["overhead_pct_of_bare_cpu"], L.get("bare_cpu_ns"), L.get("server_cpu_ns")]
+              + pv)
+    return t
+
+
+def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
+    return ["Each resource is the guaranteed overhead measured by its layer, corrected for the "
+            "probe effect: I/O = jni_copy + nio_copy + kernel_copy, memory = malloc + "
+            "free_estimated + vm, threads = thread_create, links = link + file (on-CPU). bare "
+            "CPU = the server's CPU time during the bare load (its process CPU clock read in ns "
+            "before and after the load: every thread, those that exited during the load "
+            "included). Java execution = bare CPU minus the overhead; overhead = the sum / bare "
+            "CPU. recorded CPU = the same clock over the recorded load; in brackets the probe "
+            "effect: recorded - bare, and recorded / bare.",
+            f"{rate_label} bare and recorded are from the same invocation (recorded first, so "
+            "that threads and pools the server grows for a new load are created while jvmos "
+            "watches; the bare run then finds them grown); the difference is the probe effect "
+            "on the server, and that growth.",
+            "probe effect: estimated = the probes that fired x their calibrated cost per hit; "
+            "observed = server CPU time recorded - bare. "
+            + ("Each level's figure is from its warm pair: a second recorded load run between "
+               "two bare ones once the first recorded load has warmed the server up, so that "
+               "the observed difference is not the server's warm-up (observed = that "
+               "recording's CPU - the mean of the two bare loads)."
+               if any(warm_of(L) for L in levels.values()) else
+               "The first recorded load pays the server's warm-up (pool growth, first-touch "
+               "page faults of the heap) that the bare load after it does not: the observed "
+               "difference overstates the probes' cost (run without --no-warm-pair to "
+               "measure it on a warm server).")]
+
+
+def stacked_figure(levels: Dict[str, dict], stem: Path, title: str, xlabel: str,
+                   paper_band: Optional[tuple] = None) -> list:
+    """Stacked bars per level: the overhead by resource under the Java execution time (the
+    bare load's server CPU time in all), each bar labelled with overhead / bare CPU."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(levels)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bottoms = [0.0] * len(names)
+    for key, label, colour in RESOURCES:
+        vals = [(levels[n]["by_resource"].get(key) or 0.0) / 1e6 for n in names]
+        ax.bar(names, vals, bottom=bottoms, color=colour, label=label)
+        bottoms = [b + v for b, v in zip(bottoms, vals)]
+    java = [(levels[n]["java_exec_ns"] or 0.0) / 1e6 for n in names]
+    ax.bar(names, java, bottom=bottoms, color="#bdbdbd", label="Java execution time")
+    for i, n in enumerate(names):
+        share = levels[n]["overhead_pct_of_bare_cpu"]
+        if share is not None:
+            ax.text(i, bottoms[i] + max(java[i], 0.0), f"{share:.0f}%", ha="center",
+                    va="bottom", fontsize=8)
+    if paper_band:
+        xlabel += f"; paper: {paper_band[0]}-{paper_band[1]}%"
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("server CPU time during the bare load (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    return figures.save(fig, stem)
+
+
+# ------------------------------------------------------------------- jvmos run server
+
+EXAMPLES = """\
+examples:
+  jvmos run server --server-cmd "java -jar app.jar --port 8080" \\
+      --load-cmd "wrk -c {level} -d 10s http://127.0.0.1:{port}/" --levels 10,20,40,80
+  jvmos run server --server-cmd "./start-server.sh" --port 9000 \\
+      --load-cmd "java -jar loadgen.jar --port {port} --users {level}" --levels 5,10 \\
+      --rate-key requests_per_s
+
+The server command is started once (in its own session; the JVM among it and its children is
+the one traced and measured); the experiment waits until that JVM listens on a TCP port. The
+load command runs once per level and run (recorded, bare, and the warm pair), with {level} and
+{port} replaced; it must end by itself, exit 0 on success, and may print a JSON object as its
+last line (--rate-key names its throughput field). Outputs: figure.png/.svg (stacked bars),
+figure.md/.csv/.json, and each recording under runs/.
+"""
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run server", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--server-cmd", required=True, help="command that starts the server")
+    p.add_argument("--load-cmd", required=True,
+                   help="command that loads it once; {level} and {port} are replaced")
+    p.add_argument("--levels", required=True, help="load levels, comma-separated (e.g. 5,10,20,40)")
+    p.add_argument("--port", type=int, help="the server's port, when it listens on several")
+    p.add_argument("--warmup-level", help="one untraced load at this level first "
+                                          "(default: the first level; 'none' for no warm-up)")
+    p.add_argument("--rate-key", default=None,
+                   help="field of the load command's last JSON line holding its throughput "
+                        "(default: none; the table then gives the load's wall time)")
+    p.add_argument("--layers", default=",".join(LAYERS),
+                   help=f"layers attached to the server (default {','.join(LAYERS)})")
+    p.add_argument("--ready-timeout", type=float, default=180,
+                   help="seconds to wait for the server to listen (default 180)")
+    p.add_argument("--load-timeout", type=float, default=900,
+                   help="seconds one load may run (default 900)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-server)")
+    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
+                   help="skip the probe-effect pair (doubles the experiment's time)")
+    a = p.parse_args(argv)
+    a.levels = parse_level_tokens(a.levels)
+    if a.warmup_level not in (None, "none"):
+        parse_level_tokens(a.warmup_level, "warm-up level")
+    from jvmos.catalogue import LAYERS as KNOWN
+    a.layers = [x.strip() for x in a.layers.split(",") if x.strip()]
+    bad = [x for x in a.layers if x not in KNOWN]
+    if bad or not a.layers:
+        p.error(f"unknown layer(s) {', '.join(bad) or '(none given)'} (known: {', '.join(KNOWN)})")
+    if a.port is not None and not 0 < a.port < 65536:
+        p.error("--port must be 1..65535")
+    return a
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    out = out_dir(a.out, "server")
+    rate_key = "rate" if a.rate_key else "load_wall_s"
+    rate_label = a.rate_key or "load wall time (s)"
+    server = CommandServer(a.server_cmd, a.load_cmd, out / "server", port=a.port,
+                           ready_timeout=a.ready_timeout, load_timeout=a.load_timeout,
+                           rate_key=a.rate_key)
+    with server:
+        jvm = server.jvm
+        results = {"experiment": "server", "server_command": a.server_cmd,
+                   "load_command": a.load_cmd, "server_pid": server.pid, "port": server.port,
+                   "jdk": str(jvm.home), "jdk_label": jdk_label(jvm), "layers": a.layers,
+                   "rate_key": a.rate_key, "levels": {}}
+        log(f"server: JVM pid {server.pid} ({jdk_label(jvm)}) listening on 127.0.0.1:"
+            f"{server.port}")
+        warm = a.levels[0] if a.warmup_level is None else a.warmup_level
+        if warm != "none":
+            log(f"warm-up: level {warm}, untraced")
+            results["warmup"] = server.load(warm)
+        for lv in a.levels:
+            results["levels"][lv] = measure_level(
+                server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
+                layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
+    return finish(out, "figure", results, "level", rate_key, rate_label,
+                  f"Guaranteed overhead of the server under load ({results['jdk_label']}; ms "
+                  "of server CPU time)",
+                  f"{server.argv[0]}: guaranteed overhead by resource ({results['jdk_label']})",
+                  "load level (% = overhead / bare CPU time)")
+
+
+def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str,
+           rate_label: str, title: str, fig_title: str, xlabel: str, extra=(),
+           extra_tables=(), extra_notes=(), paper_band=None) -> int:
+    """Write the table, notes, figure and JSON of a server experiment; print the table."""
+    table = overhead_table(title, results["levels"], level_header, rate_key, rate_label, extra,
+                           results.get("layers") or LAYERS)
+    notes = method_notes(results["levels"], rate_label) + list(extra_notes)
+    figs = stacked_figure(results["levels"], out / stem, fig_title, xlabel, paper_band)
+    results["figures"] = [f.name for f in figs]
+    write_outputs(out, stem, [table] + list(extra_tables), results, notes)
+    print(table.markdown())
+    for t in extra_tables:
+        print(t.markdown())
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nresults: {out}/{stem}.md (and .csv, .json, {stem}.png/.svg); recordings in "
+          f"{out}/runs/")
+    return 0

@@ -71,10 +71,7 @@ def parse(argv):
         a.levels = a.levels or QUICK_LEVELS
         a.messages = min(a.messages, 10)
         a.warm_pair = False
-    try:
-        a.levels = parse_positive_levels(a.levels or DEFAULT_LEVELS, "level (rooms)")
-    except JvmosError as e:
-        p.error(str(e))
+    a.levels = parse_positive_levels(a.levels or DEFAULT_LEVELS, "level (rooms)")
     if a.users_per_room <= 0 or a.messages <= 0 or a.message_bytes <= 0:
         p.error("--users-per-room, --messages and --message-bytes must be positive")
     a.layers = [x.strip() for x in a.layers.split(",") if x.strip()]

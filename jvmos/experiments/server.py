@@ -126,6 +126,25 @@ def listening_ports(pid: int) -> List[int]:
     return sorted(ports)
 
 
+def check_commands(server_cmd: str, load_cmd: str) -> List[str]:
+    """The server command's argv; JvmosError when either command does not parse or the load
+    command has no {level}."""
+    try:
+        argv = shlex.split(server_cmd)
+    except ValueError as e:
+        raise JvmosError(f"--server-cmd does not parse: {e}")
+    if not argv:
+        raise JvmosError("--server-cmd is empty")
+    if "{level}" not in load_cmd:
+        raise JvmosError("--load-cmd has no {level}: write where the level goes, e.g. "
+                         "\"./load --port {port} --clients {level}\"")
+    try:
+        shlex.split(load_cmd)
+    except ValueError as e:
+        raise JvmosError(f"--load-cmd does not parse: {e}")
+    return argv
+
+
 class CommandServer:
     """A user's server command, started in its own session: the JVM found among the process
     and its descendants (the one that maps libjvm.so, so a wrapper script works), ready once
@@ -135,19 +154,7 @@ class CommandServer:
     def __init__(self, server_cmd: str, load_cmd: str, run_dir: Path, port: Optional[int] = None,
                  ready_timeout: float = 180, load_timeout: float = 900,
                  rate_key: Optional[str] = None):
-        try:
-            self.argv = shlex.split(server_cmd)
-        except ValueError as e:
-            raise JvmosError(f"--server-cmd does not parse: {e}")
-        if not self.argv:
-            raise JvmosError("--server-cmd is empty")
-        if "{level}" not in load_cmd:
-            raise JvmosError("--load-cmd has no {level}: write where the level goes, e.g. "
-                             "\"./load --port {port} --clients {level}\"")
-        try:
-            shlex.split(load_cmd)
-        except ValueError as e:
-            raise JvmosError(f"--load-cmd does not parse: {e}")
+        self.argv = check_commands(server_cmd, load_cmd)
         self.load_cmd, self.dir, self.want_port = load_cmd, run_dir, port
         self.ready_timeout, self.load_timeout, self.rate_key = ready_timeout, load_timeout, rate_key
         self.proc: Optional[subprocess.Popen] = None
@@ -564,6 +571,7 @@ def parse(argv):
                    help="skip the probe-effect pair (doubles the experiment's time)")
     a = p.parse_args(argv)
     a.levels = parse_level_tokens(a.levels)
+    check_commands(a.server_cmd, a.load_cmd)
     if a.warmup_level not in (None, "none"):
         parse_level_tokens(a.warmup_level, "warm-up level")
     from jvmos.catalogue import LAYERS as KNOWN

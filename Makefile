@@ -1,7 +1,7 @@
 # jvmos: two commands for a new user (as root, Debian/Ubuntu): `make demo` and `make test`.
 # Both install what is missing first and are safe to run again.
 # demo: calibrate (first time only), then the whole pipeline at a quick scale (~15 min):
-# Tables 2-7 and Figure 2, and a prediction for a recorded run.
+# Tables 2-7 and Figures 1-2, and a prediction for a recorded run.
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
@@ -19,12 +19,13 @@ demo: build
 	$(JVMOS) run threads --quick --out $$out/threads; \
 	$(JVMOS) run memory --quick --out $$out/memory; \
 	$(JVMOS) run tomcat --quick --out $$out/tomcat; \
+	$(JVMOS) run chat --quick --out $$out/chat; \
 	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
 	$(JVMOS) run overhead --quick --out $$out/overhead; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
 	echo; echo "demo done: every table, figure and recording is under $$out/"; \
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
-	echo "   tomcat/figure2.png, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
+	echo "   tomcat/figure2.png, chat/figure1.png, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
 	echo "   reads any recording)"
 
 # One calibration for the whole test session, made before the tests start (alone on the

@@ -23,7 +23,10 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     sum_ = raw.sum_by_pid
     return [("links:syscall_pair", sum_("@calls", lambda k: k[0] in ("link", "file"))),
             ("links:syscall_pair", sum_("@ncalls", lambda k: k[0] in ("link", "file")
-                                        and k[1] == "failed"))]
+                                        and k[1] == "failed")),
+            # a call in progress at the start: its exit only, charged as a pair (one or two
+            # per recording)
+            ("links:syscall_pair", sum_("@untimed", lambda k: k[0] in ("link", "file")))]
 
 
 def categories(fns: dict, probes: Optional[dict]) -> dict:
@@ -37,12 +40,20 @@ def categories(fns: dict, probes: Optional[dict]) -> dict:
         for k, v in sorted(f.items()):
             if k == "failed":
                 continue
+            # the timed calls are corrected; a call in progress when tracing began adds to
+            # the count only (untimed_calls)
             p = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
                              c["sys_ci"], SYS_SOURCE)
-            p.update(calls=v.get("calls", 0), wall_ns=v.get("wall_ns", 0))
+            untimed = v.get("untimed_calls", 0)
+            p.update(calls=v.get("calls", 0) + untimed, wall_ns=v.get("wall_ns", 0))
+            if untimed:
+                p["untimed_calls"] = untimed
             sparts[k] = p
         figure = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
         figure.update(combine(sparts.values()))
+        untimed = sum(p.get("untimed_calls", 0) for p in sparts.values())
+        if untimed:
+            figure["untimed_calls"] = untimed
         figure.update({
             "wall_ns": sum(p["wall_ns"] for p in sparts.values()),
             "failed_calls": get(f, "failed"),

@@ -38,7 +38,7 @@ def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
     for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time"),
                            ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall"),
-                           ("calls", "@nhits")):
+                           ("calls", "@nhits"), ("untimed_calls", "@untimed")):
         for (pid, cat, probe), v in raw.keyed(mapname).items():
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):

@@ -173,7 +173,7 @@ OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_byt
                     "@path_calls": 3, "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,
                     "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@missed": 2,
                     "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1,
-                    "@hits": 2}
+                    "@hits": 2, "@untimed": 3}
 
 
 # Categories reported in summary.json, in table order, with what they are.

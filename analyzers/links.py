@@ -60,6 +60,9 @@ def categories(fns: dict, probes: Optional[dict]) -> dict:
             "method": "measured", "probe_window_source": SYS_SOURCE, "syscalls": sparts,
             "basis": "on-CPU time of the syscall (its span minus the time switched out "
                      "waiting for a peer), minus hits x the calibrated tracepoint window; "
-                     "wall_ns keeps the whole span"})
+                     "wall_ns keeps the whole span"
+                     + ("; calls include untimed_calls (in progress when tracing began: "
+                        "counted, their time in no figure, so the time is a lower bound)"
+                        if untimed else "")})
         out[cat] = figure
     return out

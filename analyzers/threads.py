@@ -210,10 +210,12 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "method": "measured",
             "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
                       for k, v in sorted(rq.items())},
+            "lower_bound": True,
             "basis": "waiting, not work: a traced thread runnable (woken after blocking, or "
-                     "preempted) until its next switch-in; calls = waits seen; not corrected "
-                     "(a wait is not the probes' cost, though the probes on the running "
-                     "threads lengthen it)"}
+                     "preempted) until its next switch-in; calls = waits seen, a lower bound "
+                     "(a thread's waits count from its first switch-out in the recording); "
+                     "not corrected (a wait is not the probes' cost, though the probes on the "
+                     "running threads lengthen it)"}
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):
             if name in out:

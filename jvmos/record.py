@@ -15,7 +15,8 @@ first in this order, and `warnings` gives every reason with its figures:
   truncated       bpftrace was stopped at the end but did not exit cleanly (non-zero status,
                   killed after a timeout), printed no END output, or its output did not parse
   interrupted     SIGINT/SIGTERM stopped a launched command (or came before tracing started:
-                  the command never ran); in attach mode the signal is the normal way to stop
+                  the command never ran, or stopped the recording of a load an experiment
+                  drives); in attach mode the signal is otherwise the normal way to stop
   load_failed     the load driven during an attach recording raised an error
   target_exited   attach mode: the traced pid exited before the recording ended
   command_failed  the launched command exited non-zero (figures valid for what it did)
@@ -115,13 +116,18 @@ def decide_status(reasons: List[tuple]) -> str:
     return next((st for st in STATUS_ORDER if st in found), "complete")
 
 
-def run_reasons(*, sig: Optional[int], launched: bool, load_error: list) -> List[tuple]:
-    """The reasons every mode shares: a signal that stopped the launched command, a failed
-    load, a command that exited non-zero."""
+def run_reasons(*, sig: Optional[int], launched: bool, load_error: list,
+                driven: bool = False) -> List[tuple]:
+    """The reasons every mode shares: a signal that stopped the launched command (or, in
+    attach mode, the recording of a driven load: an experiment's recording is not whole), a
+    failed load, a command that exited non-zero."""
     reasons = []
     if launched and sig is not None:
         reasons.append(("interrupted", f"signal {signal.Signals(sig).name} "
                                        "stopped the command before it finished"))
+    elif driven and sig is not None:
+        reasons.append(("interrupted", f"signal {signal.Signals(sig).name} stopped the "
+                                       "recording before the driven load finished"))
     if load_error:
         reasons.append(("load_failed", f"the load driven during the recording failed: "
                                        f"{load_error[0]}"))
@@ -788,7 +794,7 @@ def _conclude(run: _Run) -> Result:
     if run.sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))
     reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
-                           load_error=load_error)
+                           load_error=load_error, driven=opts.workload is not None)
     if run.target_gone:
         reasons.append(("target_exited", f"pid {root} exited {wall_ns / 1e9:.1f} s into the "
                                          "recording, before it was stopped: the figures cover "
@@ -1004,7 +1010,7 @@ def _record_sampled(opts: Options, log) -> Result:
         reasons.append(("failed", "no profile was written (the command ran no JVM, or the "
                                   "JVM could not load the agent): nothing was sampled"))
     reasons += run_reasons(sig=interrupted["sig"], launched=bool(opts.cmd),
-                           load_error=load_error)
+                           load_error=load_error, driven=opts.workload is not None)
     if target_gone:
         reasons.append(("target_exited", f"pid {opts.pid} exited {wall_ns / 1e9:.1f} s into "
                                          "the recording, before it was stopped: its samples "

@@ -22,7 +22,8 @@ from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
 from jvmos.experiments.server import (LAYERS, CommandServer, finish, measure_level, ms,
-                                      parse_positive_levels, stacked_figure)
+                                      overhead_table, parse_positive_levels, rate, save_partial,
+                                      stacked_figure)
 
 EXAMPLES = """\
 examples:
@@ -121,15 +122,17 @@ def load_cmd(java: str, a) -> str:
             f"--message-bytes {a.message_bytes} --max-seconds 600")
 
 
-def run_mode(java: str, mode: str, a, out: Path) -> dict:
-    """Every level in one thread model, on one server."""
+def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
+    """Every level in one thread model, on one server; each level is kept (the partial
+    results file) as soon as it is measured."""
     srv = CommandServer(server_cmd(java, mode, 4 * 3600), load_cmd(java, a),
                         out / f"server-{mode}", rate_key="messages_per_s")
-    levels = {}
+    m = results["modes"][mode] = {"levels": {}}
     with srv:
-        log(f"[{mode}] chat server: JVM pid {srv.pid} on 127.0.0.1:{srv.port}")
+        m.update({"server_command": " ".join(srv.argv), "load_command": srv.load_cmd})
+        log(f"[{mode}] chat server: JVM pid {srv.pid} on port {srv.port}")
         log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
-        warm = srv.load(str(a.levels[0]))
+        m["warmup"] = srv.load(str(a.levels[0]))
         for rooms in a.levels:
             name = f"{rooms}x{a.users_per_room}"
             users = rooms * a.users_per_room
@@ -138,9 +141,12 @@ def run_mode(java: str, mode: str, a, out: Path) -> dict:
                               f"({users} connections)", layers=a.layers, pair=a.warm_pair,
                               rate_key="rate")
             L.update({"rooms": rooms, "users": users, "connections": users})
-            levels[name] = L
-    return {"server_command": " ".join(srv.argv), "load_command": srv.load_cmd,
-            "warmup": warm, "levels": levels}
+            m["levels"][name] = L
+            save_partial(out, "figure1", results)
+    return m
+
+
+TABLE_ARGS = dict(level_header="load (rooms x users)", rate_key="rate", rate_label="messages/s")
 
 
 def main(argv) -> int:
@@ -154,46 +160,75 @@ def main(argv) -> int:
                "left_out": left_out, "modes": {}}
     if left_out:
         log(f"note: {left_out}")
+    failed = None
     for mode in modes:
-        results["modes"][mode] = run_mode(java, mode, a, out)
+        try:
+            run_mode(java, mode, a, out, results)
+        except JvmosError as e:
+            if mode == modes[0]:
+                raise       # nothing to draw: the levels measured so far are in the partial file
+            # the first mode's figure stands; this one is said to have failed
+            failed = f"{mode} threads failed: {e}"
+            log(f"error: {failed}")
+            results["modes"][mode]["error"] = str(e)
     main_mode = modes[0]
     results["levels"] = results["modes"][main_mode]["levels"]
     results["figure1_mode"] = main_mode
-    extra_tables = [waits_table(results, m) for m in modes]
-    if len(modes) == 2:
-        extra_tables.append(compare_table(results))
-        figs = stacked_figure(results["modes"]["virtual"]["levels"], out / "figure1-virtual",
+    extra_tables = [waits_table(results, m) for m in modes if results["modes"][m]["levels"]]
+    vt = results["modes"].get("virtual", {}).get("levels")
+    if len(modes) == 2 and vt:
+        extra_tables.append(overhead_table(
+            f"Figure 1 on virtual threads ({results['jdk_label']}; ms of server CPU time)",
+            vt, extra=extra_columns(a.layers), layers=a.layers, **TABLE_ARGS))
+        extra_tables.append(compare_table(results, a.layers))
+        figs = stacked_figure(vt, out / "figure1-virtual",
                               f"Chat server on virtual threads: guaranteed overhead by resource "
                               f"({results['jdk_label']})", XLABEL, PAPER_BAND)
         results["figures_virtual"] = [f.name for f in figs]
-    return finish(out, "figure1", results, "load (rooms x users)", "rate", "messages/s",
-                  f"Figure 1: guaranteed overhead of the chat server under load "
-                  f"({results['jdk_label']}, {main_mode} threads; ms of server CPU time)",
-                  f"Chat server ({main_mode} threads): guaranteed overhead by resource "
-                  f"({results['jdk_label']})", XLABEL,
-                  extra=[("connections", lambda L: (fmt_count(L["connections"]), L["connections"])),
-                         ("native threads created", threads_cell)],
-                  extra_tables=extra_tables, extra_notes=notes(results),
-                  paper_band=PAPER_BAND)
+    if failed:
+        results["error"] = failed
+    rc = finish(out, "figure1", results,
+                title=f"Figure 1: guaranteed overhead of the chat server under load "
+                      f"({results['jdk_label']}, {main_mode} threads; ms of server CPU time)",
+                fig_title=f"Chat server ({main_mode} threads): guaranteed overhead by resource "
+                          f"({results['jdk_label']})", xlabel=XLABEL,
+                extra=extra_columns(a.layers), extra_tables=extra_tables,
+                extra_notes=notes(results), paper_band=PAPER_BAND, **TABLE_ARGS)
+    if failed:
+        print(f"\nincomplete: {failed}")
+        return 1
+    return rc
+
+
+def extra_columns(layers):
+    return [("connections", lambda L: (fmt_count(L["connections"]), L["connections"])),
+            ("native threads created", lambda L: threads_cell(L, layers))]
 
 
 XLABEL = "load: rooms x users per room (% = overhead / bare CPU time)"
 
 
-def threads_cell(L):
-    n = L["counts"].get("threads_created")
+def threads_created(L, layers) -> Optional[int]:
+    """pthread_create calls the threads layer saw; None when the layer was off."""
+    return L["counts"].get("threads_created") if "threads" in layers else None
+
+
+def threads_cell(L, layers):
+    n = threads_created(L, layers)
     per = n / L["connections"] if n is not None and L["connections"] else None
     return (("—" if n is None else f"{n:,}" + (f" ({per:.2f}/conn)" if per is not None else "")),
             n)
 
 
-def deliveries(L, which="recorded") -> Optional[int]:
-    d = (L.get(which) or {}).get("deliveries")
+def sent(L, which="recorded") -> Optional[int]:
+    """Messages the users sent during a load (each delivered to every member of its room)."""
+    d = (L.get(which) or {}).get("messages_sent")
     return d if isinstance(d, int) and d > 0 else None
 
 
-def per(n, d, fmt="{:.2f}"):
-    return "—" if n is None or not d else fmt.format(n / d)
+def delivered(L, which="recorded") -> Optional[int]:
+    d = (L.get(which) or {}).get("deliveries")
+    return d if isinstance(d, int) and d > 0 else None
 
 
 def csw_total(L) -> Optional[int]:
@@ -201,9 +236,12 @@ def csw_total(L) -> Optional[int]:
     return None if not c else c["voluntary"] + c["involuntary"]
 
 
-def latency(L, which, q):
-    lat = (L.get(which) or {}).get("latency_us") or {}
-    v = lat.get(q)
+def latency(L, which, q) -> Optional[float]:
+    v = ((L.get(which) or {}).get("latency_us") or {}).get(q)
+    return v if isinstance(v, (int, float)) else None
+
+
+def us(v):
     return "—" if v is None else f"{v:,.0f}"
 
 
@@ -211,49 +249,52 @@ def waits_table(results, mode: str) -> Table:
     levels = results["modes"][mode]["levels"]
     t = Table(f"Native synchronization, context switches and run-queue wait of the chat server "
               f"({mode} threads, during the recorded load; {results['jdk_label']})",
-              ["load (rooms x users)", "messages delivered", "futex calls", "futex calls / message",
-               "futex time (ms, blocking included)", "context switches (vol. + invol.)",
-               "context switches / message", "run-queue waits", "run-queue wait (ms)",
-               "mean run-queue wait (µs)", "latency p50 / p99 bare (µs)",
-               "latency p50 / p99 recorded (µs)"])
+              ["load (rooms x users)", "messages sent", "deliveries", "futex calls",
+               "futex calls / message sent", "futex time (ms, blocking included)",
+               "context switches (vol. + invol.)", "context switches / message sent",
+               "run-queue waits (lower bound)", "run-queue wait (ms)", "mean run-queue wait (µs)",
+               "latency p50 bare (µs)", "latency p99 bare (µs)",
+               "latency p50 recorded (µs)", "latency p99 recorded (µs)"])
     for name, L in levels.items():
-        w, d = L["waits"], deliveries(L)
+        w, n = L["waits"], sent(L)
         cs = csw_total(L)
-        t.add([name, fmt_count(d), fmt_count(w["futex_calls"]), per(w["futex_calls"], d),
-               ms(w["futex_ns"]), fmt_count(cs), per(cs, d), fmt_count(w["runq_waits"]),
-               ms(w["runq_ns"]), per(w["runq_ns"], w["runq_waits"] and w["runq_waits"] * 1000,
-                                     "{:,.1f}"),
-               f"{latency(L, 'bare', 'p50')} / {latency(L, 'bare', 'p99')}",
-               f"{latency(L, 'recorded', 'p50')} / {latency(L, 'recorded', 'p99')}"],
-              [name, d, w["futex_calls"], None if not d or w["futex_calls"] is None
-               else w["futex_calls"] / d, w["futex_ns"], cs,
-               None if not d or cs is None else cs / d, w["runq_waits"], w["runq_ns"],
-               None if not w["runq_waits"] else w["runq_ns"] / w["runq_waits"] / 1000,
-               ((L["bare"].get("latency_us") or {}).get("p50")),
-               ((L["recorded"].get("latency_us") or {}).get("p50"))])
+        fpm = None if not n or w["futex_calls"] is None else w["futex_calls"] / n
+        cpm = None if not n or cs is None else cs / n
+        mean_rq = None if not w["runq_waits"] else w["runq_ns"] / w["runq_waits"] / 1000
+        lat = [latency(L, run, q) for run in ("bare", "recorded") for q in ("p50", "p99")]
+        t.add([name, fmt_count(n), fmt_count(delivered(L)), fmt_count(w["futex_calls"]),
+               "—" if fpm is None else f"{fpm:.2f}", ms(w["futex_ns"]), fmt_count(cs),
+               "—" if cpm is None else f"{cpm:.2f}", fmt_count(w["runq_waits"]),
+               ms(w["runq_ns"]), "—" if mean_rq is None else f"{mean_rq:,.1f}"]
+              + [us(v) for v in lat],
+              [name, n, delivered(L), w["futex_calls"], fpm, w["futex_ns"], cs, cpm,
+               w["runq_waits"], w["runq_ns"], mean_rq] + lat)
     return t
 
 
-def compare_table(results) -> Table:
+def compare_table(results, layers) -> Table:
     pl, vt = (results["modes"][m]["levels"] for m in MODES)
     t = Table(f"Platform vs virtual threads, the same levels ({results['jdk_label']}; the "
-              "recorded load's counts, the bare load's messages/s)",
+              "recorded load's counts, messages/s of both loads)",
               ["load (rooms x users)", "threads", "native threads created",
                "context switches", "futex calls", "guaranteed overhead (ms)",
-               "overhead / bare CPU", "bare CPU (ms)", "messages/s (bare)"])
+               "overhead / bare CPU", "bare CPU (ms)", "messages/s (bare)",
+               "messages/s (recorded)"])
     for name in pl:
         for mode, levels in (("platform", pl), ("virtual", vt)):
             L = levels.get(name)
             if L is None:
                 continue
-            n = L["counts"].get("threads_created")
+            n = threads_created(L, layers)
             t.add([name, mode, fmt_count(n), fmt_count(csw_total(L)),
                    fmt_count(L["waits"]["futex_calls"]), ms(L["guaranteed_ns"]),
                    "—" if L["overhead_pct_of_bare_cpu"] is None
                    else f"{L['overhead_pct_of_bare_cpu']:.1f}%",
-                   ms(L["bare_cpu_ns"]), f"{L['bare'].get('rate') or 0:,.0f}"],
+                   ms(L["bare_cpu_ns"]), rate(L["bare"].get("rate")),
+                   rate(L["recorded"].get("rate"))],
                   [name, mode, n, csw_total(L), L["waits"]["futex_calls"], L["guaranteed_ns"],
-                   L["overhead_pct_of_bare_cpu"], L["bare_cpu_ns"], L["bare"].get("rate")])
+                   L["overhead_pct_of_bare_cpu"], L["bare_cpu_ns"], L["bare"].get("rate"),
+                   L["recorded"].get("rate")])
     return t
 
 
@@ -271,10 +312,13 @@ def notes(results) -> List[str]:
            "once (a loss or a duplicate fails the run).",
            "native threads created = pthread_create calls the threads layer saw in the server "
            "during the recorded load (platform threads: two per connection, reader and "
-           "writer; virtual threads: only carrier threads and the JVM's own). futex time "
-           "includes blocking; context switches and run-queue wait are the server's threads' "
-           "(run-queue wait: runnable, not running, from a wakeup or a preemption to the "
-           "next switch-in); all are waiting, not part of the guaranteed overhead."]
+           "writer; virtual threads: only carrier threads and the JVM's own). Per message "
+           "sent = divided by the messages the users sent (each is delivered to every member "
+           "of its room). futex time includes blocking; context switches and run-queue wait "
+           "are the server's threads' (run-queue wait: runnable, not running, from a wakeup "
+           "or a preemption to the next switch-in; a lower bound: a thread's waits count from "
+           "its first switch-out after the recording began); all are waiting, not part of "
+           "the guaranteed overhead."]
     if results.get("left_out"):
         out.append(results["left_out"])
     return out

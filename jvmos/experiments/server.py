@@ -167,9 +167,9 @@ class CommandServer:
         self.dir.mkdir(parents=True, exist_ok=True)
         err = self.dir / "server-stderr.txt"
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=open(self.dir / "server-stdout.txt", "wb"),
-                                         stderr=open(err, "wb"), stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            with open(self.dir / "server-stdout.txt", "wb") as o, open(err, "wb") as e:
+                self.proc = subprocess.Popen(self.argv, stdout=o, stderr=e,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             raise JvmosError(f"--server-cmd cannot start: {self.argv[0]}: {e.strerror}")
         try:
@@ -179,34 +179,50 @@ class CommandServer:
             raise
         return self
 
+    def _find_jvm(self):
+        for p in [self.proc.pid] + descendants(self.proc.pid):
+            try:
+                j = jvm_of_pid(p)
+            except JvmosError:
+                j = None
+            if j:
+                self.pid, self.jvm = p, j
+                return
+
     def _await_ready(self, err: Path):
+        """Until the server's JVM listens: on --port, or on one port (a JVM that listens on
+        several, e.g. a JMX or debug port beside the application's, needs --port), the set
+        of ports unchanged for a second. A JVM that exits (a launcher, `java -version` in a
+        script) is forgotten and the search goes on."""
         t0 = time.monotonic()
+        seen, since = None, None
         while True:
             if self.proc.poll() is not None:
                 tail = (err.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
                 raise JvmosError(f"the server command exited ({self.proc.returncode}) "
                                  f"{time.monotonic() - t0:.1f} s after it started, before "
                                  f"listening: {tail} (see {err})")
+            if self.pid is not None and cputime.cpu_or_none(self.pid) is None:
+                self.pid, self.jvm, seen = None, None, None
             if self.pid is None:
-                for p in [self.proc.pid] + descendants(self.proc.pid):
-                    try:
-                        j = jvm_of_pid(p)
-                    except JvmosError:
-                        j = None
-                    if j:
-                        self.pid, self.jvm = p, j
-                        break
+                self._find_jvm()
             if self.pid is not None:
                 ports = listening_ports(self.pid)
-                if self.want_port and self.want_port in ports:
-                    self.port = self.want_port
-                    return
-                if ports and not self.want_port:
-                    self.port = ports[0]
-                    if len(ports) > 1:
-                        log(f"the server listens on {', '.join(map(str, ports))}: {{port}} is "
-                            f"{self.port} (--port chooses)")
-                    return
+                if self.want_port:
+                    if self.want_port in ports:
+                        self.port = self.want_port
+                        return
+                elif ports:
+                    if ports != seen:
+                        seen, since = ports, time.monotonic()
+                    elif time.monotonic() - since >= 1.0:
+                        if len(ports) > 1:
+                            raise JvmosError(
+                                f"the server's JVM (pid {self.pid}) listens on ports "
+                                f"{', '.join(map(str, ports))}: say which one the load is for "
+                                "with --port")
+                        self.port = ports[0]
+                        return
             if time.monotonic() - t0 > self.ready_timeout:
                 what = ("no JVM among the command and its children" if self.pid is None else
                         f"JVM pid {self.pid} does not listen on "
@@ -216,43 +232,71 @@ class CommandServer:
             time.sleep(0.1)
 
     def __exit__(self, *exc):
-        if self.proc and self.proc.poll() is None:
+        """The whole session is stopped (a wrapper that has exited may have left the JVM
+        behind): SIGTERM to the group, then SIGKILL after 60 s; the JVM's end is awaited."""
+        if not self.proc:
+            return
+        group = self.proc.pid
+
+        def gone():
+            return self.proc.poll() is not None and (
+                self.pid is None or cputime.cpu_or_none(self.pid) is None)
+
+        for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
+            if gone():
+                break
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                os.killpg(group, sig)
             except ProcessLookupError:
                 pass
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+            t0 = time.monotonic()
+            while not gone() and time.monotonic() - t0 < grace:
+                time.sleep(0.1)
 
     def load_argv(self, level: str) -> List[str]:
         text = self.load_cmd.replace("{level}", level).replace("{port}", str(self.port))
         return shlex.split(text)
 
     def load(self, level: str) -> dict:
+        """One load at a level: its last JSON line, plus load_wall_s and (with a rate key)
+        rate. The load runs in its own session, stopped whole on timeout."""
         argv = self.load_argv(level)
         t0 = time.monotonic_ns()
         try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=self.load_timeout,
-                               stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise JvmosError(f"the load command ran over {self.load_timeout:.0f} s at level "
-                             f"{level}: {' '.join(argv)}")
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
         except OSError as e:
             raise JvmosError(f"the load command cannot start: {argv[0]}: {e.strerror}")
+        try:
+            stdout, stderr = child.communicate(timeout=self.load_timeout)
+        except subprocess.TimeoutExpired:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(child.pid, sig)
+                except ProcessLookupError:
+                    pass
+                try:
+                    child.communicate(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            raise JvmosError(f"the load command ran over {self.load_timeout:.0f} s at level "
+                             f"{level} and was stopped: {' '.join(argv)}")
         wall = time.monotonic_ns() - t0
-        if r.returncode != 0:
-            tail = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines()
+        if child.returncode != 0:
+            tail = (stderr.strip().splitlines() or stdout.strip().splitlines()
                     or ["no output"])[-1]
-            raise JvmosError(f"the load command failed at level {level} (exit {r.returncode}): "
-                             f"{tail}")
-        res = last_json(r.stdout)
+            raise JvmosError(f"the load command failed at level {level} (exit "
+                             f"{child.returncode}): {tail}")
+        res = last_json(stdout)
         res["load_wall_s"] = wall / 1e9
         if self.rate_key:
             v = res.get(self.rate_key)
             res["rate"] = v if isinstance(v, (int, float)) else None
+            if res["rate"] is None:
+                log(f"warning: level {level}: the load's last JSON line has no number "
+                    f"'{self.rate_key}' (--rate-key): its rate is unknown")
         return res
 
     def cpu_ns(self) -> int:
@@ -411,7 +455,9 @@ def pct(v):
 
 
 def rate(v):
-    return "—" if not isinstance(v, (int, float)) else f"{v:,.0f}"
+    if not isinstance(v, (int, float)):
+        return "—"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def recorded_cpu_text(L) -> str:
@@ -595,11 +641,12 @@ def main(argv) -> int:
     with server:
         jvm = server.jvm
         results = {"experiment": "server", "server_command": a.server_cmd,
-                   "load_command": a.load_cmd, "server_pid": server.pid, "port": server.port,
+                   "load_command": a.load_cmd, "server_pid": server.pid,
+                   "wrapper_pid": server.proc.pid if server.proc.pid != server.pid else None,
+                   "port": server.port,
                    "jdk": str(jvm.home), "jdk_label": jdk_label(jvm), "layers": a.layers,
                    "rate_key": a.rate_key, "levels": {}}
-        log(f"server: JVM pid {server.pid} ({jdk_label(jvm)}) listening on 127.0.0.1:"
-            f"{server.port}")
+        log(f"server: JVM pid {server.pid} ({jdk_label(jvm)}) listening on port {server.port}")
         warm = a.levels[0] if a.warmup_level is None else a.warmup_level
         if warm != "none":
             log(f"warm-up: level {warm}, untraced")
@@ -608,6 +655,7 @@ def main(argv) -> int:
             results["levels"][lv] = measure_level(
                 server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
                 layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
+            save_partial(out, "figure", results)
     return finish(out, "figure", results, "level", rate_key, rate_label,
                   f"Guaranteed overhead of the server under load ({results['jdk_label']}; ms "
                   "of server CPU time)",
@@ -615,9 +663,18 @@ def main(argv) -> int:
                   "load level (% = overhead / bare CPU time)")
 
 
+def save_partial(out: Path, stem: str, results: dict):
+    """The levels measured so far, kept as they finish (stem.partial.json): a failure at a
+    later level, or Ctrl-C, does not lose them. finish() removes the file."""
+    import json
+    tmp = out / f".{stem}.partial.json.tmp"
+    tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    os.replace(tmp, out / f"{stem}.partial.json")
+
+
 def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str,
            rate_label: str, title: str, fig_title: str, xlabel: str, extra=(),
-           extra_tables=(), extra_notes=(), paper_band=None) -> int:
+           extra_tables=(), extra_notes=(), paper_band=None) -> int:  # noqa: PLR0913
     """Write the table, notes, figure and JSON of a server experiment; print the table."""
     table = overhead_table(title, results["levels"], level_header, rate_key, rate_label, extra,
                            results.get("layers") or LAYERS)
@@ -625,6 +682,7 @@ def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str
     figs = stacked_figure(results["levels"], out / stem, fig_title, xlabel, paper_band)
     results["figures"] = [f.name for f in figs]
     write_outputs(out, stem, [table] + list(extra_tables), results, notes)
+    (out / f"{stem}.partial.json").unlink(missing_ok=True)
     print(table.markdown())
     for t in extra_tables:
         print(t.markdown())

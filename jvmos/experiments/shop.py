@@ -51,8 +51,9 @@ class Shop:
                "--min-spare-threads", "4", "--port", "0",
                "--port-file", str(port_file), "--max-seconds", str(self.max_seconds)]
         self.cmd = cmd
-        self.proc = subprocess.Popen(cmd, stdout=open(self.dir / "server-stdout.txt", "wb"),
-                                     stderr=open(self.dir / "server-stderr.txt", "wb"))
+        with open(self.dir / "server-stdout.txt", "wb") as o, \
+                open(self.dir / "server-stderr.txt", "wb") as e:
+            self.proc = subprocess.Popen(cmd, stdout=o, stderr=e)
         t0 = time.monotonic()
         while not port_file.exists():
             if self.proc.poll() is not None:
@@ -63,6 +64,11 @@ class Shop:
             time.sleep(0.1)
         self.port = int(port_file.read_text().strip())
         return self
+
+    @property
+    def pid(self) -> int:
+        """The server's pid (what server.measure_level attaches to)."""
+        return self.proc.pid
 
     def __exit__(self, *exc):
         if self.proc and self.proc.poll() is None:

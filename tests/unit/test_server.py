@@ -62,19 +62,19 @@ def test_resource_times_zero_only_for_attached_layers():
     assert by.get("threads") is None and by.get("mem") is None
 
 
-def level(bare_cpu, rec_cpu, io, rate_b, rate_r):
+def level(bare_cpu, rec_cpu, io, rate_b, rate_r, est):
     from jvmos.cputime import cpu_split
     L = {"bare": {"server_cpu_ns": bare_cpu, "rate": rate_b}, "recorded": {"rate": rate_r},
          "by_resource": {"io": io, "threads": 0.0, "links": 0.0, "mem": 0.0},
          "server_cpu_ns": rec_cpu, "bare_cpu_ns": bare_cpu,
-         "probe_totals": {"probe_overhead_ns": rec_cpu - bare_cpu}}
+         "probe_totals": {"probe_overhead_ns": est}}
     L.update(cpu_split(bare_cpu, rec_cpu, io))
     return L
 
 
 def test_overhead_table_rows():
-    levels = {"5": level(100e6, 150e6, 25e6, 1000.0, 800.0),
-              "10": level(200e6, 260e6, 40e6, 1500.0, None)}
+    levels = {"5": level(100e6, 150e6, 25e6, 1000.0, 800.0, 40e6),
+              "10": level(200e6, 260e6, 40e6, 1500.0, None, 90e6)}
     t = srv.overhead_table("T", levels, "rooms", "rate", "messages/s")
     csv = t.csv().splitlines()
     assert csv[0].startswith("rooms,messages/s (bare),messages/s (recorded),I/O,memory")
@@ -82,5 +82,70 @@ def test_overhead_table_rows():
     assert row[0] == "5" and row[1] == "1000.0" and row[2] == "800.0"
     # overhead / bare CPU = 25 / 100; Java execution = 100 - 25
     assert float(row[7]) == 75e6 and float(row[8]) == 25.0
-    assert levels["5"]["probe_effect"]["ratio"] == 1.0
+    # estimated 40 ms against observed 150 - 100 = 50 ms; 90 against 60
+    assert levels["5"]["probe_effect"]["ratio"] == pytest.approx(0.8)
+    assert levels["5"]["probe_effect"]["within_goal"] is True
+    assert levels["10"]["probe_effect"]["ratio"] == pytest.approx(1.5)
+    assert levels["10"]["probe_effect"]["within_goal"] is False
     assert "—" in t.markdown().splitlines()[-1]        # a missing rate is a dash, not 0
+
+
+class FakeResult:
+    def __init__(self, run_dir):
+        self.status, self.run_dir = "complete", run_dir
+        self.summary = {"totals": {"wall_ns": 1e9, "guaranteed_by_resource": {"io": 3e6,
+                                                                               "links": 1e6},
+                                   "probe_overhead_ns": 2e6},
+                        "categories": {"sync": {"calls": 7, "time_ns": 5e6, "wait_calls": 4},
+                                       "link": {"syscalls": {"accept": {"calls": 3}}}}}
+
+
+class FakeServer:
+    """A target whose CPU clock advances 10 ms per load, 14 ms when a recording is on."""
+
+    def __init__(self):
+        self.pid, self.cpu, self.recording, self.loads = 4242, 0, False, 0
+
+    def cpu_ns(self):
+        return self.cpu
+
+    def load(self):
+        self.loads += 1
+        self.cpu += 14_000_000 if self.recording else 10_000_000
+        return {"rate": 100.0 + self.loads}
+
+
+def test_measure_level_against_a_stub_target(monkeypatch, tmp_path):
+    """The level's figures from one recorded and one bare load (and a warm pair): the
+    attach target is the server's pid, the CPU split is on the bare load."""
+    srv_ = FakeServer()
+    seen = []
+
+    def fake_record(opts):
+        seen.append(opts.pid)
+        srv_.recording = True
+        try:
+            opts.workload()
+        finally:
+            srv_.recording = False
+        opts.out.mkdir(parents=True, exist_ok=True)
+        return FakeResult(opts.out)
+
+    monkeypatch.setattr(srv.rec, "record", fake_record)
+    L = srv.measure_level(srv_, srv_.load, tmp_path, "lv", "a level", pair=True)
+    assert seen == [4242, 4242]                     # the level's recording and the warm one
+    assert srv_.loads == 4                          # recorded, bare; warm: recorded, bare
+    assert L["server_cpu_ns"] == 14e6 and L["bare_cpu_ns"] == 10e6
+    assert L["guaranteed_ns"] == 4e6 and L["java_exec_ns"] == 6e6
+    assert L["overhead_pct_of_bare_cpu"] == 40.0
+    assert L["waits"]["futex_calls"] == 7 and L["waits"]["runq_waits"] is None
+    assert L["recorded"]["rate"] == 101.0 and L["bare"]["rate"] == 102.0
+    w = L["warm_pair"]
+    assert w["bare_cpu_ns"] == [10e6, 10e6] and w["server_cpu_ns"] == 14e6
+    pe = srv.level_probe_effect(L)
+    assert pe["observed_ns"] == 4e6 and pe["estimated_ns"] == 2e6 and pe["ratio"] == 0.5
+
+
+def test_shop_is_a_target():
+    from jvmos.experiments.shop import Shop
+    assert isinstance(Shop.pid, property)

@@ -21,7 +21,8 @@ from jvmos.catalogue import LAYERS as KNOWN_LAYERS
 from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
-from jvmos.experiments.server import (LAYERS, CommandServer, finish, measure_level, ms,
+from jvmos.experiments.server import (LAYERS, CommandServer, finish, kept_so_far,
+                                      measure_level, ms,
                                       overhead_table, parse_positive_levels, rate, save_partial,
                                       stacked_figure)
 
@@ -166,7 +167,7 @@ def main(argv) -> int:
             run_mode(java, mode, a, out, results)
         except JvmosError as e:
             if mode == modes[0]:
-                raise       # nothing to draw: the levels measured so far are in the partial file
+                raise kept_so_far(e, out, "figure1")
             # the first mode's figure stands; this one is said to have failed
             failed = f"{mode} threads failed: {e}"
             log(f"error: {failed}")

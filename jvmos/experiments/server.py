@@ -651,11 +651,14 @@ def main(argv) -> int:
         if warm != "none":
             log(f"warm-up: level {warm}, untraced")
             results["warmup"] = server.load(warm)
-        for lv in a.levels:
-            results["levels"][lv] = measure_level(
-                server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
-                layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
-            save_partial(out, "figure", results)
+        try:
+            for lv in a.levels:
+                results["levels"][lv] = measure_level(
+                    server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
+                    layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
+                save_partial(out, "figure", results)
+        except JvmosError as e:
+            raise kept_so_far(e, out, "figure")
     return finish(out, "figure", results, "level", rate_key, rate_label,
                   f"Guaranteed overhead of the server under load ({results['jdk_label']}; ms "
                   "of server CPU time)",
@@ -670,6 +673,13 @@ def save_partial(out: Path, stem: str, results: dict):
     tmp = out / f".{stem}.partial.json.tmp"
     tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
     os.replace(tmp, out / f"{stem}.partial.json")
+
+
+def kept_so_far(e: Exception, out: Path, stem: str) -> JvmosError:
+    """The error of a failed experiment, naming where its finished levels are kept."""
+    part = out / f"{stem}.partial.json"
+    return JvmosError(f"{e}" + (f" (the levels measured before are kept in {part})"
+                                if part.exists() else ""))
 
 
 def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str,

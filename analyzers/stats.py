@@ -1,4 +1,6 @@
-"""Small statistics: least-squares lines and means with 95% intervals (Student's t)."""
+"""Small statistics: least-squares lines, means with 95% intervals (Student's t), and for the
+campaign experiments (seed 000) confidence intervals at any level, Welch's two-sample t-test
+and the percent change of a response time (scipy.stats does the distributions)."""
 import math
 from typing import Sequence, Tuple
 
@@ -55,3 +57,49 @@ def floor_fit(model: dict, key: str) -> dict:
         model[f"{key}_fit_ci95"] = list(ci)
         model[f"{key}_ci95"] = [max(ci[0], 0.0), max(ci[1], 0.0)]
     return model
+
+
+def summary(xs: Sequence[float], level: float = 0.99) -> dict:
+    """n, mean, sample standard deviation and the `level` confidence interval of the mean
+    (Student's t with n - 1 degrees of freedom; for n = 1 the interval is unknown: None)."""
+    from scipy import stats as st
+    n = len(xs)
+    if n == 0:
+        raise ValueError("no values")
+    m = sum(xs) / n
+    if n == 1:
+        return {"n": 1, "mean": m, "sd": None, "level": level, "ci": None}
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    if sd == 0:
+        return {"n": n, "mean": m, "sd": 0.0, "level": level, "ci": [m, m]}
+    lo, hi = st.t.interval(level, n - 1, loc=m, scale=sd / math.sqrt(n))
+    return {"n": n, "mean": m, "sd": sd, "level": level, "ci": [float(lo), float(hi)]}
+
+
+def welch(xs: Sequence[float], ys: Sequence[float], alpha: float = 0.01) -> dict:
+    """Welch's two-sample t-test (unequal variances) of H0: equal means, two-sided: t, its
+    Welch-Satterthwaite degrees of freedom, p, and whether H0 is rejected at alpha. Two
+    samples without any variance: equal means are not rejected, different ones are (p 0)."""
+    from scipy import stats as st
+    if len(xs) < 2 or len(ys) < 2:
+        raise ValueError("Welch's t-test needs two values in each sample")
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    vx = sum((x - mx) ** 2 for x in xs) / (len(xs) - 1)
+    vy = sum((y - my) ** 2 for y in ys) / (len(ys) - 1)
+    a, b = vx / len(xs), vy / len(ys)
+    if a + b == 0:
+        same = mx == my
+        return {"t": None, "df": None, "p": 1.0 if same else 0.0, "alpha": alpha,
+                "reject": not same, "note": "no variance in either sample"}
+    r = st.ttest_ind(xs, ys, equal_var=False)
+    df = (a + b) ** 2 / (a * a / (len(xs) - 1) + b * b / (len(ys) - 1))
+    return {"t": float(r.statistic), "df": df, "p": float(r.pvalue), "alpha": alpha,
+            "reject": bool(r.pvalue < alpha)}
+
+
+def pct_change(r_p: float, r_q: float) -> float:
+    """Seed 000's equations 2-3: the change in response time when primitive q replaces p,
+    as a percentage of p's: 100 (R(q) - R(p)) / R(p)."""
+    if r_p == 0:
+        raise ValueError("the reference response time is 0")
+    return 100.0 * (r_q - r_p) / r_p

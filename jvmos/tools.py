@@ -14,6 +14,7 @@ TOMCAT_JAR = ROOT / "workloads" / "java" / "tomcat" / "target" / "jvmos-tomcat.j
 DACAPO_JAR = ROOT / "workloads" / "java" / "dacapo" / "target" / "jvmos-dacapo.jar"
 SHOP_JAR = ROOT / "workloads" / "java" / "shop" / "target" / "jvmos-shop.jar"
 CHAT_JAR = ROOT / "workloads" / "java" / "chat" / "target" / "jvmos-chat.jar"
+IPC_JAR = ROOT / "workloads" / "java" / "ipc" / "target" / "jvmos-ipc.jar"
 
 
 def c_program(name: str) -> Path:

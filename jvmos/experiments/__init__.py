@@ -1,6 +1,6 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, jni_census, memory,
-                               overhead, server, threads, tomcat)
+from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, ipc, jni_census,
+                               memory, overhead, server, threads, tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -11,6 +11,7 @@ EXPERIMENTS = {
     "tomcat": tomcat.main,
     "chat": chat.main,
     "server": server.main,
+    "ipc": ipc.main,
     "heuristic": heuristic.main,
     "overhead": overhead.main,
 }

@@ -1,0 +1,369 @@
+"""`jvmos run ipc`: seed 000's suite on this machine: two JVMs on 127.0.0.1 talking through
+Java sockets (object streams) or XML-RPC, the nano (SS, SV, VS, VV) and micro (GRAB, FACT, GCD,
+REV) benchmarks, each run as seed 000's ExperimentCampaign (its Figure 2): start the server,
+pause, N trials of the client (each a new client JVM, timed by the OS around the process and by
+the language around the calls, every answer validated), pause between trials; the network
+consumption of the campaign counted in the kernel (probes/net.bt on the loopback interface, for
+every size, the large ones included), and each JVM's garbage collection from its own record.
+
+Statistics as the seed reports them: mean, standard deviation, 99% confidence interval, Welch's
+t-test between the two primitives at alpha = 0.01 (its Table 5), and the percent change R-delta%
+when XML-RPC replaces sockets (its equations 2-4).
+"""
+import argparse
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from jvmos import JvmosError
+from jvmos.analyzers import stats
+from jvmos.analyzers.tables import Table, fmt_count
+from jvmos.netcount import NetCounter
+from jvmos.tools import IPC_JAR, jar
+from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.server import CommandServer, save_partial
+
+EXAMPLES = """\
+examples:
+  jvmos run ipc                                    # every campaign, 10 trials each (~8 min)
+  jvmos run ipc --quick                            # 3 trials, sizes 5 and 500, VV at 5,000
+  jvmos run ipc --campaigns VV:5000,VV:50000 --trials 20
+
+A campaign is BENCHMARK:SIZE (size(V), the vector length; ignored by SS and GRAB), run with
+every primitive of --primitives. Outputs: ipc.md/.csv/.json (response times with 99% intervals
+under both timers, t-tests, R-delta%, network and GC tables), figures ipc-nano.png, ipc-micro.png
+(bars with +-1 sd, both timers), ipc-size.png (response time against size(V)) and
+ipc-ecdf.png (the ECDF of VV at 5,000), each also as .svg.
+"""
+
+PRIMITIVES = ("sockets", "xmlrpc")
+NANO = ("SS", "SV", "VS", "VV")
+MICRO = ("GRAB", "FACT", "GCD", "REV")
+BENCHMARKS = NANO + MICRO
+SCALAR_IN = ("SS", "SV", "GRAB", "FACT")   # the client sends one value: size(V) is not theirs
+# seed 000: Figures 3-4 at size(V) = 5; Table 3 / Figure 5: SV, VS, VV at 5, 50, 500; Table 4
+# and Figure 6: VV at 5,000, 10,000, 50,000
+DEFAULT_CAMPAIGNS = ([f"{b}:5" for b in BENCHMARKS]
+                     + [f"{b}:{s}" for s in (50, 500) for b in ("SV", "VS", "VV")]
+                     + [f"VV:{s}" for s in (5000, 10000, 50000)])
+QUICK_CAMPAIGNS = ([f"{b}:5" for b in BENCHMARKS] + [f"{b}:500" for b in ("SV", "VS", "VV")]
+                   + ["VV:5000"])
+# seed 000 Table 5: the pairs its t-tests compare (sockets vs XML-RPC)
+TTEST_PAIRS = ["REV:5", "GRAB:5", "VV:5000", "VV:10000", "VV:50000"]
+
+
+def parse_campaigns(text: str) -> List[tuple]:
+    out = []
+    for part in text.split(","):
+        b, _, s = part.strip().partition(":")
+        b = b.upper()
+        if b not in BENCHMARKS:
+            raise JvmosError(f"unknown benchmark '{part.strip()}' (known: "
+                             f"{', '.join(BENCHMARKS)}; write BENCHMARK:SIZE, e.g. VV:500)")
+        try:
+            size = int(s) if s else 5
+        except ValueError:
+            size = 0
+        if size <= 0 or size > 1_000_000:
+            raise JvmosError(f"bad size(V) in '{part.strip()}': a whole number 1..1,000,000")
+        if (b, size) in out:
+            raise JvmosError(f"campaign {b}:{size} is given twice")
+        out.append((b, size))
+    return out
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run ipc", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--campaigns", help="BENCHMARK:SIZE,... (default: seed 000's: every "
+                                       "benchmark at 5, SV/VS/VV at 50 and 500, VV at 5,000, "
+                                       "10,000, 50,000)")
+    p.add_argument("--primitives", default=",".join(PRIMITIVES),
+                   help="sockets, xmlrpc or both (default both)")
+    p.add_argument("--trials", type=int, default=10, help="trials per campaign (default 10)")
+    p.add_argument("--calls", type=int, default=1,
+                   help="calls per trial (default 1: seed 000 times one call per client run)")
+    p.add_argument("--pause", type=float, default=1.0,
+                   help="seconds between trials and after the server starts (default 1)")
+    p.add_argument("--no-net", dest="net", action="store_false",
+                   help="do not count packets (no bpftrace; no root needed)")
+    p.add_argument("--jdk", help="JDK home (default: the first found)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-ipc)")
+    p.add_argument("--quick", action="store_true", help="3 trials, fewer sizes, short pauses")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.trials = min(a.trials, 3)
+        a.pause = min(a.pause, 0.2)
+    a.campaigns = parse_campaigns(a.campaigns or ",".join(
+        QUICK_CAMPAIGNS if a.quick else DEFAULT_CAMPAIGNS))
+    a.primitives = [x.strip() for x in a.primitives.split(",") if x.strip()]
+    bad = [x for x in a.primitives if x not in PRIMITIVES]
+    if bad or not a.primitives:
+        raise JvmosError(f"unknown primitive(s) {', '.join(bad) or '(none)'} "
+                         f"(known: {', '.join(PRIMITIVES)})")
+    if a.trials < 2:
+        raise JvmosError("--trials must be at least 2 (a standard deviation needs two)")
+    if a.calls <= 0 or a.pause < 0:
+        raise JvmosError("--calls must be positive and --pause not negative")
+    return a
+
+
+def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> dict:
+    """Seed 000's ExperimentCampaign(B, P, N): server, pause, N trials, network counted over
+    them; every trial a new client JVM."""
+    name = f"{primitive}-{bench}-{size}"
+    server = (f"{java} -cp {jar(IPC_JAR)} org.jvmos.workloads.ipc.IpcServer "
+              f"--primitive {primitive} --port 0 --max-seconds 3600")
+    client = (f"{java} -cp {jar(IPC_JAR)} org.jvmos.workloads.ipc.IpcClient "
+              f"--primitive {primitive} --port {{port}} --benchmark {bench} --size {{level}} "
+              f"--calls {a.calls} --max-seconds 600")
+    srv = CommandServer(server, client, out / "servers" / name)
+    trials = []
+    with srv:
+        time.sleep(a.pause)
+        counter = NetCounter(srv.port, out / "net") if a.net else None
+        if counter:
+            counter.__enter__()
+        try:
+            for i in range(a.trials):
+                r = srv.load(str(size))
+                if r.get("validated") != a.calls:
+                    raise JvmosError(f"{name} trial {i + 1}: {r.get('validated')} of {a.calls} "
+                                     "answers validated")
+                trials.append(r)
+                time.sleep(a.pause)
+        finally:
+            if counter:
+                counter.__exit__(None, None, None)
+    os_s = [t["load_wall_s"] for t in trials]
+    lang_s = [t["language_ns"] / 1e9 for t in trials]
+    c = {"primitive": primitive, "benchmark": bench, "size": size, "trials": trials,
+         "os_s": os_s, "language_s": lang_s,
+         "os": stats.summary(os_s, 0.99), "language": stats.summary(lang_s, 0.99)}
+    if counter:
+        n = counter.result
+        c["network"] = n
+        c["network_per_trial"] = {d: {k: (v / a.trials if isinstance(v, (int, float))
+                                          and k != "mean_packet_bytes" else v)
+                                      for k, v in n[d].items()}
+                                  for d in ("to_port", "from_port")}
+    return c
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    java = str(jvm.home / "bin" / "java")
+    jar(IPC_JAR)
+    out = out_dir(a.out, "ipc")
+    results = {"experiment": "ipc", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+               "trials": a.trials, "calls_per_trial": a.calls, "pause_s": a.pause,
+               "net_counted": a.net, "campaigns": {}}
+    for bench, size in a.campaigns:
+        for prim in a.primitives:
+            key = f"{prim}:{bench}:{size}"
+            log(f"[{key}] {a.trials} trials")
+            results["campaigns"][key] = campaign(java, prim, bench, size, a, out)
+            save_partial(out, "ipc", results)
+    tables = [response_table(results), ttest_table(results, a), delta_table(results, a)]
+    if a.net:
+        tables.append(network_table(results))
+    notes = notes_for(results)
+    figs = figures(results, out)
+    results["figures"] = [f.name for f in figs]
+    write_outputs(out, "ipc", tables, results, notes)
+    (out / "ipc.partial.json").unlink(missing_ok=True)
+    for t in tables:
+        print(t.markdown())
+    print(f"\nresults: {out}/ipc.md (and .csv, .json, figures); servers' output in "
+          f"{out}/servers/")
+    return 0
+
+
+def sec(v):
+    return "—" if v is None else f"{v:.4f}"
+
+
+def ci_text(s):
+    return "—" if not s.get("ci") else f"[{s['ci'][0]:.4f}, {s['ci'][1]:.4f}]"
+
+
+def response_table(results) -> Table:
+    t = Table(f"Response time per campaign ({results['jdk_label']}; {results['trials']} trials "
+              f"of {results['calls_per_trial']} call(s); seconds; 99% intervals)",
+              ["benchmark", "size(V)", "primitive", "OS timer: mean", "sd", "99% CI",
+               "language timer: mean", "sd", "99% CI"])
+    for key, c in results["campaigns"].items():
+        o, g = c["os"], c["language"]
+        t.add([c["benchmark"], size_cell(c), c["primitive"], sec(o["mean"]), sec(o["sd"]),
+               ci_text(o), sec(g["mean"]), sec(g["sd"]), ci_text(g)],
+              [c["benchmark"], c["size"], c["primitive"], o["mean"], o["sd"],
+               o["ci"], g["mean"], g["sd"], g["ci"]])
+    return t
+
+
+def size_cell(c):
+    return "—" if c["benchmark"] in ("SS", "GRAB") else fmt_count(c["size"])
+
+
+def pairs(results):
+    """(benchmark, size) -> {primitive: campaign} for the campaigns run with both."""
+    by: Dict[tuple, dict] = {}
+    for c in results["campaigns"].values():
+        by.setdefault((c["benchmark"], c["size"]), {})[c["primitive"]] = c
+    return {k: v for k, v in by.items() if len(v) == 2}
+
+
+def ttest_table(results, a) -> Table:
+    t = Table("Welch's t-test, sockets vs XML-RPC (H0: equal mean response time; alpha = 0.01; "
+              "seed 000 Table 5's pairs first)",
+              ["benchmark", "size(V)", "timer", "sockets 99% CI", "XML-RPC 99% CI", "t", "df",
+               "p", "H0 rejected"])
+    order = sorted(pairs(results).items(),
+                   key=lambda kv: (f"{kv[0][0]}:{kv[0][1]}" not in TTEST_PAIRS, kv[0]))
+    for (b, size), both in order:
+        s, x = both["sockets"], both["xmlrpc"]
+        for timer in ("os", "language"):
+            w = stats.welch(s[f"{timer}_s"], x[f"{timer}_s"], 0.01)
+            t.add([b, size_cell(s), timer, ci_text(s[timer]), ci_text(x[timer]),
+                   "—" if w["t"] is None else f"{w['t']:.2f}",
+                   "—" if w["df"] is None else f"{w['df']:.1f}", f"{w['p']:.2g}",
+                   "yes" if w["reject"] else "no"],
+                  [b, s["size"], timer, s[timer]["ci"], x[timer]["ci"], w["t"], w["df"],
+                   w["p"], w["reject"]])
+    return t
+
+
+def delta_table(results, a) -> Table:
+    t = Table("Change in response time when XML-RPC replaces sockets (seed 000 equations 2-4; "
+              "means; positive = XML-RPC slower)",
+              ["benchmark", "size(V)", "R-delta OS (s)", "R-delta% OS", "R-delta language (s)",
+               "R-delta% language"])
+    groups = {"nano": [], "micro": []}
+    for (b, size), both in pairs(results).items():
+        s, x = both["sockets"], both["xmlrpc"]
+        row, vals = [b, size_cell(s)], [b, s["size"]]
+        for timer in ("os", "language"):
+            d = x[timer]["mean"] - s[timer]["mean"]
+            pc = stats.pct_change(s[timer]["mean"], x[timer]["mean"]) \
+                if s[timer]["mean"] else None
+            row += [f"{d:+.4f}", "—" if pc is None else f"{pc:+.1f}%"]
+            vals += [d, pc]
+            if size == 5:
+                groups["nano" if b in NANO else "micro"].append((timer, pc))
+        t.add(row, vals)
+    for g, items in groups.items():
+        for timer in ("os", "language"):
+            pcs = [pc for tm, pc in items if tm == timer and pc is not None]
+            if pcs:
+                m = sum(pcs) / len(pcs)
+                t.add([f"mean over {g} (eq. 4)", "5", "", f"{m:+.1f}%" if timer == "os" else "",
+                       "", f"{m:+.1f}%" if timer == "language" else ""],
+                      [f"mean {g}", 5, None, m if timer == "os" else None, None,
+                       m if timer == "language" else None])
+    return t
+
+
+def network_table(results) -> Table:
+    t = Table("Network consumption per trial on the loopback interface (seed 000 Table 7; "
+              "counted in the kernel by probes/net.bt, every packet of the server's port)",
+              ["benchmark", "size(V)", "primitive", "packets to server", "packets from server",
+               "mean packet size (bytes, to / from)", "bytes per trial (W)",
+               "payload bytes per trial", "connections per trial"])
+    for c in results["campaigns"].values():
+        n = c.get("network")
+        if not n:
+            continue
+        pt = c["network_per_trial"]
+        to, fr = n["to_port"], n["from_port"]
+        w = pt["to_port"]["bytes"] + pt["from_port"]["bytes"]
+        pay = pt["to_port"]["payload_bytes"] + pt["from_port"]["payload_bytes"]
+        conns = pt["to_port"]["connections"]
+        mp = lambda d: "—" if d["mean_packet_bytes"] is None else f"{d['mean_packet_bytes']:,.0f}"  # noqa: E731
+        t.add([c["benchmark"], size_cell(c), c["primitive"], f"{pt['to_port']['packets']:,.1f}",
+               f"{pt['from_port']['packets']:,.1f}", f"{mp(to)} / {mp(fr)}", f"{w:,.0f}",
+               f"{pay:,.0f}", f"{conns:,.1f}"],
+              [c["benchmark"], c["size"], c["primitive"], pt["to_port"]["packets"],
+               pt["from_port"]["packets"], to["mean_packet_bytes"], w, pay, conns])
+    return t
+
+
+def notes_for(results) -> List[str]:
+    return ["OS timer = the client process's wall time measured by jvmos around it (JVM start, "
+            "connection, the calls, JVM exit), as seed 000's /usr/bin/time; language timer = "
+            "System.nanoTime around the calls in the client. Each trial is a new client JVM; "
+            "every answer is validated by the client against its own computation.",
+            "99% CI = the mean's interval from Student's t with n - 1 degrees of freedom "
+            "(scipy.stats); the t-test is Welch's (unequal variances), two-sided, alpha 0.01.",
+            "Network: probes/net.bt counts, in the kernel, every packet handed to the loopback "
+            "device whose source or destination port is the server's, over all the campaign's "
+            "trials (divided by the trials here); bytes include the 14-byte link header that "
+            "/proc/net/dev's lo counters leave out. tcpdump's kernel filter dropped packets at "
+            "large sizes in seed 000; this count has no per-packet copy to user space."]
+
+
+def figures(results, out: Path) -> list:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from jvmos.analyzers import figures as fig_io
+    saved = []
+    camp = results["campaigns"]
+    prims = sorted({c["primitive"] for c in camp.values()})
+    colours = {"sockets": "#1b9e77", "xmlrpc": "#d95f02"}
+    for group, benches, stem in (("nano", NANO, "ipc-nano"), ("micro", MICRO, "ipc-micro")):
+        present = [b for b in benches if any(c["benchmark"] == b and c["size"] == 5
+                                             for c in camp.values())]
+        if not present:
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, timer in zip(axes, ("os", "language")):
+            width = 0.8 / max(1, len(prims))
+            for j, prim in enumerate(prims):
+                cs = [camp.get(f"{prim}:{b}:5") for b in present]
+                xs = [i + j * width for i in range(len(present))]
+                ax.bar(xs, [c[timer]["mean"] if c else 0 for c in cs], width,
+                       yerr=[(c[timer]["sd"] or 0) if c else 0 for c in cs], capsize=3,
+                       color=colours.get(prim), label=prim)
+            ax.set_xticks([i + 0.4 - width / 2 for i in range(len(present))], present)
+            ax.set_ylabel("response time (s), mean ± 1 sd")
+            ax.set_title(f"{group} benchmarks, size(V) = 5: {timer} timer", fontsize=9)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        saved += fig_io.save(fig, out / stem)
+    by_size = {}
+    for c in camp.values():
+        if c["benchmark"] in ("SV", "VS", "VV"):
+            by_size.setdefault((c["benchmark"], c["primitive"]), []).append(c)
+    if by_size:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, timer in zip(axes, ("os", "language")):
+            for (b, prim), cs in sorted(by_size.items()):
+                cs = sorted(cs, key=lambda c: c["size"])
+                ax.errorbar([c["size"] for c in cs], [c[timer]["mean"] for c in cs],
+                            yerr=[c[timer]["sd"] or 0 for c in cs], marker="o", capsize=3,
+                            label=f"{b} {prim}",
+                            linestyle="-" if prim == "sockets" else "--")
+            ax.set_xscale("log")
+            ax.set_xlabel("size(V)")
+            ax.set_ylabel("response time (s)")
+            ax.set_title(f"response time against size(V): {timer} timer", fontsize=9)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        saved += fig_io.save(fig, out / "ipc-size")
+    ecdf = [camp[k] for k in (f"{p}:VV:5000" for p in prims) if k in camp]
+    if ecdf:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, timer in zip(axes, ("os", "language")):
+            for c in ecdf:
+                xs = sorted(c[f"{timer}_s"])
+                ax.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post",
+                        label=c["primitive"], color=colours.get(c["primitive"]))
+            ax.set_xlabel("response time (s)")
+            ax.set_ylabel("fraction of trials")
+            ax.set_title(f"ECDF of VV, size(V) = 5,000: {timer} timer", fontsize=9)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        saved += fig_io.save(fig, out / "ipc-ecdf")
+    return saved

@@ -1,0 +1,80 @@
+"""Seed 000's suite as `jvmos run ipc`: one nano benchmark per primitive with two trials,
+validated answers, statistics and a network count; and its bad input."""
+import json
+import socket
+import subprocess
+
+import pytest
+
+from conftest import ROOT, can_trace, run_jvmos
+
+pytestmark = pytest.mark.integration
+traced = pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
+
+IPC_JAR = ROOT / "workloads" / "java" / "ipc" / "target" / "jvmos-ipc.jar"
+
+
+def one_error_line(r):
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
+    assert len(errors) == 1, r.stderr
+    return errors[0]
+
+
+@traced
+def test_ipc_one_nano_benchmark_per_primitive(tmp_path):
+    out = tmp_path / "ipc"
+    r = run_jvmos(["run", "ipc", "--campaigns", "VV:50", "--trials", "2", "--pause", "0.1",
+                   "--out", str(out)], timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "ipc.json").read_text())
+    assert set(res["campaigns"]) == {"sockets:VV:50", "xmlrpc:VV:50"}
+    for key, c in res["campaigns"].items():
+        assert len(c["trials"]) == 2
+        assert all(t["validated"] == 1 for t in c["trials"]), key
+        for timer in ("os", "language"):
+            s = c[timer]
+            assert s["n"] == 2 and s["mean"] > 0 and s["ci"][0] <= s["mean"] <= s["ci"][1], key
+        # the OS timer holds the client JVM's whole life, the language timer the call only
+        assert c["os"]["mean"] > c["language"]["mean"], key
+        n = c["network"]
+        # a vector of 50 ints goes each way: payload both ways, one connection per trial at least
+        assert n["to_port"]["packets"] > 0 and n["from_port"]["packets"] > 0, key
+        assert n["to_port"]["payload_bytes"] >= 2 * 50 * 4, key
+        assert n["to_port"]["connections"] >= 2, key
+    md = (out / "ipc.md").read_text()
+    assert "Welch" in md and "R-delta" in md
+    assert (out / "ipc-size.png").stat().st_size > 5000
+
+
+def test_unknown_benchmark(tmp_path):
+    line = one_error_line(run_jvmos(["run", "ipc", "--campaigns", "VV:5,MATMUL:5", "--out",
+                                     str(tmp_path / "x")]))
+    assert "unknown benchmark 'MATMUL:5'" in line and "GRAB" in line
+    assert not (tmp_path / "x").exists()
+
+
+def test_server_that_does_not_come_up(tmp_path):
+    # a heap too small for the JVM to start: the server exits before it listens
+    line = one_error_line(run_jvmos(["run", "ipc", "--campaigns", "SS:5", "--trials", "2",
+                                     "--no-net", "--out", str(tmp_path / "y")],
+                                    env={"JAVA_TOOL_OPTIONS": "-Xmx1k"}, timeout=300))
+    assert "the server command exited" in line and "before listening" in line
+
+
+def test_server_port_in_use():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    port = s.getsockname()[1]
+    try:
+        for prim in ("sockets", "xmlrpc"):
+            r = subprocess.run(["java", "-cp", str(IPC_JAR), "org.jvmos.workloads.ipc.IpcServer",
+                                "--primitive", prim, "--port", str(port), "--max-seconds", "10"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, prim
+            lines = [l for l in r.stderr.strip().splitlines() if l]
+            assert len(lines) == 1 and lines[0].startswith("error:"), (prim, r.stderr)
+    finally:
+        s.close()

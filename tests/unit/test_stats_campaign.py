@@ -1,0 +1,55 @@
+"""The campaign statistics (seed 000: means, 99% intervals, Welch's t-test, R-delta %) against
+values worked out by hand."""
+import math
+
+import pytest
+
+from jvmos.analyzers import stats
+
+
+def test_summary_99_interval_by_hand():
+    # mean 3, sd sqrt(2.5), sem sqrt(0.5); t(0.995, 4 df) = 4.604 (tables)
+    s = stats.summary([1, 2, 3, 4, 5], 0.99)
+    assert s["mean"] == 3 and s["sd"] == pytest.approx(math.sqrt(2.5))
+    half = 4.604 * math.sqrt(0.5)
+    assert s["ci"][0] == pytest.approx(3 - half, abs=1e-3)
+    assert s["ci"][1] == pytest.approx(3 + half, abs=1e-3)
+    # 95%: t(0.975, 4) = 2.776, as the hand-written table of mean_ci says
+    assert stats.summary([1, 2, 3, 4, 5], 0.95)["ci"][1] == pytest.approx(
+        stats.mean_ci([1, 2, 3, 4, 5])[2], abs=1e-3)
+
+
+def test_summary_edges():
+    assert stats.summary([7.0])["ci"] is None
+    assert stats.summary([2.0, 2.0, 2.0])["ci"] == [2.0, 2.0]
+    with pytest.raises(ValueError):
+        stats.summary([])
+
+
+def test_welch_by_hand():
+    xs, ys = [1, 2, 3, 4, 5], [2, 4, 6, 8, 10]
+    # means 3 and 6, variances 2.5 and 10: se = sqrt(0.5 + 2), t = -3 / se,
+    # df = 2.5^2 / (0.5^2/4 + 2^2/4) = 6.25 / 1.0625
+    w = stats.welch(xs, ys, alpha=0.01)
+    assert w["t"] == pytest.approx(-3 / math.sqrt(2.5))
+    assert w["df"] == pytest.approx(6.25 / 1.0625)
+    assert 0.10 < w["p"] < 0.11          # two-sided, t = -1.897 on 5.88 df
+    assert w["reject"] is False
+    far = stats.welch([1.0, 1.1, 0.9, 1.0], [5.0, 5.2, 4.8, 5.1])
+    assert far["reject"] is True and far["p"] < 0.01
+
+
+def test_welch_without_variance():
+    # seed 000's GRAB on sockets: every trial the same time
+    assert stats.welch([0.17, 0.17], [0.17, 0.17])["reject"] is False
+    assert stats.welch([0.17, 0.17], [0.2, 0.2])["reject"] is True
+    with pytest.raises(ValueError):
+        stats.welch([1.0], [1.0, 2.0])
+
+
+def test_pct_change():
+    # seed 000: R(S) = 0.17 s, R(X) = 0.702 s -> +312.9%
+    assert stats.pct_change(0.17, 0.702) == pytest.approx(312.94, abs=0.01)
+    assert stats.pct_change(2.0, 1.0) == -50.0
+    with pytest.raises(ValueError):
+        stats.pct_change(0.0, 1.0)

@@ -42,11 +42,11 @@ def parse(text: str) -> dict:
     out = {}
     for d in DIRECTIONS:
         get = lambda name: int((maps.get(name) or {}).get(d, 0))  # noqa: E731
-        out[d] = {"packets": get("@packets"), "bytes": get("@bytes"),
-                  "payload_bytes": get("@payload"), "connections": get("@syn")}
+        out[d] = {"packets": get("@net_packets"), "bytes": get("@net_bytes"),
+                  "payload_bytes": get("@net_payload"), "connections": get("@net_syn")}
         n = out[d]["packets"]
         out[d]["mean_packet_bytes"] = out[d]["bytes"] / n if n else None
-    other = maps.get("@other_proto")
+    other = maps.get("@net_other_proto")
     out["other_proto_packets"] = int(other) if isinstance(other, (int, float)) else 0
     return out
 

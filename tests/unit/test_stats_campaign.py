@@ -53,3 +53,22 @@ def test_pct_change():
     assert stats.pct_change(2.0, 1.0) == -50.0
     with pytest.raises(ValueError):
         stats.pct_change(0.0, 1.0)
+
+
+def test_netcount_parses_net_bt_output():
+    from jvmos import netcount
+    text = "\n".join([
+        '{"type": "attached_probes", "data": {"probes": 2}}',
+        '{"type": "printf", "data": "jvmos-net-ready\\n"}',
+        '{"type": "map", "data": {"@net_bytes": {"from_port": 1404, "to_port": 100470}}}',
+        '{"type": "map", "data": {"@net_other_proto": 0}}',
+        '{"type": "map", "data": {"@net_packets": {"from_port": 6, "to_port": 7}}}',
+        '{"type": "map", "data": {"@net_payload": {"from_port": 1000, "to_port": 100000}}}',
+        '{"type": "map", "data": {"@net_syn": {"to_port": 1, "from_port": 1}}}'])
+    r = netcount.parse(text)
+    assert r["to_port"] == {"packets": 7, "bytes": 100470, "payload_bytes": 100000,
+                            "connections": 1, "mean_packet_bytes": 100470 / 7}
+    assert r["from_port"]["packets"] == 6 and r["other_proto_packets"] == 0
+    empty = netcount.parse('{"type": "map", "data": {"@net_other_proto": 3}}')
+    assert empty["to_port"]["packets"] == 0 and empty["to_port"]["mean_packet_bytes"] is None
+    assert empty["other_proto_packets"] == 3

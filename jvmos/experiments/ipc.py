@@ -13,7 +13,7 @@ when XML-RPC replaces sockets (its equations 2-4).
 import argparse
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos.analyzers import stats
@@ -139,11 +139,15 @@ def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> 
         finally:
             if counter:
                 counter.__exit__(None, None, None)
+    from jvmos.experiments.common import last_json
+    server_end = last_json((srv.dir / "server-stdout.txt").read_text(errors="replace"))
     os_s = [t["load_wall_s"] for t in trials]
     lang_s = [t["language_ns"] / 1e9 for t in trials]
     c = {"primitive": primitive, "benchmark": bench, "size": size, "trials": trials,
          "os_s": os_s, "language_s": lang_s,
-         "os": stats.summary(os_s, 0.99), "language": stats.summary(lang_s, 0.99)}
+         "os": stats.summary(os_s, 0.99), "language": stats.summary(lang_s, 0.99),
+         "gc": {"client_per_trial": gc_means(trials), "server": gc_of(server_end)},
+         "server_end": server_end}
     if counter:
         n = counter.result
         c["network"] = n
@@ -152,6 +156,27 @@ def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> 
                                       for k, v in n[d].items()}
                                   for d in ("to_port", "from_port")}
     return c
+
+
+GC_FIELDS = ("gc_young_count", "gc_young_ms", "gc_full_count", "gc_full_ms",
+             "gc_concurrent_count", "gc_concurrent_ms", "allocated_bytes")
+
+
+def gc_of(j: dict) -> Optional[dict]:
+    """A JVM's GC record (its JSON line's gc_* fields and allocated bytes); None if absent."""
+    if not j or "gc_young_count" not in j:
+        return None
+    return {k: (None if k == "allocated_bytes" and j.get(k, -1) < 0 else j.get(k))
+            for k in GC_FIELDS}
+
+
+def gc_means(trials: List[dict]) -> Optional[dict]:
+    """The client JVMs' GC records, mean per trial (each trial is a new JVM)."""
+    recs = [gc_of(t) for t in trials]
+    if not recs or None in recs:
+        return None
+    return {k: (None if any(r[k] is None for r in recs) else sum(r[k] for r in recs) / len(recs))
+            for k in GC_FIELDS}
 
 
 def main(argv) -> int:
@@ -172,6 +197,7 @@ def main(argv) -> int:
     tables = [response_table(results), ttest_table(results, a), delta_table(results, a)]
     if a.net:
         tables.append(network_table(results))
+    tables.append(gc_table(results))
     notes = notes_for(results)
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]
@@ -290,6 +316,26 @@ def network_table(results) -> Table:
                f"{pay:,.0f}", f"{conns:,.1f}"],
               [c["benchmark"], c["size"], c["primitive"], pt["to_port"]["packets"],
                pt["from_port"]["packets"], to["mean_packet_bytes"], w, pay, conns])
+    return t
+
+
+def gc_table(results) -> Table:
+    t = Table("Garbage collection of both JVMs (seed 000 Table 6; the JVMs' own record, as "
+              "jstat reads it: the client's mean per trial, each trial a new JVM; the server's "
+              "over the whole campaign)",
+              ["benchmark", "size(V)", "primitive", "client young GCs", "client young GC ms",
+               "client full GCs", "client full GC ms", "client allocated (MB)",
+               "server young GCs", "server young GC ms", "server full GCs", "server full GC ms",
+               "server allocated (MB)"])
+    num = lambda v, f="{:,.1f}": "—" if v is None else f.format(v)  # noqa: E731
+    for c in results["campaigns"].values():
+        cl, sv = c["gc"]["client_per_trial"] or {}, c["gc"]["server"] or {}
+        mb = lambda r: None if r.get("allocated_bytes") is None else r["allocated_bytes"] / 1e6  # noqa: E731
+        vals = [cl.get("gc_young_count"), cl.get("gc_young_ms"), cl.get("gc_full_count"),
+                cl.get("gc_full_ms"), mb(cl), sv.get("gc_young_count"), sv.get("gc_young_ms"),
+                sv.get("gc_full_count"), sv.get("gc_full_ms"), mb(sv)]
+        t.add([c["benchmark"], size_cell(c), c["primitive"]] + [num(v) for v in vals],
+              [c["benchmark"], c["size"], c["primitive"]] + vals)
     return t
 
 

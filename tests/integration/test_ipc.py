@@ -43,8 +43,12 @@ def test_ipc_one_nano_benchmark_per_primitive(tmp_path):
         assert n["to_port"]["packets"] > 0 and n["from_port"]["packets"] > 0, key
         assert n["to_port"]["payload_bytes"] >= 2 * 50 * 4, key
         assert n["to_port"]["connections"] >= 2, key
+        # both JVMs' own GC record: allocation is never zero for a JVM that ran a call
+        assert c["gc"]["client_per_trial"]["allocated_bytes"] > 0, key
+        assert c["gc"]["server"]["allocated_bytes"] > 0, key
+        assert c["server_end"]["calls"] == 2, key        # the server saw both trials' calls
     md = (out / "ipc.md").read_text()
-    assert "Welch" in md and "R-delta" in md
+    assert "Welch" in md and "R-delta" in md and "Garbage collection" in md
     assert (out / "ipc-size.png").stat().st_size > 5000
 
 

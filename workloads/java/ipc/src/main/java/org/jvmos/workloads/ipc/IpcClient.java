@@ -123,6 +123,7 @@ public final class IpcClient extends Workload {
                 .put("bytes_received_app", channel.bytesReceived()).put("seed", seed)
                 .put("buffer", options.buffer).put("tcp_nodelay", options.tcpNoDelay)
                 .put("library", IpcServer.library(primitive)).put("java_version", System.getProperty("java.version"));
+        GcRecord.addTo(json);
         if (perCall) {
             json.put("per_call_ns", callNs);
         }

@@ -86,7 +86,7 @@ public final class IpcServer extends Workload {
             out.flush();
             boolean signalled = stop.await(maxSeconds, TimeUnit.SECONDS);
             endpoint.close();
-            out.println(new Json().put("workload", "ipc-server").put("primitive", primitive.label)
+            out.println(GcRecord.addTo(new Json().put("workload", "ipc-server").put("primitive", primitive.label)
                     .put("port", endpoint.port()).put("calls", logic.calls())
                     .put("failed_calls", logic.failures()).put("connections", endpoint.connections.get())
                     .put("errors", endpoint.errors.get()).put("first_error", endpoint.firstError())
@@ -94,7 +94,7 @@ public final class IpcServer extends Workload {
                     .put("tcp_nodelay", options.tcpNoDelay).put("library", library(primitive))
                     .put("uptime_s", (System.nanoTime() - started) / 1e9, 3)
                     .put("stopped_by", signalled ? "signal" : "max-seconds")
-                    .put("java_version", System.getProperty("java.version")));
+                    .put("java_version", System.getProperty("java.version"))));
             out.flush();
             return 0;
         } catch (IOException e) {

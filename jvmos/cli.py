@@ -30,6 +30,8 @@ experiments:
   tomcat         paper Figure 2: a JPetStore-style shop on Tomcat under growing load
   chat           paper Figure 1: a VolanoMark-style chat server, platform and virtual threads
   server         Figures 1-2 on your own server: --server-cmd, --load-cmd "... {level} ...", --levels
+  ipc            seed 000: sockets vs XML-RPC between two JVMs, timers, t-tests, packets, GC, boundary
+  serialization  seed 002: Serializable, Externalizable, XStream and Kryo, time and bytes per graph
   heuristic      paper Table 7: the cost heuristic against measured cost, and a fitted model
 
 examples:

@@ -1,6 +1,7 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
 from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, ipc, jni_census,
-                               memory, overhead, server, threads, tomcat)
+                               memory, overhead, serialization, server, threads,
+                               tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -12,6 +13,7 @@ EXPERIMENTS = {
     "chat": chat.main,
     "server": server.main,
     "ipc": ipc.main,
+    "serialization": serialization.main,
     "heuristic": heuristic.main,
     "overhead": overhead.main,
 }

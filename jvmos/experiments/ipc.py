@@ -89,6 +89,11 @@ def parse(argv):
                    help="calls per trial (default 1: seed 000 times one call per client run)")
     p.add_argument("--pause", type=float, default=1.0,
                    help="seconds between trials and after the server starts (default 1)")
+    p.add_argument("--boundary", help="campaigns whose OS boundary is recorded per call, "
+                                      f"BENCHMARK:SIZE,... (default {DEFAULT_BOUNDARY}; "
+                                      "'none' for none)")
+    p.add_argument("--boundary-calls", type=int, default=20,
+                   help="K: the boundary is (1 + K calls - 1 call) / K (default 20)")
     p.add_argument("--no-net", dest="net", action="store_false",
                    help="do not count packets (no bpftrace; no root needed)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
@@ -100,6 +105,10 @@ def parse(argv):
         a.pause = min(a.pause, 0.2)
     a.campaigns = parse_campaigns(a.campaigns or ",".join(
         QUICK_CAMPAIGNS if a.quick else DEFAULT_CAMPAIGNS))
+    b = a.boundary or (QUICK_BOUNDARY if a.quick else DEFAULT_BOUNDARY)
+    a.boundary = [] if b == "none" else parse_campaigns(b)
+    if a.boundary_calls <= 0:
+        raise JvmosError("--boundary-calls must be positive")
     a.primitives = [x.strip() for x in a.primitives.split(",") if x.strip()]
     bad = [x for x in a.primitives if x not in KNOWN_PRIMITIVES]
     if bad or not a.primitives:
@@ -179,6 +188,122 @@ def gc_means(trials: List[dict]) -> Optional[dict]:
             for k in GC_FIELDS}
 
 
+# ------------------------------------------------------------ the boundary, per primitive
+
+BOUNDARY_LAYERS = ("io", "threads", "links", "mem")
+DEFAULT_BOUNDARY = "GRAB:5,REV:5,VV:5,VV:500,VV:5000"
+QUICK_BOUNDARY = "VV:500"
+
+SCRIPT = """#!/bin/sh
+# one recorded campaign of jvmos run ipc: the server and one client JVM in the traced tree
+d={dir}
+rm -f "$d/port" "$d/server.pid" "$d/client.pid"
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcServer --primitive {prim} --port 0 \
+    --port-file "$d/port" --max-seconds 600 > "$d/server.out" 2> "$d/server.err" &
+s=$!
+echo $s > "$d/server.pid"
+i=0
+while [ ! -s "$d/port" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
+if [ ! -s "$d/port" ]; then kill $s; echo "the server did not start" >&2; exit 1; fi
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcClient --primitive {prim} --port "$(cat "$d/port")" \
+    --benchmark {bench} --size {size} --calls {calls} --max-seconds 600 > "$d/client.out" &
+c=$!
+echo $c > "$d/client.pid"
+wait $c
+rc=$?
+kill -TERM $s
+wait $s
+exit $rc
+"""
+
+
+def boundary_counts(s: dict, pid: Optional[str]) -> dict:
+    """What the probes saw of one JVM (pid) or of both (None), in per-call terms' inputs."""
+    from jvmos.heuristic import model
+    src = s if pid is None else {"categories": s["by_pid"].get(pid, {}).get("categories", {}),
+                                 "totals": {"context_switches":
+                                            s["by_pid"].get(pid, {}).get("context_switches")}}
+    cats = src["categories"]
+    counts = model.counts_from_summary(src)
+    cs = counts.pop("context_switches") or {}
+    by = (s["totals"] if pid is None else s["by_pid"].get(pid, {})).get(
+        "guaranteed_by_resource") or {}
+    return {**counts, "context_switches": cs.get("voluntary", 0) + cs.get("involuntary", 0),
+            "copy_bytes": sum((cats.get(c) or {}).get("bytes") or 0
+                              for c in ("jni_copy", "nio_copy")),
+            "io_ns": by.get("io"), "mem_ns": by.get("mem"), "threads_ns": by.get("threads"),
+            "links_ns": by.get("links"),
+            "guaranteed_ns": sum(v for v in by.values() if v is not None)}
+
+
+def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out: Path) -> dict:
+    """The boundary cost of one call: the campaign's server and a client recorded twice with
+    the io, threads, links and mem layers, making 1 call and 1 + extra_calls calls; the
+    difference divided by extra_calls is what one more call costs at the OS boundary (JVM
+    start-up and connection set-up cancel out), per JVM and for both."""
+    from jvmos.experiments.common import run_recorded
+    runs = {}
+    for calls in (1, 1 + extra_calls):
+        name = f"boundary-{prim}-{bench}-{size}-calls{calls}"
+        d = out / "runs" / name / "workload"
+        d.mkdir(parents=True, exist_ok=True)
+        script = d / "campaign.sh"
+        script.write_text(SCRIPT.format(dir=d, java=java, jar=jar(IPC_JAR), prim=prim,
+                                        bench=bench, size=size, calls=calls))
+        res = run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS)
+        from jvmos.experiments.common import last_json
+        client = last_json((d / "client.out").read_text(errors="replace"))
+        if client.get("validated") != calls:
+            raise JvmosError(f"{name}: {client.get('validated')} of {calls} answers validated")
+        pids = {"server": (d / "server.pid").read_text().strip(),
+                "client": (d / "client.pid").read_text().strip()}
+        s = res.summary
+        runs[calls] = {"run_dir": str(res.run_dir.relative_to(out)), "client": client,
+                       "both": boundary_counts(s, None),
+                       **{role: boundary_counts(s, pid) for role, pid in pids.items()},
+                       "probe_overhead_ns": s["totals"].get("probe_overhead_ns")}
+    lo, hi = runs[1], runs[1 + extra_calls]
+    app_bytes = ((hi["client"].get("bytes_sent_app") or 0) + (hi["client"].get("bytes_received_app") or 0)
+                 - (lo["client"].get("bytes_sent_app") or 0) - (lo["client"].get("bytes_received_app") or 0))
+    per_call = {}
+    for role in ("both", "server", "client"):
+        per_call[role] = {k: (None if lo[role][k] is None or hi[role][k] is None
+                              else (hi[role][k] - lo[role][k]) / extra_calls)
+                          for k in lo[role]}
+    return {"primitive": prim, "benchmark": bench, "size": size, "extra_calls": extra_calls,
+            "runs": {str(k): v for k, v in runs.items()}, "per_call": per_call,
+            "app_bytes_per_call": app_bytes / extra_calls}
+
+
+def boundary_table(results) -> Table:
+    t = Table("The OS boundary per call (jvmos recordings of server and client, io, threads, "
+              "links and mem layers: (run with 1 + K calls - run with 1 call) / K; both JVMs)",
+              ["benchmark", "size(V)", "primitive", "app bytes / call", "I/O syscalls / call",
+               "bytes through syscalls / call", "heap<->native copied bytes / call",
+               "allocator calls / call", "page faults / call", "futex / call",
+               "context switches / call", "threads created / call", "accepts / call",
+               "guaranteed overhead / call (µs)", "of which I/O, memory, threads, links (µs)",
+               "guaranteed overhead / app byte (ns)"])
+    f1 = lambda v: "—" if v is None else f"{v:,.1f}"  # noqa: E731
+    us = lambda v: "—" if v is None else f"{v / 1e3:,.1f}"  # noqa: E731
+    for b in results.get("boundary", {}).values():
+        p = b["per_call"]["both"]
+        per_byte = (p["guaranteed_ns"] / b["app_bytes_per_call"]
+                    if p["guaranteed_ns"] is not None and b["app_bytes_per_call"] > 0 else None)
+        t.add([b["benchmark"], size_cell(b), b["primitive"], f1(b["app_bytes_per_call"]),
+               f1(p["io_syscalls"]), f1(p["io_bytes"]), f1(p["copy_bytes"]),
+               f1(p["malloc_calls"]), f1(p["page_faults"]), f1(p["futex"]),
+               f1(p["context_switches"]), f1(p["threads_created"]), f1(p["accepts"]),
+               us(p["guaranteed_ns"]),
+               " / ".join(us(p[k]) for k in ("io_ns", "mem_ns", "threads_ns", "links_ns")),
+               "—" if per_byte is None else f"{per_byte:,.2f}"],
+              [b["benchmark"], b["size"], b["primitive"], b["app_bytes_per_call"],
+               p["io_syscalls"], p["io_bytes"], p["copy_bytes"], p["malloc_calls"],
+               p["page_faults"], p["futex"], p["context_switches"], p["threads_created"],
+               p["accepts"], p["guaranteed_ns"], p["io_ns"], per_byte])
+    return t
+
+
 def main(argv) -> int:
     a = parse(argv)
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
@@ -194,10 +319,19 @@ def main(argv) -> int:
             log(f"[{key}] {a.trials} trials")
             results["campaigns"][key] = campaign(java, prim, bench, size, a, out)
             save_partial(out, "ipc", results)
+    results["boundary"] = {}
+    for bench, size in a.boundary:
+        for prim in a.primitives:
+            key = f"{prim}:{bench}:{size}"
+            log(f"[boundary {key}] recorded with 1 and {1 + a.boundary_calls} calls")
+            results["boundary"][key] = boundary(java, prim, bench, size, a.boundary_calls, out)
+            save_partial(out, "ipc", results)
     tables = [response_table(results), ttest_table(results, a), delta_table(results, a)]
     if a.net:
         tables.append(network_table(results))
     tables.append(gc_table(results))
+    if results["boundary"]:
+        tables.append(boundary_table(results))
     notes = notes_for(results)
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]

@@ -82,3 +82,28 @@ def test_server_port_in_use():
             assert len(lines) == 1 and lines[0].startswith("error:"), (prim, r.stderr)
     finally:
         s.close()
+
+
+def test_serialization_every_format(tmp_path):
+    out = tmp_path / "ser"
+    r = run_jvmos(["run", "serialization", "--graphs", "vector,nested", "--sizes", "5",
+                   "--iterations", "20", "--warmup", "5", "--repeat", "2", "--out", str(out)],
+                  timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "serialization.json").read_text())
+    assert len(res["runs"]) == 4 * 2
+    for key, run in res["runs"].items():
+        assert all(rep["validated"] == 25 for rep in run["repeats"]), key
+        assert run["bytes_per_object"] > 0 and run["serialize"]["mean"] > 0, key
+        assert run["serialize"]["n"] == 2, key
+    # the same vector of 5 ints: Kryo's varints are smaller than Java serialization's stream
+    assert res["runs"]["kryo:vector:5"]["bytes_per_object"] < \
+        res["runs"]["serializable:vector:5"]["bytes_per_object"]
+    assert (out / "serialization-bytes.png").stat().st_size > 5000
+
+
+def test_serialization_bad_format(tmp_path):
+    line = one_error_line(run_jvmos(["run", "serialization", "--formats", "json", "--out",
+                                     str(tmp_path / "z")]))
+    assert "unknown format(s) json" in line and "kryo" in line
+    assert not (tmp_path / "z").exists()

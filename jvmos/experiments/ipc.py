@@ -194,18 +194,16 @@ BOUNDARY_LAYERS = ("io", "threads", "links", "mem")
 DEFAULT_BOUNDARY = "GRAB:5,REV:5,VV:5,VV:500,VV:5000"
 QUICK_BOUNDARY = "VV:500"
 
+# no helper process (sleep, cat): every process of a traced tree gets the process-scope
+# uprobes, and their teardown is what a recording waits for; the client waits for the port
 SCRIPT = """#!/bin/sh
 # one recorded campaign of jvmos run ipc: the server and one client JVM in the traced tree
 d={dir}
-rm -f "$d/port" "$d/server.pid" "$d/client.pid"
-{java} -cp {jar} org.jvmos.workloads.ipc.IpcServer --primitive {prim} --port 0 \
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcServer --primitive {prim} --port 0 \\
     --port-file "$d/port" --max-seconds 600 > "$d/server.out" 2> "$d/server.err" &
 s=$!
 echo $s > "$d/server.pid"
-i=0
-while [ ! -s "$d/port" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
-if [ ! -s "$d/port" ]; then kill $s; echo "the server did not start" >&2; exit 1; fi
-{java} -cp {jar} org.jvmos.workloads.ipc.IpcClient --primitive {prim} --port "$(cat "$d/port")" \
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcClient --primitive {prim} --port-file "$d/port" \\
     --benchmark {bench} --size {size} --calls {calls} --max-seconds 600 > "$d/client.out" &
 c=$!
 echo $c > "$d/client.pid"

@@ -28,7 +28,7 @@ public final class IpcClient extends Workload {
     static final int DEFAULT_CALLS = 100;
 
     IpcClient() {
-        super(List.of("primitive", "port", "benchmark", "size", "calls", "max-seconds", "seed",
+        super(List.of("primitive", "port", "port-file", "benchmark", "size", "calls", "max-seconds", "seed",
                 "grab-size", "buffer", "connect-timeout-ms"), List.of("per-call", "tcp-nodelay"));
     }
 
@@ -40,8 +40,9 @@ public final class IpcClient extends Workload {
     protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
         Primitive primitive = Primitive.parse(cli.string("primitive", null));
         int port = (int) cli.longValue("port", -1, 1, 65535);
-        if (port < 0) {
-            throw new Cli.UsageException("missing required option --port");
+        String portFile = cli.string("port-file", null);
+        if ((port < 0) == (portFile == null)) {
+            throw new Cli.UsageException("give one of --port and --port-file");
         }
         Benchmark b = Benchmark.parse(cli.string("benchmark", null));
         int size = cli.intValue("size", 5, 1, ServerLogic.MAX_VECTOR);
@@ -54,6 +55,16 @@ public final class IpcClient extends Workload {
         Endpoint.Options options = IpcServer.streamOptions(cli, primitive, 1);
 
         long start = System.nanoTime();
+        if (portFile != null) {
+            // the server's port, once it has written it: waited for here, so that a script
+            // that starts both JVMs needs no polling processes of its own (every process in a
+            // traced tree is probed)
+            port = awaitPort(java.nio.file.Path.of(portFile), start + maxSeconds * 1_000_000_000L);
+            if (port < 0) {
+                err.println("error: no port in " + portFile + " within " + maxSeconds + " s");
+                return 1;
+            }
+        }
         Channel.Target target = new Channel.Target(port, connectTimeout, start + maxSeconds * 1_000_000_000L,
                 options.buffer, options.tcpNoDelay);
         Expect expect = Expect.inputs(b, size, calls, seed, grabSize);
@@ -130,5 +141,29 @@ public final class IpcClient extends Workload {
         out.println(json);
         out.flush();
         return 0;
+    }
+
+    /** The port a server wrote to {@code file} (polled every 20 ms), or -1 at the deadline. */
+    static int awaitPort(java.nio.file.Path file, long deadlineNs) {
+        while (System.nanoTime() < deadlineNs) {
+            try {
+                String text = java.nio.file.Files.readString(file).trim();
+                if (!text.isEmpty()) {
+                    int p = Integer.parseInt(text);
+                    if (p > 0 && p < 65536) {
+                        return p;
+                    }
+                }
+            } catch (java.io.IOException | NumberFormatException e) {
+                // not written yet (the server writes it atomically: a rename)
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return -1;
+            }
+        }
+        return -1;
     }
 }

@@ -92,8 +92,9 @@ def parse(argv):
     p.add_argument("--boundary", help="campaigns whose OS boundary is recorded per call, "
                                       f"BENCHMARK:SIZE,... (default {DEFAULT_BOUNDARY}; "
                                       "'none' for none)")
-    p.add_argument("--boundary-calls", type=int, default=20,
-                   help="K: the boundary is (1 + K calls - 1 call) / K (default 20)")
+    p.add_argument("--boundary-calls", type=int, default=100,
+                   help="K: the boundary is (1 + K calls - 1 call) / K (default 100; a small K "
+                        "leaves the two runs' start-up noise in the per-call figures)")
     p.add_argument("--no-net", dest="net", action="store_false",
                    help="do not count packets (no bpftrace; no root needed)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
@@ -256,13 +257,14 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
         pids = {"server": (d / "server.pid").read_text().strip(),
                 "client": (d / "client.pid").read_text().strip()}
         s = res.summary
-        runs[calls] = {"run_dir": str(res.run_dir.relative_to(out)), "client": client,
+        runs[calls] = {"run_dir": str(res.run_dir.relative_to(out)), "client_json": client,
                        "both": boundary_counts(s, None),
                        **{role: boundary_counts(s, pid) for role, pid in pids.items()},
                        "probe_overhead_ns": s["totals"].get("probe_overhead_ns")}
     lo, hi = runs[1], runs[1 + extra_calls]
-    app_bytes = ((hi["client"].get("bytes_sent_app") or 0) + (hi["client"].get("bytes_received_app") or 0)
-                 - (lo["client"].get("bytes_sent_app") or 0) - (lo["client"].get("bytes_received_app") or 0))
+    app = lambda r: ((r["client_json"].get("bytes_sent_app") or 0)  # noqa: E731
+                     + (r["client_json"].get("bytes_received_app") or 0))
+    app_bytes = app(hi) - app(lo)
     per_call = {}
     for role in ("both", "server", "client"):
         per_call[role] = {k: (None if lo[role][k] is None or hi[role][k] is None
@@ -275,7 +277,9 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
 
 def boundary_table(results) -> Table:
     t = Table("The OS boundary per call (jvmos recordings of server and client, io, threads, "
-              "links and mem layers: (run with 1 + K calls - run with 1 call) / K; both JVMs)",
+              "links and mem layers: (run with 1 + K calls - run with 1 call) / K; both JVMs; "
+              "a difference of two recordings, so the JVMs' start-up noise is in it and a "
+              "figure can come out negative)",
               ["benchmark", "size(V)", "primitive", "app bytes / call", "I/O syscalls / call",
                "bytes through syscalls / call", "heap<->native copied bytes / call",
                "allocator calls / call", "page faults / call", "futex / call",

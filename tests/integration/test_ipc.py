@@ -26,7 +26,7 @@ def one_error_line(r):
 def test_ipc_one_nano_benchmark_per_primitive(tmp_path):
     out = tmp_path / "ipc"
     r = run_jvmos(["run", "ipc", "--campaigns", "VV:50", "--trials", "2", "--pause", "0.1",
-                   "--out", str(out)], timeout=600)
+                   "--boundary", "none", "--out", str(out)], timeout=600)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "ipc.json").read_text())
     assert set(res["campaigns"]) == {"sockets:VV:50", "xmlrpc:VV:50"}
@@ -107,3 +107,25 @@ def test_serialization_bad_format(tmp_path):
                                      str(tmp_path / "z")]))
     assert "unknown format(s) json" in line and "kryo" in line
     assert not (tmp_path / "z").exists()
+
+
+@traced
+def test_ipc_boundary_per_call(platform_file, tmp_path):
+    """Both JVMs recorded with 1 and 1 + K calls: the per-call difference is there, and the
+    socket primitive's object streams make more I/O syscalls per call than XML-RPC's HTTP."""
+    out = tmp_path / "b"
+    r = run_jvmos(["run", "ipc", "--campaigns", "SS:5", "--trials", "2", "--pause", "0.1",
+                   "--no-net", "--boundary", "VV:500", "--boundary-calls", "20", "--out",
+                   str(out)], timeout=1500)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "ipc.json").read_text())
+    for prim in ("sockets", "xmlrpc"):
+        b = res["boundary"][f"{prim}:VV:500"]
+        assert b["app_bytes_per_call"] > 2 * 500 * 4, prim       # 500 ints each way at least
+        for calls in ("1", "21"):
+            run = b["runs"][calls]
+            assert run["client_json"]["validated"] == int(calls), prim
+            assert run["server"]["io_syscalls"] > 0 and run["client"]["io_syscalls"] > 0, prim
+    s, x = (res["boundary"][f"{p}:VV:500"]["per_call"]["both"] for p in ("sockets", "xmlrpc"))
+    assert s["io_syscalls"] > 10 * x["io_syscalls"] > 0
+    assert "The OS boundary per call" in (out / "ipc.md").read_text()

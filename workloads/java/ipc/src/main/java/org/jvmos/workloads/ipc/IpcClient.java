@@ -40,7 +40,8 @@ public final class IpcClient extends Workload {
     protected int run(Cli cli, PrintStream out, PrintStream err) throws Cli.UsageException {
         Primitive primitive = Primitive.parse(cli.string("primitive", null));
         int port = (int) cli.longValue("port", -1, 1, 65535);
-        String portFile = cli.string("port-file", null);
+        String portFile = cli.string("port-file", "");
+        portFile = portFile.isEmpty() ? null : portFile;
         if ((port < 0) == (portFile == null)) {
             throw new Cli.UsageException("give one of --port and --port-file");
         }

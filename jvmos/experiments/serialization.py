@@ -124,8 +124,10 @@ def ci(s):
 
 
 def make_table(results) -> Table:
-    t = Table(f"Serialization primitives ({results['jdk_label']}; µs per graph, mean "
-              f"[95% CI over {results['repeat']} JVM(s)]; bytes per graph)",
+    spread = (f"mean of {results['repeat']} JVMs' means [95% CI]" if results["repeat"] > 1
+              else "mean over the iterations of 1 JVM, no interval")
+    t = Table(f"Serialization primitives ({results['jdk_label']}; µs per graph, {spread}; "
+              "bytes per graph)",
               ["graph", "size", "format", "library", "bytes", "serialize (µs)",
                "deserialize (µs)", "round trip (µs)", "bytes / Serializable's"])
     base = {(r["graph"], r["size"]): r["bytes_per_object"] for r in results["runs"].values()

@@ -113,8 +113,10 @@ def test_bystanders_are_not_probed(platform_file, tmp_path):
     assert entry_later - entry < MALLOCS, (entry, entry_later)
     libc = m["probes"]["libc"]
     malloc_runs = sum(r["runs"] for r in runs if r["path"] == libc and not r["ret"])
+    # runs are read at the stop, hits when the maps are printed: the same race as above, so
+    # the same relative tolerance (CI on 24 Nov: 3,747,036 runs for 3,746,920 hits, +116)
     assert malloc_runs <= hits.get("io:syscall_upair", 0) + hits.get("mem:malloc_pair", 0) \
-        + hits.get("mem:vm_syscall_upair", 0) + 100
+        + hits.get("mem:vm_syscall_upair", 0) + tol
 
 
 def test_thread_probes_are_scoped_in_launch_mode(platform_file, tmp_path):

@@ -12,17 +12,14 @@ Table 7), where tcpdump dropped packets at high rates; a per-packet tracepoint d
 against once (it counts every lo packet of the host, so only on an otherwise quiet lo).
 """
 import json
-import os
-import subprocess
-import time
 from pathlib import Path
 from typing import Dict, Optional
 
 from jvmos import ROOT, JvmosError
 from jvmos import tools
+from jvmos.session import Session
 
 SCRIPT = ROOT / "probes" / "net.bt"
-READY = "jvmos-net-ready"
 DIRECTIONS = ("to_port", "from_port")
 
 
@@ -52,45 +49,36 @@ def parse(text: str) -> dict:
 
 
 class NetCounter:
-    """bpftrace running net.bt for `port` while the block runs; its raw output is kept in
-    out_dir/net-<port>.json."""
+    """bpftrace running net.bt for `port` while the block runs, started, awaited and stopped
+    by a jvmos Session (its own session, killed with jvmos, ready at common's marker, SIGINT
+    for its maps); its raw output is kept in out_dir/net-<port>.json."""
 
     def __init__(self, port: int, out_dir: Path, ready_timeout: float = 120):
         if not 0 < int(port) < 65536:
             raise JvmosError(f"bad port {port} to count")
         self.port, self.dir, self.ready_timeout = int(port), Path(out_dir), ready_timeout
-        self.bt: Optional[subprocess.Popen] = None
+        self.session = Session()
         self.result: Optional[dict] = None
         self.raw = self.dir / f"net-{self.port}.json"
+        self.err = self.dir / f"net-{self.port}.stderr"
 
     def __enter__(self):
         tools.ensure_tracefs()
         self.dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, BPFTRACE_STRLEN="16")
-        with open(self.raw, "wb") as o, open(self.dir / f"net-{self.port}.stderr", "wb") as e:
-            self.bt = subprocess.Popen([tools.bpftrace(), "-f", "json", str(SCRIPT),
-                                        str(self.port)], stdout=o, stderr=e, env=env,
-                                       stdin=subprocess.DEVNULL)
-        t0 = time.monotonic()
-        while READY not in self.raw.read_text(errors="replace"):
-            if self.bt.poll() is not None:
-                err = (self.dir / f"net-{self.port}.stderr").read_text(errors="replace")
-                tail = [l for l in err.splitlines() if "RLIMIT_MEMLOCK" not in l and l.strip()]
-                raise JvmosError("the network counter (bpftrace net.bt) failed: "
-                                 + (tail[-1] if tail else f"exit {self.bt.returncode}"))
-            if time.monotonic() - t0 > self.ready_timeout:
-                self._stop()
-                raise JvmosError(f"the network counter did not start within "
-                                 f"{self.ready_timeout:.0f} s")
-            time.sleep(0.05)
+        self.session.start_bpftrace(SCRIPT, [self.port], self.raw, self.err)
+
+        def abort(msg, _status, _code):
+            if self.session.bt.poll() is None:
+                self.session.let_die()
+            raise JvmosError(f"the network counter (bpftrace net.bt): {msg}")
+
+        self.session.wait_ready(self.raw, self.err, abort, launched=False,
+                                timeout=self.ready_timeout)
         return self
 
-    def _stop(self):
-        if self.bt and self.bt.poll() is None:
-            tools.interrupt_bpftrace(self.bt, timeout=60)
-
     def __exit__(self, *exc):
-        self._stop()
+        if self.session.bt.poll() is None:
+            self.session.interrupt(timeout=60)
         self.result = parse(self.raw.read_text(errors="replace"))
         return False
 

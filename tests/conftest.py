@@ -40,3 +40,13 @@ def run_jvmos(args, timeout=900, env=None, **kw):
         e.update(env)
     return subprocess.run(JVMOS + list(args), capture_output=True, text=True, cwd=ROOT,
                           timeout=timeout, env=e, **kw)
+
+
+def one_error_line(r):
+    """A bad input's answer: a non-zero exit, no traceback, exactly one 'jvmos: error:' line
+    (returned)."""
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
+    assert len(errors) == 1, r.stderr
+    return errors[0]

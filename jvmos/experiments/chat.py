@@ -13,18 +13,16 @@ The same levels run with the server's threads virtual (JDK 21+), side by side.
 """
 import argparse
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos.analyzers.tables import Table, fmt_count
-from jvmos.catalogue import LAYERS as KNOWN_LAYERS
 from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
-from jvmos.experiments.server import (LAYERS, CommandServer, finish, kept_so_far,
-                                      measure_level, ms,
-                                      overhead_table, parse_positive_levels, rate, save_partial,
-                                      stacked_figure)
+from jvmos.experiments.server import (CommandServer, add_level_options, finish, kept_so_far,
+                                      measure_level, ms, overhead_table, parse_layers,
+                                      parse_positive_levels, rate, save_partial, stacked_figure)
 
 EXAMPLES = """\
 examples:
@@ -58,16 +56,12 @@ def parse(argv):
                    help="the server's thread model: platform (two threads per connection), "
                         "virtual (the same on virtual threads, JDK 21+) or both, side by side "
                         "on one JDK 21+ (default both; platform only when no JDK 21+ is found)")
-    p.add_argument("--layers", default=",".join(LAYERS),
-                   help=f"layers attached to the server (default {','.join(LAYERS)})")
     p.add_argument("--jdk", help="JDK home (default: the first found; with virtual threads, "
                                  "the first JDK 21+ found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-chat)")
     p.add_argument("--quick", action="store_true",
                    help=f"levels {QUICK_LEVELS}, 10 messages per user, no warm pair")
-    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
-                   help="skip the probe-effect pair (a second recorded load between two bare "
-                        "ones at each level: doubles the experiment's time)")
+    add_level_options(p)
     a = p.parse_args(argv)
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
@@ -76,11 +70,10 @@ def parse(argv):
     a.levels = parse_positive_levels(a.levels or DEFAULT_LEVELS, "level (rooms)")
     if a.users_per_room <= 0 or a.messages <= 0 or a.message_bytes <= 0:
         p.error("--users-per-room, --messages and --message-bytes must be positive")
-    a.layers = [x.strip() for x in a.layers.split(",") if x.strip()]
-    bad = [x for x in a.layers if x not in KNOWN_LAYERS]
-    if bad or not a.layers:
-        p.error(f"unknown layer(s) {', '.join(bad) or '(none given)'} "
-                f"(known: {', '.join(KNOWN_LAYERS)})")
+    try:
+        a.layers = parse_layers(a.layers)
+    except JvmosError as e:
+        p.error(str(e))
     return a
 
 
@@ -91,7 +84,7 @@ def feature(j: Jvm) -> int:
         return 0
 
 
-def choose(a) -> (Jvm, List[str], Optional[str]):
+def choose(a) -> Tuple[Jvm, List[str], Optional[str]]:
     """(the JDK, the thread modes to run, a note when a mode was left out)."""
     if a.threads == "platform":
         return select_jdks([a.jdk] if a.jdk else None)[0], ["platform"], None

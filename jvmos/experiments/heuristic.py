@@ -30,7 +30,8 @@ from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
 from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
 from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect_cells
-from jvmos.experiments.shop import Shop, level_probe_effect, measure_level, parse_levels
+from jvmos.experiments.server import level_probe_effect
+from jvmos.experiments.shop import Shop, measure_level, parse_levels
 from jvmos.heuristic.fit import GOAL_PCT, analyze, combine
 
 EXAMPLES = """\

@@ -11,6 +11,7 @@ t-test between the two primitives at alpha = 0.01 (its Table 5), and the percent
 when XML-RPC replaces sockets (its equations 2-4).
 """
 import argparse
+import contextlib
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -18,9 +19,11 @@ from typing import Dict, List, Optional
 from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
+from jvmos.heuristic import model
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.common import (jdk_label, last_json, log, out_dir, run_recorded,
+                                      select_jdks, write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
 EXAMPLES = """\
@@ -37,6 +40,7 @@ ipc-ecdf.png (the ECDF of VV at 5,000), each also as .svg.
 """
 
 PRIMITIVES = ("sockets", "xmlrpc")
+TIMERS = ("os", "language")
 # seed 000 §5.3: its socket code wrote with writeChars and read with readLine (text, no
 # object streams); the workload has it as a third primitive, run only when asked for
 KNOWN_PRIMITIVES = PRIMITIVES + ("sockets-text",)
@@ -136,9 +140,7 @@ def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> 
     with srv:
         time.sleep(a.pause)
         counter = NetCounter(srv.port, out / "net") if a.net else None
-        if counter:
-            counter.__enter__()
-        try:
+        with counter or contextlib.nullcontext():
             for i in range(a.trials):
                 r = srv.load(str(size))
                 if r.get("validated") != a.calls:
@@ -146,10 +148,6 @@ def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> 
                                      "answers validated")
                 trials.append(r)
                 time.sleep(a.pause)
-        finally:
-            if counter:
-                counter.__exit__(None, None, None)
-    from jvmos.experiments.common import last_json
     server_end = last_json((srv.dir / "server-stdout.txt").read_text(errors="replace"))
     os_s = [t["load_wall_s"] for t in trials]
     lang_s = [t["language_ns"] / 1e9 for t in trials]
@@ -218,7 +216,6 @@ exit $rc
 
 def boundary_counts(s: dict, pid: Optional[str]) -> dict:
     """What the probes saw of one JVM (pid) or of both (None), in per-call terms' inputs."""
-    from jvmos.heuristic import model
     src = s if pid is None else {"categories": s["by_pid"].get(pid, {}).get("categories", {}),
                                  "totals": {"context_switches":
                                             s["by_pid"].get(pid, {}).get("context_switches")}}
@@ -242,7 +239,6 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
     the io, threads, links and mem layers, making 1 call and 1 + extra_calls calls; the
     difference divided by extra_calls is what one more call costs at the OS boundary (JVM
     start-up and connection set-up cancel out), per JVM and for both."""
-    from jvmos.experiments.common import run_recorded
     runs = {}
     for calls in (1, 1 + extra_calls):
         name = f"boundary-{prim}-{bench}-{size}-calls{calls}"
@@ -252,7 +248,6 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
         script.write_text(SCRIPT.format(dir=d, java=java, jar=jar(IPC_JAR), prim=prim,
                                         bench=bench, size=size, calls=calls))
         res = run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS)
-        from jvmos.experiments.common import last_json
         client = last_json((d / "client.out").read_text(errors="replace"))
         if client.get("validated") != calls:
             raise JvmosError(f"{name}: {client.get('validated')} of {calls} answers validated")
@@ -402,7 +397,7 @@ def ttest_table(results, a) -> Table:
                    key=lambda kv: (f"{kv[0][0]}:{kv[0][1]}" not in TTEST_PAIRS, kv[0]))
     for (b, size), both in order:
         s, x = both["sockets"], both["xmlrpc"]
-        for timer in ("os", "language"):
+        for timer in TIMERS:
             w = stats.welch(s[f"{timer}_s"], x[f"{timer}_s"], 0.01)
             t.add([b, size_cell(s), timer, ci_text(s[timer]), ci_text(x[timer]),
                    "—" if w["t"] is None else f"{w['t']:.2f}",
@@ -422,7 +417,7 @@ def delta_table(results, a) -> Table:
     for (b, size), both in pairs(results).items():
         s, x = both["sockets"], both["xmlrpc"]
         row, vals = [b, size_cell(s)], [b, s["size"]]
-        for timer in ("os", "language"):
+        for timer in TIMERS:
             d = x[timer]["mean"] - s[timer]["mean"]
             pc = stats.pct_change(s[timer]["mean"], x[timer]["mean"]) \
                 if s[timer]["mean"] else None
@@ -433,7 +428,7 @@ def delta_table(results, a) -> Table:
         t.add(row, vals)
     for g, items in groups.items():
         means = {}
-        for timer in ("os", "language"):
+        for timer in TIMERS:
             pcs = [pc for tm, pc in items if tm == timer and pc is not None]
             means[timer] = sum(pcs) / len(pcs) if pcs else None
         if any(v is not None for v in means.values()):
@@ -511,13 +506,22 @@ def figures(results, out: Path) -> list:
     camp = results["campaigns"]
     prims = sorted({c["primitive"] for c in camp.values()})
     colours = {"sockets": "#1b9e77", "xmlrpc": "#d95f02"}
+
+    def timer_pair(stem: str, draw):
+        """One figure, a panel per timer: draw(ax, timer) fills each."""
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, timer in zip(axes, TIMERS):
+            draw(ax, timer)
+        fig.tight_layout()
+        return fig_io.save(fig, out / stem)
+
     for group, benches, stem in (("nano", NANO, "ipc-nano"), ("micro", MICRO, "ipc-micro")):
         present = [b for b in benches if any(c["benchmark"] == b and c["size"] == 5
                                              for c in camp.values())]
         if not present:
             continue
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, timer in zip(axes, ("os", "language")):
+
+        def bars(ax, timer, group=group, present=present):
             width = 0.8 / max(1, len(prims))
             for j, prim in enumerate(prims):
                 cs = [camp.get(f"{prim}:{b}:5") for b in present]
@@ -529,15 +533,13 @@ def figures(results, out: Path) -> list:
             ax.set_ylabel("response time (s), mean ± 1 sd")
             ax.set_title(f"{group} benchmarks, size(V) = 5: {timer} timer", fontsize=9)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        saved += fig_io.save(fig, out / stem)
+        saved += timer_pair(stem, bars)
     by_size = {}
     for c in camp.values():
         if c["benchmark"] in ("SV", "VS", "VV"):
             by_size.setdefault((c["benchmark"], c["primitive"]), []).append(c)
     if by_size:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, timer in zip(axes, ("os", "language")):
+        def against_size(ax, timer):
             for (b, prim), cs in sorted(by_size.items()):
                 cs = sorted(cs, key=lambda c: c["size"])
                 ax.errorbar([c["size"] for c in cs], [c[timer]["mean"] for c in cs],
@@ -549,12 +551,10 @@ def figures(results, out: Path) -> list:
             ax.set_ylabel("response time (s)")
             ax.set_title(f"response time against size(V): {timer} timer", fontsize=9)
             ax.legend(fontsize=7)
-        fig.tight_layout()
-        saved += fig_io.save(fig, out / "ipc-size")
+        saved += timer_pair("ipc-size", against_size)
     ecdf = [camp[k] for k in (f"{p}:VV:5000" for p in prims) if k in camp]
     if ecdf:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, timer in zip(axes, ("os", "language")):
+        def steps(ax, timer):
             for c in ecdf:
                 xs = sorted(c[f"{timer}_s"])
                 ax.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post",
@@ -563,6 +563,5 @@ def figures(results, out: Path) -> list:
             ax.set_ylabel("fraction of trials")
             ax.set_title(f"ECDF of VV, size(V) = 5,000: {timer} timer", fontsize=9)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        saved += fig_io.save(fig, out / "ipc-ecdf")
+        saved += timer_pair("ipc-ecdf", steps)
     return saved

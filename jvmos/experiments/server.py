@@ -14,6 +14,7 @@ What is shared here: a `Target` (a started server: its pid, its CPU clock, a loa
 runs a user's own server and load commands.
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -28,6 +29,7 @@ from jvmos import cputime
 from jvmos import record as rec
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table
+from jvmos.catalogue import GUARANTEED, LAYERS as KNOWN_LAYERS
 from jvmos.cputime import cpu_split
 from jvmos.heuristic import model
 from jvmos.jdk import jvm_of_pid
@@ -42,6 +44,25 @@ RESOURCES = (("io", "I/O (JNI/NIO and kernel copies)", "#d95f02"),
              ("threads", "threads (native creation)", "#7570b3"),
              ("links", "links (accept, open/close)", "#e7298a"))
 LEVEL_TOKEN = re.compile(r"^[A-Za-z0-9_.:+-]+$")
+
+
+def add_level_options(p: argparse.ArgumentParser):
+    """The options every server experiment shares: --layers and --no-warm-pair."""
+    p.add_argument("--layers", default=",".join(LAYERS),
+                   help=f"layers attached to the server (default {','.join(LAYERS)})")
+    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
+                   help="skip the probe-effect pair (a second recorded load between two bare "
+                        "ones at each level: doubles the experiment's time)")
+
+
+def parse_layers(text: str) -> List[str]:
+    """'io,threads' -> ['io', 'threads']; JvmosError on a layer the catalogue does not know."""
+    layers = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in layers if x not in KNOWN_LAYERS]
+    if bad or not layers:
+        raise JvmosError(f"unknown layer(s) {', '.join(bad) or '(none given)'} "
+                         f"(known: {', '.join(KNOWN_LAYERS)})")
+    return layers
 
 
 def parse_level_tokens(text: Optional[str], what: str = "level") -> List[str]:
@@ -78,24 +99,13 @@ def parse_positive_levels(text: Optional[str], what: str) -> List[int]:
 # ------------------------------------------------------------------- a user's own server
 
 def descendants(pid: int) -> List[int]:
-    """pid's live descendants, parents before children."""
-    children: Dict[int, List[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        ppid = int(st[st.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop(0)
-        for c in sorted(children.get(p, [])):
-            out.append(c)
-            todo.append(c)
+    """pid's live descendants, parents before children (cputime.children_of, a generation at
+    a time)."""
+    out: List[int] = []
+    level = {pid}
+    while level:
+        level = cputime.children_of(level) - set(out) - {pid}
+        out += sorted(level)
     return out
 
 
@@ -474,7 +484,6 @@ def resource_times(L: dict, layers) -> Dict[str, Optional[float]]:
     """A level's overhead by resource, ns: a resource whose layer was attached but saw no
     call of its categories is 0 (the summary leaves it out); one whose layer was off, or whose
     time is unknown, stays None."""
-    from jvmos.catalogue import GUARANTEED
     by = dict(L["by_resource"])
     unknown = set(L.get("overhead_unknown") or [])
     for res, cats in GUARANTEED.items():
@@ -606,25 +615,21 @@ def parse(argv):
     p.add_argument("--rate-key", default=None,
                    help="field of the load command's last JSON line holding its throughput "
                         "(default: none; the table then gives the load's wall time)")
-    p.add_argument("--layers", default=",".join(LAYERS),
-                   help=f"layers attached to the server (default {','.join(LAYERS)})")
     p.add_argument("--ready-timeout", type=float, default=180,
                    help="seconds to wait for the server to listen (default 180)")
     p.add_argument("--load-timeout", type=float, default=900,
                    help="seconds one load may run (default 900)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-server)")
-    p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
-                   help="skip the probe-effect pair (doubles the experiment's time)")
+    add_level_options(p)
     a = p.parse_args(argv)
     a.levels = parse_level_tokens(a.levels)
     check_commands(a.server_cmd, a.load_cmd)
     if a.warmup_level not in (None, "none"):
         parse_level_tokens(a.warmup_level, "warm-up level")
-    from jvmos.catalogue import LAYERS as KNOWN
-    a.layers = [x.strip() for x in a.layers.split(",") if x.strip()]
-    bad = [x for x in a.layers if x not in KNOWN]
-    if bad or not a.layers:
-        p.error(f"unknown layer(s) {', '.join(bad) or '(none given)'} (known: {', '.join(KNOWN)})")
+    try:
+        a.layers = parse_layers(a.layers)
+    except JvmosError as e:
+        p.error(str(e))
     if a.port is not None and not 0 < a.port < 65536:
         p.error("--port must be 1..65535")
     return a
@@ -669,7 +674,6 @@ def main(argv) -> int:
 def save_partial(out: Path, stem: str, results: dict):
     """The levels measured so far, kept as they finish (stem.partial.json): a failure at a
     later level, or Ctrl-C, does not lose them. finish() removes the file."""
-    import json
     tmp = out / f".{stem}.partial.json.tmp"
     tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
     os.replace(tmp, out / f"{stem}.partial.json")
@@ -684,7 +688,7 @@ def kept_so_far(e: Exception, out: Path, stem: str) -> JvmosError:
 
 def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str,
            rate_label: str, title: str, fig_title: str, xlabel: str, extra=(),
-           extra_tables=(), extra_notes=(), paper_band=None) -> int:  # noqa: PLR0913
+           extra_tables=(), extra_notes=(), paper_band=None) -> int:
     """Write the table, notes, figure and JSON of a server experiment; print the table."""
     table = overhead_table(title, results["levels"], level_header, rate_key, rate_label, extra,
                            results.get("layers") or LAYERS)

@@ -11,10 +11,8 @@ from jvmos import JvmosError
 from jvmos import cputime
 from jvmos.tools import SHOP_JAR, jar
 from jvmos.experiments.common import last_json
-# the shop is measured as any server is (server.py); LAYERS and level_probe_effect are
-# re-exported for its users
-from jvmos.experiments.server import LAYERS, level_probe_effect  # noqa: F401
-from jvmos.experiments.server import measure_level as measure_server_level
+# the shop is measured as any server is (server.py)
+from jvmos.experiments.server import LAYERS, measure_level as measure_server_level
 
 
 def parse_levels(text: str) -> List[Tuple[int, int]]:

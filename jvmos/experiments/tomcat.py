@@ -13,9 +13,9 @@ the probe effect.
 import argparse
 
 from jvmos.analyzers.tables import fmt_count
-from jvmos.experiments.server import finish
 from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
-from jvmos.experiments.shop import LAYERS, Shop, measure_level, parse_levels
+from jvmos.experiments.server import LAYERS, finish
+from jvmos.experiments.shop import Shop, measure_level, parse_levels
 
 EXAMPLES = """\
 examples:

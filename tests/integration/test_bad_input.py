@@ -10,18 +10,10 @@ import time
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, run_jvmos
+from conftest import JVMOS, ROOT, can_trace, one_error_line, run_jvmos
 from jvmos.jdk import discover_jdks
 
 pytestmark = pytest.mark.integration
-
-
-def one_error_line(r):
-    assert r.returncode != 0
-    assert "Traceback" not in r.stderr
-    errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
-    assert len(errors) == 1, r.stderr
-    return errors[0]
 
 
 def test_pid_that_does_not_exist():

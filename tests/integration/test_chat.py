@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import ROOT, can_trace, one_error_line, run_jvmos
 from jvmos.jdk import discover_jdks
 
 pytestmark = pytest.mark.integration
@@ -16,14 +16,6 @@ traced = pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
 CHAT_JAR = ROOT / "workloads" / "java" / "chat" / "target" / "jvmos-chat.jar"
 MODERN = [j for j in discover_jdks() if j.version.split(".")[0].isdigit()
           and int(j.version.split(".")[0]) >= 21]
-
-
-def one_error_line(r):
-    assert r.returncode != 0
-    assert "Traceback" not in r.stderr
-    errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
-    assert len(errors) == 1, r.stderr
-    return errors[0]
 
 
 def closed_port() -> int:

@@ -6,20 +6,12 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import ROOT, can_trace, one_error_line, run_jvmos
 
 pytestmark = pytest.mark.integration
 traced = pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
 
 IPC_JAR = ROOT / "workloads" / "java" / "ipc" / "target" / "jvmos-ipc.jar"
-
-
-def one_error_line(r):
-    assert r.returncode != 0
-    assert "Traceback" not in r.stderr
-    errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
-    assert len(errors) == 1, r.stderr
-    return errors[0]
 
 
 @traced

@@ -59,7 +59,7 @@ def test_netcount_parses_net_bt_output():
     from jvmos import netcount
     text = "\n".join([
         '{"type": "attached_probes", "data": {"probes": 2}}',
-        '{"type": "printf", "data": "jvmos-net-ready\\n"}',
+        '{"type": "printf", "data": "jvmos-ready\\n"}',
         '{"type": "map", "data": {"@net_bytes": {"from_port": 1404, "to_port": 100470}}}',
         '{"type": "map", "data": {"@net_other_proto": 0}}',
         '{"type": "map", "data": {"@net_packets": {"from_port": 6, "to_port": 7}}}',

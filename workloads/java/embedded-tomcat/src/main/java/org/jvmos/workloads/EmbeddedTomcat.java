@@ -104,11 +104,7 @@ public final class EmbeddedTomcat {
      * {@code PORT n}, flushed at once since stdout may be a pipe.
      */
     public static void announce(int port, String portFile, PrintStream out) throws IOException {
-        if (!portFile.isEmpty()) {
-            Cli.writePortFile(Paths.get(portFile), port);
-        }
-        out.println("PORT " + port);
-        out.flush();
+        Cli.announce(port, portFile, out);
     }
 
     public void stop() throws LifecycleException {

@@ -146,33 +146,49 @@ public final class Cli {
     // ---------------------------------------------------------------- JSON
 
     /** Ordered builder for one flat JSON object, written by hand. */
-    static final class Json {
+    public static final class Json {
         private final Map<String, String> fields = new LinkedHashMap<>();
 
-        Json put(String key, String value) {
+        public Json put(String key, String value) {
             fields.put(key, value == null ? "null" : quote(value));
             return this;
         }
 
-        Json put(String key, long value) {
+        public Json put(String key, long value) {
             fields.put(key, Long.toString(value));
             return this;
         }
 
-        Json put(String key, boolean value) {
+        public Json put(String key, boolean value) {
             fields.put(key, Boolean.toString(value));
             return this;
         }
 
-        Json put(String key, double value) {
+        public Json put(String key, double value) {
             fields.put(key, number(value));
             return this;
         }
 
-        Json put(String key, double[] values) {
+        public Json put(String key, double[] values) {
             List<String> parts = new ArrayList<>(values.length);
             for (double d : values) {
                 parts.add(number(d));
+            }
+            fields.put(key, "[" + String.join(",", parts) + "]");
+            return this;
+        }
+
+        /** A fixed-point number with {@code decimals} decimals; null when not finite. */
+        public Json put(String key, double value, int decimals) {
+            fields.put(key, Double.isNaN(value) || Double.isInfinite(value) ? "null"
+                    : String.format(java.util.Locale.ROOT, "%." + decimals + "f", value));
+            return this;
+        }
+
+        public Json put(String key, long[] values) {
+            List<String> parts = new ArrayList<>(values.length);
+            for (long v : values) {
+                parts.add(Long.toString(v));
             }
             fields.put(key, "[" + String.join(",", parts) + "]");
             return this;
@@ -239,6 +255,15 @@ public final class Cli {
 
     static String javaVersion() {
         return System.getProperty("java.version", "unknown");
+    }
+
+    /** The port written to {@code portFile} (when not empty), then printed as "PORT n". */
+    public static void announce(int port, String portFile, java.io.PrintStream out) throws IOException {
+        if (!portFile.isEmpty()) {
+            writePortFile(java.nio.file.Paths.get(portFile), port);
+        }
+        out.println("PORT " + port);
+        out.flush();
     }
 
     /**

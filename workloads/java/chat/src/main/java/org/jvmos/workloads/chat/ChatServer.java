@@ -1,13 +1,11 @@
 package org.jvmos.workloads.chat;
 
 import org.jvmos.workloads.Cli;
+import org.jvmos.workloads.ServerLifetime;
 import org.jvmos.workloads.Workload;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Paths;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A VolanoMark-style chat server ({@link ChatHub}: two threads per connection, each message
@@ -60,17 +58,9 @@ public final class ChatServer extends Workload {
             err.println("error: cannot listen on 127.0.0.1:" + port + ": " + e.getMessage());
             return 1;
         }
-        CountDownLatch stop = new CountDownLatch(1);
-        CountDownLatch printed = new CountDownLatch(1);
-        Thread hook = new Stopper(stop, printed);
-        Runtime.getRuntime().addShutdownHook(hook);
-        try {
-            if (!portFile.isEmpty()) {
-                Cli.writePortFile(Paths.get(portFile), hub.port());
-            }
-            out.println("PORT " + hub.port());
-            out.flush();
-            boolean signalled = stop.await(maxSeconds, TimeUnit.SECONDS);
+        try (ServerLifetime life = ServerLifetime.begin("chat")) {
+            Cli.announce(hub.port(), portFile, out);
+            boolean signalled = life.await(maxSeconds);
             hub.close();
             out.println("{\"workload\":\"chat-server\"," + hub.summary() + ",\"stopped_by\":\""
                     + (signalled ? "signal" : "max-seconds") + "\",\"java_version\":\""
@@ -86,37 +76,6 @@ public final class ChatServer extends Workload {
             return 1;
         } finally {
             hub.close();
-            printed.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException e) {
-                // the JVM is shutting down: the hook is running and returns now
-            }
-        }
-    }
-
-    /**
-     * The shutdown hook (SIGTERM, SIGINT): wakes the main thread and waits, boundedly, until it
-     * has printed the summary, since the JVM halts as soon as the hooks return.
-     */
-    private static final class Stopper extends Thread {
-        private final CountDownLatch stop;
-        private final CountDownLatch printed;
-
-        Stopper(CountDownLatch stop, CountDownLatch printed) {
-            super("chat-shutdown");
-            this.stop = stop;
-            this.printed = printed;
-        }
-
-        @Override
-        public void run() {
-            stop.countDown();
-            try {
-                printed.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 }

@@ -1,5 +1,6 @@
 package org.jvmos.workloads.ipc;
 
+import org.jvmos.workloads.Cli.Json;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 

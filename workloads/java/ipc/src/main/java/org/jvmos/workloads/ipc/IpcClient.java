@@ -1,5 +1,6 @@
 package org.jvmos.workloads.ipc;
 
+import org.jvmos.workloads.Cli.Json;
 import org.jvmos.workloads.Cli;
 import org.jvmos.workloads.Workload;
 import java.io.IOException;

@@ -1,13 +1,12 @@
 package org.jvmos.workloads.ipc;
 
+import org.jvmos.workloads.Cli.Json;
 import org.jvmos.workloads.Cli;
+import org.jvmos.workloads.ServerLifetime;
 import org.jvmos.workloads.Workload;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Paths;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The server JVM of seed 000's benchmarks, for one primitive, on 127.0.0.1 only. Prints
@@ -74,17 +73,9 @@ public final class IpcServer extends Workload {
                     + e.getMessage());
             return 1;
         }
-        CountDownLatch stop = new CountDownLatch(1);
-        CountDownLatch printed = new CountDownLatch(1);
-        Thread hook = new Stopper(stop, printed);
-        Runtime.getRuntime().addShutdownHook(hook);
-        try {
-            if (!portFile.isEmpty()) {
-                Cli.writePortFile(Paths.get(portFile), endpoint.port());
-            }
-            out.println("PORT " + endpoint.port());
-            out.flush();
-            boolean signalled = stop.await(maxSeconds, TimeUnit.SECONDS);
+        try (ServerLifetime life = ServerLifetime.begin("ipc")) {
+            Cli.announce(endpoint.port(), portFile, out);
+            boolean signalled = life.await(maxSeconds);
             endpoint.close();
             out.println(GcRecord.addTo(new Json().put("workload", "ipc-server").put("primitive", primitive.label)
                     .put("port", endpoint.port()).put("calls", logic.calls())
@@ -106,37 +97,6 @@ public final class IpcServer extends Workload {
             return 1;
         } finally {
             endpoint.close();
-            printed.countDown();
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException e) {
-                // the JVM is shutting down: the hook is running and returns now
-            }
-        }
-    }
-
-    /**
-     * The shutdown hook (SIGTERM, SIGINT): wakes the main thread and waits, boundedly, until it
-     * has printed the summary, since the JVM halts as soon as the hooks return.
-     */
-    private static final class Stopper extends Thread {
-        private final CountDownLatch stop;
-        private final CountDownLatch printed;
-
-        Stopper(CountDownLatch stop, CountDownLatch printed) {
-            super("ipc-shutdown");
-            this.stop = stop;
-            this.printed = printed;
-        }
-
-        @Override
-        public void run() {
-            stop.countDown();
-            try {
-                printed.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 }

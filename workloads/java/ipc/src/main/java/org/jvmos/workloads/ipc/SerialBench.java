@@ -1,5 +1,6 @@
 package org.jvmos.workloads.ipc;
 
+import org.jvmos.workloads.Cli.Json;
 import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;

@@ -1,5 +1,6 @@
 package org.jvmos.workloads.ipc;
 
+import org.jvmos.workloads.Cli.Json;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -246,7 +246,8 @@ def waits_table(results, mode: str) -> Table:
               ["load (rooms x users)", "messages sent", "deliveries", "futex calls",
                "futex calls / message sent", "futex time (ms, blocking included)",
                "context switches (vol. + invol.)", "context switches / message sent",
-               "run-queue waits (lower bound)", "run-queue wait (ms)", "mean run-queue wait (µs)",
+               "run-queue waits (lower bound)", "run-queue wait (ms, lower bound)",
+               "mean run-queue wait (µs)",
                "latency p50 bare (µs)", "latency p99 bare (µs)",
                "latency p50 recorded (µs)", "latency p99 recorded (µs)"])
     for name, L in levels.items():

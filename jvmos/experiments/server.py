@@ -403,12 +403,42 @@ def measure_level(target, load: Callable[[], dict], out: Path, name: str, descri
         "overhead_unknown": t.get("guaranteed_overhead_unknown") or [],
         **cpu_split(bare_cpu, cpu, overhead),
         "counts": model.counts_from_summary(s),
+        "resource_methods": resource_methods(s),
         "waits": waits_from_summary(s),
         "mem_parts": model.mem_parts_from_summary(s),
         "probe_overhead_ns": t.get("probe_overhead_ns"),
         "probe_totals": probe_totals(t),
         **({"warm_pair": warm} if warm else {}),
     }
+
+
+def resource_methods(s: dict) -> Dict[str, Dict[str, str]]:
+    """How each resource's figure was obtained in a recording: {resource: {category: method}}
+    for the categories the summary has (measured, estimated, measured+estimated)."""
+    cats = s["categories"]
+    return {res: {c: cats[c].get("method") or "unknown" for c in names if c in cats}
+            for res, names in GUARANTEED.items()}
+
+
+RESOURCE_LABELS = {"io": "I/O", "mem": "memory", "threads": "threads", "links": "links"}
+
+
+def resource_header(levels: Dict[str, dict], res: str) -> str:
+    """A resource's column header, saying whether its figures are measured or estimated
+    (from the recordings' category methods; the bare name for results made before they were
+    kept)."""
+    methods = set()
+    for L in levels.values():
+        for m in (L.get("resource_methods") or {}).get(res, {}).values():
+            methods.update(m.split("+"))
+    name = RESOURCE_LABELS[res]
+    if not methods:
+        return name
+    if methods == {"estimated"}:
+        return f"{name} (estimated)"
+    if methods == {"measured"}:
+        return f"{name} (measured)"
+    return f"{name} (measured + estimated)"
 
 
 def waits_from_summary(s: dict) -> dict:
@@ -499,9 +529,9 @@ def overhead_table(title: str, levels: Dict[str, dict], level_header: str,
     the throughput bare and recorded, and the probe effect. extra: (header, fn(L) -> (cell,
     value)) columns put after the level's name. A resource whose layer was off is '—'."""
     t = Table(title, [level_header] + [h for h, _ in extra]
-              + [f"{rate_label} (bare)", f"{rate_label} (recorded)",
-                 "I/O", "memory", "threads", "links", "Java execution (bare CPU - overhead)",
-                 "overhead / bare CPU", "bare CPU",
+              + [f"{rate_label} (bare)", f"{rate_label} (recorded)"]
+              + [resource_header(levels, r) for r in ("io", "mem", "threads", "links")]
+              + ["Java execution (bare CPU - overhead)", "overhead / bare CPU", "bare CPU",
                  "recorded CPU (recorded - bare, warm-up included)"]
               + PROBE_EFFECT_HEADERS)
     for name, L in levels.items():
@@ -526,8 +556,31 @@ def overhead_table(title: str, levels: Dict[str, dict], level_header: str,
     return t
 
 
+def methods_note(levels: Dict[str, dict]) -> List[str]:
+    """Which categories of each resource were measured and which estimated, as the
+    recordings say (none for results made before they were kept)."""
+    seen: Dict[str, Dict[str, set]] = {}
+    for L in levels.values():
+        for res, cats in (L.get("resource_methods") or {}).items():
+            for c, m in cats.items():
+                seen.setdefault(res, {}).setdefault(c, set()).add(m)
+    if not seen:
+        return []
+    parts = []
+    for res in ("io", "mem", "threads", "links"):
+        cats = seen.get(res)
+        if cats:
+            parts.append(f"{RESOURCE_LABELS[res]}: " + ", ".join(
+                f"{c} {'/'.join(sorted(ms))}" for c, ms in sorted(cats.items())))
+    return ["How each resource's figure was obtained (the recordings' category methods; "
+            "estimated = counts x calibrated costs: nio_copy and kernel_copy are bytes x "
+            "per-byte costs, free_estimated is frees x the cost of one, vm's page faults are "
+            "faults x the cost of one; measured = probe-timed, corrected for the probes): "
+            + "; ".join(parts) + "."]
+
+
 def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
-    return ["Each resource is the guaranteed overhead measured by its layer, corrected for the "
+    return ["Each resource is the guaranteed overhead its layer saw, corrected for the "
             "probe effect: I/O = jni_copy + nio_copy + kernel_copy, memory = malloc + "
             "free_estimated + vm, threads = thread_create, links = link + file (on-CPU). bare "
             "CPU = the server's CPU time during the bare load (its process CPU clock read in ns "
@@ -549,7 +602,7 @@ def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
                "The first recorded load pays the server's warm-up (pool growth, first-touch "
                "page faults of the heap) that the bare load after it does not: the observed "
                "difference overstates the probes' cost (run without --no-warm-pair to "
-               "measure it on a warm server).")]
+               "measure it on a warm server).")] + methods_note(levels)
 
 
 def stacked_figure(levels: Dict[str, dict], stem: Path, title: str, xlabel: str,

@@ -60,6 +60,8 @@ def test_chat_small_platform_and_virtual(platform_file, tmp_path):
     assert (out / "figure1.svg").read_text().lstrip().startswith("<?xml")
     md = (out / "figure1.md").read_text()
     assert "Native synchronization" in md
+    # the chat's I/O is NIO and kernel copies, both bytes x calibrated costs: said so
+    assert "| I/O (estimated) |" in md and "threads (measured)" in md
     assert not (out / "figure1.partial.json").exists()     # the finished run replaced it
 
 

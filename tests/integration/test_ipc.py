@@ -1,8 +1,12 @@
 """Seed 000's suite as `jvmos run ipc`: one nano benchmark per primitive with two trials,
 validated answers, statistics and a network count; and its bad input."""
+import csv
+import io
 import json
+import math
 import socket
 import subprocess
+import threading
 
 import pytest
 
@@ -27,7 +31,12 @@ def test_ipc_one_nano_benchmark_per_primitive(tmp_path):
         assert all(t["validated"] == 1 for t in c["trials"]), key
         for timer in ("os", "language"):
             s = c[timer]
-            assert s["n"] == 2 and s["mean"] > 0 and s["ci"][0] <= s["mean"] <= s["ci"][1], key
+            xs = c[f"{timer}_s"]
+            mean = sum(xs) / 2
+            sd = abs(xs[0] - xs[1]) / math.sqrt(2)
+            # two trials: the 99% half-width is t(0.995, 1 df) = 63.657 (tables) x sd / sqrt(2)
+            assert s["n"] == 2 and s["mean"] == pytest.approx(mean), key
+            assert s["ci"][1] - mean == pytest.approx(63.657 * sd / math.sqrt(2), rel=1e-3), key
         # the OS timer holds the client JVM's whole life, the language timer the call only
         assert c["os"]["mean"] > c["language"]["mean"], key
         n = c["network"]
@@ -41,6 +50,12 @@ def test_ipc_one_nano_benchmark_per_primitive(tmp_path):
         assert c["server_end"]["calls"] == 2, key        # the server saw both trials' calls
     md = (out / "ipc.md").read_text()
     assert "Welch" in md and "R-delta" in md and "Garbage collection" in md
+    # R-delta% (seed 000 eq. 3) is positive exactly when XML-RPC's mean time is the larger
+    rows = [r for r in csv.reader(io.StringIO((out / "ipc-3.csv").read_text()))][1:]
+    vv = next(r for r in rows if r[0] == "VV")
+    s_os = sum(res["campaigns"]["sockets:VV:50"]["os_s"]) / 2
+    x_os = sum(res["campaigns"]["xmlrpc:VV:50"]["os_s"]) / 2
+    assert float(vv[3]) == pytest.approx(100 * (x_os - s_os) / s_os)
     assert (out / "ipc-size.png").stat().st_size > 5000
 
 
@@ -121,3 +136,44 @@ def test_ipc_boundary_per_call(platform_file, tmp_path):
     s, x = (res["boundary"][f"{p}:VV:500"]["per_call"]["both"] for p in ("sockets", "xmlrpc"))
     assert s["io_syscalls"] > 10 * x["io_syscalls"] > 0
     assert "The OS boundary per call" in (out / "ipc.md").read_text()
+
+
+@traced
+def test_net_counter_sees_exactly_the_payload_sent(tmp_path):
+    """net.bt's payload bytes against what a client and server on one port sent each other
+    (counted by the sender), and its connections against the connects made."""
+    from jvmos.netcount import NetCounter
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    def serve():
+        for _ in range(3):
+            c, _ = srv.accept()
+            got = 0
+            while got < 50_000:
+                got += len(c.recv(65536))
+            c.sendall(b"y" * 500)
+            c.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    with NetCounter(port, tmp_path) as net:
+        for _ in range(3):
+            k = socket.create_connection(("127.0.0.1", port))
+            k.sendall(b"x" * 50_000)
+            got = 0
+            while got < 500:
+                got += len(k.recv(4096))
+            k.close()
+        t.join(30)
+    srv.close()
+    r = net.result
+    assert r["to_port"]["payload_bytes"] == 3 * 50_000
+    assert r["from_port"]["payload_bytes"] == 3 * 500
+    assert r["to_port"]["connections"] == 3 and r["from_port"]["connections"] == 3
+    # every packet's bytes hold its payload and at least its link, IP and TCP headers
+    for d in ("to_port", "from_port"):
+        assert r[d]["bytes"] >= r[d]["payload_bytes"] + r[d]["packets"] * (14 + 20 + 20)

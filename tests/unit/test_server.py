@@ -149,3 +149,21 @@ def test_measure_level_against_a_stub_target(monkeypatch, tmp_path):
 def test_shop_is_a_target():
     from jvmos.experiments.shop import Shop
     assert isinstance(Shop.pid, property)
+
+
+def test_resource_headers_say_measured_or_estimated():
+    """The headers come from the recordings' category methods: I/O here is all estimated
+    (nio and kernel copies are bytes x calibrated costs), memory mixed, threads measured."""
+    L = {"resource_methods": {"io": {"nio_copy": "estimated", "kernel_copy": "estimated"},
+                              "mem": {"malloc": "measured", "free_estimated": "estimated",
+                                      "vm": "measured+estimated"},
+                              "threads": {"thread_create": "measured"}, "links": {}}}
+    levels = {"1": L}
+    assert srv.resource_header(levels, "io") == "I/O (estimated)"
+    assert srv.resource_header(levels, "mem") == "memory (measured + estimated)"
+    assert srv.resource_header(levels, "threads") == "threads (measured)"
+    assert srv.resource_header(levels, "links") == "links"      # no category seen: no claim
+    note = srv.methods_note(levels)[0]
+    assert "I/O: kernel_copy estimated, nio_copy estimated" in note
+    assert "memory: free_estimated estimated, malloc measured, vm measured+estimated" in note
+    assert srv.methods_note({"1": {}}) == []

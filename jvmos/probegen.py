@@ -181,7 +181,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            scope: str = "host", root: str = "$1") -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
-    mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only).
+    mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only), and
+    the blocks marked /* time: only */.
     usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
     the library has it; None: symbols only. root: what common.bt's @ROOT@ becomes, the root
     of the traced processes: "$1" (jvmos passes the pid) or "cpid" (bpftrace -c starts it)."""
@@ -225,6 +226,13 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
         # a return probe that --mode count keeps: its block carries figures the entry cannot
         # give (the bytes a libc read/write wrapper returned)
         keep_ret = i < len(lines) and lines[i].strip() == "/* count: keep */"
+        # a block whose work needs times (marked "time: only"): not attached in --mode count,
+        # where it would only cost its hits
+        if mode == "count" and i < len(lines) and lines[i].strip() == "/* time: only */":
+            while i < len(lines) and lines[i] != "}":
+                i += 1
+            i += 1
+            continue
         kept = []
         j = i
         while j < len(lines) and lines[j] != "}":

@@ -170,7 +170,6 @@ class CommandServer:
         self.proc: Optional[subprocess.Popen] = None
         self.pid: Optional[int] = None
         self.port: Optional[int] = None
-        self.cmd = self.argv
         self.jvm = None
 
     def __enter__(self):
@@ -315,9 +314,6 @@ class CommandServer:
         except cputime.ProcessGone as e:
             raise JvmosError(f"the server's CPU time cannot be read: {e} (did it exit? "
                              f"see {self.dir}/server-stderr.txt)")
-
-    def alive(self) -> bool:
-        return cputime.cpu_or_none(self.pid) is not None
 
 
 # ------------------------------------------------------------ one level, recorded and bare

@@ -60,20 +60,24 @@ def floor_fit(model: dict, key: str) -> dict:
 
 
 def summary(xs: Sequence[float], level: float = 0.99) -> dict:
-    """n, mean, sample standard deviation and the `level` confidence interval of the mean
-    (Student's t with n - 1 degrees of freedom; for n = 1 the interval is unknown: None)."""
+    """n, mean, sample standard deviation (sd, n - 1 in the denominator), seed 000's standard
+    deviation (sigma, its equation 7: n in the denominator; what its error bars show) and the
+    `level` confidence interval of the mean (Student's t with n - 1 degrees of freedom, from the
+    sample sd; for n = 1 the interval and sd are unknown: None, sigma 0)."""
     from scipy import stats as st
     n = len(xs)
     if n == 0:
         raise ValueError("no values")
     m = sum(xs) / n
     if n == 1:
-        return {"n": 1, "mean": m, "sd": None, "level": level, "ci": None}
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+        return {"n": 1, "mean": m, "sd": None, "sigma": 0.0, "level": level, "ci": None}
+    ss = sum((x - m) ** 2 for x in xs)
+    sd, sigma = math.sqrt(ss / (n - 1)), math.sqrt(ss / n)
     if sd == 0:
-        return {"n": n, "mean": m, "sd": 0.0, "level": level, "ci": [m, m]}
+        return {"n": n, "mean": m, "sd": 0.0, "sigma": 0.0, "level": level, "ci": [m, m]}
     lo, hi = st.t.interval(level, n - 1, loc=m, scale=sd / math.sqrt(n))
-    return {"n": n, "mean": m, "sd": sd, "level": level, "ci": [float(lo), float(hi)]}
+    return {"n": n, "mean": m, "sd": sd, "sigma": sigma, "level": level,
+            "ci": [float(lo), float(hi)]}
 
 
 def welch(xs: Sequence[float], ys: Sequence[float], alpha: float = 0.01) -> dict:

@@ -227,6 +227,8 @@ def boundary_counts(s: dict, pid: Optional[str]) -> dict:
     return {**counts, "context_switches": cs.get("voluntary", 0) + cs.get("involuntary", 0),
             "copy_bytes": sum((cats.get(c) or {}).get("bytes") or 0
                               for c in ("jni_copy", "nio_copy")),
+            # estimated: the bytes the I/O syscalls moved x the calibrated per-byte copy cost
+            "kernel_copy_ns": (cats.get("kernel_copy") or {}).get("time_ns"),
             "io_ns": by.get("io"), "mem_ns": by.get("mem"), "threads_ns": by.get("threads"),
             "links_ns": by.get("links"),
             "guaranteed_ns": sum(v for v in by.values() if v is not None),
@@ -286,6 +288,7 @@ def boundary_table(results) -> Table:
                "heap<->native copied bytes / call (JNI + NIO)",
                "allocator calls / call", "page faults / call", "futex / call",
                "context switches / call", "threads created / call", "accepts / call",
+               "kernel copy / call (µs, estimated: bytes x calibrated cost)",
                "guaranteed overhead / call (µs)", "of which I/O, memory, threads, links (µs)",
                "guaranteed overhead / app byte (ns)"])
     f1 = lambda v: "—" if v is None else f"{v:,.1f}"  # noqa: E731
@@ -298,13 +301,14 @@ def boundary_table(results) -> Table:
                f1(p["io_syscalls"]), f1(p["io_bytes"]), f1(p["copy_bytes"]),
                f1(p["malloc_calls"]), f1(p["page_faults"]), f1(p["futex"]),
                f1(p["context_switches"]), f1(p["threads_created"]), f1(p["accepts"]),
+               us(p.get("kernel_copy_ns")),
                ("≥ " if p.get("guaranteed_unknown") else "") + us(p["guaranteed_ns"]),
                " / ".join(us(p[k]) for k in ("io_ns", "mem_ns", "threads_ns", "links_ns")),
                "—" if per_byte is None else f"{per_byte:,.2f}"],
               [b["benchmark"], b["size"], b["primitive"], b["app_bytes_per_call"],
                p["io_syscalls"], p["io_bytes"], p["copy_bytes"], p["malloc_calls"],
                p["page_faults"], p["futex"], p["context_switches"], p["threads_created"],
-               p["accepts"], p["guaranteed_ns"], p["io_ns"], per_byte])
+               p["accepts"], p.get("kernel_copy_ns"), p["guaranteed_ns"], p["io_ns"], per_byte])
     return t
 
 
@@ -363,14 +367,16 @@ def ci_text(s):
 def response_table(results) -> Table:
     t = Table(f"Response time per campaign ({results['jdk_label']}; {results['trials']} trials "
               f"of {results['calls_per_trial']} call(s); seconds; 99% intervals)",
-              ["benchmark", "size(V)", "primitive", "OS timer: mean", "sd", "99% CI",
-               "language timer: mean", "sd", "99% CI"])
+              ["benchmark", "size(V)", "primitive", "OS timer: mean",
+               "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI", "language timer: mean",
+               "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI"])
     for key, c in results["campaigns"].items():
         o, g = c["os"], c["language"]
-        t.add([c["benchmark"], size_cell(c), c["primitive"], sec(o["mean"]), sec(o["sd"]),
-               ci_text(o), sec(g["mean"]), sec(g["sd"]), ci_text(g)],
-              [c["benchmark"], c["size"], c["primitive"], o["mean"], o["sd"],
-               o["ci"], g["mean"], g["sd"], g["ci"]])
+        t.add([c["benchmark"], size_cell(c), c["primitive"], sec(o["mean"]),
+               sec(o.get("sigma")), sec(o["sd"]), ci_text(o), sec(g["mean"]),
+               sec(g.get("sigma")), sec(g["sd"]), ci_text(g)],
+              [c["benchmark"], c["size"], c["primitive"], o["mean"], o.get("sigma"), o["sd"],
+               o["ci"], g["mean"], g.get("sigma"), g["sd"], g["ci"]])
     return t
 
 
@@ -488,8 +494,9 @@ def notes_for(results) -> List[str]:
             "connection, the calls, JVM exit), as seed 000's /usr/bin/time; language timer = "
             "System.nanoTime around the calls in the client. Each trial is a new client JVM; "
             "every answer is validated by the client against its own computation.",
-            "99% CI = the mean's interval from Student's t with n - 1 degrees of freedom "
-            "(scipy.stats); the t-test is Welch's (unequal variances), two-sided, alpha 0.01.",
+            "sigma = seed 000's standard deviation (its equation 7, divided by n), the error bars "
+            "of the figures; sd divides by n - 1. 99% CI = the mean's interval from Student's t "
+            "with n - 1 degrees of freedom and sd (scipy.stats); the t-test is Welch's (unequal variances), two-sided, alpha 0.01.",
             "Network: probes/net.bt counts, in the kernel, every packet handed to the loopback "
             "device whose source or destination port is the server's, over all the campaign's "
             "trials (divided by the trials here); bytes include the 14-byte link header that "
@@ -527,10 +534,10 @@ def figures(results, out: Path) -> list:
                 cs = [camp.get(f"{prim}:{b}:5") for b in present]
                 xs = [i + j * width for i in range(len(present))]
                 ax.bar(xs, [c[timer]["mean"] if c else 0 for c in cs], width,
-                       yerr=[(c[timer]["sd"] or 0) if c else 0 for c in cs], capsize=3,
-                       color=colours.get(prim), label=prim)
+                       yerr=[(c[timer].get("sigma") or 0) if c else 0 for c in cs],
+                       capsize=3, color=colours.get(prim), label=prim)
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(present))], present)
-            ax.set_ylabel("response time (s), mean ± 1 sd")
+            ax.set_ylabel("response time (s), mean ± σ (eq. 7)")
             ax.set_title(f"{group} benchmarks, size(V) = 5: {timer} timer", fontsize=9)
             ax.legend(fontsize=8)
         saved += timer_pair(stem, bars)
@@ -543,7 +550,8 @@ def figures(results, out: Path) -> list:
             for (b, prim), cs in sorted(by_size.items()):
                 cs = sorted(cs, key=lambda c: c["size"])
                 ax.errorbar([c["size"] for c in cs], [c[timer]["mean"] for c in cs],
-                            yerr=[c[timer]["sd"] or 0 for c in cs], marker="o", capsize=3,
+                            yerr=[c[timer].get("sigma") or 0 for c in cs], marker="o",
+                            capsize=3,
                             label=f"{b} {prim}",
                             linestyle="-" if prim == "sockets" else "--")
             ax.set_xscale("log")

@@ -11,6 +11,8 @@ def test_summary_99_interval_by_hand():
     # mean 3, sd sqrt(2.5), sem sqrt(0.5); t(0.995, 4 df) = 4.604 (tables)
     s = stats.summary([1, 2, 3, 4, 5], 0.99)
     assert s["mean"] == 3 and s["sd"] == pytest.approx(math.sqrt(2.5))
+    # seed 000's equation 7 divides by n: sqrt(10 / 5)
+    assert s["sigma"] == pytest.approx(math.sqrt(2.0))
     half = 4.604 * math.sqrt(0.5)
     assert s["ci"][0] == pytest.approx(3 - half, abs=1e-3)
     assert s["ci"][1] == pytest.approx(3 + half, abs=1e-3)

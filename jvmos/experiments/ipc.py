@@ -99,6 +99,11 @@ def parse(argv):
     p.add_argument("--boundary-calls", type=int, default=100,
                    help="K: the boundary is (1 + K calls - 1 call) / K (default 100; a small K "
                         "leaves the two runs' start-up noise in the per-call figures)")
+    p.add_argument("--socket-buffer", type=int, default=0, metavar="BYTES",
+                   help="socket primitives: buffered streams of BYTES on both sides (default 0: "
+                        "the socket's own streams, as seed 000)")
+    p.add_argument("--tcp-nodelay", action="store_true",
+                   help="socket primitives: TCP_NODELAY on both sides (default off, as seed 000)")
     p.add_argument("--no-net", dest="net", action="store_false",
                    help="do not count packets (no bpftrace; no root needed)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
@@ -123,18 +128,33 @@ def parse(argv):
         raise JvmosError("--trials must be at least 2 (a standard deviation needs two)")
     if a.calls <= 0 or a.pause < 0:
         raise JvmosError("--calls must be positive and --pause not negative")
+    if not 0 <= a.socket_buffer <= 64 << 20:
+        raise JvmosError("--socket-buffer must be 0..67,108,864 bytes")
+    if (a.socket_buffer or a.tcp_nodelay) and not any(x.startswith("sockets")
+                                                      for x in a.primitives):
+        raise JvmosError("--socket-buffer and --tcp-nodelay apply to the socket primitives, "
+                         "and none is in --primitives")
     return a
+
+
+def socket_options(primitive: str, a) -> str:
+    """The workload's socket options for a socket primitive (nothing for XML-RPC)."""
+    if not primitive.startswith("sockets"):
+        return ""
+    return ((f" --buffer {a.socket_buffer}" if a.socket_buffer else "")
+            + (" --tcp-nodelay" if a.tcp_nodelay else ""))
 
 
 def campaign(java: str, primitive: str, bench: str, size: int, a, out: Path) -> dict:
     """Seed 000's ExperimentCampaign(B, P, N): server, pause, N trials, network counted over
     them; every trial a new client JVM."""
     name = f"{primitive}-{bench}-{size}"
+    opts = socket_options(primitive, a)
     server = (f"{java} -cp {jar(IPC_JAR)} org.jvmos.workloads.ipc.IpcServer "
-              f"--primitive {primitive} --port 0 --max-seconds 3600")
+              f"--primitive {primitive} --port 0 --max-seconds 3600{opts}")
     client = (f"{java} -cp {jar(IPC_JAR)} org.jvmos.workloads.ipc.IpcClient "
               f"--primitive {primitive} --port {{port}} --benchmark {bench} --size {{level}} "
-              f"--calls {a.calls} --max-seconds 600")
+              f"--calls {a.calls} --max-seconds 600{opts}")
     srv = CommandServer(server, client, out / "servers" / name)
     trials = []
     with srv:
@@ -198,11 +218,11 @@ QUICK_BOUNDARY = "VV:500"
 SCRIPT = """#!/bin/sh
 # one recorded campaign of jvmos run ipc: the server and one client JVM in the traced tree
 d={dir}
-{java} -cp {jar} org.jvmos.workloads.ipc.IpcServer --primitive {prim} --port 0 \\
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcServer --primitive {prim} --port 0{opts} \\
     --port-file "$d/port" --max-seconds 600 > "$d/server.out" 2> "$d/server.err" &
 s=$!
 echo $s > "$d/server.pid"
-{java} -cp {jar} org.jvmos.workloads.ipc.IpcClient --primitive {prim} --port-file "$d/port" \\
+{java} -cp {jar} org.jvmos.workloads.ipc.IpcClient --primitive {prim} --port-file "$d/port"{opts} \\
     --benchmark {bench} --size {size} --calls {calls} --max-seconds 180 > "$d/client.out" &
 c=$!
 echo $c > "$d/client.pid"
@@ -236,7 +256,8 @@ def boundary_counts(s: dict, pid: Optional[str]) -> dict:
             "guaranteed_unknown": len(s["totals"].get("guaranteed_overhead_unknown") or [])}
 
 
-def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out: Path) -> dict:
+def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out: Path,
+             opts: str = "") -> dict:
     """The boundary cost of one call: the campaign's server and a client recorded twice with
     the io, threads, links and mem layers, making 1 call and 1 + extra_calls calls; the
     difference divided by extra_calls is what one more call costs at the OS boundary (JVM
@@ -248,7 +269,7 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
         d.mkdir(parents=True, exist_ok=True)
         script = d / "campaign.sh"
         script.write_text(SCRIPT.format(dir=d, java=java, jar=jar(IPC_JAR), prim=prim,
-                                        bench=bench, size=size, calls=calls))
+                                        bench=bench, size=size, calls=calls, opts=opts))
         res = run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS)
         client = last_json((d / "client.out").read_text(errors="replace"))
         if client.get("validated") != calls:
@@ -320,7 +341,8 @@ def main(argv) -> int:
     out = out_dir(a.out, "ipc")
     results = {"experiment": "ipc", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "trials": a.trials, "calls_per_trial": a.calls, "pause_s": a.pause,
-               "net_counted": a.net, "campaigns": {}}
+               "net_counted": a.net, "socket_buffer": a.socket_buffer,
+               "tcp_nodelay": a.tcp_nodelay, "campaigns": {}}
     results["boundary"] = {}
     try:
         for bench, size in a.campaigns:
@@ -334,11 +356,15 @@ def main(argv) -> int:
                 key = f"{prim}:{bench}:{size}"
                 log(f"[boundary {key}] recorded with 1 and {1 + a.boundary_calls} calls")
                 results["boundary"][key] = boundary(java, prim, bench, size, a.boundary_calls,
-                                                    out)
+                                                    out, socket_options(prim, a))
                 save_partial(out, "ipc", results)
     except JvmosError as e:
         raise kept_so_far(e, out, "ipc")
-    tables = [response_table(results), ttest_table(results, a), delta_table(results, a)]
+    tables = [response_table(results)]
+    if pairs(results):
+        tables += [ttest_table(results, a), delta_table(results, a)]
+    else:
+        log("no campaign ran with both sockets and xmlrpc: no t-tests and no R-delta%")
     if a.net:
         tables.append(network_table(results))
     tables.append(gc_table(results))
@@ -365,8 +391,13 @@ def ci_text(s):
 
 
 def response_table(results) -> Table:
+    sock = ", ".join(x for x in (
+        f"socket streams buffered by {results['socket_buffer']:,} bytes"
+        if results.get("socket_buffer") else "", "TCP_NODELAY" if results.get("tcp_nodelay")
+        else "") if x) or "the socket's own streams, unbuffered"
     t = Table(f"Response time per campaign ({results['jdk_label']}; {results['trials']} trials "
-              f"of {results['calls_per_trial']} call(s); seconds; 99% intervals)",
+              f"of {results['calls_per_trial']} call(s); seconds; 99% intervals; sockets: "
+              f"{sock})",
               ["benchmark", "size(V)", "primitive", "OS timer: mean",
                "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI", "language timer: mean",
                "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI"])

@@ -73,7 +73,7 @@ public final class Matmul extends Workload {
             }
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(maxSeconds);
-        Cli.Json json = new Cli.Json().put("workload", "matmul").put("mechanism", mechanism)
+        Cli.Json json = new Cli.Json().put("workload", "matmul").put("mechanism", algorithm.equals("sequential") ? null : mechanism)
                 .put("algorithm", algorithm).put("n", n).put("k", algorithm.equals("sequential") ? 0 : k)
                 .put("seed", seed).put("repeat", repeat).put("grid", grid);
         try {

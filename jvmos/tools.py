@@ -15,6 +15,7 @@ DACAPO_JAR = ROOT / "workloads" / "java" / "dacapo" / "target" / "jvmos-dacapo.j
 SHOP_JAR = ROOT / "workloads" / "java" / "shop" / "target" / "jvmos-shop.jar"
 CHAT_JAR = ROOT / "workloads" / "java" / "chat" / "target" / "jvmos-chat.jar"
 IPC_JAR = ROOT / "workloads" / "java" / "ipc" / "target" / "jvmos-ipc.jar"
+MATMUL_JAR = ROOT / "workloads" / "java" / "matmul" / "target" / "jvmos-matmul.jar"
 
 
 def c_program(name: str) -> Path:

@@ -246,12 +246,20 @@ def app_bytes(j: dict) -> int:
     return (j.get("bytes_sent") or 0) + sum(j.get("workers_bytes_sent") or [])
 
 
+def bare(cmd: List[str], name: str, a) -> dict:
+    """One run without probes; a failure is one line that names the run first."""
+    try:
+        return run_bare(cmd, timeout=a.max_seconds + 120)
+    except JvmosError as e:
+        raise JvmosError(f"{name}: {e}") from None
+
+
 def sequential_cell(java: str, n: int, a) -> dict:
     trials = []
     for i in range(a.trials):
         name = f"sequential n={n} trial {i + 1}"
-        trials.append(checked(run_bare(workload_cmd(java, None, "sequential", n, a.seed + i, 1,
-                                                    a), timeout=a.max_seconds + 120), name))
+        trials.append(checked(bare(workload_cmd(java, None, "sequential", n, a.seed + i, 1, a),
+                                   name, a), name))
     ms = [t["total_ms"] for t in trials]
     return {"n": n, "trials": trials, "total_ms": ms, "total": stats.summary(ms, LEVEL)}
 
@@ -261,8 +269,8 @@ def cell(java: str, mech: str, alg: str, n: int, a) -> dict:
     trials = []
     for i in range(a.trials):
         name = f"{mech} {alg} n={n} trial {i + 1}"
-        trials.append(checked(run_bare(workload_cmd(java, mech, alg, n, a.seed + i, 1, a),
-                                       timeout=a.max_seconds + 120), name))
+        trials.append(checked(bare(workload_cmd(java, mech, alg, n, a.seed + i, 1, a), name, a),
+                              name))
     return cell_from_trials(mech, alg, n, a.k, trials)
 
 

@@ -22,13 +22,14 @@ demo: build
 	$(JVMOS) run chat --quick --out $$out/chat; \
 	$(JVMOS) run ipc --quick --out $$out/ipc; \
 	$(JVMOS) run serialization --quick --out $$out/serialization; \
+	$(JVMOS) run matmul --quick --out $$out/matmul; \
 	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
 	$(JVMOS) run overhead --quick --out $$out/overhead; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
 	echo; echo "demo done: every table, figure and recording is under $$out/"; \
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
 	echo "   tomcat/figure2.png, chat/figure1.png, ipc/ipc.md,"; \
-	echo "   serialization/serialization.md, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
+	echo "   serialization/serialization.md, matmul/matmul.md, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
 	echo "   reads any recording)"
 
 # One calibration for the whole test session, made before the tests start (alone on the

@@ -1,6 +1,6 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
 from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, ipc, jni_census,
-                               memory, overhead, serialization, server, threads,
+                               matmul, memory, overhead, serialization, server, threads,
                                tomcat)
 
 EXPERIMENTS = {
@@ -14,6 +14,7 @@ EXPERIMENTS = {
     "server": server.main,
     "ipc": ipc.main,
     "serialization": serialization.main,
+    "matmul": matmul.main,
     "heuristic": heuristic.main,
     "overhead": overhead.main,
 }

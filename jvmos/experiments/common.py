@@ -8,6 +8,7 @@ from typing import List, Optional
 from jvmos import JvmosError
 from jvmos import record as rec
 from jvmos import cputime
+from jvmos.heuristic import model
 from jvmos.jdk import Jvm, discover_jdks
 
 
@@ -92,6 +93,51 @@ def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] 
     tmp = out / f".{stem}.json.tmp"
     tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
     os.replace(tmp, out / f"{stem}.json")
+
+
+# ---------------------------------------------------------------- the boundary of a recording
+
+# the layers a boundary recording uses (ipc, matmul): I/O, threads, links, memory
+BOUNDARY_LAYERS = ("io", "threads", "links", "mem")
+# the io layer's syscalls by family: the stream path (read/write, what JDK 17's socket streams
+# and RMI's connections issue) and the datagram path (sendto/recvfrom, DatagramSocket's);
+# a family is a syscall name, not a socket type (file and pipe I/O also read and write)
+STREAM_SYSCALLS = ("read", "write", "readv", "writev")
+DATAGRAM_SYSCALLS = ("sendto", "recvfrom", "sendmsg", "recvmsg")
+
+
+def boundary_counts(s: dict, pid: Optional[str]) -> dict:
+    """What the probes saw of one process (pid) or of every process of the recording (None),
+    as the inputs of per-call (or per-operation) figures: every value a number, so that two
+    recordings' counts can be subtracted key by key."""
+    src = s if pid is None else {"categories": s["by_pid"].get(pid, {}).get("categories", {}),
+                                 "totals": {"context_switches":
+                                            s["by_pid"].get(pid, {}).get("context_switches")}}
+    cats = src["categories"]
+    counts = model.counts_from_summary(src)
+    cs = counts.pop("context_switches") or {}
+    by = (s["totals"] if pid is None else s["by_pid"].get(pid, {})).get(
+        "guaranteed_by_resource") or {}
+    sc = (cats.get("io_syscall") or {}).get("syscalls") or {}
+    fam = lambda names, k: sum((sc.get(n) or {}).get(k) or 0 for n in names)  # noqa: E731
+    return {**counts, "context_switches": cs.get("voluntary", 0) + cs.get("involuntary", 0),
+            "copy_bytes": sum((cats.get(c) or {}).get("bytes") or 0
+                              for c in ("jni_copy", "nio_copy")),
+            "jni_copy_calls": (cats.get("jni_copy") or {}).get("calls") or 0,
+            "jni_copy_bytes": (cats.get("jni_copy") or {}).get("bytes") or 0,
+            "nio_copy_calls": (cats.get("nio_copy") or {}).get("calls") or 0,
+            "nio_copy_bytes": (cats.get("nio_copy") or {}).get("bytes") or 0,
+            "stream_syscalls": fam(STREAM_SYSCALLS, "calls"),
+            "stream_bytes": fam(STREAM_SYSCALLS, "bytes"),
+            "datagram_syscalls": fam(DATAGRAM_SYSCALLS, "calls"),
+            "datagram_bytes": fam(DATAGRAM_SYSCALLS, "bytes"),
+            # estimated: the bytes the I/O syscalls moved x the calibrated per-byte copy cost
+            "kernel_copy_ns": (cats.get("kernel_copy") or {}).get("time_ns"),
+            "io_ns": by.get("io"), "mem_ns": by.get("mem"), "threads_ns": by.get("threads"),
+            "links_ns": by.get("links"),
+            "guaranteed_ns": sum(v for v in by.values() if v is not None),
+            # categories whose time is unknown (uncalibrated): the sum above is then a lower bound
+            "guaranteed_unknown": len(s["totals"].get("guaranteed_overhead_unknown") or [])}
 
 
 # ---------------------------------------------------------------- the probe effect, both ways

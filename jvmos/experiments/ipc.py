@@ -19,11 +19,11 @@ from typing import Dict, List, Optional
 from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
-from jvmos.heuristic import model
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (jdk_label, last_json, log, out_dir, run_recorded,
-                                      select_jdks, write_outputs)
+from jvmos.experiments.common import (BOUNDARY_LAYERS, boundary_counts, jdk_label, last_json,
+                                      log, out_dir, run_recorded, select_jdks,
+                                      write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
 EXAMPLES = """\
@@ -209,7 +209,6 @@ def gc_means(trials: List[dict]) -> Optional[dict]:
 
 # ------------------------------------------------------------ the boundary, per primitive
 
-BOUNDARY_LAYERS = ("io", "threads", "links", "mem")
 DEFAULT_BOUNDARY = "GRAB:5,REV:5,VV:5,VV:500,VV:5000"
 QUICK_BOUNDARY = "VV:500"
 
@@ -232,28 +231,6 @@ kill -TERM $s
 wait $s
 exit $rc
 """
-
-
-def boundary_counts(s: dict, pid: Optional[str]) -> dict:
-    """What the probes saw of one JVM (pid) or of both (None), in per-call terms' inputs."""
-    src = s if pid is None else {"categories": s["by_pid"].get(pid, {}).get("categories", {}),
-                                 "totals": {"context_switches":
-                                            s["by_pid"].get(pid, {}).get("context_switches")}}
-    cats = src["categories"]
-    counts = model.counts_from_summary(src)
-    cs = counts.pop("context_switches") or {}
-    by = (s["totals"] if pid is None else s["by_pid"].get(pid, {})).get(
-        "guaranteed_by_resource") or {}
-    return {**counts, "context_switches": cs.get("voluntary", 0) + cs.get("involuntary", 0),
-            "copy_bytes": sum((cats.get(c) or {}).get("bytes") or 0
-                              for c in ("jni_copy", "nio_copy")),
-            # estimated: the bytes the I/O syscalls moved x the calibrated per-byte copy cost
-            "kernel_copy_ns": (cats.get("kernel_copy") or {}).get("time_ns"),
-            "io_ns": by.get("io"), "mem_ns": by.get("mem"), "threads_ns": by.get("threads"),
-            "links_ns": by.get("links"),
-            "guaranteed_ns": sum(v for v in by.values() if v is not None),
-            # categories whose time is unknown (uncalibrated): the sum above is then a lower bound
-            "guaranteed_unknown": len(s["totals"].get("guaranteed_overhead_unknown") or [])}
 
 
 def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out: Path,

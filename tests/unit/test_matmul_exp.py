@@ -88,7 +88,9 @@ def test_mca_divisibility_names_the_grid_and_n():
     assert "--boundary socket:mca:99" in msg and "n=99" in msg
 
 
-def test_workload_command_passes_the_test_options():
+def test_workload_command_passes_the_test_options(monkeypatch):
+    # unit tests run without the Java build: the jar's path is all the command needs
+    monkeypatch.setattr(matmul, "jar", lambda p: p)
     a = matmul.parse(["--mechanisms", "socket,datagram", "--drop-every", "4",
                       "--worker-start-delay-ms", "5000", "--worker-start-timeout", "2",
                       "--k", "2", "--boundary", "none"])

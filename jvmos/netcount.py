@@ -22,6 +22,7 @@ from jvmos.session import Session
 
 SCRIPT = ROOT / "probes" / "net.bt"
 DIRECTIONS = ("to_port", "from_port")
+END_MARKER = "jvmos-net-end"      # net.bt's END line: the stop was orderly
 
 
 def parse(text: str) -> dict:
@@ -78,7 +79,17 @@ class NetCounter:
         return self
 
     def __exit__(self, *exc):
-        if self.session.bt.poll() is None:
+        died = self.session.bt.poll()      # not None: bpftrace ended before it was stopped
+        if died is None:
             self.session.interrupt(timeout=60)
-        self.result = parse(self.raw.read_text(errors="replace"))
+        text = self.raw.read_text(errors="replace")
+        if died is not None or END_MARKER not in text:
+            # no END: no maps either, and zeros would read as "no traffic"; never a count
+            why = (f"bpftrace exited by itself (status {died})" if died is not None
+                   else "bpftrace did not reach its END after the stop")
+            if exc and exc[0] is not None:
+                return False               # the block's own error is the one to report
+            raise JvmosError(f"the network counter (net.bt, port {self.port}) failed: {why}; "
+                             f"see {self.err}")
+        self.result = parse(text)
         return False

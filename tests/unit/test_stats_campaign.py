@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from jvmos import netcount
 from jvmos.analyzers import stats
 
 
@@ -74,3 +75,41 @@ def test_netcount_parses_net_bt_output():
     empty = netcount.parse('{"type": "map", "data": {"@net_other_proto": 3}}')
     assert empty["to_port"]["packets"] == 0 and empty["to_port"]["mean_packet_bytes"] is None
     assert empty["other_proto_packets"] == 3
+
+
+class _FakeBt:
+    def __init__(self, status):
+        self.status = status
+
+    def poll(self):
+        return self.status
+
+
+class _FakeSession:
+    def __init__(self, status):
+        self.bt = _FakeBt(status)
+        self.interrupted = False
+
+    def interrupt(self, timeout=0):
+        self.interrupted = True
+        return 0
+
+
+def test_netcount_without_end_is_an_error_not_zero_traffic(tmp_path):
+    from jvmos import JvmosError
+    c = netcount.NetCounter(4242, tmp_path)
+    # bpftrace died by itself: its output has the ready line and nothing else
+    c.session = _FakeSession(1)
+    c.raw.write_text('{"type": "printf", "data": "jvmos-ready\\n"}\n')
+    with pytest.raises(JvmosError, match="exited by itself"):
+        c.__exit__(None, None, None)
+    assert c.result is None
+    # stopped, but no END line (cut short): still not a count
+    c.session = _FakeSession(None)
+    with pytest.raises(JvmosError, match="did not reach its END"):
+        c.__exit__(None, None, None)
+    # an orderly stop with no packet of the port: zeros are a measurement now
+    c.raw.write_text('{"type": "printf", "data": "jvmos-ready\\n"}\n'
+                     '{"type": "printf", "data": "jvmos-net-end\\n"}\n')
+    c.__exit__(None, None, None)
+    assert c.session.interrupted and c.result["to_port"]["packets"] == 0

@@ -71,6 +71,11 @@ def summary(xs: Sequence[float], level: float = 0.99) -> dict:
     m = sum(xs) / n
     if n == 1:
         return {"n": 1, "mean": m, "sd": None, "sigma": 0.0, "level": level, "ci": None}
+    if max(xs) == min(xs):
+        # no spread at all (the float mean of equal values can differ from them by an ulp,
+        # which would leave a variance of 1e-34 and an interval of rounding noise)
+        return {"n": n, "mean": xs[0], "sd": 0.0, "sigma": 0.0, "level": level,
+                "ci": [xs[0], xs[0]]}
     ss = sum((x - m) ** 2 for x in xs)
     sd, sigma = math.sqrt(ss / (n - 1)), math.sqrt(ss / n)
     if sd == 0:
@@ -91,8 +96,8 @@ def welch(xs: Sequence[float], ys: Sequence[float], alpha: float = 0.01) -> dict
     vx = sum((x - mx) ** 2 for x in xs) / (len(xs) - 1)
     vy = sum((y - my) ** 2 for y in ys) / (len(ys) - 1)
     a, b = vx / len(xs), vy / len(ys)
-    if a + b == 0:
-        same = mx == my
+    if max(xs) == min(xs) and max(ys) == min(ys):
+        same = xs[0] == ys[0]
         return {"t": None, "df": None, "p": 1.0 if same else 0.0, "alpha": alpha,
                 "reject": not same, "note": "no variance in either sample"}
     r = st.ttest_ind(xs, ys, equal_var=False)

@@ -110,6 +110,9 @@ def boundary_counts(s: dict, pid: Optional[str]) -> dict:
     """What the probes saw of one process (pid) or of every process of the recording (None),
     as the inputs of per-call (or per-operation) figures: every value a number, so that two
     recordings' counts can be subtracted key by key."""
+    if pid is not None and pid not in (s.get("by_pid") or {}):
+        raise JvmosError(f"process {pid} is not in the recording (seen: "
+                         f"{', '.join(sorted(s.get('by_pid') or {})) or 'none'})")
     src = s if pid is None else {"categories": s["by_pid"].get(pid, {}).get("categories", {}),
                                  "totals": {"context_switches":
                                             s["by_pid"].get(pid, {}).get("context_switches")}}
@@ -135,9 +138,13 @@ def boundary_counts(s: dict, pid: Optional[str]) -> dict:
             "kernel_copy_ns": (cats.get("kernel_copy") or {}).get("time_ns"),
             "io_ns": by.get("io"), "mem_ns": by.get("mem"), "threads_ns": by.get("threads"),
             "links_ns": by.get("links"),
+            # the sum of the resources whose time is known; guaranteed_unknown counts the
+            # unknown terms (categories for the recording, resources for one process): when
+            # it is not 0 the sum covers the known terms only (not a bound of a difference)
             "guaranteed_ns": sum(v for v in by.values() if v is not None),
-            # categories whose time is unknown (uncalibrated): the sum above is then a lower bound
-            "guaranteed_unknown": len(s["totals"].get("guaranteed_overhead_unknown") or [])}
+            "guaranteed_unknown": (len(s["totals"].get("guaranteed_overhead_unknown") or [])
+                                   if pid is None else
+                                   sum(1 for v in by.values() if v is None))}
 
 
 # ---------------------------------------------------------------- the probe effect, both ways

@@ -47,7 +47,10 @@ KNOWN_PRIMITIVES = PRIMITIVES + ("sockets-text",)
 NANO = ("SS", "SV", "VS", "VV")
 MICRO = ("GRAB", "FACT", "GCD", "REV")
 BENCHMARKS = NANO + MICRO
-SCALAR_IN = ("SS", "SV", "GRAB", "FACT")   # the client sends one value: size(V) is not theirs
+# benchmarks whose messages do not depend on size(V): SS and GRAB send and receive one value;
+# FACT sends one and receives the factors of a random number (SV, by contrast, receives a
+# vector of size(V))
+NO_SIZE = ("SS", "GRAB", "FACT")
 # seed 000: Figures 3-4 at size(V) = 5; Table 3 / Figure 5: SV, VS, VV at 5, 50, 500; Table 4
 # and Figure 6: VV at 5,000, 10,000, 50,000
 DEFAULT_CAMPAIGNS = ([f"{b}:5" for b in BENCHMARKS]
@@ -55,8 +58,10 @@ DEFAULT_CAMPAIGNS = ([f"{b}:5" for b in BENCHMARKS]
                      + [f"VV:{s}" for s in (5000, 10000, 50000)])
 QUICK_CAMPAIGNS = ([f"{b}:5" for b in BENCHMARKS] + [f"{b}:500" for b in ("SV", "VS", "VV")]
                    + ["VV:5000"])
-# seed 000 Table 5: the pairs its t-tests compare (sockets vs XML-RPC)
-TTEST_PAIRS = ["REV:5", "GRAB:5", "VV:5000", "VV:10000", "VV:50000"]
+# seed 000 Table 5: the pairs its t-tests compare (sockets vs XML-RPC), under one timer or
+# the other there; here every pair is tested under both timers
+TTEST_PAIRS = ["SS:5", "VV:5", "REV:5", "GRAB:5", "GCD:5", "SV:500", "VS:500", "VV:500",
+               "VV:5000", "VV:10000", "VV:50000"]
 
 
 def parse_campaigns(text: str) -> List[tuple]:
@@ -90,7 +95,8 @@ def parse(argv):
                    help="comma-separated: sockets, xmlrpc, sockets-text (default sockets,xmlrpc)")
     p.add_argument("--trials", type=int, default=10, help="trials per campaign (default 10)")
     p.add_argument("--calls", type=int, default=1,
-                   help="calls per trial (default 1: seed 000 times one call per client run)")
+                   help="calls per trial (default 1; seed 000 does not give its count: one "
+                        "call per client JVM makes the OS timer the cost of one exchange)")
     p.add_argument("--pause", type=float, default=1.0,
                    help="seconds between trials and after the server starts (default 1)")
     p.add_argument("--boundary", help="campaigns whose OS boundary is recorded per call, "
@@ -109,6 +115,8 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-ipc)")
     p.add_argument("--quick", action="store_true", help="3 trials, fewer sizes, short pauses")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and figures again from DIR/ipc.json (no measuring)")
     a = p.parse_args(argv)
     if a.quick:
         a.trials = min(a.trials, 3)
@@ -280,38 +288,41 @@ def boundary_table(results) -> Table:
               "a difference of two recordings, so the JVMs' start-up noise is in it and a "
               "figure can come out negative)",
               ["benchmark", "size(V)", "primitive",
-               "app bytes / call (sockets: the stream's; XML-RPC: HTTP bodies, headers not "
-               "counted)", "I/O syscalls / call",
-               "bytes through syscalls / call (what the kernel copies)",
+               "app bytes / call (sockets: the object stream's; XML-RPC: HTTP bodies, headers "
+               "not counted; not comparable across primitives)", "I/O syscalls / call",
+               "bytes through I/O syscalls / call (what the kernel copies)",
                "heap<->native copied bytes / call (JNI + NIO)",
                "allocator calls / call", "page faults / call", "futex / call",
                "context switches / call", "threads created / call", "accepts / call",
                "kernel copy / call (µs, estimated: bytes x calibrated cost)",
-               "guaranteed overhead / call (µs)", "of which I/O, memory, threads, links (µs)",
-               "guaranteed overhead / app byte (ns)"])
+               "guaranteed overhead / call (µs; 'known terms' when a term's time is unknown)",
+               "I/O (µs)", "memory (µs)", "threads (µs)", "links (µs)",
+               "guaranteed overhead / byte through I/O syscalls (ns)"])
     f1 = lambda v: "—" if v is None else f"{v:,.1f}"  # noqa: E731
     us = lambda v: "—" if v is None else f"{v / 1e3:,.1f}"  # noqa: E731
     for b in results.get("boundary", {}).values():
         p = b["per_call"]["both"]
-        per_byte = (p["guaranteed_ns"] / b["app_bytes_per_call"]
-                    if p["guaranteed_ns"] is not None and b["app_bytes_per_call"] > 0 else None)
+        g = p["guaranteed_ns"]
+        per_byte = g / p["io_bytes"] if g is not None and (p["io_bytes"] or 0) > 0 else None
+        known = " (known terms)" if p.get("guaranteed_unknown") else ""
+        res = [p[k] for k in ("io_ns", "mem_ns", "threads_ns", "links_ns")]
         t.add([b["benchmark"], size_cell(b), b["primitive"], f1(b["app_bytes_per_call"]),
                f1(p["io_syscalls"]), f1(p["io_bytes"]), f1(p["copy_bytes"]),
                f1(p["malloc_calls"]), f1(p["page_faults"]), f1(p["futex"]),
                f1(p["context_switches"]), f1(p["threads_created"]), f1(p["accepts"]),
-               us(p.get("kernel_copy_ns")),
-               ("≥ " if p.get("guaranteed_unknown") else "") + us(p["guaranteed_ns"]),
-               " / ".join(us(p[k]) for k in ("io_ns", "mem_ns", "threads_ns", "links_ns")),
-               "—" if per_byte is None else f"{per_byte:,.2f}"],
+               us(p.get("kernel_copy_ns")), us(g) + known] + [us(v) for v in res]
+              + ["—" if per_byte is None else f"{per_byte:,.2f}" + known],
               [b["benchmark"], b["size"], b["primitive"], b["app_bytes_per_call"],
                p["io_syscalls"], p["io_bytes"], p["copy_bytes"], p["malloc_calls"],
                p["page_faults"], p["futex"], p["context_switches"], p["threads_created"],
-               p["accepts"], p.get("kernel_copy_ns"), p["guaranteed_ns"], p["io_ns"], per_byte])
+               p["accepts"], p.get("kernel_copy_ns"), g] + res + [per_byte])
     return t
 
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        return render(Path(a.render))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     jar(IPC_JAR)
@@ -319,8 +330,7 @@ def main(argv) -> int:
     results = {"experiment": "ipc", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "trials": a.trials, "calls_per_trial": a.calls, "pause_s": a.pause,
                "net_counted": a.net, "socket_buffer": a.socket_buffer,
-               "tcp_nodelay": a.tcp_nodelay, "campaigns": {}}
-    results["boundary"] = {}
+               "tcp_nodelay": a.tcp_nodelay, "campaigns": {}, "boundary": {}}
     try:
         for bench, size in a.campaigns:
             for prim in a.primitives:
@@ -328,6 +338,9 @@ def main(argv) -> int:
                 log(f"[{key}] {a.trials} trials")
                 results["campaigns"][key] = campaign(java, prim, bench, size, a, out)
                 save_partial(out, "ipc", results)
+    except JvmosError as e:
+        raise kept_so_far(e, out, "ipc")
+    try:
         for bench, size in a.boundary:
             for prim in a.primitives:
                 key = f"{prim}:{bench}:{size}"
@@ -336,27 +349,56 @@ def main(argv) -> int:
                                                     out, socket_options(prim, a))
                 save_partial(out, "ipc", results)
     except JvmosError as e:
-        raise kept_so_far(e, out, "ipc")
+        # the campaigns are finished: their tables and figures are written all the same
+        results["boundary_error"] = str(e)
+        write_all(out, results)
+        raise JvmosError(f"{e} (the campaigns' tables, and the boundaries measured before, "
+                         f"are written in {out}/ipc.md)")
+    write_all(out, results)
+    print(f"\nresults: {out}/ipc.md (and .csv, .json, figures); servers' output in "
+          f"{out}/servers/")
+    return 0
+
+
+def render(out: Path) -> int:
+    """--render DIR: the tables, notes and figures written again from DIR/ipc.json (a
+    finished run's measurements; nothing is measured)."""
+    src = out / "ipc.json"
+    if not src.is_file():
+        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run ipc' "
+                         "directory")
+    import json
+    try:
+        results = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
+    if results.get("experiment") != "ipc" or "campaigns" not in results:
+        raise JvmosError(f"{src} is not the result of 'jvmos run ipc'")
+    write_all(out, results)
+    print(f"results: {out}/ipc.md written again from {src}")
+    return 0
+
+
+def write_all(out: Path, results: dict):
     tables = [response_table(results)]
     if pairs(results):
-        tables += [ttest_table(results, a), delta_table(results, a)]
+        tables += [ttest_table(results), delta_table(results)]
     else:
         log("no campaign ran with both sockets and xmlrpc: no t-tests and no R-delta%")
-    if a.net:
+    if results.get("net_counted"):
         tables.append(network_table(results))
     tables.append(gc_table(results))
-    if results["boundary"]:
+    if results.get("boundary"):
         tables.append(boundary_table(results))
     notes = notes_for(results)
+    if results.get("boundary_error"):
+        notes.append(f"The boundary recordings stopped early: {results['boundary_error']}")
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]
     write_outputs(out, "ipc", tables, results, notes)
     (out / "ipc.partial.json").unlink(missing_ok=True)
     for t in tables:
         print(t.markdown())
-    print(f"\nresults: {out}/ipc.md (and .csv, .json, figures); servers' output in "
-          f"{out}/servers/")
-    return 0
 
 
 def sec(v):
@@ -377,19 +419,23 @@ def response_table(results) -> Table:
               f"{sock})",
               ["benchmark", "size(V)", "primitive", "OS timer: mean",
                "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI", "language timer: mean",
-               "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI"])
+               "sigma (eq. 7, over n)", "sd (over n - 1)", "99% CI",
+               "language timer with the connection set-up: mean"])
     for key, c in results["campaigns"].items():
         o, g = c["os"], c["language"]
+        conn = [t_["language_incl_connect_ns"] / 1e9 for t_ in c["trials"]
+                if t_.get("language_incl_connect_ns") is not None]
+        wc = sum(conn) / len(conn) if len(conn) == len(c["trials"]) else None
         t.add([c["benchmark"], size_cell(c), c["primitive"], sec(o["mean"]),
                sec(o.get("sigma")), sec(o["sd"]), ci_text(o), sec(g["mean"]),
-               sec(g.get("sigma")), sec(g["sd"]), ci_text(g)],
+               sec(g.get("sigma")), sec(g["sd"]), ci_text(g), sec(wc)],
               [c["benchmark"], c["size"], c["primitive"], o["mean"], o.get("sigma"), o["sd"],
-               o["ci"], g["mean"], g.get("sigma"), g["sd"], g["ci"]])
+               o["ci"], g["mean"], g.get("sigma"), g["sd"], g["ci"], wc])
     return t
 
 
 def size_cell(c):
-    return "—" if c["benchmark"] in ("SS", "GRAB") else fmt_count(c["size"])
+    return "—" if c["benchmark"] in NO_SIZE else fmt_count(c["size"])
 
 
 def pairs(results):
@@ -401,7 +447,7 @@ def pairs(results):
             if all(p in v for p in PRIMITIVES)}
 
 
-def ttest_table(results, a) -> Table:
+def ttest_table(results) -> Table:
     t = Table("Welch's t-test, sockets vs XML-RPC (H0: equal mean response time; alpha = 0.01; "
               "t of sockets - XML-RPC: negative when XML-RPC is slower; seed 000 Table 5's "
               "pairs first)",
@@ -422,13 +468,13 @@ def ttest_table(results, a) -> Table:
     return t
 
 
-def delta_table(results, a) -> Table:
+def delta_table(results) -> Table:
     t = Table("Change in response time when XML-RPC replaces sockets (seed 000 equations 2-4; "
               "means; positive = XML-RPC slower)",
               ["benchmark", "size(V)", "R-delta OS (s)", "R-delta% OS", "R-delta language (s)",
                "R-delta% language"])
-    groups = {"nano": [], "micro": []}
-    for (b, size), both in pairs(results).items():
+    groups: Dict[str, list] = {"nano": [], "micro": []}
+    for (b, size), both in sorted(pairs(results).items()):
         s, x = both["sockets"], both["xmlrpc"]
         row, vals = [b, size_cell(s)], [b, s["size"]]
         for timer in TIMERS:
@@ -437,19 +483,31 @@ def delta_table(results, a) -> Table:
                 if s[timer]["mean"] else None
             row += [f"{d:+.4f}", "—" if pc is None else f"{pc:+.1f}%"]
             vals += [d, pc]
-            if size == 5:
-                groups["nano" if b in NANO else "micro"].append((timer, pc))
+        if size == 5:
+            groups["nano" if b in NANO else "micro"].append((b, s, x))
         t.add(row, vals)
+    cell = lambda v: "—" if v is None else f"{v:+.1f}%"  # noqa: E731
     for g, items in groups.items():
-        means = {}
+        if not items:
+            continue
+        names = ", ".join(b for b, _, _ in items)
+        eq4, of_means, diff = {}, {}, {}
         for timer in TIMERS:
-            pcs = [pc for tm, pc in items if tm == timer and pc is not None]
-            means[timer] = sum(pcs) / len(pcs) if pcs else None
-        if any(v is not None for v in means.values()):
-            cell = lambda v: "—" if v is None else f"{v:+.1f}%"  # noqa: E731
-            t.add([f"mean over the {g} benchmarks (eq. 4)", "5", "", cell(means["os"]), "",
-                   cell(means["language"])],
-                  [f"mean {g}", 5, None, means["os"], None, means["language"]])
+            pcs = [stats.pct_change(s[timer]["mean"], x[timer]["mean"])
+                   for _, s, x in items if s[timer]["mean"]]
+            eq4[timer] = sum(pcs) / len(pcs) if pcs else None
+            ms_ = sum(s[timer]["mean"] for _, s, _ in items) / len(items)
+            mx_ = sum(x[timer]["mean"] for _, _, x in items) / len(items)
+            diff[timer] = mx_ - ms_
+            of_means[timer] = stats.pct_change(ms_, mx_) if ms_ else None
+        t.add([f"eq. 4: mean of the {len(items)} {g} benchmarks' R-delta% ({names})", "5", "",
+               cell(eq4["os"]), "", cell(eq4["language"])],
+              [f"eq. 4 mean {g} ({names})", 5, None, eq4["os"], None, eq4["language"]])
+        t.add([f"R-delta% of the {g} group's mean response times ({names}; how seed 000 "
+               "quotes its group figures)", "5", f"{diff['os']:+.4f}", cell(of_means["os"]),
+               f"{diff['language']:+.4f}", cell(of_means["language"])],
+              [f"group means {g} ({names})", 5, diff["os"], of_means["os"], diff["language"],
+               of_means["language"]])
     return t
 
 
@@ -457,7 +515,8 @@ def network_table(results) -> Table:
     t = Table("Network consumption per trial on the loopback interface (seed 000 Table 7; "
               "counted in the kernel by probes/net.bt, every packet of the server's port)",
               ["benchmark", "size(V)", "primitive", "packets to server", "packets from server",
-               "mean packet size (bytes, to / from)", "bytes per trial (W)",
+               "mean packet size to server (bytes)", "mean packet size from server (bytes)",
+               "bytes per trial (W)",
                "payload bytes per trial", "connections per trial"])
     for c in results["campaigns"].values():
         n = c.get("network")
@@ -470,10 +529,11 @@ def network_table(results) -> Table:
         conns = pt["to_port"]["connections"]
         mp = lambda d: "—" if d["mean_packet_bytes"] is None else f"{d['mean_packet_bytes']:,.0f}"  # noqa: E731
         t.add([c["benchmark"], size_cell(c), c["primitive"], f"{pt['to_port']['packets']:,.1f}",
-               f"{pt['from_port']['packets']:,.1f}", f"{mp(to)} / {mp(fr)}", f"{w:,.0f}",
+               f"{pt['from_port']['packets']:,.1f}", mp(to), mp(fr), f"{w:,.0f}",
                f"{pay:,.0f}", f"{conns:,.1f}"],
               [c["benchmark"], c["size"], c["primitive"], pt["to_port"]["packets"],
-               pt["from_port"]["packets"], to["mean_packet_bytes"], w, pay, conns])
+               pt["from_port"]["packets"], to["mean_packet_bytes"], fr["mean_packet_bytes"], w,
+               pay, conns])
     return t
 
 
@@ -483,8 +543,9 @@ def gc_table(results) -> Table:
               "over the whole campaign)",
               ["benchmark", "size(V)", "primitive", "client young GCs", "client young GC ms",
                "client full GCs", "client full GC ms", "client allocated (MB)",
-               "server young GCs", "server young GC ms", "server full GCs", "server full GC ms",
-               "server allocated (MB)"])
+               "server young GCs (whole campaign)", "server young GC ms (whole campaign)",
+               "server full GCs (whole campaign)", "server full GC ms (whole campaign)",
+               "server allocated (MB, whole campaign: start-up and every trial)"])
     num = lambda v, f="{:,.1f}": "—" if v is None else f.format(v)  # noqa: E731
     for c in results["campaigns"].values():
         cl, sv = c["gc"]["client_per_trial"] or {}, c["gc"]["server"] or {}
@@ -502,6 +563,11 @@ def notes_for(results) -> List[str]:
             "connection, the calls, JVM exit), as seed 000's /usr/bin/time; language timer = "
             "System.nanoTime around the calls in the client. Each trial is a new client JVM; "
             "every answer is validated by the client against its own computation.",
+            "The language timer does not cover the same work for both primitives: the socket "
+            "client connects and exchanges the object streams' headers once, before the timer "
+            "starts; the XML-RPC client opens an HTTP connection inside every call. The column "
+            "'with the connection set-up' times both from before the connection to after the "
+            "last answer.",
             "sigma = seed 000's standard deviation (its equation 7, divided by n), the error bars "
             "of the figures; sd divides by n - 1. 99% CI = the mean's interval from Student's t "
             "with n - 1 degrees of freedom and sd (scipy.stats); the t-test is Welch's (unequal variances), two-sided, alpha 0.01.",

@@ -42,6 +42,16 @@ def test_welch_by_hand():
     assert far["reject"] is True and far["p"] < 0.01
 
 
+def test_equal_floats_have_no_spread():
+    # 0.17 ten times: the float mean is not exactly 0.17, the spread must still be 0
+    s = stats.summary([0.17] * 10)
+    assert s["sd"] == 0.0 and s["sigma"] == 0.0 and s["ci"] == [0.17, 0.17]
+    w = stats.welch([0.17] * 10, [0.17] * 10)
+    assert w["t"] is None and not w["reject"]
+    w = stats.welch([0.17] * 10, [0.18] * 10)
+    assert w["t"] is None and w["reject"] and w["p"] == 0.0
+
+
 def test_welch_without_variance():
     # seed 000's GRAB on sockets: every trial the same time
     assert stats.welch([0.17, 0.17], [0.17, 0.17])["reject"] is False

@@ -2,9 +2,10 @@
 Serializable, Externalizable, XML with XStream, and Kryo (a schema-free binary serializer in
 use today), each serializing and deserializing the same object graphs (a vector of ints, a
 linked list of ints, a small nested order graph) of growing size, every round trip validated
-(workloads/java/ipc SerialBench): time per serialize and per deserialize (mean and sd over the
+(workloads/java/ipc SerialBench): time per serialize and per deserialize (the mean over the
 iterations after a warm-up) and bytes per object graph. Each configuration runs in a new JVM,
-`--repeat` times; the table gives the mean of the repeats' means with its 95% interval.
+`--repeat` times; the table gives the mean of the repeats' means with its 99% interval (seed
+000's level; seed 002 ran ten trials, the default here is 3 JVMs, so the intervals are wide).
 """
 import argparse
 from pathlib import Path
@@ -16,7 +17,7 @@ from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import IPC_JAR, jar
 from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, select_jdks,
                                       write_outputs)
-from jvmos.experiments.server import save_partial
+from jvmos.experiments.server import kept_so_far, save_partial
 
 FORMATS = ("serializable", "externalizable", "xstream", "kryo")
 GRAPHS = ("vector", "linkedlist", "nested")
@@ -50,16 +51,20 @@ def parse(argv):
     p.add_argument("--formats", default=",".join(FORMATS), help="default: all four")
     p.add_argument("--graphs", default=",".join(GRAPHS), help="default: all three")
     p.add_argument("--sizes", help=f"elements (lines of the nested graph), default {DEFAULT_SIZES}")
-    p.add_argument("--iterations", type=int, default=1000, help="timed round trips (1000)")
-    p.add_argument("--warmup", type=int, default=200, help="untimed round trips first (200)")
-    p.add_argument("--repeat", type=int, default=3, help="JVMs per configuration (3)")
+    p.add_argument("--iterations", type=int, help="timed round trips (1000; --quick 200)")
+    p.add_argument("--warmup", type=int, help="untimed round trips first (200; --quick 50)")
+    p.add_argument("--repeat", type=int, help="JVMs per configuration (3; --quick 1)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-serialization)")
     p.add_argument("--quick", action="store_true", help="sizes 5 and 500, 1 JVM, 200 iterations")
     a = p.parse_args(argv)
+    # --quick changes the defaults only: an option given explicitly is kept
     if a.quick:
         a.sizes = a.sizes or QUICK_SIZES
-        a.iterations, a.warmup, a.repeat = min(a.iterations, 200), min(a.warmup, 50), 1
+    pick = lambda v, full, quick: v if v is not None else (quick if a.quick else full)  # noqa: E731
+    a.iterations = pick(a.iterations, 1000, 200)
+    a.warmup = pick(a.warmup, 200, 50)
+    a.repeat = pick(a.repeat, 3, 1)
     a.formats = parse_list(a.formats, FORMATS, "format(s)")
     a.graphs = parse_list(a.graphs, GRAPHS, "graph(s)")
     try:
@@ -80,6 +85,27 @@ def main(argv) -> int:
     out = out_dir(a.out, "serialization")
     results = {"experiment": "serialization", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "iterations": a.iterations, "warmup": a.warmup, "repeat": a.repeat, "runs": {}}
+    try:
+        measure(java, a, out, results)
+    except JvmosError as e:
+        raise kept_so_far(e, out, "serialization")
+    table = make_table(results)
+    figs = figures(results, out)
+    results["figures"] = [f.name for f in figs]
+    notes = ["Times are SerialBench's own (System.nanoTime around each serialize and each "
+             "deserialize of the graph, to and from a byte array, after the warm-up), the mean "
+             "over the iterations; with --repeat > 1 the table gives the mean of the JVMs' "
+             "means and its 99% interval (Student's t, n - 1 degrees of freedom). Every round "
+             "trip is validated (equals). bytes = the serialized form of one graph."]
+    write_outputs(out, "serialization", [table], results, notes)
+    (out / "serialization.partial.json").unlink(missing_ok=True)
+    print(table.markdown())
+    print(f"\nresults: {out}/serialization.md (and .csv, .json, figures)")
+    return 0
+
+
+def measure(java: str, a, out: Path, results: dict):
+    """Every format x graph x size, `a.repeat` JVMs each; kept as each finishes."""
     for graph in a.graphs:
         for size in a.sizes:
             for fmt in a.formats:
@@ -101,22 +127,9 @@ def main(argv) -> int:
                     "format": fmt, "graph": graph, "size": size, "repeats": reps,
                     "library": reps[0].get("library"),
                     "bytes_per_object": reps[0]["bytes_per_object"],
-                    "serialize": stats.summary(ser, 0.95) if len(ser) > 1 else {"mean": ser[0]},
-                    "deserialize": stats.summary(de, 0.95) if len(de) > 1 else {"mean": de[0]}}
+                    "serialize": stats.summary(ser, 0.99) if len(ser) > 1 else {"mean": ser[0]},
+                    "deserialize": stats.summary(de, 0.99) if len(de) > 1 else {"mean": de[0]}}
                 save_partial(out, "serialization", results)
-    table = make_table(results)
-    figs = figures(results, out)
-    results["figures"] = [f.name for f in figs]
-    notes = ["Times are SerialBench's own (System.nanoTime around each serialize and each "
-             "deserialize of the graph, to and from a byte array, after the warm-up), the mean "
-             "over the iterations; with --repeat > 1 the table gives the mean of the JVMs' "
-             "means and its 95% interval (Student's t). Every round trip is validated "
-             "(equals). bytes = the serialized form of one graph."]
-    write_outputs(out, "serialization", [table], results, notes)
-    (out / "serialization.partial.json").unlink(missing_ok=True)
-    print(table.markdown())
-    print(f"\nresults: {out}/serialization.md (and .csv, .json, figures)")
-    return 0
 
 
 def ci(s):
@@ -124,7 +137,7 @@ def ci(s):
 
 
 def make_table(results) -> Table:
-    spread = (f"mean of {results['repeat']} JVMs' means [95% CI]" if results["repeat"] > 1
+    spread = (f"mean of {results['repeat']} JVMs' means [99% CI]" if results["repeat"] > 1
               else "mean over the iterations of 1 JVM, no interval")
     t = Table(f"Serialization primitives ({results['jdk_label']}; µs per graph, {spread}; "
               "bytes per graph)",

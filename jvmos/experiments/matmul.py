@@ -587,7 +587,10 @@ def boundary_table(results) -> Table:
               + [h for h, _ in BOUNDARY_COLUMNS]
               + ["syscall bytes / application byte",
                  "kernel copy (µs, estimated: bytes x calibrated cost)",
-                 "guaranteed overhead (µs)", "guaranteed overhead / application byte (ns)"])
+                 "guaranteed overhead (µs; 'known terms' when a term's time is unknown)",
+                 "guaranteed overhead / application byte (ns)"])
+    # a term whose time is unknown leaves the sum of the known ones: not a bound of a difference
+    known = lambda p: " (known terms)" if p.get("guaranteed_unknown") else ""  # noqa: E731
     f1 = lambda v: "—" if v is None else f"{v:,.1f}"  # noqa: E731
     us = lambda v: "—" if v is None else f"{v / 1e3:,.1f}"  # noqa: E731
     for key, b in results["boundary"].items():
@@ -601,8 +604,8 @@ def boundary_table(results) -> Table:
                   + [f1(p.get(k)) for _, k in BOUNDARY_COLUMNS]
                   + [("—" if share(p.get("io_bytes")) is None
                       else f"{share(p.get('io_bytes')):.2f}"), us(p.get("kernel_copy_ns")),
-                     ("≥ " if p.get("guaranteed_unknown") else "") + us(g),
-                     "—" if share(g) is None else f"{share(g):,.2f}"],
+                     us(g) + known(p),
+                     "—" if share(g) is None else f"{share(g):,.2f}" + known(p)],
                   [b["mechanism"], b["algorithm"], b["n"], side, b["calls_per_mult"], ab]
                   + [p.get(k) for _, k in BOUNDARY_COLUMNS]
                   + [share(p.get("io_bytes")), p.get("kernel_copy_ns"), g, share(g)])

@@ -18,11 +18,11 @@ from typing import Dict, Optional
 
 from jvmos import ROOT, JvmosError
 from jvmos import tools
+from jvmos.analyzers import rawparse
 from jvmos.session import Session
 
 SCRIPT = ROOT / "probes" / "net.bt"
 DIRECTIONS = ("to_port", "from_port")
-END_MARKER = "jvmos-net-end"      # net.bt's END line: the stop was orderly
 
 
 def parse(text: str) -> dict:
@@ -36,6 +36,8 @@ def parse(text: str) -> dict:
             ev = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if ev.get("type") == "printf" and rawparse.MAPS_PRINTED in str(ev.get("data")):
+            break       # the counts are those printed before the marker (as rawparse reads)
         if ev.get("type") == "map":
             maps.update(ev.get("data") or {})
     out = {}
@@ -83,7 +85,7 @@ class NetCounter:
         if died is None:
             self.session.interrupt(timeout=60)
         text = self.raw.read_text(errors="replace")
-        if died is not None or END_MARKER not in text:
+        if died is not None or rawparse.MAPS_PRINTED not in text:
             # no END: no maps either, and zeros would read as "no traffic"; never a count
             why = (f"bpftrace exited by itself (status {died})" if died is not None
                    else "bpftrace did not reach its END after the stop")

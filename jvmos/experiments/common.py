@@ -147,6 +147,40 @@ def boundary_counts(s: dict, pid: Optional[str]) -> dict:
                                    sum(1 for v in by.values() if v is None))}
 
 
+def record_script(out: Path, name: str, script_name: str, render) -> tuple:
+    """A boundary recording of a shell script: out/runs/<name>/workload/<script_name> holds
+    render(that directory)'s text, and the script is recorded with the boundary layers.
+    Returns (the recording's Result, the workload directory)."""
+    d = out / "runs" / name / "workload"
+    d.mkdir(parents=True, exist_ok=True)
+    script = d / script_name
+    script.write_text(render(d))
+    return run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS), d
+
+
+def difference(x: dict, y: dict) -> dict:
+    """x - y key by key (None where either is unknown)."""
+    return {k: None if x[k] is None or y.get(k) is None else x[k] - y[k] for k in x}
+
+
+def per_extra(lo: dict, hi: dict, extra: int) -> dict:
+    """What one more unit costs: (hi - lo) / extra key by key, between boundary_counts of a
+    recording of 1 unit (lo) and of 1 + extra (hi); unknown terms: the larger count of the two."""
+    d = {k: None if v is None else v / extra for k, v in difference(hi, lo).items()}
+    d["guaranteed_unknown"] = max(lo["guaranteed_unknown"], hi["guaranteed_unknown"])
+    return d
+
+
+def parse_list(text: str, known, what: str) -> List[str]:
+    """A comma-separated option's items, each one of `known` (one error line otherwise)."""
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in out if x not in known]
+    if bad or not out:
+        raise JvmosError(f"unknown {what} {', '.join(bad) or '(none given)'} "
+                         f"(known: {', '.join(known)})")
+    return out
+
+
 # ---------------------------------------------------------------- the probe effect, both ways
 
 PROBE_EFFECT_HEADERS = ["probe effect: estimated (jvmos)", "observed (recorded − bare)", "ratio"]

@@ -12,6 +12,7 @@ when XML-RPC replaces sockets (its equations 2-4).
 """
 import argparse
 import contextlib
+import json
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -21,9 +22,8 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (BOUNDARY_LAYERS, boundary_counts, jdk_label, last_json,
-                                      log, out_dir, run_recorded, select_jdks,
-                                      write_outputs)
+from jvmos.experiments.common import (boundary_counts, jdk_label, last_json, log, out_dir,
+                                      per_extra, record_script, select_jdks, write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
 EXAMPLES = """\
@@ -251,12 +251,9 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
     runs = {}
     for calls in (1, 1 + extra_calls):
         name = f"boundary-{prim}-{bench}-{size}-calls{calls}"
-        d = out / "runs" / name / "workload"
-        d.mkdir(parents=True, exist_ok=True)
-        script = d / "campaign.sh"
-        script.write_text(SCRIPT.format(dir=d, java=java, jar=jar(IPC_JAR), prim=prim,
-                                        bench=bench, size=size, calls=calls, opts=opts))
-        res = run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS)
+        res, d = record_script(out, name, "campaign.sh", lambda d, calls=calls: SCRIPT.format(
+            dir=d, java=java, jar=jar(IPC_JAR), prim=prim, bench=bench, size=size, calls=calls,
+            opts=opts))
         client = last_json((d / "client.out").read_text(errors="replace"))
         if client.get("validated") != calls:
             raise JvmosError(f"{name}: {client.get('validated')} of {calls} answers validated")
@@ -271,13 +268,8 @@ def boundary(java: str, prim: str, bench: str, size: int, extra_calls: int, out:
     app = lambda r: ((r["client_json"].get("bytes_sent_app") or 0)  # noqa: E731
                      + (r["client_json"].get("bytes_received_app") or 0))
     app_bytes = app(hi) - app(lo)
-    per_call = {}
-    for role in ("both", "server", "client"):
-        per_call[role] = {k: (None if lo[role][k] is None or hi[role][k] is None
-                              else (hi[role][k] - lo[role][k]) / extra_calls)
-                          for k in lo[role]}
-        per_call[role]["guaranteed_unknown"] = max(lo[role]["guaranteed_unknown"],
-                                                   hi[role]["guaranteed_unknown"])
+    per_call = {role: per_extra(lo[role], hi[role], extra_calls)
+                for role in ("both", "server", "client")}
     return {"primitive": prim, "benchmark": bench, "size": size, "extra_calls": extra_calls,
             "runs": {str(k): v for k, v in runs.items()}, "per_call": per_call,
             "app_bytes_per_call": app_bytes / extra_calls}
@@ -368,7 +360,6 @@ def render(out: Path) -> int:
     if not src.is_file():
         raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run ipc' "
                          "directory")
-    import json
     try:
         results = json.loads(src.read_text())
     except json.JSONDecodeError as e:

@@ -19,8 +19,9 @@ from jvmos import ROOT, JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import MATMUL_JAR, jar
-from jvmos.experiments.common import (BOUNDARY_LAYERS, boundary_counts, jdk_label, last_json,
-                                      log, out_dir, run_bare, run_recorded, select_jdks,
+from jvmos.experiments import common
+from jvmos.experiments.common import (boundary_counts, difference, jdk_label, last_json, log,
+                                      out_dir, per_extra, record_script, run_bare, select_jdks,
                                       write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
@@ -79,11 +80,8 @@ def check_mca(n: int, k: int, where: str):
 
 
 def parse_list(text: str, known, what: str) -> List[str]:
-    out = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in out if x not in known]
-    if bad or not out:
-        raise JvmosError(f"unknown {what} {', '.join(bad) or '(none given)'} "
-                         f"(known: {', '.join(known)})")
+    """common.parse_list, and no item twice (each is a cell of the tables)."""
+    out = common.parse_list(text, known, what)
     if len(set(out)) != len(out):
         raise JvmosError(f"a {what} is given twice in '{text}'")
     return out
@@ -311,12 +309,9 @@ def boundary(java: str, mech: str, alg: str, n: int, extra: int, a, out: Path) -
     runs = {}
     for repeat in (1, 1 + extra):
         name = f"boundary-{mech}-{alg}-{n}-repeat{repeat}"
-        d = out / "runs" / name / "workload"
-        d.mkdir(parents=True, exist_ok=True)
-        script = d / "matmul.sh"
         cmd = shlex.join(workload_cmd(java, mech, alg, n, a.seed, repeat, a))
-        script.write_text(SCRIPT.format(dir=d, cmd=cmd))
-        res = run_recorded(name, ["sh", str(script)], out, layers=BOUNDARY_LAYERS)
+        res, d = record_script(out, name, "matmul.sh",
+                               lambda d, cmd=cmd: SCRIPT.format(dir=d, cmd=cmd))
         j = checked(last_json((d / "manager.out").read_text(errors="replace")), name, repeat)
         pid = (d / "manager.pid").read_text().strip()
         s = res.summary
@@ -328,12 +323,8 @@ def boundary(java: str, mech: str, alg: str, n: int, extra: int, a, out: Path) -
                         "processes": len(s.get("by_pid") or {}),
                         "probe_overhead_ns": s["totals"].get("probe_overhead_ns")}
     lo, hi = runs[1], runs[1 + extra]
-    per_mult = {side: {k: None if v is None else v / extra
-                       for k, v in difference(hi[side], lo[side]).items()}
+    per_mult = {side: per_extra(lo[side], hi[side], extra)
                 for side in ("all", "manager", "workers")}
-    for side in per_mult:
-        per_mult[side]["guaranteed_unknown"] = max(lo[side]["guaranteed_unknown"],
-                                                   hi[side]["guaranteed_unknown"])
     hj, lj = hi["manager_json"], lo["manager_json"]
     return {"mechanism": mech, "algorithm": alg, "n": n, "k": a.k, "extra": extra,
             "runs": {str(k): v for k, v in runs.items()}, "per_mult": per_mult,
@@ -341,11 +332,6 @@ def boundary(java: str, mech: str, alg: str, n: int, extra: int, a, out: Path) -
             "calls_per_mult": (hj["calls"] - lj["calls"]) / extra,
             "retransmissions_per_mult": ((hj.get("retransmissions") or 0)
                                          - (lj.get("retransmissions") or 0)) / extra}
-
-
-def difference(x: dict, y: dict) -> dict:
-    """x - y key by key (None where either is unknown)."""
-    return {k: None if x[k] is None or y.get(k) is None else x[k] - y[k] for k in x}
 
 
 # -------------------------------------------------------------------- programming effort

@@ -9,14 +9,13 @@ iterations after a warm-up) and bytes per object graph. Each configuration runs 
 """
 import argparse
 from pathlib import Path
-from typing import List
 
 from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, select_jdks,
-                                      write_outputs)
+from jvmos.experiments.common import (jdk_label, log, out_dir, parse_list, run_bare,
+                                      select_jdks, write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
 FORMATS = ("serializable", "externalizable", "xstream", "kryo")
@@ -33,15 +32,6 @@ examples:
 Outputs: serialization.md/.csv/.json, serialization-time.png and serialization-bytes.png
 (also .svg).
 """
-
-
-def parse_list(text: str, known, what: str) -> List[str]:
-    out = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in out if x not in known]
-    if bad or not out:
-        raise JvmosError(f"unknown {what} {', '.join(bad) or '(none given)'} "
-                         f"(known: {', '.join(known)})")
-    return out
 
 
 def parse(argv):

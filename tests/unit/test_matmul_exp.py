@@ -233,3 +233,11 @@ def test_lines_of_code_counts_every_assigned_file():
         assert g["code"] == sum(loc["files"][f]["code"] for f in files)
     assert loc["shared"]["code"] > loc["mechanisms"]["socket"]["code"]
     assert loc["unassigned"]["files"] == []
+
+
+def test_per_extra_is_the_difference_per_unit():
+    from jvmos.experiments import common
+    lo = {"io_syscalls": 10, "io_ns": None, "guaranteed_unknown": 0}
+    hi = {"io_syscalls": 40, "io_ns": 5, "guaranteed_unknown": 2}
+    assert common.per_extra(lo, hi, 3) == {"io_syscalls": 10.0, "io_ns": None,
+                                           "guaranteed_unknown": 2}

@@ -120,6 +120,12 @@ def test_netcount_without_end_is_an_error_not_zero_traffic(tmp_path):
         c.__exit__(None, None, None)
     # an orderly stop with no packet of the port: zeros are a measurement now
     c.raw.write_text('{"type": "printf", "data": "jvmos-ready\\n"}\n'
-                     '{"type": "printf", "data": "jvmos-net-end\\n"}\n')
+                     '{"type": "printf", "data": "jvmos-maps-printed\\n"}\n')
     c.__exit__(None, None, None)
     assert c.session.interrupted and c.result["to_port"]["packets"] == 0
+    # bpftrace's own end-of-run printing after the marker is not read
+    c.raw.write_text('{"type": "map", "data": {"@net_packets": {"to_port": 4}}}\n'
+                     '{"type": "printf", "data": "jvmos-maps-printed\\n"}\n'
+                     '{"type": "map", "data": {"@net_packets": {"to_port": 0}}}\n')
+    c.__exit__(None, None, None)
+    assert c.result["to_port"]["packets"] == 4

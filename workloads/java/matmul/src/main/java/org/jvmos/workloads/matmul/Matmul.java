@@ -104,7 +104,17 @@ public final class Matmul extends Workload {
         return nanos / 1e6;
     }
 
-    private static void sequential(Cli.Json json, int n, long seed, int repeat) throws IOException {
+    /** One way of multiplying a and b (n x n) in repetition r. */
+    private interface Product {
+        int[] of(int[] a, int[] b, int r) throws IOException, InterruptedException;
+    }
+
+    /**
+     * The repetitions both paths share: random a and b from the seed, the product timed, the
+     * reference product timed apart and compared. Returns {product ns, reference ns}.
+     */
+    private static long[] repetitions(Product product, int n, long seed, int repeat)
+            throws IOException, InterruptedException {
         SplittableRandom rng = new SplittableRandom(seed);
         long total = 0;
         long reference = 0;
@@ -112,15 +122,26 @@ public final class Matmul extends Workload {
             int[] a = Matrices.random(n, rng);
             int[] b = Matrices.random(n, rng);
             long t0 = System.nanoTime();
-            int[] c = Matrices.multiply(a, b, n);
+            int[] c = product.of(a, b, r);
             total += System.nanoTime() - t0;
             t0 = System.nanoTime();
             long[] expected = Matrices.reference(a, b, n);
             reference += System.nanoTime() - t0;
             check(c, expected, n, r);
         }
-        json.put("total_ms", ms(total), 3).put("sequential_ms", ms(total), 3)
-                .put("reference_ms", ms(reference), 3);
+        return new long[] {total, reference};
+    }
+
+    private static void sequential(Cli.Json json, final int n, long seed, int repeat)
+            throws IOException, InterruptedException {
+        long[] t = repetitions(new Product() {
+            @Override
+            public int[] of(int[] a, int[] b, int r) {
+                return Matrices.multiply(a, b, n);
+            }
+        }, n, seed, repeat);
+        json.put("total_ms", ms(t[0]), 3).put("sequential_ms", ms(t[0]), 3)
+                .put("reference_ms", ms(t[1]), 3);
     }
 
     private static void check(int[] c, long[] expected, int n, int rep) throws IOException {
@@ -160,21 +181,15 @@ public final class Matmul extends Workload {
                     node.send(w + 1, new Message(Message.SETUP, 0, 0, 1, k + 1, ports.clone()));
                 }
                 long startup = System.nanoTime() - t0;
-                SplittableRandom rng = new SplittableRandom(seed);
-                long total = 0;
-                long reference = 0;
-                for (int r = 0; r < repeat; r++) {
-                    int[] a = Matrices.random(n, rng);
-                    int[] b = Matrices.random(n, rng);
-                    long t1 = System.nanoTime();
-                    int[] c = algorithm.equals("spa") ? Spa.manager(node, a, b, n, k, r)
-                            : Mca.manager(node, a, b, n, k, r);
-                    total += System.nanoTime() - t1;
-                    t1 = System.nanoTime();
-                    long[] expected = Matrices.reference(a, b, n);
-                    reference += System.nanoTime() - t1;
-                    check(c, expected, n, r);
-                }
+                final boolean spa = algorithm.equals("spa");
+                long[] t = repetitions(new Product() {
+                    @Override
+                    public int[] of(int[] a, int[] b, int r) throws IOException, InterruptedException {
+                        return spa ? Spa.manager(node, a, b, n, k, r) : Mca.manager(node, a, b, n, k, r);
+                    }
+                }, n, seed, repeat);
+                long total = t[0];
+                long reference = t[1];
                 double[] wSend = new double[k];
                 double[] wRecv = new double[k];
                 double[] wComm = new double[k];

@@ -160,9 +160,10 @@ def test_jdk_that_is_not_a_jdk(tmp_path):
 def test_pid_of_a_process_that_is_not_a_jvm(platform_file, tmp_path):
     out = tmp_path / "sh"
     # builtins only (no child process: a traced child that execs is held until probed, which
-    # would pace this loop by jvmos's polling); bounded, killed at the end
-    sh = subprocess.Popen(["/bin/sh", "-c", "i=0; while [ $i -lt 5000000 ]; do echo x > /dev/null; "
-                                            "i=$((i+1)); done"])
+    # would pace this loop by jvmos's polling); bounded in time rather than in count, because
+    # attaching can take tens of seconds on a loaded host, and killed at the end
+    sh = subprocess.Popen(["/bin/bash", "-c", "end=$((SECONDS + 900)); "
+                                              "while [ $SECONDS -lt $end ]; do echo x > /dev/null; done"])
     try:
         r = run_jvmos(["record", "--pid", str(sh.pid), "--duration", "2", "--out", str(out)])
         assert r.returncode == 0, r.stderr

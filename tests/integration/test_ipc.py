@@ -123,7 +123,7 @@ def test_ipc_boundary_per_call(platform_file, tmp_path):
     out = tmp_path / "b"
     r = run_jvmos(["run", "ipc", "--campaigns", "SS:5", "--trials", "2", "--pause", "0.1",
                    "--no-net", "--boundary", "VV:500", "--boundary-calls", "20", "--out",
-                   str(out)], timeout=1500)
+                   str(out)], timeout=2400)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "ipc.json").read_text())
     for prim in ("sockets", "xmlrpc"):

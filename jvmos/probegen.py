@@ -178,14 +178,15 @@ ROOTS = ("$1", "cpid")
 def render(layers: Sequence[str], libs: Dict[str, List[Path]],
            symbols_of: Callable[[Path], Dict[str, int]], by_address: bool = True,
            mode: str = "time", usdt_of: Optional[Callable[[Path], Dict]] = None,
-           scope: str = "host", root: str = "$1") -> Script:
+           scope: str = "host", root: str = "$1", live: bool = False) -> Script:
     """Build the script for these layers; libs maps a placeholder (LIBJVM) to library paths.
 
     mode "count" drops every uretprobe and the lines marked /* time */ (entry probes only), and
     the blocks marked /* time: only */.
     usdt_of(path) -> {(provider, name): [sites]} (jdk.usdt_probes): JNI probes use USDT where
     the library has it; None: symbols only. root: what common.bt's @ROOT@ becomes, the root
-    of the traced processes: "$1" (jvmos passes the pid) or "cpid" (bpftrace -c starts it)."""
+    of the traced processes: "$1" (jvmos passes the pid) or "cpid" (bpftrace -c starts it).
+    live: add LIVE_BLOCK (the live view's snapshots, `jvmos record --interval`)."""
     if root not in ROOTS:
         raise JvmosError(f"unknown root '{root}' (known: {', '.join(ROOTS)})")
     if mode not in SCRIPT_MODES:     # the mode was validated by record (catalogue.Mode)
@@ -300,6 +301,8 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
     if left:
         raise JvmosError(f"the probe scripts use {', '.join(left)} with no value for it (an "
                          "attach point gives one as a comment after it: '@NAME@ = value')")
+    if live:
+        out += [""] + LIVE_BLOCK.splitlines()
     out = _print_maps(out, begin + out, end)
     text = ["BEGIN", "{"] + begin + ["}", ""] + out + ["", "END", "{"] + end + ["}", ""]
     script.text = "\n".join(text)
@@ -315,6 +318,19 @@ def render(layers: Sequence[str], libs: Dict[str, List[Path]],
 
 
 PRINT_MAPS = "/* jvmos: print the maps */"
+# The live view (`jvmos record --interval S`): every S seconds jvmos (pid $2) sends SIGURG to
+# its own main thread with tgkill(2) (si_code SI_TKILL, -6; the stop in common.bt is a kill(2),
+# SI_USER), and this block prints every map so far between two markers, while counting goes
+# on. The maps are cumulative: jvmos differences two snapshots for an interval.
+SNAPSHOT_BEGIN = "jvmos-snapshot-begin"
+SNAPSHOT_END = "jvmos-snapshot-end"
+LIVE_BLOCK = f"""tracepoint:signal:signal_generate
+/$2 && args->sig == 23 && args->code == -6 && args->pid == $2 && pid == $2/
+{{
+	printf("{SNAPSHOT_BEGIN}\\n");
+	{PRINT_MAPS}
+	printf("{SNAPSHOT_END}\\n");
+}}"""
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.S)
 _MAP = re.compile(r"@[A-Za-z_]\w*")
 _CLEARED = re.compile(r"clear\((@[A-Za-z_]\w*)\)")

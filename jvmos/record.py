@@ -51,7 +51,8 @@ from jvmos.probegen import render
 from jvmos import sampling
 from jvmos import cputime
 from jvmos import scope as scope_mod
-from jvmos.session import MAPS_TIMEOUT_S, OutputTail, Session, alive, stop_counting
+from jvmos.session import (MAPS_TIMEOUT_S, OutputTail, Session, alive, start_counting,
+                           stop_counting)
 from jvmos.tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
@@ -80,6 +81,11 @@ class Options:
     # wait until every probe is gone from the target before returning (experiments that run
     # the same load bare right after; the uprobes' detach takes ~0.1-0.25 s each)
     wait_teardown: bool = False
+    # with --pid: the live view (jvmos.live): a snapshot every `interval` s, `count` of them
+    # (None: until the recording ends); metrics_file: OpenMetrics text rewritten each interval
+    interval: Optional[float] = None
+    count: Optional[int] = None
+    metrics_file: Optional[Path] = None
 
 
 @dataclass
@@ -442,6 +448,22 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.duration) or opts.duration <= 0:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
+    if opts.count is not None and opts.interval is None:
+        raise JvmosError("--count needs --interval (the number of intervals to print)")
+    if opts.metrics_file is not None and opts.interval is None:
+        raise JvmosError("--metrics-file needs --interval (the file is rewritten each interval)")
+    if opts.interval is not None:
+        if not math.isfinite(opts.interval) or opts.interval <= 0:
+            raise JvmosError(f"--interval must be a positive number of seconds, not "
+                             f"{opts.interval:g}")
+        if opts.pid is None:
+            raise JvmosError("--interval applies to --pid only (the live view of a running "
+                             "JVM); a launched command is summarized when it exits")
+        if opts.count is not None and opts.count <= 0:
+            raise JvmosError(f"--count must be a positive number of intervals, not {opts.count}")
+        if Mode.parse(opts.mode) == "sample":
+            raise JvmosError("--interval needs the probes (--mode time or count), not "
+                             "--mode sample")
     if opts.pid is not None and (opts.pid <= 0 or not alive(opts.pid)):
         raise JvmosError(f"no process with pid {opts.pid}")
     opts.mode = Mode.parse(opts.mode)     # the one check of a mode
@@ -537,7 +559,7 @@ def _prepare(opts: Options, log) -> _Run:
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
     script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,
-                    scope=opts.scope)
+                    scope=opts.scope, live=opts.interval is not None)
     scoper = None
     if opts.scope == "process" and script.uprobe_count + script.usdt_count:
         why = scope_mod.available()
@@ -610,7 +632,8 @@ def _trace(run: _Run) -> None:
                 # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes
                 # are open
                 bt = session.start_bpftrace(out / "probes.bt",
-                                            [root, os.getpid(), "1" if scoper else "0"],
+                                            [root, os.getpid(), "1" if scoper else "0",
+                                             "1" if opts.pid is not None else "0"],
                                             raw_path, err_path, unsafe=opts.scope == "process")
 
                 def abort(msg, status="failed", code=1):
@@ -666,6 +689,12 @@ def _trace(run: _Run) -> None:
                 t0_box["ns"] = t0
                 if cpu_watch is not None:
                     cpu_watch.start()
+                live = None
+                if opts.interval is not None:
+                    live = _live_view(run, tree, cpu_watch)
+                    live.start(lambda: bt.poll() is None)   # starts the counting too
+                elif opts.pid is not None:
+                    start_counting()    # every probe is open: the figures begin now
                 session.release()
                 tree.start()
                 exit_code = None
@@ -674,6 +703,16 @@ def _trace(run: _Run) -> None:
                 load = session.run_load(opts.workload, load_error)
                 if child is not None:
                     exit_code, cpu_at_end, cpu_rusage = session.wait_command()
+                elif live is not None:
+                    try:
+                        target_gone = live.run(session, root, opts.duration, load)
+                    finally:
+                        manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
+                                            "intervals": len(live.intervals),
+                                            "timeline": "timeline.json",
+                                            "skipped": live.skipped}
+                        if live.intervals or live.skipped:
+                            live.write()
                 else:
                     target_gone = session.wait_attached(root, opts.duration, load)
                 wall_ns = time.monotonic_ns() - t0
@@ -761,6 +800,48 @@ def _trace(run: _Run) -> None:
                         sig=session.interrupted)
 
 
+def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
+    """What summary.build needs besides the probes' output, for these processes: (its keyword
+    arguments, the probe-cost warnings, {pid: JVM home})."""
+    jvm_home_by_pid, ran = jvm_homes(pids, run.opts.pid, [str(j.home) for j in run.jvms])
+    from jvmos.probecost import probes_for
+    probe_costs, probe_warnings = probes_for((run.platform or {}).get("probes"), run.script, ran)
+    kw = dict(addresses=run.script.addresses, costs=cal.costs_for(run.platform),
+              jvms_by_pid=jvm_home_by_pid, probes=probe_costs, mode=run.opts.mode,
+              scope=run.opts.scope if run.scoper is not None else "host")
+    return kw, probe_warnings, jvm_home_by_pid
+
+
+def _live_view(run: _Run, tree, cpu_watch):
+    """The live view of an attach-mode recording (jvmos.live): snapshots summarized by the
+    same analyzers as the end of the recording; OpenMetrics text each interval if asked."""
+    from jvmos import live as live_mod
+
+    def summarize(raw, wall_ns):
+        kw, _, _ = _summary_inputs(run, {str(p): i for p, i in tree.pids.items()})
+        s = summ.build(raw, wall_ns=wall_ns, status="running", exit_code=None, **kw)
+        return s
+
+    def cpu_now():
+        if cpu_watch is None:
+            return None
+        cpu_watch.poll()
+        return cpu_watch.result().get("cpu_ns")
+
+    metrics = None
+    if run.opts.metrics_file is not None:
+        from jvmos import export
+
+        def metrics(summary):
+            export.write_atomically(Path(run.opts.metrics_file),
+                                    export.openmetrics_text(run.manifest, summary,
+                                                            run.out.name).encode())
+    return live_mod.LiveView(run.out, run.raw_path, run.opts.interval, run.opts.count,
+                             summarize, cpu_now,
+                             decoys=run.scoper.decoys if run.scoper is not None else None,
+                             metrics=metrics)
+
+
 def jvm_homes(processes: Dict[str, dict], attach_pid: Optional[int],
               probed_homes: List[str]):
     """({pid: JDK home of the libjvm it mapped}, the JDK homes that ran) of a recording's
@@ -819,16 +900,10 @@ def _conclude(run: _Run) -> Result:
         warnings.append(why)
         log(f"note: {why}")
     pids = {str(p): info for p, info in tree.pids.items()}
-    jvm_home_by_pid, ran = jvm_homes(pids, opts.pid, [str(j.home) for j in jvms])
-    costs = cal.costs_for(platform)
-    from jvmos.probecost import probes_for
-    probe_costs, probe_warnings = probes_for((platform or {}).get("probes"), script, ran)
+    kw, probe_warnings, jvm_home_by_pid = _summary_inputs(run, pids)
     warnings.extend(probe_warnings)
     try:
-        summary = summ.build(raw, wall_ns=wall_ns, status=status, addresses=script.addresses,
-                             costs=costs, jvms_by_pid=jvm_home_by_pid, exit_code=exit_code,
-                             probes=probe_costs, mode=opts.mode,
-                             scope=opts.scope if scoper is not None else "host")
+        summary = summ.build(raw, wall_ns=wall_ns, status=status, exit_code=exit_code, **kw)
     except JvmosError as e:
         # the probes' output is kept (raw/); the manifest says why there is no summary
         manifest.update({"status": "failed", "error": f"the summary could not be built: {e}",

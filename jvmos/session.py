@@ -88,6 +88,14 @@ def stop_counting() -> None:
     os.kill(os.getpid(), signal.SIGURG)
 
 
+def start_counting() -> None:
+    """The start signal of an attached recording (common.bt, $4 = 1), and the live view's
+    snapshot request (probegen.LIVE_BLOCK): SIGURG to this process's main thread with
+    tgkill(2), si_code SI_TKILL, which the stop block (a kill(2), SI_USER) ignores. The BPF
+    program runs as the signal is generated: counting has begun when this returns."""
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGURG)
+
+
 class OutputTail:
     """The whole lines a growing output file has gained since the last read."""
 

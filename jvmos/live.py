@@ -1,0 +1,231 @@
+"""The live view: `jvmos record --pid PID --interval S [--count N]`.
+
+Every S seconds jvmos asks bpftrace for a snapshot of its maps (probegen.LIVE_BLOCK: a SIGURG
+that jvmos sends to its own main thread), builds a summary of everything so far with the same
+analyzers as the end of the recording (so every time is corrected for the probe effect the
+same way), and prints the difference from the previous snapshot: one line per category with
+the interval's calls, bytes and time, and the interval's guaranteed overhead beside the
+target's CPU time in that interval. The series goes to the run directory's timeline.json,
+rewritten after each interval (an interrupted run keeps every interval printed so far).
+
+What an interval's figures are: differences of two cumulative snapshots. Counts are what the
+probes saw between the two snapshots; times are the corrected times' difference (the
+correction is linear in the hits, so the difference is the interval's corrected time); an
+estimated category stays estimated. A snapshot is taken when bpftrace's user space handles
+the signal, a few ms after jvmos sends it: the interval's edges carry that jitter.
+"""
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from jvmos import JvmosError
+from jvmos.analyzers import rawparse
+from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
+from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
+from jvmos.session import start_counting
+
+SCHEMA = "jvmos.timeline/1"
+# how long bpftrace may take to print a snapshot before the live view gives up on it
+SNAPSHOT_TIMEOUT_S = 60.0
+FIGURES = ("calls", "bytes", "time_ns")
+
+
+def request_snapshot() -> None:
+    """The live block prints a snapshot on session.start_counting's signal (the first one
+    also starts the counting)."""
+    start_counting()
+
+
+def _diff(cur, prev):
+    """cur - prev, None when either is unknown (a category absent before counts 0 then)."""
+    if cur is None or prev is None:
+        return None
+    return cur - prev
+
+
+def interval_of(prev: dict, cur: dict, cpu_prev: Optional[int], cpu_cur: Optional[int],
+                index: int, t_start_s: float, t_end_s: float) -> dict:
+    """One interval of the timeline: the difference of two cumulative summaries."""
+    cats: Dict[str, dict] = {}
+    pcats = prev.get("categories") or {}
+    for name, c in (cur.get("categories") or {}).items():
+        p = pcats.get(name) or {f: 0 for f in FIGURES}
+        row = {f: _diff(c.get(f), p.get(f, 0)) for f in FIGURES}
+        row["method"] = c.get("method")
+        if c.get("corrected"):
+            row["corrected"] = True
+        if c.get("correction_dominates"):
+            row["correction_dominates"] = True
+        cats[name] = row
+    pt, ct = prev.get("totals") or {}, cur.get("totals") or {}
+    pres, cres = pt.get("guaranteed_by_resource") or {}, ct.get("guaranteed_by_resource") or {}
+    by_res = {r: _diff(v, pres.get(r, 0)) for r, v in cres.items()}
+    g = _diff(ct.get("guaranteed_overhead_ns"), pt.get("guaranteed_overhead_ns", 0))
+    g_known = _diff(ct.get("guaranteed_overhead_known_ns"), pt.get("guaranteed_overhead_known_ns", 0))
+    cpu = _diff(cpu_cur, cpu_prev)
+    return {"index": index, "t_start_s": round(t_start_s, 3), "t_end_s": round(t_end_s, 3),
+            "categories": cats, "guaranteed_by_resource": by_res,
+            "guaranteed_overhead_ns": g, "guaranteed_overhead_known_ns": g_known,
+            "guaranteed_overhead_unknown": list(ct.get("guaranteed_overhead_unknown") or []),
+            "probe_overhead_ns": _diff(ct.get("probe_overhead_ns"), pt.get("probe_overhead_ns", 0)),
+            "target_cpu_ns": cpu,
+            "guaranteed_overhead_pct_of_cpu": (100.0 * g / cpu if g is not None and cpu
+                                               else None)}
+
+
+def format_interval(e: dict, interval_s: float, count: Optional[int]) -> List[str]:
+    """The lines printed for one interval (BCC's interval tools print a block per interval)."""
+    of = f"/{count}" if count else ""
+    g, cpu = e["guaranteed_overhead_ns"], e["target_cpu_ns"]
+    if g is None:
+        gtext = (f"guaranteed overhead unknown (known terms {fmt_ns(e['guaranteed_overhead_known_ns'])}; "
+                 f"no time for {', '.join(e['guaranteed_overhead_unknown'])})")
+    else:
+        gtext = f"guaranteed overhead {fmt_ns(g)}"
+    if cpu is None:
+        share = "target's CPU time not read"
+    elif g is None or not cpu:
+        share = f"target's CPU {fmt_ns(cpu)}"
+    else:
+        share = f"= {e['guaranteed_overhead_pct_of_cpu']:.2f}% of the target's {fmt_ns(cpu)} CPU"
+    lines = [f"{time.strftime('%H:%M:%S')}  interval {e['index']}{of} "
+             f"({e['t_start_s']:.1f}-{e['t_end_s']:.1f} s)  {gtext} {share}",
+             f"  {'CATEGORY':<16}{'CALLS':>12}{'BYTES':>12}{'TIME':>12}  METHOD"]
+    shown = 0
+    for name, c in sorted(e["categories"].items(),
+                          key=lambda kv: -(kv[1].get("time_ns") or 0)):
+        if not any(c.get(f) for f in FIGURES):
+            continue
+        method = (c.get("method") or "?") + (", corrected" if c.get("corrected") else "") + \
+                 (", correction dominates" if c.get("correction_dominates") else "")
+        lines.append(f"  {name:<16}{fmt_count(c.get('calls')):>12}{fmt_bytes(c.get('bytes')):>12}"
+                     f"{fmt_ns(c.get('time_ns')):>12}  {method}")
+        shown += 1
+    if not shown:
+        lines.append("  (no probe fired in this interval)")
+    return lines
+
+
+class LiveView:
+    """Drives the intervals of one recording (attach mode) until it ends."""
+
+    def __init__(self, out: Path, raw_path: Path, interval_s: float, count: Optional[int],
+                 summarize: Callable[[rawparse.Raw, int], dict], cpu_now: Callable[[], Optional[int]],
+                 decoys: Optional[Dict[str, str]] = None, metrics: Optional[Callable[[dict], None]] = None,
+                 log=print, echo=None):
+        self.out, self.raw_path = out, raw_path
+        self.interval_s, self.count = interval_s, count
+        self.summarize, self.cpu_now, self.metrics = summarize, cpu_now, metrics
+        self.decoys = decoys or {}
+        self.log = log
+        self.echo = echo or (lambda line: print(line, flush=True))
+        self.intervals: List[dict] = []
+        self.skipped: List[str] = []
+        self._offset = 0
+        self._lines: List[str] = []
+        self._prev = None        # (summary, cpu_ns, t_s)
+        self.t0 = time.monotonic()
+
+    # ---- snapshots
+    def _read_new(self) -> str:
+        try:
+            with open(self.raw_path, "rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            return ""
+        end = chunk.rfind(b"\n") + 1
+        self._offset += end
+        return chunk[:end].decode(errors="replace")
+
+    def snapshot(self, bt_alive: Callable[[], bool]) -> Optional[rawparse.Raw]:
+        """Ask for a snapshot and parse it; None if bpftrace did not print it in time."""
+        request_snapshot()
+        deadline = time.monotonic() + SNAPSHOT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            self._lines += self._read_new().splitlines()
+            ends = [i for i, line in enumerate(self._lines) if SNAPSHOT_END in line]
+            if ends:
+                e = ends[0]
+                begins = [i for i in range(e) if SNAPSHOT_BEGIN in self._lines[i]]
+                block = self._lines[(begins[-1] + 1) if begins else 0:e]
+                self._lines = self._lines[e + 1:]
+                text = "\n".join(block)
+                for decoy, real in self.decoys.items():
+                    text = text.replace(decoy, real)
+                return rawparse.parse_lines(text.split("\n"))
+            if not bt_alive():
+                return None
+            time.sleep(0.02)
+        return None
+
+    def start(self, bt_alive: Callable[[], bool]) -> None:
+        """The first snapshot, when tracing begins: interval 1 is measured from it."""
+        self.t0 = time.monotonic()
+        self.take(0.0, bt_alive, None)
+
+    def take(self, t_s: float, bt_alive: Callable[[], bool], index: Optional[int]) -> bool:
+        """A snapshot at t_s seconds into the recording; with an index, the interval since
+        the previous snapshot is printed and kept. False if no snapshot came."""
+        raw = self.snapshot(bt_alive)
+        cpu = self.cpu_now()
+        if raw is None:
+            self.skipped.append(f"no snapshot at {t_s:.1f} s (bpftrace did not print it within "
+                                f"{SNAPSHOT_TIMEOUT_S:.0f} s)")
+            return False
+        summary = self.summarize(raw, int(t_s * 1e9))
+        if index is not None and self._prev is not None:
+            psum, pcpu, pt = self._prev
+            e = interval_of(psum, summary, pcpu, cpu, index, pt, t_s)
+            self.intervals.append(e)
+            for line in format_interval(e, self.interval_s, self.count):
+                self.echo(line)
+            self.write()
+            if self.metrics is not None:
+                try:
+                    self.metrics(summary)
+                except (OSError, JvmosError) as err:
+                    self.skipped.append(f"metrics file not written at {t_s:.1f} s: {err}")
+        self._prev = (summary, cpu, t_s)
+        return True
+
+    def as_dict(self) -> dict:
+        return {"schema": SCHEMA, "interval_s": self.interval_s, "count": self.count,
+                "what": ("per interval: differences of two cumulative snapshots of the "
+                         "probes' maps; counts are what the probes saw, times are corrected "
+                         "for the probe effect (or estimated, as the method says), "
+                         "target_cpu_ns is the traced processes' CPU time in the interval"),
+                "intervals": self.intervals, "skipped": self.skipped}
+
+    def write(self) -> None:
+        tmp = self.out / ".timeline.json.tmp"
+        tmp.write_text(json.dumps(self.as_dict(), indent=1) + "\n")
+        os.replace(tmp, self.out / "timeline.json")
+
+    # ---- the loop
+    def run(self, session, root: int, duration: Optional[float], load) -> bool:
+        """Intervals until --count, --duration, a signal, the load's end, bpftrace dying or
+        the target exiting. Returns True when the target exited. The caller took the first
+        snapshot (start()) when tracing began."""
+        t0 = self.t0
+        bt_alive = lambda: session.bt is None or session.bt.poll() is None  # noqa: E731
+        end = None if duration is None else t0 + duration
+        i = 0
+        while self.count is None or i < self.count:
+            nxt = t0 + (i + 1) * self.interval_s
+            stop_at = nxt if end is None else min(nxt, end)
+            gone = session.wait_attached(root, max(0.0, stop_at - time.monotonic()), load)
+            if gone:
+                return True
+            if (session.interrupted is not None or not bt_alive()
+                    or (load is not None and not load.is_alive())):
+                return False
+            if time.monotonic() < nxt - 1e-3:      # the duration ended first
+                return False
+            i += 1
+            self.take(time.monotonic() - t0, bt_alive, i)
+            if end is not None and time.monotonic() >= end:
+                return False
+        return False

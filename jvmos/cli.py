@@ -11,6 +11,7 @@ RECORD_EXAMPLES = """\
 examples:
   jvmos record -- java -cp app.jar Main          # launch a command and trace it (and its children)
   jvmos record --pid 4242 --duration 30          # attach to a running JVM for 30 s (Ctrl-C ends early)
+  jvmos record --pid 4242 --interval 2 --count 5  # live: a block of lines every 2 s, five times
   jvmos record --layers io,jni --out /tmp/r1 -- java -jar server.jar
                                                  # add the JNI census (adds ~30 s of attach time and
                                                  # one uprobe hit per JNI call: slows JNI-heavy code)
@@ -62,7 +63,9 @@ def cmd_record(args) -> int:
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
                        mode=args.mode, sample=args.sample, scope=args.scope,
-                       jdks=args.jdk or (), platform=args.platform)
+                       jdks=args.jdk or (), platform=args.platform,
+                       interval=args.interval, count=args.count,
+                       metrics_file=Path(args.metrics_file) if args.metrics_file else None)
     res = rec.record(opts)
     print(report.render(res.run_dir))
     print(f"\nrun directory: {res.run_dir}")
@@ -82,6 +85,29 @@ def cmd_report(args) -> int:
         print(json.dumps(s, indent=2))
     else:
         print(report.render(args.run_dir))
+    tl = Path(args.run_dir) / "timeline.json"
+    if tl.is_file():
+        from jvmos import htmlreport
+        try:
+            timeline = json.loads(tl.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise JvmosError(f"{tl} is damaged: {e}")
+        paths = htmlreport.timeline_figure(timeline, Path(args.run_dir) / "timeline")
+        print(f"\ntimeline: {len(timeline.get('intervals') or [])} interval(s) of "
+              f"{timeline.get('interval_s')} s drawn in {', '.join(str(p) for p in paths)}",
+              file=sys.stderr if args.json else sys.stdout)
+    if args.html:
+        from jvmos import htmlreport
+        page = htmlreport.write_run_html(Path(args.run_dir))
+        print(f"report page: {page}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from jvmos import export
+    path = export.export(Path(args.run_dir), args.format,
+                         Path(args.out) if args.out else None)
+    print(f"{args.format}: {path}")
     return 0
 
 
@@ -357,7 +383,8 @@ def build_parser():
 
     r = sub.add_parser("record", help="trace a command or a running JVM",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S]",
+                       usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S] "
+                             "[--interval S [--count N]]",
                        epilog=RECORD_EXAMPLES)
     r.add_argument("--layers", default=",".join(DEFAULT_LAYERS), help=layers_help())
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
@@ -372,6 +399,16 @@ def build_parser():
                         "mode the times then come from the samples")
     r.add_argument("--pid", type=int, help="attach to this running process")
     r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
+    r.add_argument("--interval", type=float, metavar="S",
+                   help="with --pid: the live view: every S seconds, print the interval's "
+                        "calls, bytes and time per category and its guaranteed overhead as a "
+                        "share of the target's CPU in the interval; kept in timeline.json")
+    r.add_argument("--count", type=int, metavar="N",
+                   help="with --interval: stop after N intervals (default: until --duration "
+                        "or Ctrl-C)")
+    r.add_argument("--metrics-file", metavar="FILE",
+                   help="with --interval: rewrite FILE each interval with the recording so "
+                        "far as OpenMetrics text (for node-exporter's textfile collector)")
     r.add_argument("--jdk", action="append",
                    help="JDK home whose libjvm.so to probe when the command is not a JDK "
                         "launcher (repeatable; default: every JDK found)")
@@ -390,7 +427,25 @@ def build_parser():
                                "  jvmos report --json RUN_DIR | jq .categories\n")
     rp.add_argument("run_dir")
     rp.add_argument("--json", action="store_true", help="print summary.json")
+    rp.add_argument("--html", action="store_true",
+                    help="also write RUN_DIR/report.html: one self-contained page (tables, "
+                         "figures as inline SVG, provenance, warnings, flame graph links)")
     rp.set_defaults(func=cmd_report)
+
+    ex = sub.add_parser("export", help="write a finished run for other tools (OpenMetrics, pprof)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n"
+                               "  jvmos export RUN_DIR --format openmetrics   # RUN_DIR/metrics.prom\n"
+                               "  jvmos export RUN_DIR --format pprof --out /tmp/p.pb.gz\n"
+                               "  go tool pprof -top -tagfocus jvmos_category=io_syscall /tmp/p.pb.gz\n")
+    ex.add_argument("run_dir")
+    ex.add_argument("--format", required=True, metavar="|".join(("openmetrics", "pprof")),
+                    help="openmetrics: the summary as OpenMetrics text (node-exporter's textfile "
+                         "collector, a push gateway); pprof: the sampled stacks (record with "
+                         "--sample) as a gzipped profile.proto, labelled with the jvmos category")
+    ex.add_argument("--out", help="output file (default RUN_DIR/metrics.prom or "
+                                  "RUN_DIR/profile.pb.gz)")
+    ex.set_defaults(func=cmd_export)
 
     c = sub.add_parser("calibrate", help="measure this machine's copy costs (platform file)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -828,14 +828,12 @@ def _live_view(run: _Run, tree, cpu_watch):
         cpu_watch.poll()
         return cpu_watch.result().get("cpu_ns")
 
-    metrics = None
-    if run.opts.metrics_file is not None:
+    def write_metrics(summary):
         from jvmos import export
-
-        def metrics(summary):
-            export.write_atomically(Path(run.opts.metrics_file),
-                                    export.openmetrics_text(run.manifest, summary,
-                                                            run.out.name).encode())
+        export.write_atomically(Path(run.opts.metrics_file),
+                                export.openmetrics_text(run.manifest, summary,
+                                                        run.out.name).encode())
+    metrics = write_metrics if run.opts.metrics_file is not None else None
     return live_mod.LiveView(run.out, run.raw_path, run.opts.interval, run.opts.count,
                              summarize, cpu_now,
                              decoys=run.scoper.decoys if run.scoper is not None else None,
@@ -858,10 +856,9 @@ def jvm_homes(processes: Dict[str, dict], attach_pid: Optional[int],
 def _conclude(run: _Run) -> Result:
     """The recording's status and why, its summary (the analyzers on the raw output), and the
     run directory's last files."""
-    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
-                                                      run.scoper, run.jvms, run.manifest)
-    warnings, missing, platform, holds, tree = (run.warnings, run.missing, run.platform,
-                                                run.holds, run.tree)
+    opts, log, out, scoper, jvms, manifest = (run.opts, run.log, run.out, run.scoper, run.jvms,
+                                              run.manifest)
+    warnings, missing, holds, tree = run.warnings, run.missing, run.holds, run.tree
     child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
     load_error, target_cpu = run.load_error, run.target_cpu
     interrupted = {"sig": run.sig}

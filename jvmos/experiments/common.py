@@ -12,8 +12,43 @@ from jvmos.heuristic import model
 from jvmos.jdk import Jvm, discover_jdks
 
 
+_BAR = None      # the progress bar being drawn (Progress), which log() writes above
+
+
 def log(msg: str):
-    print(msg, file=sys.stderr, flush=True)
+    if _BAR is not None:
+        _BAR.write(msg, file=sys.stderr)
+    else:
+        print(msg, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """A progress bar with an ETA (tqdm) over an experiment's steps, on stderr, drawn only
+    when stdout is a terminal (quiet in pipes, CI and tests). The ETA is tqdm's: the mean time
+    of the steps done so far times the steps left, so it is rough when steps differ in size
+    (a weight per step evens that out)."""
+
+    def __init__(self, total: float, what: str, unit: str = "step"):
+        self.total, self.what, self.unit = total, what, unit
+        self.bar = None
+
+    def __enter__(self) -> "Progress":
+        global _BAR
+        from tqdm import tqdm
+        self.bar = tqdm(total=self.total, desc=self.what, unit=self.unit, file=sys.stderr,
+                        disable=not sys.stdout.isatty(), dynamic_ncols=True, leave=False,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} "
+                                   "[{elapsed}<{remaining} ETA]")
+        _BAR = self.bar
+        return self
+
+    def step(self, weight: float = 1) -> None:
+        self.bar.update(weight)
+
+    def __exit__(self, *exc):
+        global _BAR
+        _BAR = None
+        self.bar.close()
 
 
 def last_json(text: str) -> dict:

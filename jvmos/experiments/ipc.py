@@ -22,7 +22,7 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (boundary_counts, jdk_label, last_json, log, out_dir,
+from jvmos.experiments.common import (Progress, boundary_counts, jdk_label, last_json, log, out_dir,
                                       per_extra, record_script, select_jdks, write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
@@ -325,22 +325,28 @@ def main(argv) -> int:
                "net_counted": a.net, "socket_buffer": a.socket_buffer,
                "tcp_nodelay": a.tcp_nodelay, "campaigns": {}, "boundary": {}}
     try:
-        for bench, size in a.campaigns:
-            for prim in a.primitives:
-                key = f"{prim}:{bench}:{size}"
-                log(f"[{key}] {a.trials} trials")
-                results["campaigns"][key] = campaign(java, prim, bench, size, a, out)
-                save_partial(out, "ipc", results)
+        with Progress(len(a.campaigns) * len(a.primitives), "ipc", unit="campaign") as bar:
+            for bench, size in a.campaigns:
+                for prim in a.primitives:
+                    key = f"{prim}:{bench}:{size}"
+                    log(f"[{key}] {a.trials} trials")
+                    results["campaigns"][key] = campaign(java, prim, bench, size, a, out)
+                    save_partial(out, "ipc", results)
+                    bar.step()
     except JvmosError as e:
         raise kept_so_far(e, out, "ipc")
     try:
-        for bench, size in a.boundary:
-            for prim in a.primitives:
-                key = f"{prim}:{bench}:{size}"
-                log(f"[boundary {key}] recorded with 1 and {1 + a.boundary_calls} calls")
-                results["boundary"][key] = boundary(java, prim, bench, size, a.boundary_calls,
-                                                    out, socket_options(prim, a))
-                save_partial(out, "ipc", results)
+        with Progress(len(a.boundary) * len(a.primitives), "ipc boundary",
+                      unit="pair") as bar:
+            for bench, size in a.boundary:
+                for prim in a.primitives:
+                    key = f"{prim}:{bench}:{size}"
+                    log(f"[boundary {key}] recorded with 1 and {1 + a.boundary_calls} calls")
+                    results["boundary"][key] = boundary(java, prim, bench, size,
+                                                        a.boundary_calls, out,
+                                                        socket_options(prim, a))
+                    save_partial(out, "ipc", results)
+                    bar.step()
     except JvmosError as e:
         # the campaigns are finished: their tables and figures are written all the same
         results["boundary_error"] = str(e)

@@ -20,7 +20,7 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import MATMUL_JAR, jar
 from jvmos.experiments import common
-from jvmos.experiments.common import (boundary_counts, difference, jdk_label, last_json, log,
+from jvmos.experiments.common import (Progress, boundary_counts, difference, jdk_label, last_json, log,
                                       out_dir, per_extra, record_script, run_bare, select_jdks,
                                       write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
@@ -384,22 +384,31 @@ def main(argv) -> int:
                "alpha": ALPHA, "drop_every": a.drop_every,
                "worker_start_delay_ms": a.worker_start_delay_ms, "loc": loc,
                "sequential": {}, "cells": {}, "boundary": {}}
+    # progress weights: a cell's time grows with n^3 (the products) on top of a fixed cost
+    # (starting k + 1 JVMs); a boundary pair costs about two minutes of attach and detach
+    weight = lambda n: 1 + (n / 100) ** 3  # noqa: E731
+    total = sum(weight(n) * (1 + len(a.mechanisms) * len(a.algorithms)) for n in a.sizes) \
+        + 30 * len(a.boundary)
     try:
-        for n in a.sizes:
-            log(f"[n={n}] sequential, {a.trials} trials")
-            results["sequential"][str(n)] = sequential_cell(java, n, a)
-            save_partial(out, "matmul", results)
-            for mech in a.mechanisms:
-                for alg in a.algorithms:
-                    log(f"[n={n}] {mech} {alg}, k={a.k}, {a.trials} trials")
-                    results["cells"][f"{mech}:{alg}:{n}"] = cell(java, mech, alg, n, a)
-                    save_partial(out, "matmul", results)
-        for mech, alg, n in a.boundary:
-            log(f"[boundary {mech}:{alg}:{n}] recorded with 1 and {1 + a.boundary_repeat} "
-                "multiplications")
-            results["boundary"][f"{mech}:{alg}:{n}"] = boundary(java, mech, alg, n,
-                                                                a.boundary_repeat, a, out)
-            save_partial(out, "matmul", results)
+        with Progress(total, "matmul") as bar:
+            for n in a.sizes:
+                log(f"[n={n}] sequential, {a.trials} trials")
+                results["sequential"][str(n)] = sequential_cell(java, n, a)
+                save_partial(out, "matmul", results)
+                bar.step(weight(n))
+                for mech in a.mechanisms:
+                    for alg in a.algorithms:
+                        log(f"[n={n}] {mech} {alg}, k={a.k}, {a.trials} trials")
+                        results["cells"][f"{mech}:{alg}:{n}"] = cell(java, mech, alg, n, a)
+                        save_partial(out, "matmul", results)
+                        bar.step(weight(n))
+            for mech, alg, n in a.boundary:
+                log(f"[boundary {mech}:{alg}:{n}] recorded with 1 and {1 + a.boundary_repeat} "
+                    "multiplications")
+                results["boundary"][f"{mech}:{alg}:{n}"] = boundary(java, mech, alg, n,
+                                                                    a.boundary_repeat, a, out)
+                save_partial(out, "matmul", results)
+                bar.step(30)
     except JvmosError as e:
         raise kept_so_far(e, out, "matmul")
     results["speedup"] = speedups(results)

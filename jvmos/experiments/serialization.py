@@ -14,7 +14,7 @@ from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (jdk_label, log, out_dir, parse_list, run_bare,
+from jvmos.experiments.common import (Progress, jdk_label, log, out_dir, parse_list, run_bare,
                                       select_jdks, write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
@@ -96,6 +96,12 @@ def main(argv) -> int:
 
 def measure(java: str, a, out: Path, results: dict):
     """Every format x graph x size, `a.repeat` JVMs each; kept as each finishes."""
+    with Progress(len(a.graphs) * len(a.sizes) * len(a.formats), "serialization",
+                  unit="configuration") as bar:
+        _measure(java, a, out, results, bar)
+
+
+def _measure(java: str, a, out: Path, results: dict, bar):
     for graph in a.graphs:
         for size in a.sizes:
             for fmt in a.formats:
@@ -120,6 +126,7 @@ def measure(java: str, a, out: Path, results: dict):
                     "serialize": stats.summary(ser, 0.99) if len(ser) > 1 else {"mean": ser[0]},
                     "deserialize": stats.summary(de, 0.99) if len(de) > 1 else {"mean": de[0]}}
                 save_partial(out, "serialization", results)
+                bar.step()
 
 
 def ci(s):

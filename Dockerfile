@@ -11,7 +11,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /opt/jvmos
 COPY . /opt/jvmos
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-certificates \
-    && scripts/install-deps.sh \
+    && JVMOS_NO_BROWSER=1 scripts/install-deps.sh \
     && make build \
     && rm -rf /var/lib/apt/lists/* /root/.m2/repository
 ENTRYPOINT ["/opt/jvmos/.venv/bin/jvmos"]

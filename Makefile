@@ -26,11 +26,13 @@ demo: build
 	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
 	$(JVMOS) run overhead --quick --out $$out/overhead; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
+	$(JVMOS) index --title "jvmos demo $$stamp" $$out >/dev/null; \
 	echo; echo "demo done: every table, figure and recording is under $$out/"; \
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
 	echo "   tomcat/figure2.png, chat/figure1.png, ipc/ipc.md,"; \
 	echo "   serialization/serialization.md, matmul/matmul.md, heuristic/table7.md, overhead/overhead.md; 'jvmos report DIR'"; \
-	echo "   reads any recording)"
+	echo "   reads any recording)"; \
+	echo; echo "open $$out/index.html (one page per experiment, each recording's report.html linked)"
 
 # One calibration for the whole test session, made before the tests start (alone on the
 # machine), shared by every recording; the integration tests then run three at a time: most of

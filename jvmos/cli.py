@@ -103,6 +103,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_index(args) -> int:
+    from jvmos import htmlreport
+    print(f"index: {htmlreport.write_suite_index(Path(args.dir), args.title)}")
+    return 0
+
+
 def cmd_export(args) -> int:
     from jvmos import export
     path = export.export(Path(args.run_dir), args.format,
@@ -358,7 +364,16 @@ def cmd_run(args, extra) -> int:
     exp = EXPERIMENTS.get(args.experiment)
     if exp is None:
         raise JvmosError(f"unknown experiment '{args.experiment}' (known: {', '.join(EXPERIMENTS)})")
-    return exp(extra)
+    from jvmos.experiments import common
+    first = len(common.OUT_DIRS)
+    rc = exp(extra)
+    if rc == 0:
+        from jvmos import htmlreport
+        for out in common.OUT_DIRS[first:]:
+            if out.is_dir():
+                page = htmlreport.write_index_html(out, f"jvmos run {args.experiment}")
+                print(f"index: {page}")
+    return rc
 
 
 class Parser(argparse.ArgumentParser):
@@ -431,6 +446,13 @@ def build_parser():
                     help="also write RUN_DIR/report.html: one self-contained page (tables, "
                          "figures as inline SVG, provenance, warnings, flame graph links)")
     rp.set_defaults(func=cmd_report)
+
+    ix = sub.add_parser("index", help="write DIR/index.html linking the experiment pages under DIR",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="example:\n  jvmos index results/runs/demo-20261124-101500\n")
+    ix.add_argument("dir")
+    ix.add_argument("--title", default="jvmos results")
+    ix.set_defaults(func=cmd_index)
 
     ex = sub.add_parser("export", help="write a finished run for other tools (OpenMetrics, pprof)",
                         formatter_class=argparse.RawDescriptionHelpFormatter,

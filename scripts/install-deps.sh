@@ -21,6 +21,9 @@ if ! ls /usr/lib/jvm/*/bin/javac >/dev/null 2>&1 && ! have javac; then
 fi
 # Java2D (the jni-census task) renders text: it needs fontconfig and a font
 for p in fontconfig fonts-dejavu-core; do pkg_missing "$p" && need+=("$p"); done
+# headless Chromium renders the HTML pages in the tests (and for a user's screenshot);
+# JVMOS_NO_BROWSER=1 leaves it out (the container, which only records)
+[ "${JVMOS_NO_BROWSER:-0}" = 1 ] || [ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

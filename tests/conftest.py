@@ -50,3 +50,40 @@ def one_error_line(r):
     errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
     assert len(errors) == 1, r.stderr
     return errors[0]
+
+
+# ---- a headless browser, for the HTML pages (Debian package chromium)
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def chromium() -> str:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"needs headless Chromium: {CHROMIUM} is missing "
+                    "(apt-get install chromium)")
+    return CHROMIUM
+
+
+def run_chromium(tmp_path: Path, page: Path, *args) -> subprocess.CompletedProcess:
+    """One headless Chromium run on a file:// page, its console sent to stderr: every
+    console message is a line `...:CONSOLE:N] "message", source: ...`."""
+    home = tmp_path / "chromium-home"
+    home.mkdir(exist_ok=True)
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-extensions", "--disable-sync", f"--user-data-dir={home / 'profile'}",
+           "--enable-logging=stderr", "--v=0", *args, page.resolve().as_uri()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "HOME": str(home)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def console_messages(stderr: str) -> list:
+    """The page's console output and uncaught errors, out of Chromium's log on stderr (the
+    rest of that log is Chromium's own: D-Bus, GPU, ...)."""
+    return [l for l in stderr.splitlines() if ":CONSOLE" in l or "Uncaught" in l]
+
+
+def dump_dom(tmp_path: Path, page: Path) -> tuple:
+    r = run_chromium(tmp_path, page, "--dump-dom")
+    return r.stdout, console_messages(r.stderr)

@@ -97,8 +97,14 @@ def workload_json(res: rec.Result) -> dict:
     return last_json((res.run_dir / "stdout.txt").read_text(errors="replace"))
 
 
+# the output directory the running experiment made (jvmos run writes its index.html there)
+OUT_DIRS: List[Path] = []
+
+
 def out_dir(arg: Optional[str], label: str) -> Path:
-    return rec.prepare_out(Path(arg) if arg else rec.default_out(label))
+    out = rec.prepare_out(Path(arg) if arg else rec.default_out(label))
+    OUT_DIRS.append(out)
+    return out
 
 
 def jdk_label(j: Jvm) -> str:

@@ -23,6 +23,9 @@ def test_blocking_io_quick(platform_file, tmp_path):
     assert res["impls"]["c"]["categories"].get("jni_copy", {}).get("calls", 0) == 0
     assert java["java_c_loop_ratio"] > 0
     assert "Table 3" in (out / "table3.md").read_text()
+    # jvmos run writes the directory's page: its table and a link per recording
+    page = (out / "index.html").read_text()
+    assert "Table 3" in page and page.count("report.html") >= 2
     assert (out / "table3.csv").read_text().startswith("row,")
     for name in res["impls"]:
         assert (out / "runs" / name / "summary.json").exists()

@@ -9,7 +9,7 @@ import time
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from conftest import can_trace, one_error_line, run_jvmos
+from conftest import can_trace, dump_dom, one_error_line, run_jvmos
 from jvmos.experiments.shop import Shop
 from jvmos.tools import SHOP_JAR, jar
 from jvmos.jdk import discover_jdks
@@ -78,10 +78,16 @@ def test_live_view_of_the_shop(platform_file, tmp_path):
              if smp.labels.get("category") == "io_syscall" and smp.name.endswith("_total")]
     assert calls and sum(smp.value for smp in calls) >= io * 0.8
 
-    # the report draws the timeline; the run exports as OpenMetrics
-    r = run_jvmos(["report", str(out)])
+    # the report draws the timeline, and its page loads in Chromium with the figures (the
+    # categories and the timeline) and the tables
+    r = run_jvmos(["report", "--html", str(out)])
     assert r.returncode == 0, r.stderr
     assert (out / "timeline.png").stat().st_size > 5000 and (out / "timeline.svg").exists()
+    page = out / "report.html"
+    dom, console = dump_dom(tmp_path, page)
+    assert console == [], console
+    assert dom.count("<svg") >= 2 and dom.count("<table") >= 2
+    assert "io_syscall" in dom and "Guaranteed overhead over time" in dom
     r = run_jvmos(["export", str(out), "--format", "openmetrics"])
     assert r.returncode == 0, r.stderr
     assert list(text_string_to_metric_families((out / "metrics.prom").read_text()))

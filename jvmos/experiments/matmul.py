@@ -274,6 +274,27 @@ def cell(java: str, mech: str, alg: str, n: int, a) -> dict:
     return cell_from_trials(mech, alg, n, a.k, trials)
 
 
+GC_KEYS = ("gc_young_count", "gc_young_ms", "gc_full_count", "gc_full_ms",
+           "gc_concurrent_count", "gc_concurrent_ms", "allocated_bytes")
+
+
+def gc_of_run(j: dict) -> Optional[dict]:
+    """The garbage collection of one run, summed over its JVMs (the manager's and each
+    worker's own MXBean figures over its whole life, start-up included); None when the
+    workload did not report it (or a JVM could not count its allocation: -1)."""
+    out = {}
+    for key in GC_KEYS:
+        m, w = j.get(f"manager_{key}"), j.get(f"workers_{key}")
+        if m is None or (w is None and j.get("workers_calls") is not None):
+            return None
+        vals = [m] + list(w or [])
+        if key == "allocated_bytes" and any(v < 0 for v in vals):
+            return None
+        out[key] = sum(vals)
+    out["jvms"] = 1 + len(j.get(f"workers_{GC_KEYS[0]}") or [])
+    return out
+
+
 def cell_from_trials(mech: str, alg: str, n: int, k: int, trials: List[dict]) -> dict:
     total = [t["total_ms"] for t in trials]
     comm = [t["manager_comm_ms"] for t in trials]
@@ -285,7 +306,8 @@ def cell_from_trials(mech: str, alg: str, n: int, k: int, trials: List[dict]) ->
             "total": stats.summary(total, LEVEL), "comm": stats.summary(comm, LEVEL),
             "workers_comm": stats.summary(wcomm, LEVEL),
             "calls": trials[0]["calls"], "app_bytes": app_bytes(trials[0]),
-            "retransmissions": [t.get("retransmissions") or 0 for t in trials]}
+            "retransmissions": [t.get("retransmissions") or 0 for t in trials],
+            "gc": [gc_of_run(t) for t in trials]}
 
 
 # -------------------------------------------------------------- the boundary, per mechanism
@@ -333,7 +355,15 @@ def boundary(java: str, mech: str, alg: str, n: int, extra: int, a, out: Path) -
             "app_bytes_per_mult": (app_bytes(hj) - app_bytes(lj)) / extra,
             "calls_per_mult": (hj["calls"] - lj["calls"]) / extra,
             "retransmissions_per_mult": ((hj.get("retransmissions") or 0)
-                                         - (lj.get("retransmissions") or 0)) / extra}
+                                         - (lj.get("retransmissions") or 0)) / extra,
+            "gc_per_mult": gc_per_extra(gc_of_run(lj), gc_of_run(hj), extra)}
+
+
+def gc_per_extra(lo: Optional[dict], hi: Optional[dict], extra: int) -> Optional[dict]:
+    """What one more multiplication cost in garbage collection, summed over the JVMs."""
+    if lo is None or hi is None:
+        return None
+    return {k: (hi[k] - lo[k]) / extra for k in GC_KEYS}
 
 
 # -------------------------------------------------------------------- programming effort
@@ -481,6 +511,8 @@ def all_tables(results) -> List[Table]:
     tables = [total_table(results), comm_table(results), speedup_table(results)]
     if results.get("ttests"):
         tables.append(ttest_table(results))
+    if any(g for c in results["cells"].values() for g in (c.get("gc") or [])):
+        tables.append(gc_table(results))
     if results.get("boundary"):
         tables.append(boundary_table(results))
     tables.append(loc_table(results))
@@ -561,6 +593,33 @@ def ttest_table(results) -> Table:
     return t
 
 
+def gc_table(results) -> Table:
+    t = Table("Garbage collection of one run (each JVM's own MXBeans over its whole life, "
+              "start-up included, summed over the manager and its workers; mean over the "
+              "trials that reported it)",
+              ["n", "algorithm", "mechanism", "JVMs", "young collections", "full collections",
+               "concurrent cycles", "GC time (ms, the collectors' accumulated time)",
+               "allocated (MB)", "allocated / application byte", "trials"])
+    for c in ordered(results):
+        gs = [g for g in (c.get("gc") or []) if g]
+        if not gs:
+            continue
+        mean = {k: sum(g[k] for g in gs) / len(gs) for k in GC_KEYS}
+        ab = c["app_bytes"]
+        per = mean["allocated_bytes"] / ab if ab else None
+        t.add([fmt_count(c["n"]), c["algorithm"], c["mechanism"], fmt_count(gs[0]["jvms"]),
+               f"{mean['gc_young_count']:,.1f}", f"{mean['gc_full_count']:,.1f}",
+               f"{mean['gc_concurrent_count']:,.1f}",
+               f"{mean['gc_young_ms'] + mean['gc_full_ms'] + mean['gc_concurrent_ms']:,.1f}",
+               f"{mean['allocated_bytes'] / 1e6:,.1f}", "—" if per is None else f"{per:,.1f}",
+               f"{len(gs)} of {len(c['gc'])}"],
+              [c["n"], c["algorithm"], c["mechanism"], gs[0]["jvms"], mean["gc_young_count"],
+               mean["gc_full_count"], mean["gc_concurrent_count"],
+               mean["gc_young_ms"] + mean["gc_full_ms"] + mean["gc_concurrent_ms"],
+               mean["allocated_bytes"], per, len(gs)])
+    return t
+
+
 BOUNDARY_COLUMNS = [
     ("I/O syscalls", "io_syscalls"),
     ("read/write syscalls (stream path)", "stream_syscalls"),
@@ -585,7 +644,8 @@ def boundary_table(results) -> Table:
               + ["syscall bytes / application byte",
                  "kernel copy (µs, estimated: bytes x calibrated cost)",
                  "guaranteed overhead (µs; 'known terms' when a term's time is unknown)",
-                 "guaranteed overhead / application byte (ns)"])
+                 "guaranteed overhead / application byte (ns)",
+                 "allocated bytes (all JVMs, their MXBeans)", "young collections"])
     # a term whose time is unknown leaves the sum of the known ones: not a bound of a difference
     known = lambda p: " (known terms)" if p.get("guaranteed_unknown") else ""  # noqa: E731
     f1 = lambda v: "—" if v is None else f"{v:,.1f}"  # noqa: E731
@@ -596,16 +656,20 @@ def boundary_table(results) -> Table:
             p = b["per_mult"][side]
             share = lambda v: v / ab if v is not None and ab else None  # noqa: E731
             g = p.get("guaranteed_ns")
+            # the JVMs' own GC figures come from the manager's line, for the whole tree
+            gc = (b.get("gc_per_mult") or {}) if side == "all" else {}
             t.add([b["mechanism"], b["algorithm"], fmt_count(b["n"]), side,
                    f1(b["calls_per_mult"]), f1(ab)]
                   + [f1(p.get(k)) for _, k in BOUNDARY_COLUMNS]
                   + [("—" if share(p.get("io_bytes")) is None
                       else f"{share(p.get('io_bytes')):.2f}"), us(p.get("kernel_copy_ns")),
                      us(g) + known(p),
-                     "—" if share(g) is None else f"{share(g):,.2f}" + known(p)],
+                     "—" if share(g) is None else f"{share(g):,.2f}" + known(p),
+                     f1(gc.get("allocated_bytes")), f1(gc.get("gc_young_count"))],
                   [b["mechanism"], b["algorithm"], b["n"], side, b["calls_per_mult"], ab]
                   + [p.get(k) for _, k in BOUNDARY_COLUMNS]
-                  + [share(p.get("io_bytes")), p.get("kernel_copy_ns"), g, share(g)])
+                  + [share(p.get("io_bytes")), p.get("kernel_copy_ns"), g, share(g),
+                     gc.get("allocated_bytes"), gc.get("gc_young_count")])
     return t
 
 
@@ -654,6 +718,12 @@ def notes_for(results) -> List[str]:
         "boundary figures (a difference of repeated multiplications) leave them out.",
         "Trial i of every cell uses seed + i, so every mechanism multiplies the same matrices "
         "in its i-th trial; each trial is a new manager JVM spawning new worker JVMs.",
+        "Garbage collection: each JVM's own figures (GarbageCollectorMXBean counts and "
+        "accumulated times, classed young, full or concurrent by the collector's name; bytes "
+        "allocated by all its threads), read by the manager at the end and by each worker "
+        "when it sends its last message, over the JVM's whole life (start-up included), "
+        "summed over the JVMs of the run. In the boundary table they are per multiplication "
+        "(the difference of the two runs / K) on the 'all' row.",
     ]
     if results.get("boundary"):
         notes.append(

@@ -213,15 +213,33 @@ def test_boundary_table_from_two_canned_recordings():
     hi = {k: 300.0 for k in keys}
     lo["guaranteed_unknown"] = hi["guaranteed_unknown"] = 0
     per = {k: None if lo[k] is None else (hi[k] - lo[k]) / 4 for k in lo}
+    # the JVMs' GC lines of the two runs: 1 and 1 + 4 multiplications, manager + 2 workers
+    def run_json(alloc, young):
+        return {"manager_allocated_bytes": alloc, "workers_allocated_bytes": [alloc, alloc],
+                "manager_gc_young_count": young, "workers_gc_young_count": [young, 0],
+                "workers_calls": [2, 2],
+                **{f"{side}_{k}": (0 if side == "manager" else [0, 0])
+                   for side in ("manager", "workers")
+                   for k in ("gc_young_ms", "gc_full_count", "gc_full_ms",
+                             "gc_concurrent_count", "gc_concurrent_ms")}}
+    gc = matmul.gc_per_extra(matmul.gc_of_run(run_json(1000, 1)),
+                             matmul.gc_of_run(run_json(5000, 3)), 4)
+    assert gc["allocated_bytes"] == 3 * 4000 / 4 and gc["gc_young_count"] == 2 * 2 / 4
     b = {"mechanism": "socket", "algorithm": "spa", "n": 40, "k": 2, "extra": 4,
          "per_mult": {"all": per, "manager": per, "workers": per},
-         "app_bytes_per_mult": 1600.0, "calls_per_mult": 4.0}
+         "app_bytes_per_mult": 1600.0, "calls_per_mult": 4.0, "gc_per_mult": gc}
     r = {"boundary": {"socket:spa:40": b}}
     t = matmul.boundary_table(r)
     assert [row[3] for row in t.raw_rows] == ["all", "manager", "workers"]
     row = t.raw_rows[0]
     assert row[6] == 50.0                                   # I/O syscalls per multiplication
-    assert row[-1] == pytest.approx(50.0 / 1600.0)          # guaranteed ns per app byte
+    assert row[-3] == pytest.approx(50.0 / 1600.0)          # guaranteed ns per app byte
+    assert row[-2:] == [3000.0, 1.0]                        # allocated bytes, young GCs
+    assert t.raw_rows[1][-2:] == [None, None]               # the GC lines are the whole tree's
+    # a run whose JVM could not count its allocation has no GC figures
+    bad = run_json(1000, 1)
+    bad["workers_allocated_bytes"] = [1000, -1]
+    assert matmul.gc_of_run(bad) is None and matmul.gc_of_run({"total_ms": 1}) is None
     assert matmul.difference({"a": 3, "b": None}, {"a": 1, "b": 2}) == {"a": 2, "b": None}
 
 
@@ -242,3 +260,25 @@ def test_per_extra_is_the_difference_per_unit():
     hi = {"io_syscalls": 40, "io_ns": 5, "guaranteed_unknown": 2}
     assert common.per_extra(lo, hi, 3) == {"io_syscalls": 10.0, "io_ns": None,
                                            "guaranteed_unknown": 2}
+
+
+def test_gc_table_means_the_trials_that_reported():
+    def trial(alloc, young):
+        return {"total_ms": 10.0, "manager_comm_ms": 5.0, "workers_comm_ms": [1.0, 1.0],
+                "manager_send_ms": 2.0, "manager_recv_ms": 3.0, "calls": 4, "bytes_sent": 800,
+                "workers_bytes_sent": [400, 400], "workers_calls": [2, 2],
+                "manager_allocated_bytes": alloc, "workers_allocated_bytes": [alloc, alloc],
+                "manager_gc_young_count": young, "workers_gc_young_count": [0, 0],
+                **{f"{side}_{k}": (1 if side == "manager" else [0, 0])
+                   for side in ("manager", "workers")
+                   for k in ("gc_young_ms", "gc_full_count", "gc_full_ms",
+                             "gc_concurrent_count", "gc_concurrent_ms")}}
+    old = {k: v for k, v in trial(0, 0).items() if "gc" not in k and "allocated" not in k}
+    c = matmul.cell_from_trials("socket", "spa", 40, 2, [trial(2e6, 1), trial(4e6, 3), old])
+    t = matmul.gc_table({"cells": {"socket:spa:40": c}, "sizes": [40],
+                         "mechanisms": ["socket"], "algorithms": ["spa"]})
+    row = t.raw_rows[0]
+    assert row[3] == 3 and row[4] == 2.0                    # 3 JVMs; young GCs (1 + 3) / 2
+    assert row[7] == 3.0                                     # 3 collectors' ms of 1 each
+    assert row[8] == 3 * 3e6 and row[9] == 3 * 3e6 / 1600   # bytes, per application byte
+    assert row[10] == 2 and t.rows[0][-1] == "2 of 3"

@@ -1,4 +1,4 @@
-package org.jvmos.workloads.ipc;
+package org.jvmos.workloads;
 
 import org.jvmos.workloads.Cli.Json;
 import java.lang.management.GarbageCollectorMXBean;
@@ -11,12 +11,17 @@ import java.lang.management.ManagementFactory;
  * Generation, PS Scavenge, Copy, ParNew), full (G1 Old Generation, PS MarkSweep,
  * MarkSweepCompact) or concurrent (G1's concurrent cycles, whose pauses are not full GCs);
  * allocated bytes from HotSpot's per-thread counters, summed by the JVM over every thread.
+ * Shared by the ipc and matmul workloads.
  */
-final class GcRecord {
+public final class GcRecord {
+    /** The order of {@link #snapshot()}'s values, also the JSON keys of {@link #addTo}. */
+    public static final String[] KEYS = {"gc_young_count", "gc_young_ms", "gc_full_count", "gc_full_ms",
+        "gc_concurrent_count", "gc_concurrent_ms", "allocated_bytes"};
+
     private GcRecord() {
     }
 
-    static String kind(String collector) {
+    public static String kind(String collector) {
         String n = collector.toLowerCase(java.util.Locale.ROOT);
         if (n.contains("young") || n.contains("scavenge") || n.equals("copy") || n.contains("parnew")) {
             return "young";
@@ -27,28 +32,39 @@ final class GcRecord {
         return "concurrent";
     }
 
-    /** Adds gc_young_count, gc_young_ms, gc_full_count, gc_full_ms, gc_concurrent_count,
-     *  gc_concurrent_ms and allocated_bytes (-1 when the JVM cannot say). */
-    static Json addTo(Json json) {
-        long[] count = new long[3];
-        long[] ms = new long[3];
+    /** The JVM's collections so far, in the order of {@link #KEYS}: young, full and concurrent
+     *  collections and their accumulated ms, then the bytes allocated (-1 when the JVM cannot
+     *  say). */
+    public static long[] snapshot() {
+        long[] v = new long[KEYS.length];
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
             String k = kind(gc.getName());
-            int i = k.equals("young") ? 0 : k.equals("full") ? 1 : 2;
-            count[i] += Math.max(0, gc.getCollectionCount());
-            ms[i] += Math.max(0, gc.getCollectionTime());
+            int i = k.equals("young") ? 0 : k.equals("full") ? 2 : 4;
+            v[i] += Math.max(0, gc.getCollectionCount());
+            v[i + 1] += Math.max(0, gc.getCollectionTime());
         }
-        long allocated = -1;
+        v[6] = -1;
         java.lang.management.ThreadMXBean t = ManagementFactory.getThreadMXBean();
         if (t instanceof com.sun.management.ThreadMXBean) {
             com.sun.management.ThreadMXBean ht = (com.sun.management.ThreadMXBean) t;
             if (ht.isThreadAllocatedMemorySupported() && ht.isThreadAllocatedMemoryEnabled()) {
-                allocated = ht.getTotalThreadAllocatedBytes();
+                v[6] = ht.getTotalThreadAllocatedBytes();
             }
         }
-        return json.put("gc_young_count", count[0]).put("gc_young_ms", ms[0])
-                .put("gc_full_count", count[1]).put("gc_full_ms", ms[1])
-                .put("gc_concurrent_count", count[2]).put("gc_concurrent_ms", ms[2])
-                .put("allocated_bytes", allocated);
+        return v;
+    }
+
+    /** Puts the values of {@code v} (a {@link #snapshot()}) under {@link #KEYS}. */
+    public static Json put(Json json, long[] v) {
+        for (int i = 0; i < KEYS.length; i++) {
+            json.put(KEYS[i], v[i]);
+        }
+        return json;
+    }
+
+    /** Adds gc_young_count, gc_young_ms, gc_full_count, gc_full_ms, gc_concurrent_count,
+     *  gc_concurrent_ms and allocated_bytes (-1 when the JVM cannot say) as of now. */
+    public static Json addTo(Json json) {
+        return put(json, snapshot());
     }
 }

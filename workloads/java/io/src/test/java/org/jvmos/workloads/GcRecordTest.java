@@ -1,4 +1,4 @@
-package org.jvmos.workloads.ipc;
+package org.jvmos.workloads;
 
 import org.jvmos.workloads.Cli.Json;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,6 +1,7 @@
 package org.jvmos.workloads.ipc;
 
 import org.jvmos.workloads.Cli.Json;
+import org.jvmos.workloads.GcRecord;
 import org.jvmos.workloads.Cli;
 import org.jvmos.workloads.Workload;
 import java.io.IOException;

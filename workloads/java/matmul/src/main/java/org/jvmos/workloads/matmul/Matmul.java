@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.jvmos.workloads.Cli;
+import org.jvmos.workloads.GcRecord;
 import org.jvmos.workloads.Workload;
 
 /**
@@ -142,6 +143,10 @@ public final class Matmul extends Workload {
         }, n, seed, repeat);
         json.put("total_ms", ms(t[0]), 3).put("sequential_ms", ms(t[0]), 3)
                 .put("reference_ms", ms(t[1]), 3);
+        long[] gc = GcRecord.snapshot();
+        for (int g = 0; g < GcRecord.KEYS.length; g++) {
+            json.put("manager_" + GcRecord.KEYS[g], gc[g]);
+        }
     }
 
     private static void check(int[] c, long[] expected, int n, int rep) throws IOException {
@@ -197,6 +202,7 @@ public final class Matmul extends Workload {
                 long[] wBytesSent = new long[k];
                 long[] wBytesRecv = new long[k];
                 long[] wRetrans = new long[k];
+                long[][] wGc = new long[GcRecord.KEYS.length][k];
                 long calls = node.sends;
                 long retrans = 0;
                 for (int w = 0; w < k; w++) {
@@ -209,6 +215,9 @@ public final class Matmul extends Workload {
                     wBytesSent[w] = s[3];
                     wBytesRecv[w] = s[4];
                     wRetrans[w] = s[5];
+                    for (int g = 0; g < GcRecord.KEYS.length; g++) {
+                        wGc[g][w] = s[Node.STATS_LONGS + g];
+                    }
                     calls += s[2];
                     retrans += s[5];
                 }
@@ -233,6 +242,12 @@ public final class Matmul extends Workload {
                         .put("manager_retransmissions", managerRetrans)
                         .put("workers_retransmissions", wRetrans)
                         .put("reference_ms", ms(reference), 3);
+                // each JVM's garbage collection over its whole life (start-up included): the
+                // manager's as of now, each worker's as of its last message
+                long[] mGc = GcRecord.snapshot();
+                for (int g = 0; g < GcRecord.KEYS.length; g++) {
+                    json.put("manager_" + GcRecord.KEYS[g], mGc[g]).put("workers_" + GcRecord.KEYS[g], wGc[g]);
+                }
             } catch (IOException e) {
                 throw new IOException(e.getMessage() + workers.deadWorker(), e);
             }

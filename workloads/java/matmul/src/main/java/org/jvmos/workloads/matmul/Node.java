@@ -1,6 +1,7 @@
 package org.jvmos.workloads.matmul;
 
 import java.io.IOException;
+import org.jvmos.workloads.GcRecord;
 
 /**
  * A node's side of the communication, as the algorithms use it: every send and receive of a
@@ -53,10 +54,19 @@ final class Node implements AutoCloseable {
     }
 
     /** The STATS payload: send ns, receive ns, sends, bytes sent, bytes received, retransmissions. */
+    /** This node's communication figures, then its JVM's garbage collection so far
+     *  (GcRecord.snapshot(), in GcRecord.KEYS order): what a worker sends the manager at the end. */
     int[] statsWords() {
-        return Message.packLongs(sendNanos, recvNanos, sends, bytesSent, bytesReceived,
-                transport.retransmissions());
+        long[] gc = GcRecord.snapshot();
+        long[] v = new long[STATS_LONGS + gc.length];
+        long[] own = {sendNanos, recvNanos, sends, bytesSent, bytesReceived, transport.retransmissions()};
+        System.arraycopy(own, 0, v, 0, STATS_LONGS);
+        System.arraycopy(gc, 0, v, STATS_LONGS, gc.length);
+        return Message.packLongs(v);
     }
+
+    /** How many longs of statsWords() come before the GC figures. */
+    static final int STATS_LONGS = 6;
 
     @Override
     public void close() {

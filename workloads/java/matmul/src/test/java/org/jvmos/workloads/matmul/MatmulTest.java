@@ -51,6 +51,16 @@ class MatmulTest {
         // SPA: one call each way per worker; MCA on a 1 x 2 grid: the column shifts only
         long expected = algorithm.equals("spa") ? 4 : 2 + 2 * (1 + 39);
         assertEquals(expected, field(json, "calls"), json);
+        // each JVM's own GC record: the manager's and one per worker; every JVM allocated at
+        // least the matrices it received (a 40 x 40 block of ints, 6,400 bytes)
+        assertTrue(field(json, "manager_allocated_bytes") > 40 * 40 * 4, json);
+        String workers = json.replaceAll(".*\"workers_allocated_bytes\":\\[([^\\]]*)\\].*", "$1");
+        String[] each = workers.split(",");
+        assertEquals(2, each.length, json);
+        for (String w : each) {
+            assertTrue(Long.parseLong(w.trim()) > 40 * 40 * 4, json);
+        }
+        assertTrue(json.contains("\"workers_gc_young_count\":["), json);
     }
 
     @Test

@@ -104,8 +104,15 @@ def cmd_report(args) -> int:
 
 
 def cmd_index(args) -> int:
+    """An experiment's directory (it has tables: *.md) gets its page, with a report.html per
+    recording; a directory of experiments gets a page linking theirs."""
     from jvmos import htmlreport
-    print(f"index: {htmlreport.write_suite_index(Path(args.dir), args.title)}")
+    d = Path(args.dir)
+    if d.is_dir() and any(d.glob("*.md")):
+        page = htmlreport.write_index_html(d, args.title or f"jvmos: {d.name}")
+    else:
+        page = htmlreport.write_suite_index(d, args.title or "jvmos results")
+    print(f"index: {page}")
     return 0
 
 
@@ -447,11 +454,14 @@ def build_parser():
                          "figures as inline SVG, provenance, warnings, flame graph links)")
     rp.set_defaults(func=cmd_report)
 
-    ix = sub.add_parser("index", help="write DIR/index.html linking the experiment pages under DIR",
+    ix = sub.add_parser("index", help="write DIR/index.html: an experiment's page (its tables, "
+                                      "figures and recordings), or a page linking the "
+                                      "experiment pages under DIR",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
-                        epilog="example:\n  jvmos index results/runs/demo-20261124-101500\n")
+                        epilog="examples:\n  jvmos index results/matmul\n"
+                               "  jvmos index results/runs/demo-20261124-101500\n")
     ix.add_argument("dir")
-    ix.add_argument("--title", default="jvmos results")
+    ix.add_argument("--title")
     ix.set_defaults(func=cmd_index)
 
     ex = sub.add_parser("export", help="write a finished run for other tools (OpenMetrics, pprof)",

@@ -24,7 +24,7 @@ from jvmos import JvmosError
 from jvmos.analyzers import rawparse
 from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
 from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
-from jvmos.session import start_counting
+from jvmos.session import OutputTail, start_counting
 
 SCHEMA = "jvmos.timeline/1"
 # how long bpftrace may take to print a snapshot before the live view gives up on it
@@ -123,29 +123,18 @@ class LiveView:
         self.echo = echo or (lambda line: print(line, flush=True))
         self.intervals: List[dict] = []
         self.skipped: List[str] = []
-        self._offset = 0
+        self._tail = OutputTail(raw_path)
         self._lines: List[str] = []
         self._prev = None        # (summary, cpu_ns, t_s)
         self.t0 = time.monotonic()
 
     # ---- snapshots
-    def _read_new(self) -> str:
-        try:
-            with open(self.raw_path, "rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except OSError:
-            return ""
-        end = chunk.rfind(b"\n") + 1
-        self._offset += end
-        return chunk[:end].decode(errors="replace")
-
     def snapshot(self, bt_alive: Callable[[], bool]) -> Optional[rawparse.Raw]:
         """Ask for a snapshot and parse it; None if bpftrace did not print it in time."""
         request_snapshot()
         deadline = time.monotonic() + SNAPSHOT_TIMEOUT_S
         while time.monotonic() < deadline:
-            self._lines += self._read_new().splitlines()
+            self._lines += self._tail.read().decode(errors="replace").splitlines()
             ends = [i for i, line in enumerate(self._lines) if SNAPSHOT_END in line]
             if ends:
                 e = ends[0]

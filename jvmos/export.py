@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client import exposition as classic
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
@@ -98,9 +99,12 @@ def _category_metrics(fam: _Families, summary: dict) -> None:
             else:
                 fam.add("jvmos_category_calls", "counter",
                         "Calls of the category counted by the probes during the recording; "
+                        "categories overlap (kernel_copy and nio_copy count the I/O "
+                        "syscalls that io_syscall counts: do not add categories up); "
                         + _WHERE, lab, c.get("calls"))
             fam.add("jvmos_category_bytes", "counter",
-                    "Bytes moved by the category's calls, as the probes saw them; " + _WHERE,
+                    "Bytes moved by the category's calls, as the probes saw them; categories "
+                    "overlap as the calls do; " + _WHERE,
                     lab, c.get("bytes"), unit="bytes")
             t = c.get("time_ns")
             if t is not None:
@@ -109,9 +113,15 @@ def _category_metrics(fam: _Families, summary: dict) -> None:
                         "says how it was obtained (measured by probes, estimated by a "
                         "calibrated model, sampled as CPU samples x interval); corrected=true "
                         "when the probes' own estimated cost was subtracted from the measured "
-                        "time; absent when unknown; " + _WHERE,
+                        "time; floored=true when that subtraction went below 0 and the value "
+                        "was set to 0 (the true time is small, not known to be 0); "
+                        "corrected=not_applicable for estimated and sampled times; absent "
+                        "when unknown; " + _WHERE,
                         dict(lab, method=c.get("method") or "unknown",
-                             corrected="true" if c.get("corrected") is True else "false"),
+                             corrected=("true" if c.get("corrected") is True else
+                                        "false" if c.get("method") == "measured" else
+                                        "not_applicable"),
+                             floored="true" if c.get("floored") else "false"),
                         t / NS, unit="seconds")
             raw = c.get("time_raw_ns")
             if raw is not None:
@@ -197,9 +207,11 @@ def _total_metrics(fam: _Families, summary: dict, manifest: dict) -> None:
             "bound)", {"complete": str(bool(t.get("target_cpu_complete"))).lower()},
             None if cpu is None else cpu / NS, unit="seconds")
     pct = t.get("guaranteed_overhead_pct_of_cpu")
-    fam.add("jvmos_guaranteed_overhead_ratio_of_target_cpu", "gauge",
-            "Guaranteed overhead divided by the target's CPU time during the recording, as a "
-            "ratio (0..1, not a percentage; 0.01 = 1%)", {},
+    fam.add("jvmos_guaranteed_overhead_of_target_cpu_ratio", "gauge",
+            "Guaranteed overhead divided by the target's CPU time during the recording (the "
+            "CPU the traced processes used while traced, the probes' own estimated cost "
+            "included: jvmos_probe_overhead_seconds), as a ratio (0..1, not a percentage; "
+            "0.01 = 1%)", {},
             None if pct is None else pct / 100.0)
     po = t.get("probe_overhead_ns")
     fam.add("jvmos_probe_overhead_seconds", "gauge",
@@ -281,14 +293,25 @@ class SummaryCollector:
         return list(fam)
 
 
+def _registry(manifest: dict, summary: dict, run_name: str) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SummaryCollector(manifest, summary, run_name))
+    return registry
+
+
 def openmetrics_text(manifest: dict, summary: dict, run_name: str = "") -> str:
     """The recording's summary as OpenMetrics text, ending with '# EOF'.
 
     run_name, the run directory's name, labels jvmos_recording_info (run); neither file
     names its directory, so without it the label is left out (export() passes it)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SummaryCollector(manifest, summary, run_name))
-    return generate_latest(registry).decode("utf-8")
+    return generate_latest(_registry(manifest, summary, run_name)).decode("utf-8")
+
+
+def prometheus_text(manifest: dict, summary: dict, run_name: str = "") -> str:
+    """The same metrics in Prometheus's classic text format (version 0.0.4), the one
+    node-exporter's textfile collector and the Pushgateway parse: the info metric becomes a
+    gauge named *_info with value 1, counters keep their _total samples."""
+    return classic.generate_latest(_registry(manifest, summary, run_name)).decode("utf-8")
 
 
 # --------------------------------------------------------------------------- pprof

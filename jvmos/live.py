@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos.analyzers import rawparse
+from jvmos.analyzers.summary import guaranteed_by_resource
 from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
 from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
 from jvmos.session import OutputTail, start_counting
@@ -45,32 +46,54 @@ def _diff(cur, prev):
     return cur - prev
 
 
+def _interval_time(c: dict, p: dict) -> tuple:
+    """(time_ns, flags) of one category over an interval. A corrected time is the interval's
+    raw time less the interval's correction (both sums grow with the hits), floored at 0 and
+    flagged as the summary floors a total; an estimated or sampled time is the difference of
+    the two estimates (they grow with the counts). Unknown in either snapshot: unknown."""
+    flags = {}
+    if c.get("corrected") and c.get("time_raw_ns") is not None and c.get("correction_ns") is not None:
+        raw = _diff(c.get("time_raw_ns"), p.get("time_raw_ns", 0) if p else 0)
+        corr = _diff(c.get("correction_ns"), p.get("correction_ns", 0) if p else 0)
+        if raw is None or corr is None:
+            return None, flags
+        flags["corrected"] = True
+        if corr > 0.5 * raw:
+            flags["correction_dominates"] = True
+        if raw - corr < 0:
+            flags["floored"] = True
+            return 0.0, flags
+        return raw - corr, flags
+    return _diff(c.get("time_ns"), (p or {}).get("time_ns", 0)), flags
+
+
 def interval_of(prev: dict, cur: dict, cpu_prev: Optional[int], cpu_cur: Optional[int],
                 index: int, t_start_s: float, t_end_s: float) -> dict:
-    """One interval of the timeline: the difference of two cumulative summaries."""
+    """One interval of the timeline from two cumulative summaries: counts are differences;
+    times as _interval_time says; the guaranteed overhead is summed again from the interval's
+    categories (unknown, with its known terms apart, when a term's time is unknown)."""
     cats: Dict[str, dict] = {}
     pcats = prev.get("categories") or {}
     for name, c in (cur.get("categories") or {}).items():
-        p = pcats.get(name) or {f: 0 for f in FIGURES}
-        row = {f: _diff(c.get(f), p.get(f, 0)) for f in FIGURES}
+        p = pcats.get(name)
+        row = {f: _diff(c.get(f), (p or {}).get(f, 0)) for f in ("calls", "bytes")}
+        row["time_ns"], flags = _interval_time(c, p)
         row["method"] = c.get("method")
-        if c.get("corrected"):
-            row["corrected"] = True
-        if c.get("correction_dominates"):
-            row["correction_dominates"] = True
+        row.update(flags)
         cats[name] = row
+    by_res, unknown = guaranteed_by_resource(cats)
+    g_known = sum(by_res.values())
     pt, ct = prev.get("totals") or {}, cur.get("totals") or {}
-    pres, cres = pt.get("guaranteed_by_resource") or {}, ct.get("guaranteed_by_resource") or {}
-    by_res = {r: _diff(v, pres.get(r, 0)) for r, v in cres.items()}
-    g = _diff(ct.get("guaranteed_overhead_ns"), pt.get("guaranteed_overhead_ns", 0))
-    g_known = _diff(ct.get("guaranteed_overhead_known_ns"), pt.get("guaranteed_overhead_known_ns", 0))
     cpu = _diff(cpu_cur, cpu_prev)
+    probe = _diff(ct.get("probe_overhead_ns"), pt.get("probe_overhead_ns", 0))
+    g = None if unknown else g_known
     return {"index": index, "t_start_s": round(t_start_s, 3), "t_end_s": round(t_end_s, 3),
             "categories": cats, "guaranteed_by_resource": by_res,
             "guaranteed_overhead_ns": g, "guaranteed_overhead_known_ns": g_known,
-            "guaranteed_overhead_unknown": list(ct.get("guaranteed_overhead_unknown") or []),
-            "probe_overhead_ns": _diff(ct.get("probe_overhead_ns"), pt.get("probe_overhead_ns", 0)),
+            "guaranteed_overhead_unknown": unknown,
+            "probe_overhead_ns": probe,
             "target_cpu_ns": cpu,
+            # the CPU the traced processes used in the interval, the probes' own included
             "guaranteed_overhead_pct_of_cpu": (100.0 * g / cpu if g is not None and cpu
                                                else None)}
 
@@ -84,12 +107,16 @@ def format_interval(e: dict, interval_s: float, count: Optional[int]) -> List[st
                  f"no time for {', '.join(e['guaranteed_overhead_unknown'])})")
     else:
         gtext = f"guaranteed overhead {fmt_ns(g)}"
+    probe = e.get("probe_overhead_ns")
+    of_which = ("" if probe is None else
+                f", of which the probes' ~{fmt_ns(probe)} (estimated)")
     if cpu is None:
         share = "target's CPU time not read"
     elif g is None or not cpu:
-        share = f"target's CPU {fmt_ns(cpu)}"
+        share = f"target's CPU while traced {fmt_ns(cpu)}{of_which}"
     else:
-        share = f"= {e['guaranteed_overhead_pct_of_cpu']:.2f}% of the target's {fmt_ns(cpu)} CPU"
+        share = (f"= {e['guaranteed_overhead_pct_of_cpu']:.2f}% of the target's {fmt_ns(cpu)} "
+                 f"CPU while traced{of_which}")
     lines = [f"{time.strftime('%H:%M:%S')}  interval {e['index']}{of} "
              f"({e['t_start_s']:.1f}-{e['t_end_s']:.1f} s)  {gtext} {share}",
              f"  {'CATEGORY':<16}{'CALLS':>12}{'BYTES':>12}{'TIME':>12}  METHOD"]
@@ -99,7 +126,8 @@ def format_interval(e: dict, interval_s: float, count: Optional[int]) -> List[st
         if not any(c.get(f) for f in FIGURES):
             continue
         method = (c.get("method") or "?") + (", corrected" if c.get("corrected") else "") + \
-                 (", correction dominates" if c.get("correction_dominates") else "")
+                 (", correction dominates" if c.get("correction_dominates") else "") + \
+                 (", floored at 0" if c.get("floored") else "")
         lines.append(f"  {name:<16}{fmt_count(c.get('calls')):>12}{fmt_bytes(c.get('bytes')):>12}"
                      f"{fmt_ns(c.get('time_ns')):>12}  {method}")
         shown += 1
@@ -125,68 +153,105 @@ class LiveView:
         self.skipped: List[str] = []
         self._tail = OutputTail(raw_path)
         self._lines: List[str] = []
+        self._requested = self._received = 0
+        self.lost_events = 0
+        self._lost_before = 0
         self._prev = None        # (summary, cpu_ns, t_s)
         self.t0 = time.monotonic()
+        self.ended: Optional[str] = None
 
     # ---- snapshots
-    def snapshot(self, bt_alive: Callable[[], bool]) -> Optional[rawparse.Raw]:
-        """Ask for a snapshot and parse it; None if bpftrace did not print it in time."""
+    def _read_lines(self) -> None:
+        """The new whole lines of bpftrace's output; lost-event records counted wherever
+        they fall (inside a snapshot block or between two)."""
+        new = self._tail.read().decode(errors="replace").splitlines()
+        for line in new:
+            if '"lost_events"' in line:
+                r = rawparse.parse_lines([line])
+                self.lost_events += r.lost_events
+        self._lines += new
+
+    def snapshot(self, bt_alive: Callable[[], bool],
+                 stopping: Callable[[], bool] = lambda: False) -> tuple:
+        """Ask for a snapshot and parse it: (Raw, None), or (None, why there is none). Blocks
+        are counted: a block that comes after its request gave up is skipped, never taken
+        for the next one's."""
         request_snapshot()
+        self._requested += 1
         deadline = time.monotonic() + SNAPSHOT_TIMEOUT_S
-        while time.monotonic() < deadline:
-            self._lines += self._tail.read().decode(errors="replace").splitlines()
-            ends = [i for i, line in enumerate(self._lines) if SNAPSHOT_END in line]
-            if ends:
+        while True:
+            self._read_lines()
+            while True:
+                ends = [i for i, line in enumerate(self._lines) if SNAPSHOT_END in line]
+                if not ends:
+                    break
                 e = ends[0]
                 begins = [i for i in range(e) if SNAPSHOT_BEGIN in self._lines[i]]
                 block = self._lines[(begins[-1] + 1) if begins else 0:e]
                 self._lines = self._lines[e + 1:]
+                self._received += 1
+                if self._received < self._requested:
+                    continue            # a late block of an earlier request
                 text = "\n".join(block)
                 for decoy, real in self.decoys.items():
                     text = text.replace(decoy, real)
-                return rawparse.parse_lines(text.split("\n"))
+                return rawparse.parse_lines(text.split("\n")), None
             if not bt_alive():
-                return None
+                return None, "bpftrace stopped before printing it"
+            if stopping():
+                return None, "the recording was stopped while waiting for it"
+            if time.monotonic() >= deadline:
+                return None, f"bpftrace did not print it within {SNAPSHOT_TIMEOUT_S:.0f} s"
             time.sleep(0.02)
-        return None
 
     def start(self, bt_alive: Callable[[], bool]) -> None:
         """The first snapshot, when tracing begins: interval 1 is measured from it."""
         self.t0 = time.monotonic()
         self.take(0.0, bt_alive, None)
 
-    def take(self, t_s: float, bt_alive: Callable[[], bool], index: Optional[int]) -> bool:
+    def take(self, t_s: float, bt_alive: Callable[[], bool], index: Optional[int],
+             stopping: Callable[[], bool] = lambda: False) -> bool:
         """A snapshot at t_s seconds into the recording; with an index, the interval since
-        the previous snapshot is printed and kept. False if no snapshot came."""
-        raw = self.snapshot(bt_alive)
+        the previous snapshot is printed and kept. False if no snapshot came. An error in
+        the interval's figures is kept in `skipped`: it never ends the recording."""
+        raw, why = self.snapshot(bt_alive, stopping)
         cpu = self.cpu_now()
         if raw is None:
-            self.skipped.append(f"no snapshot at {t_s:.1f} s (bpftrace did not print it within "
-                                f"{SNAPSHOT_TIMEOUT_S:.0f} s)")
+            self.skipped.append(f"no snapshot at {t_s:.1f} s: {why}")
             return False
-        summary = self.summarize(raw, int(t_s * 1e9))
-        if index is not None and self._prev is not None:
-            psum, pcpu, pt = self._prev
-            e = interval_of(psum, summary, pcpu, cpu, index, pt, t_s)
-            self.intervals.append(e)
-            for line in format_interval(e, self.interval_s, self.count):
-                self.echo(line)
-            self.write()
-            if self.metrics is not None:
-                try:
+        try:
+            summary = self.summarize(raw, int(t_s * 1e9))
+            if index is not None and self._prev is not None:
+                psum, pcpu, pt = self._prev
+                e = interval_of(psum, summary, pcpu, cpu, index, pt, t_s)
+                e["lost_events"] = self.lost_events - self._lost_before
+                self.intervals.append(e)
+                for line in format_interval(e, self.interval_s, self.count):
+                    self.echo(line)
+                self.write()
+                if self.metrics is not None:
                     self.metrics(summary)
-                except (OSError, JvmosError) as err:
-                    self.skipped.append(f"metrics file not written at {t_s:.1f} s: {err}")
+        except (OSError, JvmosError, ValueError, KeyError, TypeError) as err:
+            self.skipped.append(f"interval {index} at {t_s:.1f} s not kept: {err}")
+            return False
         self._prev = (summary, cpu, t_s)
+        self._lost_before = self.lost_events
         return True
 
     def as_dict(self) -> dict:
         return {"schema": SCHEMA, "interval_s": self.interval_s, "count": self.count,
                 "what": ("per interval: differences of two cumulative snapshots of the "
-                         "probes' maps; counts are what the probes saw, times are corrected "
-                         "for the probe effect (or estimated, as the method says), "
-                         "target_cpu_ns is the traced processes' CPU time in the interval"),
-                "intervals": self.intervals, "skipped": self.skipped}
+                         "probes' maps; counts are what the probes saw; a corrected time is "
+                         "the interval's raw time less the interval's correction (floored at "
+                         "0, flagged), an estimated one the difference of the estimates; "
+                         "target_cpu_ns is the traced processes' CPU time in the interval, the "
+                         "probes' own cost included (probe_overhead_ns, estimated)"),
+                "intervals": self.intervals, "skipped": self.skipped,
+                "ended": self.ended,
+                "covered_until_s": self.intervals[-1].get("t_end_s") if self.intervals else 0.0,
+                "after_the_last_interval": ("the recording's end: what the probes saw after "
+                                            "covered_until_s is in summary.json only"),
+                "lost_events": self.lost_events}
 
     def write(self) -> None:
         tmp = self.out / ".timeline.json.tmp"
@@ -196,10 +261,11 @@ class LiveView:
     # ---- the loop
     def run(self, session, root: int, duration: Optional[float], load) -> bool:
         """Intervals until --count, --duration, a signal, the load's end, bpftrace dying or
-        the target exiting. Returns True when the target exited. The caller took the first
-        snapshot (start()) when tracing began."""
+        the target exiting (said in `ended`). Returns True when the target exited. The
+        caller took the first snapshot (start()) when tracing began."""
         t0 = self.t0
         bt_alive = lambda: session.bt is None or session.bt.poll() is None  # noqa: E731
+        stopping = lambda: session.interrupted is not None  # noqa: E731
         end = None if duration is None else t0 + duration
         i = 0
         while self.count is None or i < self.count:
@@ -207,14 +273,24 @@ class LiveView:
             stop_at = nxt if end is None else min(nxt, end)
             gone = session.wait_attached(root, max(0.0, stop_at - time.monotonic()), load)
             if gone:
+                self.ended = "the target exited"
                 return True
-            if (session.interrupted is not None or not bt_alive()
-                    or (load is not None and not load.is_alive())):
+            if session.interrupted is not None:
+                self.ended = "stopped by a signal"
                 return False
-            if time.monotonic() < nxt - 1e-3:      # the duration ended first
+            if not bt_alive():
+                self.ended = "bpftrace stopped"
+                return False
+            if load is not None and not load.is_alive():
+                self.ended = "the driven load ended"
+                return False
+            if time.monotonic() < nxt - 1e-3:
+                self.ended = "--duration elapsed"
                 return False
             i += 1
-            self.take(time.monotonic() - t0, bt_alive, i)
+            self.take(time.monotonic() - t0, bt_alive, i, stopping)
             if end is not None and time.monotonic() >= end:
+                self.ended = "--duration elapsed"
                 return False
+        self.ended = f"--count {self.count} intervals"
         return False

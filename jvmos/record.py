@@ -709,10 +709,14 @@ def _trace(run: _Run) -> None:
                     finally:
                         manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
                                             "intervals": len(live.intervals),
-                                            "timeline": "timeline.json",
-                                            "skipped": live.skipped}
-                        if live.intervals or live.skipped:
+                                            "ended": live.ended, "skipped": live.skipped,
+                                            "lost_events": live.lost_events}
+                        try:
                             live.write()
+                            manifest["live"]["timeline"] = "timeline.json"
+                        except OSError as e:
+                            manifest["live"]["timeline"] = None
+                            run.warnings.append(f"timeline.json could not be written: {e}")
                 else:
                     target_gone = session.wait_attached(root, opts.duration, load)
                 wall_ns = time.monotonic_ns() - t0
@@ -812,6 +816,14 @@ def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
     return kw, probe_warnings, jvm_home_by_pid
 
 
+def write_metrics_file(run: _Run, summary: dict) -> None:
+    """--metrics-file: the recording so far in Prometheus's text format (what
+    node-exporter's textfile collector reads), replaced whole."""
+    from jvmos import export
+    export.write_atomically(Path(run.opts.metrics_file),
+                            export.prometheus_text(run.manifest, summary, run.out.name).encode())
+
+
 def _live_view(run: _Run, tree, cpu_watch):
     """The live view of an attach-mode recording (jvmos.live): snapshots summarized by the
     same analyzers as the end of the recording; OpenMetrics text each interval if asked."""
@@ -828,12 +840,8 @@ def _live_view(run: _Run, tree, cpu_watch):
         cpu_watch.poll()
         return cpu_watch.result().get("cpu_ns")
 
-    def write_metrics(summary):
-        from jvmos import export
-        export.write_atomically(Path(run.opts.metrics_file),
-                                export.openmetrics_text(run.manifest, summary,
-                                                        run.out.name).encode())
-    metrics = write_metrics if run.opts.metrics_file is not None else None
+    metrics = ((lambda summary: write_metrics_file(run, summary))
+               if run.opts.metrics_file is not None else None)
     return live_mod.LiveView(run.out, run.raw_path, run.opts.interval, run.opts.count,
                              summarize, cpu_now,
                              decoys=run.scoper.decoys if run.scoper is not None else None,
@@ -929,6 +937,12 @@ def _conclude(run: _Run) -> Result:
                      "wall_ns": wall_ns, "bpftrace_exit_status": run.bt_rc,
                      "status_reason": reason})
     _finish(out, manifest, summary)
+    if opts.metrics_file is not None:
+        # the live file ends with the whole recording's figures and status
+        try:
+            write_metrics_file(run, summary)
+        except (OSError, JvmosError) as e:
+            log(f"warning: {opts.metrics_file} not rewritten with the final figures: {e}")
     if load_error:
         raise JvmosError(f"the load driven during the recording failed: {load_error[0]}; "
                          f"the recording is kept in {out}")

@@ -100,7 +100,10 @@ def test_openmetrics_times_carry_their_method(time_text):
         t = one(fams, "jvmos_category_time_seconds", pid=PID_TIME, category=name)
         assert t.value == pytest.approx(c["time_ns"] / 1e9, rel=1e-12)
         assert t.labels["method"] == c["method"]
-        assert t.labels["corrected"] == ("true" if c.get("corrected") else "false")
+        assert t.labels["corrected"] == ("true" if c.get("corrected") else
+                                         "false" if c["method"] == "measured" else
+                                         "not_applicable")
+        assert t.labels["floored"] == ("true" if c.get("floored") else "false")
     assert one(fams, "jvmos_category_time_seconds", category="nio_copy").labels["method"] \
         == "estimated"
     # the raw time is apart from the corrected one, and only where the probes timed it
@@ -126,7 +129,7 @@ def test_openmetrics_totals(time_text):
     assert io.labels["complete"] == "true"
     cpu = one(fams, "jvmos_target_cpu_seconds").value
     assert cpu == pytest.approx(t["target_cpu_ns"] / 1e9)
-    ratio = one(fams, "jvmos_guaranteed_overhead_ratio_of_target_cpu").value
+    ratio = one(fams, "jvmos_guaranteed_overhead_of_target_cpu_ratio").value
     assert ratio == pytest.approx(t["guaranteed_overhead_pct_of_cpu"] / 100)
     assert ratio == pytest.approx(g / cpu)                     # a ratio, not a percentage
     assert 0 < ratio < 1
@@ -191,7 +194,7 @@ def test_openmetrics_unknown_is_absent_not_zero():
     assert not samples(fams, "jvmos_category_calls", category="free_estimated")
     assert one(fams, "jvmos_category_estimated_calls", category="free_estimated").value == 9
     for absent in ("jvmos_guaranteed_overhead_seconds", "jvmos_target_cpu_seconds",
-                   "jvmos_guaranteed_overhead_ratio_of_target_cpu",
+                   "jvmos_guaranteed_overhead_of_target_cpu_ratio",
                    "jvmos_probe_overhead_seconds", "jvmos_probe_hits"):
         assert not samples(fams, absent), absent
     assert one(fams, "jvmos_guaranteed_overhead_known_seconds").value == pytest.approx(1e-6)
@@ -417,3 +420,18 @@ def test_export_is_atomic(tmp_path, monkeypatch, failing):
     export.export(d, "openmetrics")
     assert (d / "metrics.prom").read_text().endswith("# EOF\n")
     assert oct(os.stat(d / "metrics.prom").st_mode & 0o777) == "0o644"
+
+
+def test_classic_text_for_the_textfile_collector():
+    """node-exporter's textfile collector reads Prometheus's classic format: no 'info' type,
+    counters typed on their base name; prometheus_client's classic parser reads it back."""
+    from prometheus_client.parser import text_string_to_metric_families as classic_parse
+    m, s = read_json(TIME_RUN / "manifest.json"), read_json(TIME_RUN / "summary.json")
+    text = export.prometheus_text(m, s, "socket-time")
+    assert "# TYPE jvmos_recording_info gauge" in text and " info" not in text.split("# EOF")[0] \
+        .replace("_info", "")
+    assert "# EOF" not in text
+    fams = {f.name: f for f in classic_parse(text)}
+    calls = [x for x in fams["jvmos_category_calls"].samples
+             if x.labels.get("pid") == PID_TIME and x.labels.get("category") == "jni_copy"]
+    assert [x.value for x in calls] == [s["by_pid"][PID_TIME]["categories"]["jni_copy"]["calls"]]

@@ -14,35 +14,56 @@ def summary(cats: dict, g=None, by=None, probe=None):
                        "guaranteed_overhead_unknown": [] if g is not None else ["malloc"]}}
 
 
+def corrected(calls, raw, corr, floored=False):
+    return {"calls": calls, "bytes": 10 * calls, "time_raw_ns": raw, "correction_ns": corr,
+            "time_ns": max(0.0, raw - corr), "method": "measured", "corrected": True,
+            "floored": floored}
+
+
 def test_an_interval_is_the_difference_of_two_snapshots():
-    a = summary({"io_syscall": {"calls": 100, "bytes": 1000, "time_ns": 5000.0,
-                                "method": "measured", "corrected": True}},
-                g=5000.0, by={"io": 5000.0}, probe=200.0)
-    b = summary({"io_syscall": {"calls": 160, "bytes": 1600, "time_ns": 8000.0,
-                                "method": "measured", "corrected": True},
-                 "jni_copy": {"calls": 7, "bytes": 70, "time_ns": 30.0, "method": "measured"}},
-                g=8030.0, by={"io": 8030.0}, probe=260.0)
+    # io_syscall is not a guaranteed-overhead category, jni_copy and kernel_copy are
+    a = summary({"io_syscall": corrected(100, 9000.0, 4000.0),
+                 "jni_copy": corrected(10, 100.0, 400.0, floored=True)}, probe=200.0)
+    b = summary({"io_syscall": corrected(160, 14000.0, 6000.0),
+                 "jni_copy": corrected(17, 2000.0, 680.0),
+                 "kernel_copy": {"calls": 7, "bytes": 70, "time_ns": 30.0,
+                                 "method": "estimated"}}, probe=260.0)
     e = live.interval_of(a, b, 1_000_000, 1_300_000, 2, 2.0, 4.0)
-    assert e["categories"]["io_syscall"] == {"calls": 60, "bytes": 600, "time_ns": 3000.0,
-                                             "method": "measured", "corrected": True}
+    io = e["categories"]["io_syscall"]
+    assert (io["calls"], io["bytes"], io["method"]) == (60, 600, "measured")
+    assert io["time_ns"] == 5000.0 - 2000.0 and io["corrected"] is True
+    # the earlier snapshot's JNI time was floored at 0 (raw 100 < correction 400): the
+    # interval's is its own raw 1,900 less its own correction 280, not 1,320 - 0
+    jni = e["categories"]["jni_copy"]
+    assert jni["time_ns"] == 1900.0 - 280.0 and "floored" not in jni
     # a category first seen in this interval: everything it has happened in it
-    assert e["categories"]["jni_copy"]["calls"] == 7
-    assert e["guaranteed_overhead_ns"] == pytest.approx(3030.0)
-    assert e["guaranteed_by_resource"] == {"io": pytest.approx(3030.0)}
+    assert e["categories"]["kernel_copy"]["calls"] == 7
+    assert e["guaranteed_overhead_ns"] == pytest.approx(1620.0 + 30.0)
+    assert e["guaranteed_by_resource"] == {"io": pytest.approx(1650.0)}
     assert e["probe_overhead_ns"] == pytest.approx(60.0)
     assert e["target_cpu_ns"] == 300_000
-    # the share's numerator and denominator are the same interval's
-    assert e["guaranteed_overhead_pct_of_cpu"] == pytest.approx(100 * 3030.0 / 300_000)
+    assert e["guaranteed_overhead_pct_of_cpu"] == pytest.approx(100 * 1650.0 / 300_000)
     assert (e["index"], e["t_start_s"], e["t_end_s"]) == (2, 2.0, 4.0)
 
 
+def test_an_interval_whose_correction_exceeds_its_raw_time_is_floored():
+    a = summary({"jni_copy": corrected(10, 5000.0, 400.0)})
+    b = summary({"jni_copy": corrected(20, 5100.0, 800.0)})
+    jni = live.interval_of(a, b, 0, 10, 1, 0.0, 1.0)["categories"]["jni_copy"]
+    assert jni["time_ns"] == 0.0 and jni["floored"] and jni["correction_dominates"]
+    assert "floored at 0" in "\n".join(live.format_interval(
+        live.interval_of(a, b, 0, 10, 1, 0.0, 1.0), 1.0, None))
+
+
 def test_unknown_stays_unknown():
-    a = summary({"malloc": {"calls": 1, "bytes": None, "time_ns": None, "method": "measured"}})
+    a = summary({"malloc": {"calls": 1, "bytes": None, "time_ns": 50.0, "method": "measured"}})
     b = summary({"malloc": {"calls": 4, "bytes": None, "time_ns": None, "method": "measured"}})
     e = live.interval_of(a, b, None, None, 1, 0.0, 1.0)
     assert e["categories"]["malloc"] == {"calls": 3, "bytes": None, "time_ns": None,
                                          "method": "measured"}
-    assert e["guaranteed_overhead_ns"] is None and e["target_cpu_ns"] is None
+    # the term is unknown in this interval: the sum is unknown, its known part kept apart
+    assert e["guaranteed_overhead_ns"] is None and e["guaranteed_overhead_unknown"] == ["malloc"]
+    assert e["guaranteed_overhead_known_ns"] == 0 and e["target_cpu_ns"] is None
     assert e["guaranteed_overhead_pct_of_cpu"] is None
     text = "\n".join(live.format_interval(e, 1.0, None))
     assert "guaranteed overhead unknown" in text and "malloc" in text
@@ -50,13 +71,12 @@ def test_unknown_stays_unknown():
 
 
 def test_format_names_the_denominator_and_the_method():
-    a = summary({}, g=0.0, by={})
-    b = summary({"io_syscall": {"calls": 10, "bytes": 100, "time_ns": 2e6, "method": "measured",
-                                "corrected": True, "correction_dominates": True}},
-                g=2e6, by={"io": 2e6})
+    a = summary({}, probe=0.0)
+    b = summary({"jni_copy": corrected(10, 5e6, 3e6)}, probe=1e7)
     lines = live.format_interval(live.interval_of(a, b, 0, 40_000_000, 3, 4.0, 6.0), 2.0, 5)
     assert "interval 3/5 (4.0-6.0 s)" in lines[0]
-    assert "= 5.00% of the target's 40 ms CPU" in lines[0]
+    assert ("= 5.00% of the target's 40 ms CPU while traced, of which the probes' ~10 ms "
+            "(estimated)") in lines[0]
     assert "measured, corrected, correction dominates" in lines[2]
     quiet = live.format_interval(live.interval_of(a, a, 0, 5, 1, 0.0, 2.0), 2.0, None)
     assert quiet[-1].strip() == "(no probe fired in this interval)"
@@ -79,12 +99,29 @@ def test_snapshot_reads_the_block_between_the_markers(tmp_path, monkeypatch):
     raw.write_text("\n".join(lines) + "\n")
     v = live.LiveView(tmp_path, raw, 1.0, None, summarize=None, cpu_now=lambda: None,
                       decoys={"/decoy/libc.so.6": "/lib/libc.so.6"})
-    r = v.snapshot(lambda: True)
-    assert r.maps["@calls"] == {"1,io_syscall,uprobe:/lib/libc.so.6:write": 5}
+    r, why = v.snapshot(lambda: True)
+    assert why is None and r.maps["@calls"] == {"1,io_syscall,uprobe:/lib/libc.so.6:write": 5}
     assert r.maps["@bytes"] == {"1,io_syscall,uprobe:/lib/libc.so.6:write": 50}
     assert not r.errors
-    # bpftrace gone before the next block ends: no snapshot, said by None
-    assert v.snapshot(lambda: False) is None
+    # bpftrace gone before the next block ends: no snapshot, and why
+    assert v.snapshot(lambda: False) == (None, "bpftrace stopped before printing it")
+
+
+def test_a_late_block_is_not_taken_for_the_next_request(tmp_path, monkeypatch):
+    raw = tmp_path / "bpftrace.json"
+    monkeypatch.setattr(live, "start_counting", lambda: None)
+    monkeypatch.setattr(live, "SNAPSHOT_TIMEOUT_S", 0.05)
+    raw.write_text("")
+    v = live.LiveView(tmp_path, raw, 1.0, None, summarize=None, cpu_now=lambda: None)
+    assert v.snapshot(lambda: True)[1].startswith("bpftrace did not print it")
+    block = lambda n: [_rec("printf", SNAPSHOT_BEGIN + "\n"),  # noqa: E731
+                       _rec("map", {"@calls": {"1,io_syscall,x": n}}),
+                       _rec("map", {"@lost": 0}), _rec("printf", SNAPSHOT_END + "\n")]
+    lost = json.dumps({"type": "lost_events", "data": {"events": 3}})
+    raw.write_text("\n".join(block(1) + [lost] + block(2)) + "\n")
+    r, _ = v.snapshot(lambda: True)
+    assert r.maps["@calls"] == {"1,io_syscall,x": 2}          # the second request's block
+    assert v.lost_events == 3
 
 
 def test_timeline_is_written_whole(tmp_path, monkeypatch):

@@ -281,14 +281,14 @@ GC_KEYS = ("gc_young_count", "gc_young_ms", "gc_full_count", "gc_full_ms",
 def gc_of_run(j: dict) -> Optional[dict]:
     """The garbage collection of one run, summed over its JVMs (the manager's and each
     worker's own MXBean figures over its whole life, start-up included); None when the
-    workload did not report it (or a JVM could not count its allocation: -1)."""
+    workload did not report it or a JVM could not give a figure (-1)."""
     out = {}
     for key in GC_KEYS:
         m, w = j.get(f"manager_{key}"), j.get(f"workers_{key}")
         if m is None or (w is None and j.get("workers_calls") is not None):
             return None
         vals = [m] + list(w or [])
-        if key == "allocated_bytes" and any(v < 0 for v in vals):
+        if any(v < 0 for v in vals):        # -1: a JVM could not give this figure
             return None
         out[key] = sum(vals)
     out["jvms"] = 1 + len(j.get(f"workers_{GC_KEYS[0]}") or [])

@@ -33,15 +33,27 @@ public final class GcRecord {
     }
 
     /** The JVM's collections so far, in the order of {@link #KEYS}: young, full and concurrent
-     *  collections and their accumulated ms, then the bytes allocated (-1 when the JVM cannot
-     *  say). */
+     *  collections and their accumulated ms, then the bytes allocated; -1 for a figure the JVM
+     *  cannot give. Under ZGC and Shenandoah the concurrent figures add the collectors'
+     *  "Cycles" and "Pauses" beans (a cycle's pauses are counted beside it). */
     public static long[] snapshot() {
         long[] v = new long[KEYS.length];
+        boolean[] unknown = new boolean[KEYS.length];
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
             String k = kind(gc.getName());
             int i = k.equals("young") ? 0 : k.equals("full") ? 2 : 4;
-            v[i] += Math.max(0, gc.getCollectionCount());
-            v[i + 1] += Math.max(0, gc.getCollectionTime());
+            long count = gc.getCollectionCount();
+            long ms = gc.getCollectionTime();
+            // -1: the collector does not say; the sum is then unknown, not smaller
+            unknown[i] |= count < 0;
+            unknown[i + 1] |= ms < 0;
+            v[i] += Math.max(0, count);
+            v[i + 1] += Math.max(0, ms);
+        }
+        for (int i = 0; i < 6; i++) {
+            if (unknown[i]) {
+                v[i] = -1;
+            }
         }
         v[6] = -1;
         java.lang.management.ThreadMXBean t = ManagementFactory.getThreadMXBean();

@@ -19,7 +19,7 @@ from jvmos import JvmosError
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
-from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
+from jvmos.experiments.common import jdk_label, log, out_dir, progress_over, select_jdks
 from jvmos.experiments.server import (CommandServer, add_level_options, finish, kept_so_far,
                                       measure_level, ms, overhead_table, parse_layers,
                                       parse_positive_levels, rate, save_partial, stacked_figure)
@@ -127,7 +127,7 @@ def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
         log(f"[{mode}] chat server: JVM pid {srv.pid} on port {srv.port}")
         log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
         m["warmup"] = srv.load(str(a.levels[0]))
-        for rooms in a.levels:
+        for rooms in progress_over(a.levels, f"chat {mode}", "level"):
             name = f"{rooms}x{a.users_per_room}"
             users = rooms * a.users_per_room
             L = measure_level(srv, lambda r=rooms: srv.load(str(r)), out, f"{mode}-{name}",

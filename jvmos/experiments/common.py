@@ -51,6 +51,15 @@ class Progress:
         self.bar.close()
 
 
+def progress_over(items, what: str, unit: str = "step"):
+    """The items, one at a time, with a Progress bar stepped after each."""
+    items = list(items)
+    with Progress(len(items), what, unit) as bar:
+        for x in items:
+            yield x
+            bar.step()
+
+
 def last_json(text: str) -> dict:
     """The last JSON object a workload printed (every workload ends with one)."""
     for line in reversed(text.splitlines()):

@@ -28,7 +28,8 @@ from jvmos import JvmosError
 from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model
-from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.common import (Progress, jdk_label, log, out_dir, select_jdks,
+                                      write_outputs)
 from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect_cells
 from jvmos.experiments.server import level_probe_effect
 from jvmos.experiments.shop import Shop, measure_level, parse_levels
@@ -125,11 +126,15 @@ def main(argv) -> int:
             log(f"warm-up: {a.warmup_pages} pages, untraced")
             shop.load(4, max(1, a.warmup_pages // 4))
         results["repeat"] = a.repeat
-        for t, p in a.levels:
-            name = f"{t}x{p}"
-            reps = [measure_level(shop, t, p, out, name if a.repeat == 1 else f"{name}-{i + 1}")
-                    for i in range(a.repeat)]
-            results["levels"][name] = combine(reps)
+        with Progress(len(a.levels) * a.repeat, "heuristic", unit="recording") as bar:
+            for t, p in a.levels:
+                name = f"{t}x{p}"
+                reps = []
+                for i in range(a.repeat):
+                    reps.append(measure_level(shop, t, p, out,
+                                              name if a.repeat == 1 else f"{name}-{i + 1}"))
+                    bar.step()
+                results["levels"][name] = combine(reps)
     analyze(results, k)
     write_tables(results, out)
     return 0

@@ -34,7 +34,7 @@ from jvmos.cputime import cpu_split
 from jvmos.heuristic import model
 from jvmos.jdk import jvm_of_pid
 from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json, log,
-                                      out_dir, probe_effect, probe_effect_cells,
+                                      out_dir, probe_effect, probe_effect_cells, progress_over,
                                       probe_effect_median, probe_totals, write_outputs)
 
 # the layers attached to the server: the paper's four resources
@@ -706,7 +706,7 @@ def main(argv) -> int:
             log(f"warm-up: level {warm}, untraced")
             results["warmup"] = server.load(warm)
         try:
-            for lv in a.levels:
+            for lv in progress_over(a.levels, "server", "level"):
                 results["levels"][lv] = measure_level(
                     server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
                     layers=a.layers, pair=a.warm_pair, rate_key=rate_key)

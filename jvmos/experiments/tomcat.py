@@ -13,7 +13,7 @@ the probe effect.
 import argparse
 
 from jvmos.analyzers.tables import fmt_count
-from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks
+from jvmos.experiments.common import Progress, jdk_label, log, out_dir, select_jdks
 from jvmos.experiments.server import LAYERS, finish
 from jvmos.experiments.shop import Shop, measure_level, parse_levels
 
@@ -71,10 +71,12 @@ def main(argv) -> int:
         if a.warmup_pages:
             log(f"warm-up: {a.warmup_pages} pages, untraced")
             shop.load(4, max(1, a.warmup_pages // 4), a.keepalive)
-        for t, p in a.levels:
-            name = f"{t}x{p}"
-            results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive,
-                                                    pair=a.warm_pair)
+        with Progress(len(a.levels), "tomcat", unit="level") as bar:
+            for t, p in a.levels:
+                name = f"{t}x{p}"
+                results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive,
+                                                        pair=a.warm_pair)
+                bar.step()
     return finish(
         out, "figure2", results, "load (threads x pages)", "pages_per_s", "pages/s",
         f"Figure 2: guaranteed overhead of the shop under load ({results['jdk_label']}, "

@@ -125,3 +125,22 @@ def test_interval_with_a_launched_command(tmp_path):
     line = one_error_line(run_jvmos(["record", "--interval", "1", "--out", str(out), "--",
                                      "/bin/true"]))
     assert "--interval applies to --pid only" in line
+
+
+def test_report_html_of_a_run_without_summary(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"status": "running"}))
+    line = one_error_line(run_jvmos(["report", "--html", str(run)]))
+    assert "has no summary.json" in line and not (run / "report.html").exists()
+
+
+def test_export_bad_format_and_unsampled_run(tmp_path):
+    import shutil
+    from conftest import ROOT
+    run = tmp_path / "socket-time"
+    shutil.copytree(ROOT / "results" / "accuracy" / "runs" / "socket-time", run)
+    line = one_error_line(run_jvmos(["export", str(run), "--format", "csv"]))
+    assert "unknown export format 'csv' (known: openmetrics, pprof)" in line
+    line = one_error_line(run_jvmos(["export", str(run), "--format", "pprof"]))
+    assert "sampling did not run" in line and not (run / "profile.pb.gz").exists()

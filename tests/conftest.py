@@ -87,3 +87,15 @@ def console_messages(stderr: str) -> list:
 def dump_dom(tmp_path: Path, page: Path) -> tuple:
     r = run_chromium(tmp_path, page, "--dump-dom")
     return r.stdout, console_messages(r.stderr)
+
+
+def flame_graph_stand_ins(run_dir: Path) -> None:
+    """The flame graphs that sampling writes beside each profile-<pid>.collapsed are not kept
+    with the reference results (.gitignore): a copied run gets a small stand-in page per
+    profile, so that a report's link to it has a file to point at."""
+    for prof in run_dir.glob("profile-*.collapsed"):
+        pid = prof.stem.split("-", 1)[1]
+        page = run_dir / f"flamegraph-{pid}.html"
+        if not page.exists():
+            page.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>flame "
+                            f"graph {pid}</title></head><body><p>stand-in</p></body></html>\n")

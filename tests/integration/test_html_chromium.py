@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import console_messages, dump_dom, run_chromium
+from conftest import console_messages, dump_dom, flame_graph_stand_ins, run_chromium
 from jvmos import htmlreport
 
 pytestmark = pytest.mark.integration
@@ -23,6 +23,7 @@ def pages(tmp_path_factory) -> dict:
     for name in ("socket-time", "socket-sample"):
         runs[name] = base / name
         shutil.copytree(RESULTS / "accuracy" / "runs" / name, runs[name])
+        flame_graph_stand_ins(runs[name])
     ivs = [{"index": i, "t_start_s": 2.0 * (i - 1), "t_end_s": 2.0 * i,
             "categories": {}, "guaranteed_by_resource": {
                 "io": None if i == 3 else 1e5 * i, "threads": 0.0, "mem": 10.0, "links": None},

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import flame_graph_stand_ins
 from jvmos import JvmosError, htmlreport, report
 from jvmos.analyzers.tables import category_table, fmt_bytes, fmt_count, fmt_ns
 
@@ -146,6 +147,7 @@ def check_self_contained(p: Page):
 def copy_run(tmp_path, src: Path, name=None) -> Path:
     d = tmp_path / (name or src.name)
     shutil.copytree(src, d)
+    flame_graph_stand_ins(d)
     return d
 
 

@@ -19,7 +19,7 @@ from typing import Dict, Optional
 from jvmos import ROOT, JvmosError
 from jvmos import tools
 from jvmos.analyzers import rawparse
-from jvmos.session import Session
+from jvmos.session import ATTACH_TIMEOUT_S, Session
 
 SCRIPT = ROOT / "probes" / "net.bt"
 DIRECTIONS = ("to_port", "from_port")
@@ -57,7 +57,9 @@ class NetCounter:
     by a jvmos Session (its own session, killed with jvmos, ready at common's marker, SIGINT
     for its maps); its raw output is kept in out_dir/net-<port>.json."""
 
-    def __init__(self, port: int, out_dir: Path, ready_timeout: float = 120):
+    # as long as a recording may take to attach: on a busy host every tracepoint attach waits
+    # for other processes' uprobes to be unregistered, one kernel grace period each
+    def __init__(self, port: int, out_dir: Path, ready_timeout: float = ATTACH_TIMEOUT_S):
         if not 0 < int(port) < 65536:
             raise JvmosError(f"bad port {port} to count")
         self.port, self.dir, self.ready_timeout = int(port), Path(out_dir), ready_timeout

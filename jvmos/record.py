@@ -689,6 +689,10 @@ def _trace(run: _Run) -> None:
                 t0_box["ns"] = t0
                 if cpu_watch is not None:
                     cpu_watch.start()
+                # the kernel's run counts of the scoped programs as counting starts (with
+                # JVMOS_BPF_STATS=1): every run before the start signal was filtered out
+                runs_at_start = (scoper.run_counts() if scoper is not None
+                                 and scoper.stats_fd is not None else None)
                 live = None
                 if opts.interval is not None:
                     live = _live_view(run, tree, cpu_watch)
@@ -746,6 +750,9 @@ def _trace(run: _Run) -> None:
                     # the programs' kernel run counts at the stop signal: bpftrace's user space
                     # clears the traced pids a moment later, so counting goes on until then
                     manifest["probes"]["scope"] = scoper.as_dict()
+                    for r in manifest["probes"]["scope"].get("program_runs") or []:
+                        r["runs_at_start"] = (None if runs_at_start is None
+                                              else runs_at_start.get(r["prog_id"], 0))
 
                 def close_scope():
                     """Read the run counts again (counting has stopped once the maps are printed)

@@ -22,6 +22,7 @@ from typing import List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from jvmos import JvmosError
+from jvmos.export import write_atomically
 from jvmos.analyzers.summary import missed_note
 from jvmos.analyzers.tables import Table, category_table, fmt_count, fmt_ns
 from jvmos.report import load_run, render, scope_line
@@ -472,9 +473,7 @@ def _page(title: str, body: List[str]) -> str:
 
 
 def _write(path: Path, text: str):
-    tmp = path.parent / f".{path.name}.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, text.encode("utf-8"))
 
 
 def badge(cls: str, text: str, title: str) -> str:

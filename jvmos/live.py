@@ -15,13 +15,13 @@ estimated category stays estimated. A snapshot is taken when bpftrace's user spa
 the signal, a few ms after jvmos sends it: the interval's edges carry that jitter.
 """
 import json
-import os
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos.analyzers import rawparse
+from jvmos.export import write_atomically
 from jvmos.analyzers.summary import guaranteed_by_resource
 from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
 from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
@@ -98,7 +98,7 @@ def interval_of(prev: dict, cur: dict, cpu_prev: Optional[int], cpu_cur: Optiona
                                                else None)}
 
 
-def format_interval(e: dict, interval_s: float, count: Optional[int]) -> List[str]:
+def format_interval(e: dict, count: Optional[int]) -> List[str]:
     """The lines printed for one interval (BCC's interval tools print a block per interval)."""
     of = f"/{count}" if count else ""
     g, cpu = e["guaranteed_overhead_ns"], e["target_cpu_ns"]
@@ -142,12 +142,11 @@ class LiveView:
     def __init__(self, out: Path, raw_path: Path, interval_s: float, count: Optional[int],
                  summarize: Callable[[rawparse.Raw, int], dict], cpu_now: Callable[[], Optional[int]],
                  decoys: Optional[Dict[str, str]] = None, metrics: Optional[Callable[[dict], None]] = None,
-                 log=print, echo=None):
+                 echo=None):
         self.out, self.raw_path = out, raw_path
         self.interval_s, self.count = interval_s, count
         self.summarize, self.cpu_now, self.metrics = summarize, cpu_now, metrics
         self.decoys = decoys or {}
-        self.log = log
         self.echo = echo or (lambda line: print(line, flush=True))
         self.intervals: List[dict] = []
         self.skipped: List[str] = []
@@ -226,7 +225,7 @@ class LiveView:
                 e = interval_of(psum, summary, pcpu, cpu, index, pt, t_s)
                 e["lost_events"] = self.lost_events - self._lost_before
                 self.intervals.append(e)
-                for line in format_interval(e, self.interval_s, self.count):
+                for line in format_interval(e, self.count):
                     self.echo(line)
                 self.write()
                 if self.metrics is not None:
@@ -254,9 +253,8 @@ class LiveView:
                 "lost_events": self.lost_events}
 
     def write(self) -> None:
-        tmp = self.out / ".timeline.json.tmp"
-        tmp.write_text(json.dumps(self.as_dict(), indent=1) + "\n")
-        os.replace(tmp, self.out / "timeline.json")
+        write_atomically(self.out / "timeline.json",
+                         (json.dumps(self.as_dict(), indent=1) + "\n").encode())
 
     # ---- the loop
     def run(self, session, root: int, duration: Optional[float], load) -> bool:

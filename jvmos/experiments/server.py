@@ -34,7 +34,8 @@ from jvmos.cputime import cpu_split
 from jvmos.heuristic import model
 from jvmos.jdk import jvm_of_pid
 from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json, log,
-                                      out_dir, probe_effect, probe_effect_cells, progress_over,
+                                      out_dir, parse_list, probe_effect, probe_effect_cells,
+                                      progress_over,
                                       probe_effect_median, probe_totals, write_outputs)
 
 # the layers attached to the server: the paper's four resources
@@ -57,12 +58,7 @@ def add_level_options(p: argparse.ArgumentParser):
 
 def parse_layers(text: str) -> List[str]:
     """'io,threads' -> ['io', 'threads']; JvmosError on a layer the catalogue does not know."""
-    layers = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in layers if x not in KNOWN_LAYERS]
-    if bad or not layers:
-        raise JvmosError(f"unknown layer(s) {', '.join(bad) or '(none given)'} "
-                         f"(known: {', '.join(KNOWN_LAYERS)})")
-    return layers
+    return parse_list(text, KNOWN_LAYERS, "layer(s)")
 
 
 def parse_level_tokens(text: Optional[str], what: str = "level") -> List[str]:

@@ -52,7 +52,7 @@ def test_an_interval_whose_correction_exceeds_its_raw_time_is_floored():
     jni = live.interval_of(a, b, 0, 10, 1, 0.0, 1.0)["categories"]["jni_copy"]
     assert jni["time_ns"] == 0.0 and jni["floored"] and jni["correction_dominates"]
     assert "floored at 0" in "\n".join(live.format_interval(
-        live.interval_of(a, b, 0, 10, 1, 0.0, 1.0), 1.0, None))
+        live.interval_of(a, b, 0, 10, 1, 0.0, 1.0), None))
 
 
 def test_unknown_stays_unknown():
@@ -65,7 +65,7 @@ def test_unknown_stays_unknown():
     assert e["guaranteed_overhead_ns"] is None and e["guaranteed_overhead_unknown"] == ["malloc"]
     assert e["guaranteed_overhead_known_ns"] == 0 and e["target_cpu_ns"] is None
     assert e["guaranteed_overhead_pct_of_cpu"] is None
-    text = "\n".join(live.format_interval(e, 1.0, None))
+    text = "\n".join(live.format_interval(e, None))
     assert "guaranteed overhead unknown" in text and "malloc" in text
     assert "CPU time not read" in text
 
@@ -73,12 +73,12 @@ def test_unknown_stays_unknown():
 def test_format_names_the_denominator_and_the_method():
     a = summary({}, probe=0.0)
     b = summary({"jni_copy": corrected(10, 5e6, 3e6)}, probe=1e7)
-    lines = live.format_interval(live.interval_of(a, b, 0, 40_000_000, 3, 4.0, 6.0), 2.0, 5)
+    lines = live.format_interval(live.interval_of(a, b, 0, 40_000_000, 3, 4.0, 6.0), 5)
     assert "interval 3/5 (4.0-6.0 s)" in lines[0]
     assert ("= 5.00% of the target's 40 ms CPU while traced, of which the probes' ~10 ms "
             "(estimated)") in lines[0]
     assert "measured, corrected, correction dominates" in lines[2]
-    quiet = live.format_interval(live.interval_of(a, a, 0, 5, 1, 0.0, 2.0), 2.0, None)
+    quiet = live.format_interval(live.interval_of(a, a, 0, 5, 1, 0.0, 2.0), None)
     assert quiet[-1].strip() == "(no probe fired in this interval)"
 
 

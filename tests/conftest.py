@@ -1,7 +1,9 @@
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,28 @@ def one_error_line(r):
     errors = [l for l in r.stderr.splitlines() if l.startswith("jvmos: error:")]
     assert len(errors) == 1, r.stderr
     return errors[0]
+
+
+# as long as a recording itself may take to attach (jvmos.session.ATTACH_TIMEOUT_S): on a
+# loaded host the uprobes of concurrent tests queue on one kernel lock (README, make test)
+ATTACH_WAIT_S = 600
+
+
+def wait_for_manifest(out: Path, started: bool, timeout: float = ATTACH_WAIT_S) -> None:
+    """Wait until out/manifest.json exists and, if started, until counting has begun
+    (start_time set); fails the test, saying which, when it does not come in time."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = out / "manifest.json"
+        if m.exists():
+            try:
+                if not started or json.loads(m.read_text()).get("start_time"):
+                    return
+            except json.JSONDecodeError:      # caught between a write and its rename
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no manifest{' with start_time' if started else ''} in {out} "
+                         f"after {timeout:.0f} s")
 
 
 # ---- a headless browser, for the HTML pages (Debian package chromium)

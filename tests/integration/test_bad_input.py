@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, one_error_line, run_jvmos
+from conftest import JVMOS, ROOT, can_trace, one_error_line, run_jvmos, wait_for_manifest
 from jvmos.jdk import discover_jdks
 
 pytestmark = pytest.mark.integration
@@ -130,21 +130,6 @@ def bpftrace_of(out):
         if "bpftrace" in cmd and str(out / "probes.bt") in cmd:
             found.append(int(p))
     return found
-
-
-def wait_for_manifest(out, started, timeout=300):
-    """Wait until manifest.json exists and, if started, until tracing has begun."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = out / "manifest.json"
-        if m.exists():
-            try:
-                if not started or read_json(m).get("start_time"):
-                    return
-            except json.JSONDecodeError:
-                pass
-        time.sleep(0.05)
-    raise AssertionError(f"no manifest{' with start_time' if started else ''} in {out}")
 
 
 @needs_tracing

@@ -5,8 +5,7 @@ import time
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, run_jvmos
-from test_bad_input import wait_for_manifest
+from conftest import JVMOS, ROOT, can_trace, run_jvmos, wait_for_manifest
 from test_record import IO_JAR, java, summary
 
 pytestmark = [pytest.mark.integration,

@@ -28,8 +28,9 @@ def lib() -> Path:
 
 def agent_args(run_dir: Path, pid_pattern: bool = True) -> str:
     name = "profile-%p.collapsed" if pid_pattern else "profile.collapsed"
+    # absolute: a launched command that changes directory still writes into the run directory
     return (f"start,event=cpu,interval={INTERVAL_NS},ann,collapsed,"
-            f"file={run_dir / name}")
+            f"file={run_dir.resolve() / name}")
 
 
 def launch_env(run_dir: Path, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:

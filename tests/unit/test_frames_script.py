@@ -136,3 +136,12 @@ def test_bad_profiles_are_one_line(tmp_path):
     (d / "profile-1.collapsed").mkdir(parents=True)
     r = run(d, "--interval-ns", "1000000", "-p", "a")
     assert r.returncode == 1 and "cannot be read" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_agent_writes_into_the_run_directory_from_any_cwd():
+    """`record --sample --out relative/dir -- sh -c 'cd /tmp; java ...'`: the agent's file is
+    absolute, so the profile still lands in the run directory that frames.py reads."""
+    from jvmos import sampling
+    args = sampling.agent_args(Path("results/runs/x"))
+    file = args.split("file=", 1)[1]
+    assert Path(file).is_absolute() and file.endswith("results/runs/x/profile-%p.collapsed")

@@ -143,13 +143,25 @@ def call_site(frames: List[str]) -> Optional[str]:
     return java[i] + (f" -> {java[i + 1]}" if i + 1 < len(java) else "")
 
 
-def parse_collapsed(lines: Iterable[str]) -> List[Tuple[List[str], int]]:
+class BadLine(ValueError):
+    """A line that is not 'frame;...;frame COUNT' (strict parsing): .number is its line number."""
+
+    def __init__(self, number: int, line: str):
+        super().__init__(f"line {number}: {line[:80]!r}")
+        self.number, self.line = number, line
+
+
+def parse_collapsed(lines: Iterable[str], strict: bool = False) -> List[Tuple[List[str], int]]:
+    """(frames, count) per line. A line without an integer count is skipped; strict: a line
+    without a count > 0 or without a frame raises BadLine instead."""
     out = []
-    for line in lines:
+    for number, line in enumerate(lines, 1):
         line = line.rstrip("\n")
         if not line.strip():
             continue
         stack, _, n = line.rpartition(" ")
+        if strict and (not n.isdigit() or int(n) == 0 or not any(stack.split(";"))):
+            raise BadLine(number, line)
         try:
             count = int(n)
         except ValueError:

@@ -30,12 +30,10 @@ from typing import Dict, List
 
 from scipy.stats import chi2
 
-from jvmos.analyzers.stacks import strip
+from jvmos import JvmosError
+from jvmos.analyzers.stacks import BadLine, parse_collapsed, strip
+from jvmos.export import sampling_interval_ns
 from jvmos.sampling import INTERVAL_NS
-
-
-class Bad(Exception):
-    """One line for the user."""
 
 
 def poisson_ci95(n: int) -> tuple:
@@ -46,18 +44,17 @@ def poisson_ci95(n: int) -> tuple:
 
 
 def interval_of(run_dir: Path) -> int:
-    """The sampling interval the run was made with: jvmos samples at sampling.INTERVAL_NS, and
-    its manifest says so ("cpu, <N> ns interval"); a different one is refused, not rescaled."""
+    """The sampling interval the run was made with (what its manifest's sampler names: jvmos
+    samples at sampling.INTERVAL_NS); a different one is refused, not rescaled."""
     m = run_dir / "manifest.json"
-    if m.is_file():
-        try:
-            sampler = json.loads(m.read_text()).get("sampler") or ""
-        except (OSError, json.JSONDecodeError) as e:
-            raise Bad(f"{m}: unreadable ({e})")
-        found = re.search(r"(\d+) ns interval", sampler)
-        if found and int(found.group(1)) != INTERVAL_NS:
-            raise Bad(f"{run_dir}: sampled every {found.group(1)} ns, not {INTERVAL_NS}: "
-                      "pass --interval-ns")
+    try:
+        manifest = json.loads(m.read_text()) if m.is_file() else {}
+    except (OSError, json.JSONDecodeError) as e:
+        raise JvmosError(f"{m}: unreadable ({e})")
+    iv = sampling_interval_ns(manifest, {})
+    if iv != INTERVAL_NS:
+        raise JvmosError(f"{run_dir}: sampled every {iv} ns, not {INTERVAL_NS}: "
+                         "pass --interval-ns")
     return INTERVAL_NS
 
 
@@ -66,22 +63,19 @@ def read_profiles(run_dir: Path) -> tuple:
     count > 0 is refused with its place, not skipped."""
     files = sorted(run_dir.glob("profile-*.collapsed"))
     if not files:
-        raise Bad(f"{run_dir}: no profile-*.collapsed (was it recorded with --sample?)")
+        raise JvmosError(f"{run_dir}: no profile-*.collapsed (was it recorded with --sample?)")
     stacks = []
     for f in files:
         try:
             text = f.read_text(errors="replace")
         except OSError as e:
-            raise Bad(f"{f}: cannot be read ({e.strerror or e})")
-        for i, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            stack, _, n = line.rpartition(" ")
-            frames = [fr for fr in stack.split(";") if fr]
-            if not n.isdigit() or int(n) == 0 or not frames:
-                raise Bad(f"{f}:{i}: not a collapsed stack ('frame;...;frame COUNT', COUNT > 0): "
-                          f"{line[:80]!r}")
-            stacks.append((frames, int(n)))
+            raise JvmosError(f"{f}: cannot be read ({e.strerror or e})")
+        try:
+            stacks += [([fr for fr in frames if fr], n)
+                       for frames, n in parse_collapsed(text.splitlines(), strict=True)]
+        except BadLine as e:
+            raise JvmosError(f"{f}:{e.number}: not a collapsed stack ('frame;...;frame COUNT', "
+                             f"COUNT > 0): {e.line[:80]!r}")
     return stacks, len(files)
 
 
@@ -89,7 +83,7 @@ def measure(run_dir: Path, patterns: List[str], interval_ns: int, per_run: int =
     stacks, profiles = read_profiles(run_dir)
     total = sum(n for _, n in stacks)
     if total == 0:
-        raise Bad(f"{run_dir}: the profiles hold no samples")
+        raise JvmosError(f"{run_dir}: the profiles hold no samples")
     compiled = [(p, re.compile(p)) for p in patterns]
     inclusive = {p: 0 for p in patterns}
     leaf = {p: 0 for p in patterns}
@@ -140,7 +134,7 @@ def main(argv=None) -> int:
     try:
         results = [measure(d, a.pattern, a.interval_ns or interval_of(d), a.per_run)
                    for d in a.run_dirs]
-    except Bad as e:
+    except JvmosError as e:
         print(f"frames.py: error: {e}", file=sys.stderr)
         return 1
     if a.json:

@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
 PYTHON ?= python3
 
-.PHONY: demo test deps venv build unit integration clean doctor
+.PHONY: demo test deps venv build engine unit integration clean doctor
 
 demo: build
 	$(JVMOS) doctor
@@ -49,6 +49,7 @@ test: build
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
 	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
 	  mv $(TEST_PLATFORM).tmp $(TEST_PLATFORM); fi
+	$(JVMOS) calibrate --engine bpf --trials 3 --platform $(TEST_PLATFORM) >/dev/null
 	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
 	  --dist worksteal --durations=15 tests/integration
 
@@ -66,10 +67,27 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $@
 
-build: venv
+build: venv engine
 	$(MAKE) -s -C workloads/c
 	cd workloads/java && mvn -q -B -DskipTests package
 	scripts/fetch-async-profiler.sh
+
+# The compiled engine: the BPF programs (probes/*.bpf.c, clang, CO-RE against the kernel's
+# BTF) and their loader (probes/engine, Go on github.com/cilium/ebpf; scripts/go.sh finds or
+# fetches a Go new enough for it).
+BPF_OBJS := $(patsubst probes/%.bpf.c,build/probes/%.bpf.o,$(wildcard probes/*.bpf.c))
+engine: build/jvmos-engine $(BPF_OBJS)
+
+build/vmlinux.h:
+	@mkdir -p build
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+build/probes/%.bpf.o: probes/%.bpf.c probes/common.bpf.h probes/jvmos.h build/vmlinux.h
+	@mkdir -p build/probes
+	clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibuild -Iprobes -c $< -o $@
+
+build/jvmos-engine: $(wildcard probes/engine/*.go) probes/engine/go.mod probes/engine/go.sum
+	cd probes/engine && ../../scripts/go.sh build -trimpath -o ../../build/jvmos-engine .
 
 doctor: build
 	$(JVMOS) doctor

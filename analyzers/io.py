@@ -159,7 +159,13 @@ WINDOWS_PROCESS = dict(WINDOWS, io_syscall=(
 def correct_times(cats: dict, probes: Optional[dict], mode: str, scope: str = "host") -> None:
     """Correct the io layer's measured times of one process: each function or syscall is
     raw - hits x window; the category is the sum of its corrected parts. Idempotent."""
-    for name, (key, source) in (WINDOWS_PROCESS if scope == "process" else WINDOWS).items():
+    windows = WINDOWS_PROCESS if scope == "process" else WINDOWS
+    if scope == "process" and "io:syscall_upair" in ((probes or {}).get("own_kinds") or ()):
+        # the compiled engine's calibration measured the libc wrapper pair itself
+        windows = dict(WINDOWS, io_syscall=("symbol_pair_time_window", (
+            "symbol_pair_time_window (calibrated for this uprobe+uretprobe pair on libc's "
+            "wrapper, as the engine placed it)")))
+    for name, (key, source) in windows.items():
         c = cats.get(name)
         if not c or (name == "jni_copy" and mode == "count"):
             continue

@@ -111,8 +111,10 @@ def cost_of(key: str, probes: Optional[dict]) -> Tuple[Optional[dict], str]:
         e = p.get(key) or {}
         if e.get("mean_ns") is None:
             return None, "not calibrated (jvmos calibrate --probes)"
+        # a calibration that says what it measured (the compiled engine's) is its own source
         c = {"ns": e["mean_ns"], "ci95_ns": e.get("ci95_ns"),
-             "source": BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}",
+             "source": (f"measured: {e['measured_with']}" if e.get("measured_with") else
+                        BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}"),
              "calibration_key": key}
     if c["ns"] <= 0:
         ci = c.get("ci95_ns")
@@ -136,7 +138,7 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
             costs[kind] = {"ns": None, "source": "unknown: " + why}
             continue
         costs[kind] = dict(c, what=spec[0], total_ns=n * c["ns"])
-        if kind in BORROWED_KIND:
+        if kind in BORROWED_KIND and kind not in ((probes or {}).get("own_kinds") or ()):
             costs[kind]["source"] = BORROWED_KIND[kind]
         known_ns += n * c["ns"]
         if c.get("ci95_ns"):

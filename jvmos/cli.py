@@ -15,6 +15,8 @@ examples:
   jvmos record --layers io,jni --out /tmp/r1 -- java -jar server.jar
                                                  # add the JNI census (adds ~30 s of attach time and
                                                  # one uprobe hit per JNI call: slows JNI-heavy code)
+  jvmos record --engine bpf -- java -jar app.jar  # the compiled probes (io layer): only the
+                                                 # traced JVM traps, attach/detach in ~0.1 s
   jvmos report /tmp/r1                           # read the run again later
 
 cost: every probed JNI copy pays a uprobe+uretprobe pair (~2.8 us here) and every I/O syscall
@@ -63,7 +65,7 @@ def cmd_record(args) -> int:
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
                        mode=args.mode, sample=args.sample, scope=args.scope,
-                       jdks=args.jdk or (), platform=args.platform,
+                       engine=args.engine, jdks=args.jdk or (), platform=args.platform,
                        interval=args.interval, count=args.count,
                        metrics_file=Path(args.metrics_file) if args.metrics_file else None)
     res = rec.record(opts)
@@ -142,6 +144,19 @@ def cmd_calibrate(args) -> int:
     if not jvms:
         raise JvmosError("no JDK found: the platform constants are measured on a JVM "
                          "(install one, or give --jdk HOME)")
+    if args.engine == "bpf":
+        # the compiled engine's probe costs, apart from bpftrace's (a table never mixes them)
+        from jvmos import engine as engine_mod, enginecost
+        engine_mod.check_built(engine_mod.LAYERS)
+        if not existing:
+            existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
+            cal.save(path, existing)
+        if args.force or args.probes or enginecost.incomplete(existing.get("engine_probes")):
+            existing["engine_probes"] = enginecost.calibrate(trials=args.trials, log=log)
+            cal.save(path, existing)
+            print(f"updated the compiled engine's probe costs in {path}")
+        print(enginecost.print_summary(existing["engine_probes"]))
+        return 0
     if existing and args.probes and not args.force:
         existing["probes"] = cal.calibrate_probes(args.trials, log=log)
         existing["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, existing["probes"], log=log)
@@ -440,6 +455,12 @@ def build_parser():
                    help="process: uprobes trap only in the traced processes (default; other "
                         "processes mapping libc or libjvm.so are not slowed); host: bpftrace's "
                         "own attachment, which traps in every process that maps the library")
+    r.add_argument("--engine", choices=["bpftrace", "bpf"], default="bpftrace",
+                   help="bpftrace: the probe scripts probes/*.bt (default, every layer); bpf: "
+                        "jvmos's compiled probes (probes/*.bpf.c, layers: io): uprobe_multi "
+                        "links for the traced processes only, attached and detached in a "
+                        "fraction of a second, each uprobe on the cheapest instruction; its "
+                        "probe costs are calibrated apart (jvmos calibrate --engine bpf)")
     r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
     r.set_defaults(func=cmd_record)
 
@@ -484,6 +505,7 @@ def build_parser():
                        epilog="examples:\n  jvmos calibrate            # show, or measure what is missing\n"
                               "  jvmos calibrate --force    # measure everything again (a few minutes)\n"
                               "  jvmos calibrate --probes   # only the probe costs\n"
+                              "  jvmos calibrate --engine bpf   # the compiled engine's probe costs\n"
                               "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
@@ -501,6 +523,10 @@ def build_parser():
                    help="I/O chunk size in bytes for C_io_chunk (default 8192)")
     c.add_argument("--jdk", help="JDK home to measure the platform constants on "
                                  "(default: the first found)")
+    c.add_argument("--engine", choices=["bpftrace", "bpf"], default="bpftrace",
+                   help="bpf: measure the compiled engine's probe costs (a few seconds per "
+                        "trial; with --force or --probes again); they correct --engine bpf "
+                        "recordings only")
     c.set_defaults(func=cmd_calibrate)
 
     pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",

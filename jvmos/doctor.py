@@ -33,6 +33,40 @@ def _bt(prog: str, timeout=60) -> Tuple[bool, str]:
     return True, r.stdout.strip()
 
 
+def _engine_rows(add, root: bool) -> None:
+    """The compiled engine (--engine bpf): clang to build its programs, the kernel's BTF for
+    their CO-RE reads, the engine built, and uprobe_multi links (else classic uprobes, slower
+    to detach). Warnings: the default engine (bpftrace) needs none of them."""
+    import json as _json
+    from jvmos import engine as engine_mod
+    clang = shutil.which("clang")
+    add("clang (BPF compiler)", bool(clang), clang or "not found",
+        "apt-get install clang llvm libbpf-dev (make build compiles probes/*.bpf.c)",
+        warn_only=True)
+    btf = Path("/sys/kernel/btf/vmlinux")
+    add("kernel BTF", btf.exists(), str(btf) if btf.exists() else "missing",
+        "--engine bpf needs a kernel built with CONFIG_DEBUG_INFO_BTF", warn_only=True)
+    built = engine_mod.ENGINE.exists() and all(
+        p.exists() for p in engine_mod.objects_for(engine_mod.LAYERS).values())
+    add("compiled engine", built, engine_mod.version() if built else "not built",
+        "make build", warn_only=True)
+    if not (built and root):
+        return
+    try:
+        r = subprocess.run([str(engine_mod.ENGINE), "--features"], capture_output=True,
+                           text=True, timeout=60)
+        f = _json.loads(r.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
+        add("uprobe_multi links", False, f"the engine could not say: {e}", "", warn_only=True)
+        return
+    add("uprobe_multi links", bool(f.get("uprobe_multi")),
+        "one link per library, breakpoints in the traced process only" if f.get("uprobe_multi")
+        else f"not available ({f.get('uprobe_multi_why')}): --engine bpf falls back to classic "
+             "per-pid uprobes, slower to detach", "a kernel 6.6 or newer", warn_only=True)
+    add("BTF for CO-RE", bool(f.get("btf")), "the engine loaded the kernel's BTF" if f.get("btf")
+        else str(f.get("btf_why")), "CONFIG_DEBUG_INFO_BTF", warn_only=True)
+
+
 def checks() -> List[Tuple[str, str, str, str]]:
     """(name, status ok|FAIL|warn, detail, fix) rows."""
     rows = []
@@ -83,6 +117,7 @@ def checks() -> List[Tuple[str, str, str, str]]:
             "uprobe PMU: uprobes can be opened for the traced processes only (--scope process)"
             if why is None else why,
             "record with --scope host (uprobes then trap in every process mapping the library)")
+    _engine_rows(add, root)
     libc = libc_of()
     if libc:
         miss = [x for x in LIBC_SYMBOLS if x not in symbols(libc)]

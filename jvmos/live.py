@@ -292,3 +292,31 @@ class LiveView:
                 return False
         self.ended = f"--count {self.count} intervals"
         return False
+
+
+class EngineLiveView(LiveView):
+    """The live view of a --engine bpf recording: each snapshot is the engine's maps, asked
+    for over its stdin and handed back as numbers (no text is parsed), turned into the same
+    Raw the analyzers read. Works for a launched command as for an attached pid."""
+
+    def __init__(self, engine, plan, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.engine, self.plan = engine, plan
+
+    def _read_lines(self) -> None:
+        return None
+
+    def snapshot(self, bt_alive: Callable[[], bool],
+                 stopping: Callable[[], bool] = lambda: False) -> tuple:
+        from jvmos import engine as engine_mod
+        if not self.engine.alive():
+            return None, "the engine stopped before handing it over"
+        self._requested += 1
+        ev = self.engine.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
+        if ev is None:
+            return None, (f"the engine did not hand it over within {SNAPSHOT_TIMEOUT_S:.0f} s"
+                          if self.engine.alive() else "the engine stopped before handing it over")
+        self._received += 1
+        raw = engine_mod.to_raw(ev, self.plan)
+        self.lost_events = sum((getattr(raw, "engine_lost", None) or {}).values())
+        return raw, None

@@ -68,6 +68,9 @@ class Options:
     # process: uprobes trap only in the traced processes (jvmos.scope); host: bpftrace's own
     # attachment, which traps in every process that maps the library
     scope: str = "process"
+    # bpftrace: probes/*.bt run by bpftrace (every layer); bpf: the compiled engine
+    # (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine; the io layer so far)
+    engine: str = "bpftrace"
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -400,8 +403,10 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
-def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
-    """Calibrate what is missing (once per machine, once per JDK), keeping what is there."""
+def _ensure_calibrated(platform, platform_file, jvms, log, mode="time", engine="bpftrace"):
+    """Calibrate what is missing (once per machine, once per JDK), keeping what is there.
+    engine bpf: bpftrace's probe costs are not needed (the engine's are measured apart),
+    but for --mode count's JNI copy model, which is measured with them."""
     if platform is None:
         log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
             "first (once; 'jvmos calibrate --force' redoes it)")
@@ -412,6 +417,8 @@ def _ensure_calibrated(platform, platform_file, jvms, log, mode="time"):
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = cal.calibrate_nio(j)
         cal.save(platform_file, platform)   # at once: kept if a later step fails
+    if engine == "bpf" and mode != "count":
+        return platform
     if not platform.get("probes") or cal.probes_incomplete(platform["probes"]):
         log(f"no (or an incomplete) probe-cost calibration in {platform_file}: measuring it "
             "once (a few minutes)")
@@ -448,6 +455,16 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.duration) or opts.duration <= 0:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
+    from jvmos import engine as engine_mod
+    if opts.engine not in engine_mod.ENGINES:
+        raise JvmosError(f"unknown engine '{opts.engine}' (known: "
+                         f"{', '.join(engine_mod.ENGINES)})")
+    if opts.engine == "bpf":
+        bad = engine_mod.unsupported(opts.layers)
+        if bad:
+            raise JvmosError(f"--engine bpf has no compiled {', '.join(bad)} layer yet "
+                             f"(compiled: {', '.join(engine_mod.LAYERS)}); use --engine "
+                             "bpftrace for it")
     if opts.count is not None and opts.interval is None:
         raise JvmosError("--count needs --interval (the number of intervals to print)")
     if opts.metrics_file is not None and opts.interval is None:
@@ -456,9 +473,10 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.interval) or opts.interval <= 0:
             raise JvmosError(f"--interval must be a positive number of seconds, not "
                              f"{opts.interval:g}")
-        if opts.pid is None:
-            raise JvmosError("--interval applies to --pid only (the live view of a running "
-                             "JVM); a launched command is summarized when it exits")
+        if opts.pid is None and opts.engine != "bpf":
+            raise JvmosError("--interval applies to --pid only with --engine bpftrace (the "
+                             "live view of a running JVM); --engine bpf also takes it for a "
+                             "launched command")
         if opts.count is not None and opts.count <= 0:
             raise JvmosError(f"--count must be a positive number of intervals, not {opts.count}")
         if Mode.parse(opts.mode) == "sample":
@@ -493,10 +511,13 @@ def record(opts: Options) -> Result:
     if opts.mode == "sample":
         return _record_sampled(opts, log)
     if not _can_load_bpf():
-        raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): bpftrace loads "
+        raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): it loads "
                          "BPF programs; run it as root, or use --mode sample")
     run = _prepare(opts, log)
-    _trace(run)
+    if opts.engine == "bpf":
+        _trace_engine(run)
+    else:
+        _trace(run)
     return _conclude(run)
 
 
@@ -531,12 +552,20 @@ class _Run:
     bt_stopped_early: bool = False
     bt_rc: Optional[int] = None
     sig: Optional[int] = None
+    # --engine bpf: the plan, the engine's final maps as Raw, what ended it
+    plan: object = None
+    engine_raw: object = None
+    engine_end: Optional[str] = None
 
 
 def _prepare(opts: Options, log) -> _Run:
     """Everything decided before anything runs: the JVMs to probe, the calibration, the
     script (scoped to the traced processes), the run directory and its first manifest."""
-    bpftrace()      # found on PATH, or one clear error before anything starts
+    from jvmos import engine as engine_mod
+    if opts.engine == "bpf":
+        engine_mod.check_built(opts.layers)     # one clear error before anything starts
+    else:
+        bpftrace()      # found on PATH, or one clear error before anything starts
     ensure_tracefs()
     warnings: List[str] = []
     for layer in (opts.layers if opts.mode == "count" else []):
@@ -551,17 +580,36 @@ def _prepare(opts: Options, log) -> _Run:
     platform_file = cal.platform_path(opts.platform)
     platform = cal.load(platform_file)
     if opts.calibrate_if_missing:
-        platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode)
+        platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode,
+                                      opts.engine)
     cal.validate_platform(platform)     # a bad calibration stops here, before tracing starts
+    if opts.engine == "bpf" and opts.calibrate_if_missing:
+        from jvmos import enginecost
+        if enginecost.incomplete(platform.get("engine_probes")):
+            log(f"no probe-cost calibration of the compiled engine in {platform_file}: "
+                "measuring it once (about a minute)")
+            platform["engine_probes"] = enginecost.calibrate(trials=3, log=log)
+            cal.save(platform_file, platform)
 
     libc = libc_of(opts.pid)
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
-    script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,
-                    scope=opts.scope, live=opts.interval is not None)
+    plan = None
+    if opts.engine == "bpf":
+        # the root pid is known once the command is launched (or now, --pid): the plan is
+        # completed then; built here for its probe list, the manifest and the errors
+        plan = engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode,
+                                     scope=opts.scope, root=opts.pid or 0,
+                                     counting=opts.pid is None)
+        script = plan.script
+    else:
+        script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,
+                        scope=opts.scope, live=opts.interval is not None)
     scoper = None
-    if opts.scope == "process" and script.uprobe_count + script.usdt_count:
+    if opts.engine == "bpf":
+        pass        # the engine scopes its uprobes to the traced processes itself
+    elif opts.scope == "process" and script.uprobe_count + script.usdt_count:
         why = scope_mod.available()
         if why:
             raise JvmosError(f"--scope process: {why}; use --scope host (uprobes then trap in "
@@ -576,7 +624,7 @@ def _prepare(opts: Options, log) -> _Run:
         log(f"warning: symbol not found, its probe is skipped: {m}")
     try:
         (out / "raw").mkdir(exist_ok=True)
-        (out / "probes.bt").write_text(script.text)
+        (out / ("probes.plan.json" if plan is not None else "probes.bt")).write_text(script.text)
     except OSError as e:
         raise JvmosError(f"cannot write the probe script to {out}: {e.strerror or e}", 1)
     manifest = {
@@ -585,7 +633,11 @@ def _prepare(opts: Options, log) -> _Run:
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
         "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample,
         "scope": opts.scope, "jvms_probed": [j.as_dict() for j in jvms],
-        "host": host_info(), "bpftrace": bpftrace_version(),
+        "host": host_info(),
+        "engine": ({"name": "bpf", "version": engine_mod.version(),
+                    "objects_sha256": engine_mod.object_hashes(plan),
+                    "plan": "probes.plan.json"} if plan is not None else {"name": "bpftrace"}),
+        "bpftrace": bpftrace_version() if plan is None else None,
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
                    "addresses": script.addresses, "aliases": script.aliases,
@@ -601,7 +653,8 @@ def _prepare(opts: Options, log) -> _Run:
 
     return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,
                 platform_file=platform_file, platform=platform, script=script, scoper=scoper,
-                missing=missing, manifest=manifest, raw_path=out / "raw" / "bpftrace.json")
+                missing=missing, manifest=manifest, plan=plan,
+                raw_path=out / "raw" / ("engine.json" if plan is not None else "bpftrace.json"))
 
 
 def _trace(run: _Run) -> None:
@@ -811,15 +864,222 @@ def _trace(run: _Run) -> None:
                         sig=session.interrupted)
 
 
+def _trace_engine(run: _Run) -> None:
+    """The tracing session of --engine bpf: the command launched at the gate (or the pid
+    attached), the engine started on the plan and ready (every probe open), counting started
+    (attach mode), the recording waited for, then the engine stopped: counting ends, its final
+    maps are read, every link is closed (a fraction of a second: one uprobe_multi link per
+    library and program)."""
+    from jvmos import engine as engine_mod
+    opts, log, out, jvms, manifest, plan = (run.opts, run.log, run.out, run.jvms, run.manifest,
+                                            run.plan)
+    session = Session(log)
+    tree = None
+    eng = None
+    err_path = out / "raw" / "engine.stderr"
+    wall_ns, target_cpu, exit_code, target_gone = 0, None, None, False
+    load_error: List[Exception] = []
+    sample_error = None
+    stopped_early = False
+    with session:
+        try:
+            _save(out / "manifest.json", manifest, out)
+            if opts.cmd:
+                env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
+                root = session.launch(opts.cmd, opts.stdout, opts.stderr, env)
+            else:
+                root = opts.pid
+            child = session.child
+            never_ran = "; the command never ran" if opts.cmd else ""
+            plan.doc["root_pid"] = root
+            plan.doc["constants"]["common"]["root_tgid"] = root
+            plan.doc["counting"] = opts.pid is None     # attach mode: from the start signal
+            t_attach = time.time()
+            eng = engine_mod.Engine(plan, out / "probes.plan.json", err_path, log)
+            session.bt = eng.proc       # the session watches it and kills it on every path
+
+            def abort(msg, status="failed", code=1):
+                session.close_gate()       # the command never starts
+                eng.kill()
+                manifest.update({"status": status, "error": msg, "end_time": _now_iso()})
+                _save(out / "manifest.json", manifest, out)
+                raise JvmosError(msg, code)
+
+            ev = eng.wait_ready(ATTACH_TIMEOUT_S, lambda: session.interrupted is not None)
+            if session.interrupted is not None:
+                abort("interrupted before tracing started" + never_ran, "interrupted", 130)
+            if ev is None:
+                abort(f"the engine did not attach within {ATTACH_TIMEOUT_S:.0f}s" + never_ran)
+            if ev.get("event") != "ready":
+                abort(f"the engine failed before tracing started: {eng.first_error()}"
+                      + never_ran)
+            attach_s = time.time() - t_attach
+            sites = ev.get("sites") or []
+            manifest["attach_seconds"] = round(attach_s, 3)
+            manifest["probes"]["sites"] = sites
+            manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"),
+                                       "load_s": round(ev.get("load_s", 0), 4),
+                                       "attach_s": round(ev.get("attach_s", 0), 4)})
+            if ev.get("fallback"):
+                manifest["engine"]["fallback"] = ev["fallback"]
+                run.warnings.append(ev["fallback"])
+                log(f"warning: {ev['fallback']}")
+            moved = sum(1 for x in sites if x.get("shift"))
+            stepped = sorted({x["symbol"] for x in sites if x.get("class") == "single-stepped"})
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
+            log(f"tracing pid {root} with the compiled engine ({ev.get('uprobes', 0)} uprobes, "
+                f"{ev.get('tracepoints', 0)} tracepoints, attached in {attach_s:.2f}s; "
+                f"{moved} probe(s) moved onto an emulated instruction"
+                + (f", {len(stepped)} single-stepped: {', '.join(stepped[:4])}" if stepped else "")
+                + ")" + (f" for {opts.duration}s" if opts.duration else "")
+                + ("; Ctrl-C to stop" if opts.pid else ""))
+            if opts.sample and opts.pid is not None:
+                if not jvms:
+                    abort(f"--sample needs a JVM: pid {opts.pid} is not one")
+                try:
+                    sampling.attach_start(jvms[0], opts.pid)
+                except JvmosError as e:
+                    abort(str(e))
+            tree = _Tree(root)      # which processes ran, and their JVMs (the engine follows them)
+            cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
+            cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
+            t0 = time.monotonic_ns()
+            if cpu_watch is not None:
+                cpu_watch.start()
+            if opts.pid is not None and not eng.start():
+                abort(f"the engine did not start counting: {eng.first_error()}")
+            live = None
+            if opts.interval is not None:
+                live = _live_view(run, tree, cpu_watch, eng)
+                live.start(eng.alive)
+            session.release()
+            tree.start()
+            load = session.run_load(opts.workload, load_error)
+            cpu_at_end = cpu_rusage = None
+            if live is not None:
+                try:
+                    target_gone = live.run(session, root, opts.duration, load)
+                finally:
+                    manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
+                                        "intervals": len(live.intervals), "ended": live.ended,
+                                        "skipped": live.skipped}
+                    try:
+                        live.write()
+                        manifest["live"]["timeline"] = "timeline.json"
+                    except OSError as e:
+                        manifest["live"]["timeline"] = None
+                        run.warnings.append(f"timeline.json could not be written: {e}")
+            if child is not None:
+                # a launched command ends the recording when it exits (after the live view,
+                # which may end first on --count)
+                exit_code, cpu_at_end, cpu_rusage = session.wait_command()
+                target_gone = False
+            elif live is None:
+                target_gone = session.wait_attached(root, opts.duration, load)
+            wall_ns = time.monotonic_ns() - t0
+            target_cpu = (cpu_watch.stop() if cpu_watch is not None
+                          else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
+            if opts.sample and opts.pid is not None and alive(opts.pid):
+                try:
+                    sampling.attach_stop(jvms[0], opts.pid, out)
+                except JvmosError as e:
+                    sample_error = str(e)
+                    log(f"warning: {e}")
+            tree.stop.set()
+            tree.join()
+            manifest["end_time"] = _now_iso()
+            stopped_early = not eng.alive()
+            maps = None if stopped_early else eng.stop()
+            if maps is not None:
+                try:
+                    run.raw_path.write_text(json.dumps(maps) + "\n")   # as the engine handed it
+                except OSError as e:
+                    run.warnings.append(f"the engine's maps could not be kept in "
+                                        f"{run.raw_path}: {e}")
+                run.engine_raw = engine_mod.to_raw(maps, plan)
+            if eng.closed is not None:
+                manifest["teardown_seconds"] = round(eng.closed.get("detach_s", 0), 4)
+            run.engine_end = ("stopped by jvmos: final maps read, every link closed"
+                              if maps is not None and eng.closed is not None else
+                              f"exited before the stop: {eng.first_error()}" if stopped_early
+                              else f"no final maps after the stop: {eng.first_error()}")
+            manifest["engine"]["end"] = run.engine_end
+            manifest["engine"]["procs"] = eng.procs
+            if eng.warnings:
+                manifest["engine"]["warnings"] = eng.warnings
+        finally:
+            if tree is not None and tree.is_alive():
+                tree.stop.set()
+                tree.join()
+            if eng is not None and eng.alive():
+                eng.kill()
+    run.__dict__.update(root=root, child=child, tree=tree, wall_ns=wall_ns,
+                        target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
+                        load_error=load_error, sample_error=sample_error,
+                        bt_stopped_early=stopped_early,
+                        bt_rc=eng.proc.returncode if eng is not None else None,
+                        sig=session.interrupted)
+
+
+def engine_reasons(run: _Run) -> List[tuple]:
+    """What the engine's end and maps say about a recording, as (status, why) pairs."""
+    from jvmos import engine as engine_mod
+    out = []
+    raw = run.engine_raw
+    if run.bt_stopped_early:
+        out.append(("failed", f"the engine stopped before the end of the run: {run.engine_end}; "
+                              "no figures were read"))
+    elif raw is None:
+        out.append(("truncated", f"the engine handed over no final maps ({run.engine_end})"))
+    if raw is not None and raw.errors:
+        out.append(("truncated", f"{len(raw.errors)} entr(y/ies) of the engine's maps could "
+                                 f"not be read (first: {raw.errors[0]})"))
+    lost = engine_mod.lost_reasons(raw) if raw is not None else []
+    if lost:
+        out.append(("events_lost", "the engine lost events: " + "; ".join(lost)))
+    return out
+
+
+def engine_probe_costs(platform: Optional[dict], script, ready_sites) -> tuple:
+    """The compiled engine's calibrated probe costs (jvmos calibrate --engine bpf), and the
+    warnings that go with them: none calibrated, or probes placed on an instruction class
+    the calibration did not measure."""
+    from jvmos import enginecost
+    probes = (platform or {}).get("engine_probes")
+    if enginecost.incomplete(probes):
+        return None, ["the compiled engine's probe costs are not calibrated (jvmos calibrate "
+                      "--engine bpf): measured times are uncorrected and the probe effect unknown"]
+    warnings = []
+    calibrated = {s.get("class") for s in (probes.get("placement") or {}).values()}
+    other = sorted({f"{s['symbol']} ({s.get('insn')})" for s in ready_sites or []
+                    if s.get("class") not in calibrated})
+    if other:
+        warnings.append(f"{len(other)} probe(s) sit on an instruction class the engine's "
+                        f"calibration did not measure ({', '.join(other[:3])}"
+                        + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+                        + "): their hits are charged and corrected at the calibrated "
+                          "(emulated) cost, an underestimate if they are single-stepped")
+    return probes, warnings
+
+
 def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
     """What summary.build needs besides the probes' output, for these processes: (its keyword
     arguments, the probe-cost warnings, {pid: JVM home})."""
     jvm_home_by_pid, ran = jvm_homes(pids, run.opts.pid, [str(j.home) for j in run.jvms])
-    from jvmos.probecost import probes_for
-    probe_costs, probe_warnings = probes_for((run.platform or {}).get("probes"), run.script, ran)
+    if run.plan is not None:
+        # the compiled engine's own calibration: no figure is corrected with bpftrace's costs
+        probe_costs, probe_warnings = engine_probe_costs(
+            run.platform, run.script, run.manifest["probes"].get("sites"))
+        scope = run.opts.scope
+    else:
+        from jvmos.probecost import probes_for
+        probe_costs, probe_warnings = probes_for((run.platform or {}).get("probes"), run.script,
+                                                 ran)
+        scope = run.opts.scope if run.scoper is not None else "host"
     kw = dict(addresses=run.script.addresses, costs=cal.costs_for(run.platform),
               jvms_by_pid=jvm_home_by_pid, probes=probe_costs, mode=run.opts.mode,
-              scope=run.opts.scope if run.scoper is not None else "host")
+              scope=scope)
     return kw, probe_warnings, jvm_home_by_pid
 
 
@@ -831,7 +1091,7 @@ def write_metrics_file(run: _Run, summary: dict) -> None:
                             export.prometheus_text(run.manifest, summary, run.out.name).encode())
 
 
-def _live_view(run: _Run, tree, cpu_watch):
+def _live_view(run: _Run, tree, cpu_watch, eng=None):
     """The live view of an attach-mode recording (jvmos.live): snapshots summarized by the
     same analyzers as the end of the recording; OpenMetrics text each interval if asked."""
     from jvmos import live as live_mod
@@ -849,6 +1109,9 @@ def _live_view(run: _Run, tree, cpu_watch):
 
     metrics = ((lambda summary: write_metrics_file(run, summary))
                if run.opts.metrics_file is not None else None)
+    if eng is not None:
+        return live_mod.EngineLiveView(eng, run.plan, run.out, run.raw_path, run.opts.interval,
+                                       run.opts.count, summarize, cpu_now, metrics=metrics)
     return live_mod.LiveView(run.out, run.raw_path, run.opts.interval, run.opts.count,
                              summarize, cpu_now,
                              decoys=run.scoper.decoys if run.scoper is not None else None,
@@ -877,13 +1140,19 @@ def _conclude(run: _Run) -> Result:
     child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
     load_error, target_cpu = run.load_error, run.target_cpu
     interrupted = {"sig": run.sig}
-    raw = rawparse.parse_file(run.raw_path, decoys=scoper.decoys if scoper else None)
+    if run.plan is not None:
+        raw = run.engine_raw if run.engine_raw is not None else rawparse.Raw()
+    else:
+        raw = rawparse.parse_file(run.raw_path, decoys=scoper.decoys if scoper else None)
     if holds is not None:
         # a child held at its exec just before the stop whose printed line came after the
         # marker (another CPU's buffer) is in @held: let it go too (only the traced tree's)
         holds.release_all(also=[int(p) for (p,) in raw.keyed("@held")
                                 if p.isdigit() and int(p) in tree.pids])
-    reasons = bpftrace_reasons(stopped_early=run.bt_stopped_early, rc=run.bt_rc, raw=raw)
+    if run.plan is not None:
+        reasons = engine_reasons(run)
+    else:
+        reasons = bpftrace_reasons(stopped_early=run.bt_stopped_early, rc=run.bt_rc, raw=raw)
     if run.sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))
     reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
@@ -899,6 +1168,16 @@ def _conclude(run: _Run) -> Result:
                                    f"found: {', '.join(names[:5])}"
                                    + (f" and {len(names) - 5} more" if len(names) > 5 else "")
                                    + "; their figures are absent"))
+    for p in (run.manifest.get("engine") or {}).get("procs") or []:
+        if p.get("error"):
+            warnings.append(f"pid {p['pid']} joined the traced processes ({p.get('kind')}) but "
+                            f"its uprobes could not be opened ({p['error']}): its library "
+                            "calls are not counted")
+        elif p.get("kind") == "fork" and p.get("uprobes"):
+            warnings.append(f"pid {p['pid']} was forked during the recording: its uprobes were "
+                            f"opened {p.get('attach_ms', 0):.1f} ms after the fork was seen, so "
+                            "library calls it made before that are not counted (a child that "
+                            "starts a program is held at its exec until probed)")
     for late in (scoper.late if scoper else []):
         if late.get("held_at_exec"):
             continue            # stopped at exec until probed: nothing was missed
@@ -941,7 +1220,9 @@ def _conclude(run: _Run) -> Result:
     summary["status_reason"] = reason
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
-                     "wall_ns": wall_ns, "bpftrace_exit_status": run.bt_rc,
+                     "wall_ns": wall_ns,
+                     ("engine_exit_status" if run.plan is not None else "bpftrace_exit_status"):
+                         run.bt_rc,
                      "status_reason": reason})
     _finish(out, manifest, summary)
     if opts.metrics_file is not None:

@@ -8,6 +8,12 @@ have() { command -v "$1" >/dev/null 2>&1; }
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 have bpftrace || need+=(bpftrace)
+# the compiled engine (probes/*.bpf.c, probes/engine): clang compiles the BPF programs against
+# libbpf's headers; bpftool writes vmlinux.h from the kernel's BTF (CO-RE)
+have clang || need+=(clang)
+have llvm-strip || need+=(llvm)
+pkg_missing libbpf-dev && need+=(libbpf-dev)
+have bpftool || need+=(bpftool)
 have nm || need+=(binutils)
 have cc || need+=(gcc)
 have make || need+=(make)
@@ -42,3 +48,8 @@ if [ "$(id -u)" -eq 0 ]; then
   [ -d /sys/kernel/debug/tracing ] || mount -t debugfs nodev /sys/kernel/debug 2>/dev/null || true
 fi
 echo "install-deps: system packages ok"
+
+# Go for the engine's loader (github.com/cilium/ebpf needs Go >= 1.25): scripts/go.sh finds a
+# Go that is new enough, or fetches Go's own toolchain module from the Go module proxy
+scripts/go.sh version >/dev/null
+echo "install-deps: go ok ($(scripts/go.sh version))"

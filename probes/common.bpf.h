@@ -1,0 +1,112 @@
+/*
+ * common.bpf.h - the maps every compiled layer shares, and the first lines of every program.
+ *
+ * Each layer is its own object (io.bpf.o, ...), each declares these maps; the engine creates
+ * them once (for common.bpf.o) and hands the same maps to every other object it loads, so a
+ * layer's figures land in one `stats` and one `counts` and one traced set rules them all.
+ *
+ *   traced   tgid -> 1: the processes of this recording. The engine puts the root in it;
+ *            common.bpf.c adds every process a traced one forks. A thread belongs to its
+ *            process, so every thread of a traced JVM is traced, later ones too.
+ *   control  [0]: counting on/off (the attach-mode start signal and the stop), set by the
+ *            engine: nothing counts before the start or after the stop.
+ *
+ * Every program begins with jvmos_traced(): one hash lookup of the current tgid and one array
+ * read, and it returns at once for every process that is not traced (a host-wide tracepoint
+ * then costs an unrelated process only that).
+ */
+#ifndef COMMON_BPF_H
+#define COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "jvmos.h"
+
+#define JVMOS_MAX_PROCS		4096
+#define JVMOS_MAX_ENTRIES	16384
+#define JVMOS_MAX_THREADS	65536
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JVMOS_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct jvmos_control);
+} control SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, JVMOS_MAX_ENTRIES);
+	__type(key, struct jvmos_stat_key);
+	__type(value, struct jvmos_stat_val);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, JVMOS_MAX_ENTRIES);
+	__type(key, struct jvmos_count_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+static __always_inline __u32 jvmos_tgid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* the filter: a traced process, while counting */
+static __always_inline int jvmos_traced(__u32 tgid)
+{
+	__u32 zero = 0;
+	struct jvmos_control *c;
+
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&control, &zero);
+	return c && c->counting;
+}
+
+static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n);
+
+static __always_inline struct jvmos_stat_val *jvmos_stat(__u32 tgid, __u16 cat, __u16 probe)
+{
+	struct jvmos_stat_key k = { .tgid = tgid, .cat = cat, .probe = probe };
+	struct jvmos_stat_val *v = bpf_map_lookup_elem(&stats, &k);
+
+	if (v)
+		return v;
+	struct jvmos_stat_val zero = {};
+	/* another CPU may insert it first (EEXIST): the lookup below finds it either way */
+	bpf_map_update_elem(&stats, &k, &zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&stats, &k);
+	if (!v)
+		jvmos_count(0, JVMOS_WHAT_LOST, JVMOS_LOST_STATS_ENTRY, 1);
+	return v;
+}
+
+static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n)
+{
+	struct jvmos_count_key k = { .tgid = tgid, .what = what, .sub = sub };
+	__u64 *v = bpf_map_lookup_elem(&counts, &k);
+
+	if (v) {
+		*v += n;	/* per-CPU: no other CPU writes this copy */
+		return;
+	}
+	if (bpf_map_update_elem(&counts, &k, &n, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(&counts, &k);	/* inserted meanwhile by another CPU */
+		if (v)
+			*v += n;
+	}
+}
+
+char LICENSE[] SEC("license") = "GPL";
+
+#endif

@@ -1,0 +1,596 @@
+// jvmos-engine: loads jvmos's compiled probes (probes/*.bpf.c) and attaches them to one traced
+// process tree, on behalf of `jvmos record --engine bpf` (jvmos/engine.py).
+//
+//	jvmos-engine PLAN.json
+//
+// The plan (written by jvmos) names the BPF objects, their read-only constants, the root pid,
+// and every uprobe (library, symbol, program, cookie) and tracepoint to attach. The engine
+//   - loads common.bpf.o first and hands its shared maps (traced, control, stats, counts) to
+//     every layer object, so one traced set and one pair of sums rule them all;
+//   - puts each uprobe on the cheapest instruction (placement.go) and attaches a library's
+//     uprobes of one program as one uprobe_multi link for the traced pid: the kernel installs
+//     the breakpoints in that process only, and attach and detach are one call each. Without
+//     uprobe_multi (kernels before 6.6) it opens classic per-pid uprobes, and says so once;
+//   - attaches the tracepoints (their programs return at once for an untraced process);
+//   - follows the traced tree: a process a traced one forks gets its own links, and a child
+//     that starts a program is held at its exec (common.bpf.c) until its links are open.
+//
+// Protocol: one JSON object per line on stdout ({"event": ...}); commands one per line on
+// stdin: "start" (counting begins), "snapshot" (the maps so far), "stop" (counting ends, the
+// final maps, then every link closed). EOF on stdin is a stop without maps: jvmos died. All
+// links and programs are file descriptors of this process, so if it is killed the kernel
+// detaches everything; nothing is pinned.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+type UprobeSpec struct {
+	ID         int    `json:"id"`
+	Path       string `json:"path"`
+	Symbol     string `json:"symbol"`
+	Object     string `json:"object"`
+	Program    string `json:"program"`
+	RetProgram string `json:"ret_program,omitempty"`
+	Value      int    `json:"value,omitempty"`
+}
+
+type TracepointSpec struct {
+	ID      int    `json:"id"`
+	Object  string `json:"object"`
+	Group   string `json:"group"`
+	Name    string `json:"name"`
+	Program string `json:"program"`
+}
+
+type Plan struct {
+	Objects     map[string]string                 `json:"objects"` // name -> .bpf.o; "common" first
+	Order       []string                          `json:"order"`
+	Constants   map[string]map[string]uint32      `json:"constants"`
+	RootPid     int                               `json:"root_pid"`
+	Counting    bool                              `json:"counting"` // count from the ready line on
+	Uprobes     []UprobeSpec                      `json:"uprobes"`
+	Tracepoints []TracepointSpec                  `json:"tracepoints"`
+	Place       bool                              `json:"place"`
+	Follow      bool                              `json:"follow"`
+	Classic     bool                              `json:"classic"` // force classic uprobes
+	Extra       map[string]map[string]interface{} `json:"extra,omitempty"`
+}
+
+var out = json.NewEncoder(os.Stdout)
+var outMu sync.Mutex
+
+func emit(v map[string]interface{}) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	_ = out.Encode(v)
+}
+
+func fail(format string, a ...interface{}) {
+	emit(map[string]interface{}{"event": "error", "message": fmt.Sprintf(format, a...)})
+	os.Exit(1)
+}
+
+type engine struct {
+	plan     Plan
+	colls    map[string]*ebpf.Collection
+	shared   map[string]*ebpf.Map
+	sites    map[string]Site // path + "\x00" + symbol
+	classic  bool
+	mu       sync.Mutex
+	links    map[int][]link.Link // pid -> its uprobe links
+	tpLinks  []link.Link
+	attached map[int]bool
+	t0       time.Time
+	reader   *ringbuf.Reader
+}
+
+func ktime() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+func (e *engine) load() {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		fail("cannot lift RLIMIT_MEMLOCK: %v", err)
+	}
+	e.colls = map[string]*ebpf.Collection{}
+	e.shared = map[string]*ebpf.Map{}
+	for _, name := range e.plan.Order {
+		path := e.plan.Objects[name]
+		spec, err := ebpf.LoadCollectionSpec(path)
+		if err != nil {
+			fail("layer %s: cannot read %s: %v (run make build)", name, path, err)
+		}
+		for k, v := range e.plan.Constants[name] {
+			vs, ok := spec.Variables[k]
+			if !ok {
+				fail("layer %s: %s has no constant %s", name, path, k)
+			}
+			if err := vs.Set(v); err != nil {
+				fail("layer %s: constant %s: %v", name, k, err)
+			}
+		}
+		if e.classic {
+			for _, p := range spec.Programs {
+				if p.AttachType == ebpf.AttachTraceUprobeMulti {
+					p.AttachType = ebpf.AttachNone
+				}
+			}
+		}
+		repl := map[string]*ebpf.Map{}
+		for m := range spec.Maps {
+			if sm, ok := e.shared[m]; ok {
+				repl[m] = sm
+			}
+		}
+		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+		if err != nil {
+			var ve *ebpf.VerifierError
+			msg := err.Error()
+			if errors.As(err, &ve) {
+				lines := ve.Log
+				if len(lines) > 3 {
+					lines = lines[len(lines)-3:]
+				}
+				msg = fmt.Sprintf("%v (verifier: %s)", err, strings.Join(lines, " | "))
+			}
+			fail("layer %s: the kernel refused its programs: %s", name, msg)
+		}
+		e.colls[name] = coll
+		for _, m := range []string{"traced", "control", "stats", "counts"} {
+			if _, ok := e.shared[m]; !ok && coll.Maps[m] != nil {
+				e.shared[m] = coll.Maps[m]
+			}
+		}
+	}
+	if e.shared["traced"] == nil || e.shared["control"] == nil {
+		fail("the common object has no traced/control map")
+	}
+}
+
+type control struct {
+	Counting uint32
+	Stopped  uint32
+	StartNs  uint64
+	StopNs   uint64
+}
+
+func (e *engine) setControl(f func(c *control)) {
+	var c control
+	zero := uint32(0)
+	_ = e.shared["control"].Lookup(&zero, &c)
+	f(&c)
+	if err := e.shared["control"].Put(&zero, &c); err != nil {
+		fail("cannot write the control map: %v", err)
+	}
+}
+
+func (e *engine) program(obj, name string) *ebpf.Program {
+	c := e.colls[obj]
+	if c == nil {
+		fail("plan names object %s, which is not loaded", obj)
+	}
+	p := c.Programs[name]
+	if p == nil {
+		fail("object %s has no program %s", obj, name)
+	}
+	return p
+}
+
+// placeAll decides every uprobe's site once, before any attach.
+func (e *engine) placeAll() []map[string]interface{} {
+	e.sites = map[string]Site{}
+	var report []map[string]interface{}
+	for _, u := range e.plan.Uprobes {
+		key := u.Path + "\x00" + u.Symbol
+		s, ok := e.sites[key]
+		if !ok {
+			var err error
+			s, err = place(u.Path, u.Symbol, e.plan.Place)
+			if err != nil {
+				fail("placing %s: %v", u.Symbol, err)
+			}
+			e.sites[key] = s
+		}
+		report = append(report, map[string]interface{}{
+			"id": u.ID, "path": u.Path, "symbol": u.Symbol, "program": u.Program,
+			"ret_program": u.RetProgram, "shift": s.Shift, "insn": s.Insn, "class": s.Class,
+			"why": s.Why, "file_offset": s.FileOff})
+	}
+	return report
+}
+
+type group struct {
+	path, obj, prog string
+	ret             bool
+	syms            []string
+	offs, cookies   []uint64
+}
+
+func (e *engine) groups() []*group {
+	byKey := map[string]*group{}
+	var order []string
+	add := func(u UprobeSpec, prog string, ret bool) {
+		k := fmt.Sprintf("%s\x00%s\x00%s\x00%v", u.Path, u.Object, prog, ret)
+		g := byKey[k]
+		if g == nil {
+			g = &group{path: u.Path, obj: u.Object, prog: prog, ret: ret}
+			byKey[k] = g
+			order = append(order, k)
+		}
+		s := e.sites[u.Path+"\x00"+u.Symbol]
+		g.syms = append(g.syms, u.Symbol)
+		g.offs = append(g.offs, s.Shift)
+		g.cookies = append(g.cookies, uint64(u.ID&0xffff)|uint64(u.Value&0xffff)<<16)
+	}
+	for _, u := range e.plan.Uprobes {
+		add(u, u.Program, false)
+		if u.RetProgram != "" {
+			add(u, u.RetProgram, true)
+		}
+	}
+	var gs []*group
+	for _, k := range order {
+		gs = append(gs, byKey[k])
+	}
+	return gs
+}
+
+// attachPid opens every uprobe for one process: one link per library and program.
+func (e *engine) attachPid(pid int) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.attached[pid] {
+		return 0, nil
+	}
+	var ls []link.Link
+	n := 0
+	for _, g := range e.groups() {
+		ex, err := link.OpenExecutable(g.path)
+		if err != nil {
+			closeAll(ls)
+			return 0, err
+		}
+		prog := e.program(g.obj, g.prog)
+		if !e.classic {
+			opts := &link.UprobeMultiOptions{Offsets: g.offs, Cookies: g.cookies, PID: uint32(pid)}
+			var l link.Link
+			if g.ret {
+				l, err = ex.UretprobeMulti(g.syms, prog, opts)
+			} else {
+				l, err = ex.UprobeMulti(g.syms, prog, opts)
+			}
+			if err != nil {
+				closeAll(ls)
+				return 0, fmt.Errorf("%s %s on %s: %w", kindName(g.ret), g.prog, g.path, err)
+			}
+			ls = append(ls, l)
+			n += len(g.syms)
+			continue
+		}
+		for i, sym := range g.syms {
+			opts := &link.UprobeOptions{Offset: g.offs[i], Cookie: g.cookies[i], PID: pid}
+			var l link.Link
+			if g.ret {
+				l, err = ex.Uretprobe(sym, prog, opts)
+			} else {
+				l, err = ex.Uprobe(sym, prog, opts)
+			}
+			if err != nil {
+				closeAll(ls)
+				return 0, fmt.Errorf("%s %s:%s: %w", kindName(g.ret), g.path, sym, err)
+			}
+			ls = append(ls, l)
+			n++
+		}
+	}
+	e.links[pid] = ls
+	e.attached[pid] = true
+	return n, nil
+}
+
+func kindName(ret bool) string {
+	if ret {
+		return "uretprobe"
+	}
+	return "uprobe"
+}
+
+func closeAll(ls []link.Link) {
+	for _, l := range ls {
+		_ = l.Close()
+	}
+}
+
+func (e *engine) attachTracepoints() {
+	for _, name := range e.plan.Order {
+		c := e.colls[name]
+		var names []string
+		for pn := range c.Programs {
+			names = append(names, pn)
+		}
+		sort.Strings(names)
+		for _, pn := range names {
+			p := c.Programs[pn]
+			if p.Type() != ebpf.Tracing {
+				continue
+			}
+			l, err := link.AttachTracing(link.TracingOptions{Program: p})
+			if err != nil {
+				fail("layer %s: cannot attach %s: %v", name, pn, err)
+			}
+			e.tpLinks = append(e.tpLinks, l)
+		}
+	}
+	for _, t := range e.plan.Tracepoints {
+		l, err := link.Tracepoint(t.Group, t.Name, e.program(t.Object, t.Program),
+			&link.TracepointOptions{Cookie: uint64(t.ID & 0xffff)})
+		if err != nil {
+			fail("tracepoint %s:%s: %v", t.Group, t.Name, err)
+		}
+		e.tpLinks = append(e.tpLinks, l)
+	}
+}
+
+// follow handles common.bpf.c's fork and exec events: the new process gets its links, and a
+// child held at its exec is let go once they are open (always, also when they are not).
+func (e *engine) follow() {
+	for {
+		rec, err := e.reader.Read()
+		if err != nil {
+			return
+		}
+		if len(rec.RawSample) < 24 {
+			continue
+		}
+		b := rec.RawSample
+		kind := le32(b[0:])
+		pid := int(le32(b[4:]))
+		held := le32(b[12:]) != 0
+		t := time.Now()
+		n, aerr := e.attachPid(pid)
+		ev := map[string]interface{}{"event": "proc", "pid": pid, "held": held,
+			"uprobes": n, "attach_ms": float64(time.Since(t).Microseconds()) / 1000,
+			"after_ms": float64(time.Since(e.t0).Microseconds()) / 1000}
+		if kind == 1 {
+			ev["kind"] = "fork"
+			ev["parent"] = int(le32(b[8:]))
+		} else {
+			ev["kind"] = "exec"
+		}
+		if aerr != nil {
+			ev["error"] = aerr.Error()
+		}
+		if held {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		emit(ev)
+	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+type statKey struct {
+	Tgid  uint32
+	Cat   uint16
+	Probe uint16
+}
+type statVal struct{ Calls, Bytes, TimeNs uint64 }
+type countKey struct {
+	Tgid uint32
+	What uint16
+	Sub  uint16
+}
+type procVal struct {
+	ExecNs, ExitNs uint64
+	Held, Pad      uint32
+	Exec           [128]byte
+}
+
+// maps reads every map the figures are in; per-CPU values are summed here.
+func (e *engine) maps(final bool) map[string]interface{} {
+	m := map[string]interface{}{"event": "maps", "final": final, "ktime_ns": ktime()}
+	var stats [][]uint64
+	if sm := e.shared["stats"]; sm != nil {
+		var k statKey
+		var vs []statVal
+		it := sm.Iterate()
+		for it.Next(&k, &vs) {
+			var s statVal
+			for _, v := range vs {
+				s.Calls += v.Calls
+				s.Bytes += v.Bytes
+				s.TimeNs += v.TimeNs
+			}
+			stats = append(stats, []uint64{uint64(k.Tgid), uint64(k.Cat), uint64(k.Probe), s.Calls, s.Bytes, s.TimeNs})
+		}
+		if err := it.Err(); err != nil {
+			m["error"] = "stats: " + err.Error()
+		}
+	}
+	var counts [][]uint64
+	if cm := e.shared["counts"]; cm != nil {
+		var k countKey
+		var vs []uint64
+		it := cm.Iterate()
+		for it.Next(&k, &vs) {
+			var s uint64
+			for _, v := range vs {
+				s += v
+			}
+			counts = append(counts, []uint64{uint64(k.Tgid), uint64(k.What), uint64(k.Sub), s})
+		}
+		if err := it.Err(); err != nil {
+			m["error"] = "counts: " + err.Error()
+		}
+	}
+	var procs []map[string]interface{}
+	if pm := e.colls["common"].Maps["proc"]; pm != nil {
+		var k uint32
+		var v procVal
+		it := pm.Iterate()
+		for it.Next(&k, &v) {
+			name := string(v.Exec[:])
+			if i := strings.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			procs = append(procs, map[string]interface{}{"pid": k, "exec": name,
+				"exec_ns": v.ExecNs, "exit_ns": v.ExitNs, "held": v.Held})
+		}
+	}
+	var c control
+	zero := uint32(0)
+	_ = e.shared["control"].Lookup(&zero, &c)
+	m["stats"], m["counts"], m["procs"] = stats, counts, procs
+	m["control"] = map[string]interface{}{"counting": c.Counting, "start_ns": c.StartNs, "stop_ns": c.StopNs}
+	return m
+}
+
+func (e *engine) closeLinks() float64 {
+	t := time.Now()
+	e.mu.Lock()
+	for pid, ls := range e.links {
+		closeAll(ls)
+		delete(e.links, pid)
+	}
+	e.mu.Unlock()
+	closeAll(e.tpLinks)
+	e.tpLinks = nil
+	if e.reader != nil {
+		_ = e.reader.Close()
+	}
+	for _, c := range e.colls {
+		c.Close()
+	}
+	return time.Since(t).Seconds()
+}
+
+func main() {
+	if len(os.Args) == 2 && os.Args[1] == "--features" {
+		features_report()
+		return
+	}
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: jvmos-engine PLAN.json (run by jvmos record --engine bpf) | --features")
+		os.Exit(2)
+	}
+	// SIGINT/SIGTERM to the engine alone: stop without maps (jvmos sends "stop" for the maps)
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
+	raw, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fail("cannot read the plan: %v", err)
+	}
+	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}}
+	if err := json.Unmarshal(raw, &e.plan); err != nil {
+		fail("bad plan %s: %v", os.Args[1], err)
+	}
+	e.t0 = time.Now()
+	fallback := ""
+	if e.plan.Classic {
+		e.classic = true
+		fallback = "classic per-pid uprobes (asked for): each is opened and closed on its own, slower to detach"
+	} else if len(e.plan.Uprobes) > 0 {
+		if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+			e.classic = true
+			fallback = "this kernel has no uprobe_multi links (" + err.Error() + "): classic per-pid uprobes, each opened and closed on its own, slower to detach"
+		}
+	}
+	tLoad := time.Now()
+	e.load()
+	loadS := time.Since(tLoad).Seconds()
+	sites := e.placeAll()
+	tAttach := time.Now()
+	one := uint8(1)
+	root := uint32(e.plan.RootPid)
+	if err := e.shared["traced"].Put(&root, &one); err != nil {
+		fail("cannot trace pid %d: %v", root, err)
+	}
+	if e.plan.Counting {
+		e.setControl(func(c *control) { c.Counting = 1; c.StartNs = ktime() })
+	}
+	e.attachTracepoints()
+	n, err := e.attachPid(e.plan.RootPid)
+	if err != nil {
+		fail("cannot attach the uprobes of pid %d: %v", e.plan.RootPid, err)
+	}
+	if rb := e.colls["common"].Maps["proc_events"]; rb != nil && e.plan.Follow {
+		e.reader, err = ringbuf.NewReader(rb)
+		if err != nil {
+			fail("cannot read the process events: %v", err)
+		}
+		go e.follow()
+	}
+	ready := map[string]interface{}{"event": "ready", "load_s": loadS,
+		"attach_s": time.Since(tAttach).Seconds(), "uprobes": n, "sites": sites,
+		"tracepoints": len(e.tpLinks), "uprobe_multi": !e.classic, "pid": os.Getpid()}
+	if fallback != "" {
+		ready["fallback"] = fallback
+	}
+	emit(ready)
+
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		switch strings.TrimSpace(in.Text()) {
+		case "start":
+			e.setControl(func(c *control) { c.Counting = 1; c.StartNs = ktime() })
+			emit(map[string]interface{}{"event": "started", "ktime_ns": ktime()})
+		case "snapshot":
+			emit(e.maps(false))
+		case "stop":
+			e.setControl(func(c *control) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
+			emit(e.maps(true))
+			d := e.closeLinks()
+			emit(map[string]interface{}{"event": "closed", "detach_s": d})
+			return
+		case "":
+		default:
+			emit(map[string]interface{}{"event": "warning", "message": "unknown command " + in.Text()})
+		}
+	}
+	// EOF: jvmos is gone; close everything (the kernel would, as this process exits)
+	e.closeLinks()
+}
+
+// features_report says what this kernel offers the engine (jvmos doctor reads it).
+func features_report() {
+	r := map[string]interface{}{"event": "features"}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		r["memlock"] = err.Error()
+	}
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		r["uprobe_multi"] = false
+		r["uprobe_multi_why"] = err.Error()
+	} else {
+		r["uprobe_multi"] = true
+	}
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		r["btf"] = false
+		r["btf_why"] = err.Error()
+	} else {
+		r["btf"] = true
+	}
+	emit(r)
+}

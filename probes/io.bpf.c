@@ -1,0 +1,370 @@
+/*
+ * io.bpf.c - the I/O layer of jvmos, compiled: what it costs a JVM to move bytes across the
+ * JVM-OS boundary. The same figures as io.bt, kept by BPF programs that the engine loads and
+ * attaches itself (probes/engine), so that only the traced JVM pays for them.
+ *
+ * Run through `jvmos record --engine bpf --layers io`. Which function each program is
+ * attached to comes from the engine's plan (jvmos/engine.py): the programs here do not name
+ * libraries. Each uprobe carries a BPF cookie: the probe id the figures are keyed by (the
+ * engine's ready line says which function, library and offset an id is) and, for the Region
+ * copies, the element size (JVMOS_COOKIE_VALUE), so one program serves every element type.
+ *
+ * What it measures, and why these attach points (see io.bt for the longer story):
+ *  - JNI copies (category jni_copy): entry probes (and, in --mode time, return probes) on
+ *    libjvm's JNI functions that copy between the Java heap and native memory (paper section
+ *    3, Table 2). Get/Set<T>ArrayRegion and Get/GetStringUTFRegion(env, array, start, len, buf):
+ *    bytes = len x element size. Elements, Critical and String*Chars: calls and time only.
+ *  - NIO path (nio_native, unsafe_copy_*): since JDK 11 sockets and NIO channels with heap
+ *    buffers copy into a temporary direct buffer in Java and then call libnio's read/write
+ *    natives; an entry probe on those natives marks the thread, and the thread's next I/O call
+ *    is the NIO path. Unsafe_CopyMemory0 (the copy before the JIT intrinsifies it) is counted
+ *    with its size, its 7th argument, on the stack.
+ *  - I/O calls (io_syscall): read, write, pread64, pwrite64, readv, writev, sendto, recvfrom,
+ *    sendmsg, recvmsg, sendfile. With --scope process (default) on libc's wrappers, as uprobe
+ *    pairs opened for the traced processes only; with --scope host on the syscall
+ *    tracepoints, which return at once for every process that is not traced. Bytes are what
+ *    the call returned (what the kernel really moved); time includes blocking.
+ *  - JNI path attribution: a write whose buffer the same thread's last Get<T>ArrayRegion
+ *    filled, or a read whose buffer the thread next copies back with Set<T>ArrayRegion, took
+ *    the JNI path (libjava's io_util.c).
+ *  - Nesting: one per-thread depth covers JNI copies and I/O calls; only the outermost is
+ *    timed (exclusive time, paper section 5.1). Entry programs read the clock last, return
+ *    programs first: as little of the probes' own work as possible falls inside a span.
+ *
+ * Per-thread state is one struct in an LRU hash keyed by thread id (a thread that ends
+ * mid-span leaves an entry that the LRU reclaims). A full map loses a span, counted as
+ * JVMOS_LOST_THREAD_STATE; nothing else is lost silently.
+ *
+ * What breaks when the JDK or kernel changes: the JNI signatures (stable since JNI 1.1), the
+ * libnio native names (FileDispatcherImpl became UnixFileDispatcherImpl in JDK 20; both are
+ * in the plan), Unsafe_CopyMemory0's argument order, and the syscall tracepoints' layout
+ * (struct trace_event_raw_sys_enter/exit: nr, then six 8-byte arguments / ret).
+ */
+#include "common.bpf.h"
+
+#ifndef PT_REGS_PARM6		/* libbpf 1.1's bpf_tracing.h stops at the fifth (x86-64: r9) */
+#define PT_REGS_PARM6(x) ((x)->r9)
+#endif
+
+const volatile __u32 timing = 1;	/* 0 in --mode count: JNI copies are counted, not timed */
+
+struct io_thread {
+	__u32 depth;		/* timed functions the thread is inside */
+	__u32 path;		/* the I/O call in progress: 1 JNI, 2 NIO */
+	__u64 start_ns;		/* clock at the entry of the outermost */
+	__u64 jni_get_buf;	/* native buffer the last Get<T>Region filled */
+	__u64 unsafe_out_buf;	/* native destination of the last heap -> native Unsafe copy */
+	__u64 read_buf;		/* buffer of the last read, until the next other I/O call */
+	__u64 read_len;		/* bytes that read returned */
+	__u32 nio_pending;	/* 1 from a libnio native to the next I/O call */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, JVMOS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct io_thread);
+} io_threads SEC(".maps");
+
+static __always_inline struct io_thread *thread_state(__u32 tgid)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct io_thread *t = bpf_map_lookup_elem(&io_threads, &tid);
+
+	if (t)
+		return t;
+	struct io_thread zero = {};
+	bpf_map_update_elem(&io_threads, &tid, &zero, BPF_NOEXIST);
+	t = bpf_map_lookup_elem(&io_threads, &tid);
+	if (!t)
+		jvmos_count(0, JVMOS_WHAT_LOST, JVMOS_LOST_THREAD_STATE, 1);
+	return t;
+}
+
+static __always_inline void span_enter(struct io_thread *t)
+{
+	t->depth++;
+	if (t->depth == 1)
+		t->start_ns = bpf_ktime_get_ns();	/* the clock is read last */
+}
+
+/* the end of a timed span; returns the ns to add, 0 when nested or missed */
+static __always_inline __u64 span_exit(struct io_thread *t, __u64 now, __u32 tgid, __u16 missed)
+{
+	if (t->depth == 0) {
+		jvmos_count(tgid, JVMOS_WHAT_MISSED, missed, 1);
+		return 0;
+	}
+	t->depth--;
+	return t->depth == 0 ? now - t->start_ns : 0;
+}
+
+/* ---- JNI copies ---- */
+
+static __always_inline int jni_region(struct pt_regs *ctx, int set)
+{
+	__u32 tgid = jvmos_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct jvmos_stat_val *s;
+	struct io_thread *t;
+	__u64 buf = PT_REGS_PARM5(ctx);
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY, JVMOS_COOKIE_PROBE(cookie));
+	if (s) {
+		s->calls++;
+		s->bytes += (__u64)(__s32)PT_REGS_PARM4(ctx) * JVMOS_COOKIE_VALUE(cookie);
+	}
+	t = thread_state(tgid);
+	if (!t)
+		return 0;
+	if (set) {
+		/* a read() into this very buffer just before: that read took the JNI path */
+		if (t->read_buf == buf && t->read_len > 0) {
+			jvmos_count(tgid, JVMOS_WHAT_PATH_BYTES, JVMOS_PATH_JNI_IN, t->read_len);
+			jvmos_count(tgid, JVMOS_WHAT_PATH_CALLS, JVMOS_PATH_JNI_IN, 1);
+		}
+		t->read_buf = 0;
+		t->read_len = 0;
+	} else {
+		t->jni_get_buf = buf;
+	}
+	if (timing)
+		span_enter(t);
+	return 0;
+}
+
+SEC("uprobe.multi")
+int jni_get_region(struct pt_regs *ctx)
+{
+	return jni_region(ctx, 0);
+}
+
+SEC("uprobe.multi")
+int jni_set_region(struct pt_regs *ctx)
+{
+	return jni_region(ctx, 1);
+}
+
+/* Elements, Critical, String*Chars: the arguments do not say how much is copied */
+SEC("uprobe.multi")
+int jni_other(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+	struct jvmos_stat_val *s;
+	struct io_thread *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
+	if (s)
+		s->calls++;
+	if (timing && (t = thread_state(tgid)))
+		span_enter(t);
+	return 0;
+}
+
+/* the return of every JNI copy function (attached in --mode time only) */
+SEC("uretprobe.multi")
+int jni_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();	/* first: what follows is not the copy's time */
+	__u32 tgid = jvmos_tgid();
+	struct jvmos_stat_val *s;
+	struct io_thread *t;
+	__u64 ns;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	t = thread_state(tgid);
+	if (!t)
+		return 0;
+	ns = span_exit(t, now, tgid, JVMOS_MISSED_JNI_COPY_NO_ENTRY);
+	if (ns) {
+		s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY,
+			       JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
+		if (s)
+			s->time_ns += ns;
+	}
+	return 0;
+}
+
+/* ---- Unsafe_CopyMemory0(env, unsafe, srcObj, srcOff, dstObj, dstOff, size): srcObj set and
+ * dstObj null is heap -> native (the NIO copy out) ---- */
+SEC("uprobe.multi")
+int unsafe_copy(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+	__u16 probe = JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx));
+	struct jvmos_stat_val *s;
+	struct io_thread *t;
+	__u64 size = 0;
+	int out;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	bpf_probe_read_user(&size, sizeof(size), (void *)(PT_REGS_SP(ctx) + 8));
+	out = PT_REGS_PARM3(ctx) != 0 && PT_REGS_PARM5(ctx) == 0;
+	s = jvmos_stat(tgid, out ? JVMOS_CAT_UNSAFE_COPY_OUT : JVMOS_CAT_UNSAFE_COPY_ETC, probe);
+	if (s) {
+		s->calls++;
+		s->bytes += size;
+	}
+	if (out && (t = thread_state(tgid)))
+		t->unsafe_out_buf = PT_REGS_PARM6(ctx);
+	return 0;
+}
+
+/* ---- libnio's read/write natives: the thread's next I/O call is the NIO path ---- */
+SEC("uprobe.multi")
+int nio_native(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+	struct jvmos_stat_val *s;
+	struct io_thread *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	s = jvmos_stat(tgid, JVMOS_CAT_NIO_NATIVE, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
+	if (s)
+		s->calls++;
+	if ((t = thread_state(tgid)))
+		t->nio_pending = 1;
+	return 0;
+}
+
+/* ---- I/O calls: the bookkeeping shared by the libc uprobes and the syscall tracepoints ---- */
+
+#define IO_WRITE 1	/* write, pwrite64: may send what a JNI or Unsafe copy filled */
+#define IO_READ 2	/* read, pread64: may fill what Set<T>ArrayRegion copies back */
+#define IO_OTHER 3
+
+static __always_inline int io_enter(__u32 tgid, int kind, __u64 buf)
+{
+	struct io_thread *t = thread_state(tgid);
+
+	if (!t)
+		return 0;
+	if (t->nio_pending) {
+		t->path = 2;
+		if (kind == IO_WRITE && buf == t->unsafe_out_buf)
+			jvmos_count(tgid, JVMOS_WHAT_NIO_CONFIRMED, 0, 1);
+	} else if (kind == IO_WRITE && buf == t->jni_get_buf) {
+		t->path = 1;
+	}
+	t->nio_pending = 0;
+	if (kind == IO_WRITE) {
+		t->jni_get_buf = 0;
+		t->unsafe_out_buf = 0;
+	}
+	t->read_buf = kind == IO_READ ? buf : 0;
+	span_enter(t);
+	return 0;
+}
+
+static __always_inline int io_exit(__u64 now, __u32 tgid, __u16 probe, __s64 ret)
+{
+	__u64 bytes = ret > 0 ? (__u64)ret : 0;
+	struct jvmos_stat_val *s = jvmos_stat(tgid, JVMOS_CAT_IO_SYSCALL, probe);
+	struct io_thread *t;
+	__u64 ns;
+
+	if (s) {
+		s->calls++;
+		s->bytes += bytes;
+	}
+	t = thread_state(tgid);
+	if (!t)
+		return 0;
+	if (t->path == 1) {
+		jvmos_count(tgid, JVMOS_WHAT_PATH_BYTES, JVMOS_PATH_JNI_OUT, bytes);
+		jvmos_count(tgid, JVMOS_WHAT_PATH_CALLS, JVMOS_PATH_JNI_OUT, 1);
+	} else if (t->path == 2) {
+		jvmos_count(tgid, JVMOS_WHAT_PATH_BYTES, JVMOS_PATH_NIO_ANY, bytes);
+		jvmos_count(tgid, JVMOS_WHAT_PATH_CALLS, JVMOS_PATH_NIO_ANY, 1);
+	}
+	t->path = 0;
+	if (t->read_buf)
+		t->read_len = bytes;
+	ns = span_exit(t, now, tgid, JVMOS_MISSED_SYSCALL_NO_ENTRY);
+	if (ns && s)
+		s->time_ns += ns;
+	return 0;
+}
+
+/* --scope process: libc's wrappers, in the traced processes only (arg1 = buf) */
+SEC("uprobe.multi")
+int libc_write(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_WRITE, PT_REGS_PARM2(ctx)) : 0;
+}
+
+SEC("uprobe.multi")
+int libc_read(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_READ, PT_REGS_PARM2(ctx)) : 0;
+}
+
+SEC("uprobe.multi")
+int libc_other(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_OTHER, 0) : 0;
+}
+
+/* kept in --mode count: the bytes are the return value */
+SEC("uretprobe.multi")
+int libc_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();	/* first: the bookkeeping is not the call's time */
+	__u32 tgid = jvmos_tgid();
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	return io_exit(now, tgid, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)),
+		       (__s64)PT_REGS_RC(ctx));
+}
+
+/* --scope host: the syscall tracepoints (every process runs them; the untraced return at
+ * the first line) */
+SEC("tracepoint")
+int sys_write(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_WRITE, ctx->args[1]) : 0;
+}
+
+SEC("tracepoint")
+int sys_read(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_READ, ctx->args[1]) : 0;
+}
+
+SEC("tracepoint")
+int sys_other(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	return jvmos_traced(tgid) ? io_enter(tgid, IO_OTHER, 0) : 0;
+}
+
+SEC("tracepoint")
+int sys_io_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	return io_exit(now, tgid, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)), ctx->ret);
+}

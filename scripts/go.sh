@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the Go command that builds the engine (probes/engine): the machine's own `go` when it is
+# 1.25 or newer (github.com/cilium/ebpf v0.22.0 needs it), else Go's toolchain module
+# golang.org/toolchain (what GOTOOLCHAIN switching downloads) fetched once from the Go module
+# proxy into build/go. Debian 12's apt has Go 1.19, which predates GOTOOLCHAIN, so the module
+# is fetched here with curl and unpacked with python3, not by an older go command.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+TOOLCHAIN="${JVMOS_GO_TOOLCHAIN:-go1.27.3}"
+PROXY="${GOPROXY:-https://proxy.golang.org}"; PROXY="${PROXY%%,*}"
+[ "$PROXY" = direct ] || [ "$PROXY" = off ] && PROXY=https://proxy.golang.org
+
+new_enough() {  # "go1.26.8" -> true when >= 1.25
+  local v="${1#go}"; local major="${v%%.*}"; local rest="${v#*.}"; local minor="${rest%%.*}"
+  [ "$major" -gt 1 ] 2>/dev/null || { [ "$major" -eq 1 ] && [ "${minor%%[!0-9]*}" -ge 25 ]; }
+}
+
+pick() {
+  if command -v go >/dev/null 2>&1; then
+    local v; v="$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || true)"
+    if [ -n "$v" ] && new_enough "$v"; then command -v go; return; fi
+  fi
+  local dir="$here/build/go/$TOOLCHAIN"
+  if [ ! -x "$dir/bin/go" ]; then
+    local mod="v0.0.1-$TOOLCHAIN.linux-$(uname -m | sed 's/x86_64/amd64/;s/aarch64/arm64/')"
+    echo "go.sh: no Go >= 1.25 here; fetching golang.org/toolchain@$mod from $PROXY" >&2
+    mkdir -p "$here/build/go"
+    curl -fsSL "$PROXY/golang.org/toolchain/@v/$mod.zip" -o "$here/build/go/toolchain.zip"
+    rm -rf "$dir.tmp"
+    python3 - "$here/build/go/toolchain.zip" "$dir.tmp" <<'PY'
+import os, sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(src) as z:
+    for info in z.infolist():
+        # entries are "golang.org/toolchain@VERSION/bin/go": keep what follows the version
+        head, sep, name = info.filename.partition(".linux-")
+        name = name.split("/", 1)[1] if sep and "/" in name else ""
+        if not name or info.is_dir():
+            continue
+        path = os.path.join(dst, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with z.open(info) as f, open(path, "wb") as out:
+            out.write(f.read())
+        mode = (info.external_attr >> 16) & 0o777
+        os.chmod(path, mode or 0o644)
+PY
+    rm -rf "$dir"; mv "$dir.tmp" "$dir"
+    rm -f "$here/build/go/toolchain.zip"
+  fi
+  echo "$dir/bin/go"
+}
+
+GO="$(pick)"
+export GOTOOLCHAIN=local
+exec "$GO" "$@"

@@ -81,10 +81,16 @@ class Plan:
     script: object = None                       # probegen.Script for the manifest/analyzers
 
 
+def objects_dir() -> Path:
+    """build/probes, or JVMOS_ENGINE_OBJECTS (a developer's modified probes, and the tests')."""
+    return Path(os.environ.get("JVMOS_ENGINE_OBJECTS") or OBJECTS)
+
+
 def objects_for(layers: Sequence[str]) -> Dict[str, Path]:
-    objs = {"common": OBJECTS / "common.bpf.o"}
+    d = objects_dir()
+    objs = {"common": d / "common.bpf.o"}
     for layer in layers:
-        objs[layer] = OBJECTS / f"{layer}.bpf.o"
+        objs[layer] = d / f"{layer}.bpf.o"
     return objs
 
 

@@ -54,16 +54,23 @@ MEASURED_WITH = {
 OWN_KINDS = ["io:syscall_upair"]
 
 
-def run_traced(prog: Path, mode: str, n: int, *, layers=(), scope="process", libs=None,
-               extra_uprobes=(), extra_tps=(), run_mode="time", log=lambda m: None):
+def run_traced(prog: Path, mode: str, n: int, **kw):
     """probecal --mode MODE under the engine: (its result line, the engine's final maps as
     Raw, the ready event)."""
+    out, raw, ready = run_cmd([str(prog), "--mode", mode, "--iterations", str(n)], **kw)
+    return _result(out), raw, ready
+
+
+def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_uprobes=(),
+            extra_tps=(), run_mode="time", log=lambda m: None, workload=None):
+    """A command under the engine with these programs, launched at the gate: (its stdout,
+    the engine's final maps as Raw, the ready event). workload: called once the command is
+    let go (a bystander beside it)."""
     with tempfile.TemporaryDirectory(prefix="jvmos-enginecal-") as tmp:
         tmp = Path(tmp)
         session = Session(log)
         with session:
-            pid = session.launch([str(prog), "--mode", mode, "--iterations", str(n)],
-                                 stdout=tmp / "out", stderr=tmp / "err")
+            pid = session.launch(list(cmd), stdout=tmp / "out", stderr=tmp / "err")
             plan = eng.build_plan(list(layers), libs or {}, symbols, mode=run_mode, scope=scope,
                                   root=pid, counting=True, follow=False,
                                   extra_uprobes=extra_uprobes, extra_tps=extra_tps)
@@ -74,17 +81,18 @@ def run_traced(prog: Path, mode: str, n: int, *, layers=(), scope="process", lib
                     raise JvmosError(f"probe calibration (engine): the engine did not start: "
                                      f"{e.first_error()}")
                 session.release()
-                code, _, _ = session.wait_command(watch_bpftrace=False)
+                if workload is not None:
+                    workload()
+                code, _, _ = session.wait_command(watch_bpftrace=False, timeout=900)
                 if code:
-                    raise JvmosError(f"probecal --mode {mode} exited with status {code}")
+                    raise JvmosError(f"{' '.join(cmd)[:80]} exited with status {code}")
                 maps = e.stop()
                 if maps is None:
                     raise JvmosError(f"probe calibration (engine): no maps: {e.first_error()}")
             finally:
                 if e.alive():
                     e.kill()
-            res = _result((tmp / "out").read_text())
-            return res, eng.to_raw(maps, plan), e.ready
+            return (tmp / "out").read_text(errors="replace"), eng.to_raw(maps, plan), e.ready
 
 
 def _calib_hits(raw) -> int:
@@ -109,8 +117,11 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
                             "program": "min_uprobe",
                             **({"ret_program": "min_uretprobe"} if ret else {})}]
 
-    def keep_sites(ready):
+    def keep_sites(ready, measured=(target, "write")):
+        # the sites whose hits were measured (the others of a plan were attached, not hit)
         for s in (ready or {}).get("sites") or []:
+            if s["symbol"] not in measured:
+                continue
             placement[f"{Path(s['path']).name}:{s['symbol']}"] = {
                 k: s.get(k) for k in ("shift", "insn", "class", "why")}
 
@@ -122,7 +133,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
     for t in range(trials):
         log(f"engine probe-cost trial {t + 1}/{trials}")
         bare = {m: _bare(prog, m, n, full=True) for m in ("call", "write", "getpid")}
-        bare["thread"] = _bare(prog, "thread", 5_000, full=True)
+        bare["thread"] = _bare(prog, "thread", THREADS, full=True)
         for m in ("call", "write", "getpid"):
             add(f"bare_{m}", bare[m][COST] / n)
         # the floor: minimal programs
@@ -165,10 +176,10 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
         add("symbol_pair_time_hit", (res[COST] - bare["write"][COST]) / calls)
         add("symbol_pair_time_window", timed / calls - bare["write"][COST] / n)
         # common.bpf.c on thread creation
-        res, raw, _ = run_traced(prog, "thread", 5_000)
+        res, raw, _ = run_traced(prog, "thread", THREADS)
         hits = sum(int(v) for k, v in raw.keyed("@hits").items()
                    if k[1] in ("common:task_newtask", "common:sched_process_exit"))
-        _check(hits, 5_000, "thread_common_hit")
+        _check(hits, THREADS, "thread_common_hit")
         add("thread_common_hit", (res[COST] - bare["thread"][COST]) / hits)
     out = {k: dict(_stat(v), measured_with=MEASURED_WITH.get(k, k)) for k, v in samples.items()}
     out["own_kinds"] = list(OWN_KINDS)
@@ -188,6 +199,8 @@ def _check(hits, n, key) -> None:
         raise JvmosError(f"probe calibration (engine, {key}): {hits:,.0f} hits counted for "
                          f"{n:,} iterations: the probes did not attach")
 
+
+THREADS = 20_000     # pthread_create + join: ~30 µs each, noisy: many of them
 
 KEYS = ("uprobe", "uprobe_pair", "tracepoint", "jni_copy_time_hit", "jni_copy_time_window",
         "jni_copy_count_hit", "io_syscall_hit", "io_syscall_window", "symbol_pair_time_hit",

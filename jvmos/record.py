@@ -51,7 +51,8 @@ from jvmos.probegen import render
 from jvmos import sampling
 from jvmos import cputime
 from jvmos import scope as scope_mod
-from jvmos.session import (MAPS_TIMEOUT_S, OutputTail, Session, alive, start_counting,
+from jvmos.session import (ATTACH_TIMEOUT_S, MAPS_TIMEOUT_S, OutputTail, Session, alive,
+                           start_counting,
                            stop_counting)
 from jvmos.tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ

@@ -7,6 +7,8 @@
  *   min_uprobe     an entry uprobe (uprobe_multi link)
  *   min_uretprobe  a return uprobe
  *   min_tp         a tracepoint
+ *   min_time_entry, min_time_ret   the least a timed span needs: the clock at the entry,
+ *                  the difference summed at the return (the floor of --mode time)
  * Measured on probecal's function and on getpid(2), they give the cost per hit of a minimal
  * compiled counter at the same probe points the layers use, the floor the layers' own costs
  * are compared with (`jvmos run overhead`).
@@ -38,4 +40,45 @@ SEC("tracepoint")
 int min_tp(void *ctx)
 {
 	return hit(ctx);
+}
+
+/* the minimal timing pair: the clock at the entry, the span summed at the return (a per-thread
+ * hash, as every timed span of the layers) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} min_t0 SEC(".maps");
+
+SEC("uprobe.multi")
+int min_time_entry(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now;
+
+	if (!jvmos_traced(jvmos_tgid()))
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&min_t0, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int min_time_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 tgid = jvmos_tgid();
+	__u64 *t0;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	t0 = bpf_map_lookup_elem(&min_t0, &tid);
+	if (!t0)
+		return 0;
+	jvmos_count(tgid, JVMOS_WHAT_CALIB, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)),
+		    now - *t0);
+	bpf_map_delete_elem(&min_t0, &tid);
+	return 0;
 }

@@ -48,6 +48,7 @@ examples:
 BYSTANDER_GOAL_PCT = 5.0
 FLOOR_GOAL = 1.2
 LAYERS_ALL = ("io", "mem", "threads", "links")
+from jvmos.engine import LAYERS as ENGINE_LAYERS  # noqa: E402 (the compiled layers)
 
 
 def parse(argv):
@@ -65,6 +66,8 @@ def parse(argv):
     p.add_argument("--out", help="output directory (default results/runs/<time>-overhead)")
     p.add_argument("--quick", action="store_true",
                    help="io layer only, count and time at process scope, host scope once")
+    p.add_argument("--no-engine", dest="engine", action="store_false",
+                   help="leave out the compiled engine's rows (--engine bpf and its floor)")
     a = p.parse_args(argv)
     a.writes = a.writes or (1_000_000 if a.quick else 2_000_000)
     a.allocs = a.allocs or (150_000 if a.quick else 300_000)
@@ -194,6 +197,26 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
     return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
 
 
+def run_ref_engine(kind: str, cmd: List[str], libjvm: Path) -> dict:
+    """The traced loop under the compiled floor: calib.bpf.c's minimal programs on the same
+    two functions (jni_GetByteArrayRegion, libc's write, where the engine places them),
+    attached by the engine for the traced process only, a bystander beside it."""
+    from jvmos import enginecost
+    libc = libc_of()
+    if kind == "count":
+        progs = {"program": "min_uprobe"}
+    else:
+        progs = {"program": "min_time_entry", "ret_program": "min_time_ret"}
+    ups = [dict(progs, path=str(libjvm), symbol="jni_GetByteArrayRegion", object="calib"),
+           dict(progs, path=str(libc), symbol="write", object="calib")]
+    box = {}
+    out, raw, ready = enginecost.run_cmd(cmd, extra_uprobes=ups,
+                                         workload=lambda: box.setdefault("by", Bystander().start()))
+    box["by"].join()
+    return {"workload": last_json(out), "bystander": box["by"],
+            "attach_seconds": (ready or {}).get("attach_s")}
+
+
 # ---------------------------------------------------------------------------- jvmos rows
 def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
     run_dir = out / "runs" / name
@@ -216,9 +239,17 @@ def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
     if res.status != "complete":
         raise JvmosError(f"recording {name} ended {res.status}: {res.reason}")
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    sc = manifest.get("probes", {}).get("scope") or {}
+    # set-up: until every probe was open; teardown: until every probe was gone (awaited,
+    # wait_teardown): bpftrace's own exit plus the scoped uprobes' detach, or the engine's
+    teardown = manifest.get("teardown_seconds")
+    if sc.get("detach_seconds") is not None:
+        teardown = (teardown or 0) + sc["detach_seconds"]
     return {"workload": last_json((run_dir / "stdout.txt").read_text()), "bystander": box["by"],
             "run_dir": str(run_dir.relative_to(out)), "summary": res.summary,
-            "scope": manifest.get("probes", {}).get("scope")}
+            "scope": manifest.get("probes", {}).get("scope"),
+            "attach_seconds": manifest.get("attach_seconds"), "teardown_seconds": teardown,
+            "engine": (manifest.get("engine") or {}).get("name", "bpftrace")}
 
 
 # ---------------------------------------------------------------------------- the table
@@ -290,21 +321,33 @@ def main(argv) -> int:
             got = run_ref(kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}")
             add(f"minimal {kind} script", f"ref-{kind}", "write", sc, got)
 
+    if a.engine:
+        # the compiled floor: the same two probe points, minimal programs, the engine's links
+        for kind in ("count", "time"):
+            log(f"minimal compiled {kind} programs (engine), process scope")
+            got = run_ref_engine(kind, loops["write"][0], libjvm)
+            add(f"minimal compiled {kind} programs", f"ref-{kind}-bpf", "write", "process", got,
+                {"attach_seconds": got["attach_seconds"]})
+
     configs = []
     for layer in a.layers:
         loop = "alloc" if layer == "mem" else "write"
         for mode in ("count", "time"):
             for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
-                configs.append((layer, loop, mode, sc))
-    for layer, loop, mode, sc in configs:
-        name = f"jvmos {layer} {mode} {sc}"
+                configs.append((layer, loop, mode, sc, "bpftrace"))
+                if a.engine and layer in ENGINE_LAYERS:
+                    configs.append((layer, loop, mode, sc, "bpf"))
+    for layer, loop, mode, sc, engine in configs:
+        tag = "" if engine == "bpftrace" else " --engine bpf"
+        name = f"jvmos {layer} {mode} {sc}" + (" bpf" if tag else "")
         log(name)
         got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=[layer], mode=mode,
-                        scope=sc)
-        add(f"jvmos --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
-            {"layer": layer, "mode": mode, "run_dir": got["run_dir"],
+                        scope=sc, engine=engine)
+        add(f"jvmos{tag} --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
+            {"layer": layer, "mode": mode, "run_dir": got["run_dir"], "engine": engine,
              "uprobes_scoped": (got["scope"] or {}).get("uprobes_scoped"),
-             "detach_seconds": (got["scope"] or {}).get("detach_seconds")})
+             "attach_seconds": got["attach_seconds"],
+             "teardown_seconds": got["teardown_seconds"]})
     log("jvmos --mode sample")
     got = run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample")
     add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", None, got,
@@ -319,11 +362,14 @@ def main(argv) -> int:
         for b in ("write", "malloc"):
             v = r["bystander"][b]["ns_per_call"]
             r["bystander"][b]["slowdown_pct"] = None if v is None else 100.0 * (v - ctl[b]) / ctl[b]
+    # each engine against its own floor: bpftrace's rows against the minimal scripts, the
+    # compiled engine's against the minimal compiled programs (same probe points, same scope)
     floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
              if r["kind"].startswith("ref-")}
     for r in rows:
         if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
-            f = floor.get((r["mode"], r["scope"]))
+            key = r["mode"] + ("-bpf" if r.get("engine") == "bpf" else "")
+            f = floor.get((key, r["scope"]))
             r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
@@ -331,7 +377,8 @@ def main(argv) -> int:
     t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
               "C loops beside the run)",
               ["configuration", "scope", "traced loop", "added per op", "vs floor",
-               "bystander write(2), CPU", "bystander malloc+free, CPU", "bystander goal <5%"])
+               "bystander write(2), CPU", "bystander malloc+free, CPU", "bystander goal <5%",
+               "set-up s", "teardown s"])
     for r in rows:
         bw, bm = r["bystander"]["write"], r["bystander"]["malloc"]
 
@@ -348,11 +395,14 @@ def main(argv) -> int:
                 (f"NOT reached ({worst:+.0f}%)" if worst >= BYSTANDER_GOAL_PCT else
                  "reached" if not missing else f"not measured for {' and '.join(missing)}"))
         fr = r.get("floor_ratio")
+        secs = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
         t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
                f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")
-               if fr is not None else "—", cell(bw), cell(bm), goal],
+               if fr is not None else "—", cell(bw), cell(bm), goal,
+               secs(r.get("attach_seconds")), secs(r.get("teardown_seconds"))],
               [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr, bw["ns_per_call"],
-               bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal])
+               bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal,
+               r.get("attach_seconds"), r.get("teardown_seconds")])
     bt = results["bare"]["per_op_ns"]
     notes = [
         f"bare loops (median of {a.repeat}): Java write {bt['java_write']:.0f} ns, C write "
@@ -376,6 +426,13 @@ def main(argv) -> int:
         "through them.",
         "one run per configuration on a shared 2-core machine: differences of a few percent "
         "are within its noise.",
+        "--engine bpf rows: jvmos's compiled probes (probes/*.bpf.c) loaded by its engine, "
+        "uprobe_multi links for the traced process only, each uprobe on an emulated "
+        "instruction where one comes first; their floor is the minimal compiled programs "
+        "(calib.bpf.c) on the same two functions. set-up: seconds until every probe was open "
+        "(the manifest's attach_seconds); teardown: seconds until every probe was gone, "
+        "awaited (bpftrace: its exit after the maps, plus the scoped uprobes' detach; the "
+        "engine: closing its links). Goal for the engine: each <= 1 s.",
     ]
     write_outputs(out, "overhead", [t], _jsonable(results), notes)
     print(t.markdown())

@@ -25,7 +25,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -100,6 +99,7 @@ type engine struct {
 	links    map[int][]link.Link // pid -> its uprobe links
 	tpLinks  []link.Link
 	attached map[int]bool
+	nprobes  map[int]int
 	t0       time.Time
 	reader   *ringbuf.Reader
 }
@@ -146,16 +146,8 @@ func (e *engine) load() {
 		}
 		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 		if err != nil {
-			var ve *ebpf.VerifierError
-			msg := err.Error()
-			if errors.As(err, &ve) {
-				lines := ve.Log
-				if len(lines) > 3 {
-					lines = lines[len(lines)-3:]
-				}
-				msg = fmt.Sprintf("%v (verifier: %s)", err, strings.Join(lines, " | "))
-			}
-			fail("layer %s: the kernel refused its programs: %s", name, msg)
+			// cilium's error names the program and ends with the verifier's decisive line
+			fail("layer %s: the kernel refused its programs: %v", name, err)
 		}
 		e.colls[name] = coll
 		for _, m := range []string{"traced", "control", "stats", "counts"} {
@@ -262,7 +254,7 @@ func (e *engine) attachPid(pid int) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.attached[pid] {
-		return 0, nil
+		return e.nprobes[pid], nil // opened at its fork: the links follow it through exec
 	}
 	var ls []link.Link
 	n := 0
@@ -307,6 +299,7 @@ func (e *engine) attachPid(pid int) (int, error) {
 	}
 	e.links[pid] = ls
 	e.attached[pid] = true
+	e.nprobes[pid] = n
 	return n, nil
 }
 
@@ -503,7 +496,7 @@ func main() {
 	if err != nil {
 		fail("cannot read the plan: %v", err)
 	}
-	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}}
+	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}, nprobes: map[int]int{}}
 	if err := json.Unmarshal(raw, &e.plan); err != nil {
 		fail("bad plan %s: %v", os.Args[1], err)
 	}

@@ -97,6 +97,9 @@ func (e *elfInfo) fileOffset(vaddr uint64) (uint64, bool) {
 
 // emulated says whether the kernel emulates this instruction for a uprobe.
 func emulated(in x86asm.Inst) bool {
+	if in.Len == 4 && in.Op == x86asm.NOP && in.Args[0] == nil && in.Prefix[0] == 0 && in.Opcode == 0 {
+		return false // endbr64 (synthesized above): not one the kernel emulates
+	}
 	switch in.Op {
 	case x86asm.PUSH:
 		_, isReg := in.Args[0].(x86asm.Reg)
@@ -141,8 +144,17 @@ func harmless(in x86asm.Inst, raw []byte) bool {
 	return false
 }
 
-func syntax(in x86asm.Inst, pc uint64) string {
-	return x86asm.GNUSyntax(in, pc, nil)
+type decoded struct {
+	at  uint64
+	in  x86asm.Inst
+	raw []byte
+}
+
+func insnText(d decoded, va uint64) string {
+	if len(d.raw) == 4 && d.raw[0] == 0xf3 && d.raw[1] == 0x0f && d.raw[2] == 0x1e && d.raw[3] == 0xfa {
+		return "endbr64"
+	}
+	return x86asm.GNUSyntax(d.in, va+d.at, nil)
 }
 
 // place decides the site of a probe on symbol in path. move=false keeps every probe at the
@@ -167,15 +179,22 @@ func place(path, symbol string, move bool) (Site, error) {
 	}
 	n, _ := fh.ReadAt(buf, int64(off))
 	fh.Close()
-	buf = buf[:n]
-	type decoded struct {
-		at  uint64
-		in  x86asm.Inst
-		raw []byte
-	}
+	site := placeBytes(buf[:n], va, move)
+	site.FileOff = off + site.Shift
+	return site, nil
+}
+
+// placeBytes applies the rule to the first bytes of a function linked at va.
+func placeBytes(buf []byte, va uint64, move bool) Site {
 	var insns []decoded
 	targets := map[uint64]bool{}
 	for at := 0; at < len(buf); {
+		if at+4 <= len(buf) && buf[at] == 0xf3 && buf[at+1] == 0x0f && buf[at+2] == 0x1e && buf[at+3] == 0xfa {
+			// endbr64: the decoder knows only its rep prefix; a hint nop, harmless
+			insns = append(insns, decoded{uint64(at), x86asm.Inst{Op: x86asm.NOP, Len: 4}, buf[at : at+4]})
+			at += 4
+			continue
+		}
 		in, err := x86asm.Decode(buf[at:], 64)
 		if err != nil || in.Len == 0 {
 			break
@@ -186,22 +205,22 @@ func place(path, symbol string, move bool) (Site, error) {
 		}
 		at += in.Len
 	}
-	site := Site{FileOff: off, Class: "unknown"}
+	site := Site{Class: "unknown"}
 	if len(insns) == 0 {
 		site.Why = "entry (could not decode the function)"
-		return site, nil
+		return site
 	}
 	first := insns[0]
-	site.Insn = syntax(first.in, va)
+	site.Insn = insnText(first, va)
 	if emulated(first.in) {
 		site.Class = "emulated"
 		site.Why = "entry (" + site.Insn + ": emulated)"
-		return site, nil
+		return site
 	}
 	site.Class = "single-stepped"
 	if !move {
 		site.Why = "entry (placement off)"
-		return site, nil
+		return site
 	}
 	for i, d := range insns {
 		if i >= placeMaxInsns {
@@ -209,23 +228,22 @@ func place(path, symbol string, move bool) (Site, error) {
 		}
 		if d.at != 0 && targets[d.at] {
 			site.Why = fmt.Sprintf("entry (+%d is a branch target inside the function)", d.at)
-			return site, nil
+			return site
 		}
 		if emulated(d.in) {
 			if d.at == 0 {
 				break
 			}
-			return Site{Shift: d.at, Insn: syntax(d.in, va+d.at), Class: "emulated",
-				FileOff: off + d.at,
+			return Site{Shift: d.at, Insn: insnText(d, va), Class: "emulated",
 				Why: fmt.Sprintf("+%d (%s: emulated; the instructions before it leave the "+
-					"arguments and the stack alone)", d.at, syntax(d.in, va+d.at))}, nil
+					"arguments and the stack alone)", d.at, insnText(d, va))}
 		}
 		if !harmless(d.in, d.raw) {
 			site.Why = fmt.Sprintf("entry (%s at +%d is single-stepped, and no emulated "+
-				"instruction comes before it)", syntax(d.in, va+d.at), d.at)
-			return site, nil
+				"instruction comes before it)", insnText(d, va), d.at)
+			return site
 		}
 	}
 	site.Why = "entry (no emulated instruction among the first ones)"
-	return site, nil
+	return site
 }

@@ -1,0 +1,138 @@
+"""The compiled engine's catalogue: probes/jvmos.h (what the BPF programs write) and
+jvmos/engine.py (how jvmos reads it) must say the same, every program a plan names must exist
+in the C, and the engine's maps must become the maps the analyzers read."""
+import re
+from pathlib import Path
+
+import pytest
+
+from jvmos import JvmosError
+from jvmos import engine as eng
+from jvmos.catalogue import IO_LIBC_WRAPPERS, IO_SYSCALLS, JNI_COPY_FUNCTIONS, NIO_NATIVES
+
+PROBES = Path(eng.ROOT) / "probes"
+DEFINE = re.compile(r"^#define\s+JVMOS_(\w+)\s+(\d+)\b", re.M)
+SEC = re.compile(r'SEC\("([^"]+)"\)\s*\n\s*int\s+(?:BPF_PROG\()?(\w+)')
+
+
+def header():
+    return {k: int(v) for k, v in DEFINE.findall(eng.HEADER.read_text())}
+
+
+def programs(name):
+    return {prog: sec for sec, prog in SEC.findall((PROBES / f"{name}.bpf.c").read_text())}
+
+
+def test_ids_match_the_header():
+    h = header()
+    assert {f"CAT_{k.upper()}": v for k, v in eng.CATEGORY_IDS.items()} == \
+        {k: v for k, v in h.items() if k.startswith("CAT_")}
+    assert {f"WHAT_{k.upper()}": v for k, v in eng.WHAT_IDS.items()} == \
+        {k: v for k, v in h.items() if k.startswith("WHAT_")}
+    assert {f"PATH_{p.upper()}_{d.upper()}": v for (p, d), v in eng.PATH_IDS.items()} == \
+        {k: v for k, v in h.items() if k.startswith("PATH_")}
+    assert {f"MISSED_{k.upper()}": v for k, v in eng.MISSED_IDS.items()} == \
+        {k: v for k, v in h.items() if k.startswith("MISSED_")}
+    assert {"HIT_" + k.split(":")[1].replace("sched_", "").upper(): v
+            for k, v in eng.HIT_IDS.items()} == {k: v for k, v in h.items() if k.startswith("HIT_")}
+    assert {f"LOST_{k.upper()}": v for k, v in eng.LOST_IDS.items()} == \
+        {k: v for k, v in h.items() if k.startswith("LOST_")}
+
+
+def fake_libs():
+    libs = {"LIBJVM": [Path("/jdk/lib/server/libjvm.so")], "LIBNIO": [Path("/jdk/lib/libnio.so")],
+            "LIBC": [Path("/lib/libc.so.6")]}
+    defined = {"libjvm.so": {f"jni_{f}": 0x1000 + i * 16 for i, f in enumerate(JNI_COPY_FUNCTIONS)}
+               | {"Unsafe_CopyMemory0": 0x9000},
+               "libnio.so": {s: 0x100 + i for i, s in enumerate(NIO_NATIVES)
+                             if "UnixFileDispatcherImpl" not in s},
+               "libc.so.6": {s: 0x500 + i for i, s in enumerate(IO_LIBC_WRAPPERS)}}
+    # glibc: __write and write are one function: probed once
+    defined["libc.so.6"]["__write"] = defined["libc.so.6"]["write"]
+    return libs, lambda p: defined[Path(p).name]
+
+
+@pytest.mark.parametrize("scope", ["process", "host"])
+@pytest.mark.parametrize("mode", ["time", "count"])
+def test_plan_names_programs_that_exist(scope, mode):
+    libs, syms = fake_libs()
+    plan = eng.build_plan(["io"], libs, syms, mode=mode, scope=scope, root=42, counting=True)
+    progs = {"io": programs("io"), "common": programs("common")}
+    for u in plan.doc["uprobes"]:
+        assert progs[u["object"]][u["program"]] == "uprobe.multi", u
+        if "ret_program" in u:
+            assert progs[u["object"]][u["ret_program"]] == "uretprobe.multi", u
+    for t in plan.doc["tracepoints"]:
+        assert progs[t["object"]][t["program"]] == "tracepoint", t
+    ids = [u["id"] for u in plan.doc["uprobes"]] + [t["id"] for t in plan.doc["tracepoints"]
+                                                   if t["id"]]
+    assert len(ids) == len(set(ids)) and all(0 < i < 0x10000 for i in ids)
+    jni = [u for u in plan.doc["uprobes"] if u["symbol"].startswith("jni_")]
+    assert len(jni) == len(JNI_COPY_FUNCTIONS)
+    # JNI copies are timed in --mode time only; libc's wrappers keep their return probe
+    assert all(("ret_program" in u) == (mode == "time") for u in jni)
+    sizes = {u["symbol"]: u["value"] for u in jni if u["program"] == "jni_get_region"}
+    assert sizes["jni_GetDoubleArrayRegion"] == 8 and sizes["jni_GetStringRegion"] == 2
+    libc = [u for u in plan.doc["uprobes"] if u["path"].endswith("libc.so.6")]
+    if scope == "process":
+        assert {u["symbol"] for u in libc} == set(IO_LIBC_WRAPPERS)
+        assert all(u["ret_program"] == "libc_ret" for u in libc)
+        assert not plan.doc["tracepoints"]
+    else:
+        assert not libc
+        exits = {t["name"] for t in plan.doc["tracepoints"] if t["program"] == "sys_io_exit"}
+        assert exits == {f"sys_exit_{s}" for s in IO_SYSCALLS}
+    # the JDK's other spelling of the libnio natives is missing, not a lost probe
+    assert any("UnixFileDispatcherImpl" in m for m in plan.script.missing)
+    assert plan.doc["constants"]["io"]["timing"] == (1 if mode == "time" else 0)
+
+
+def test_unknown_layer_is_refused_in_one_line():
+    libs, syms = fake_libs()
+    with pytest.raises(JvmosError, match="no compiled threads layer"):
+        eng.build_plan(["io", "threads"], libs, syms, root=1, counting=True)
+
+
+def test_maps_become_the_analyzers_maps():
+    libs, syms = fake_libs()
+    plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
+                          counting=True)
+    by_sym = {u["symbol"]: u["id"] for u in plan.doc["uprobes"]}
+    c = eng.CATEGORY_IDS
+    w = eng.WHAT_IDS
+    maps = {"event": "maps", "final": True,
+            "stats": [[7, c["jni_copy"], by_sym["jni_GetByteArrayRegion"], 10, 100, 5000],
+                      [7, c["io_syscall"], by_sym["write"], 10, 100, 9000],
+                      [7, c["jni_copy"], by_sym["jni_GetPrimitiveArrayCritical"], 3, 0, 0]],
+            "counts": [[7, w["path_bytes"], eng.PATH_IDS[("jni", "out")], 100],
+                       [7, w["path_calls"], eng.PATH_IDS[("jni", "out")], 10],
+                       [7, w["missed"], eng.MISSED_IDS["syscall_no_entry"], 1],
+                       [7, w["hits"], eng.HIT_IDS["common:task_newtask"], 2],
+                       [0, w["lost"], eng.LOST_IDS["thread_state"], 4]],
+            "procs": [{"pid": 7, "exec": "/usr/bin/java", "exec_ns": 1, "exit_ns": 0, "held": 0}],
+            "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
+    raw = eng.to_raw(maps, plan)
+    assert raw.maps_printed and not raw.errors
+    key = f"7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetByteArrayRegion"
+    assert raw.maps["@calls"][key] == 10 and raw.maps["@bytes"][key] == 100
+    assert raw.maps["@time"][key] == 5000
+    # a function whose arguments give no size has no bytes, and no time when none was summed
+    crit = "7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetPrimitiveArrayCritical"
+    assert crit not in raw.maps["@bytes"] and crit not in raw.maps["@time"]
+    assert raw.keyed("@path_bytes") == {("7", "jni", "out"): 100}
+    assert raw.keyed("@missed") == {("7", "syscall_no_entry"): 1}
+    assert raw.keyed("@hits") == {("7", "common:task_newtask"): 2}
+    assert raw.keyed("@exec") == {("7",): "/usr/bin/java"}
+    assert eng.lost_reasons(raw) == [f"4 {eng.LOST_MEANS['thread_state']}"]
+    # a category this jvmos does not know is an error, never a silent zero
+    bad = dict(maps, stats=[[7, 99, 1, 1, 1, 1]])
+    assert eng.to_raw(bad, plan).errors
+
+
+def test_every_bpf_program_file_says_what_it_measures():
+    """Each .bpf.c opens the way the .bt files do: what, attach points and why, what breaks."""
+    for f in PROBES.glob("*.bpf.c"):
+        head = f.read_text().split("*/", 1)[0]
+        assert head.startswith("/*") and f.name.split(".")[0] in head, f
+        if f.name != "calib.bpf.c":
+            assert "breaks" in head, f"{f.name}: says nothing of what breaks when things change"

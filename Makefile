@@ -83,7 +83,7 @@ build/vmlinux.h:
 	@mkdir -p build
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-build/probes/%.bpf.o: probes/%.bpf.c probes/common.bpf.h probes/jvmos.h build/vmlinux.h
+build/probes/%.bpf.o: probes/%.bpf.c $(wildcard probes/*.h) build/vmlinux.h
 	@mkdir -p build/probes
 	clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibuild -Iprobes -c $< -o $@
 

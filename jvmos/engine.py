@@ -9,8 +9,8 @@ hands over its maps as numbers, and this module turns them into the maps the ana
 (bpftrace's names and key layouts: @calls[pid, category, probe], ...), so every table, figure
 and summary field means what it meant under bpftrace.
 
-The catalogue of the compiled maps: the ids below mirror probes/jvmos.h, and
-tests/unit/test_engine_catalogue.py keeps the two equal.
+The catalogue of the compiled maps: the ids below mirror probes/jvmos.h, each layer's those
+of its header (jvmos/enginelayers/), and tests/unit/test_engine_catalogue.py keeps them equal.
 """
 import hashlib
 import json
@@ -27,21 +27,16 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from jvmos import ROOT, JvmosError
 from jvmos.analyzers.rawparse import Raw
-from jvmos.catalogue import (IO_LIBC_WRAPPERS, IO_SYSCALLS, JNI_COPY_FUNCTIONS, NIO_NATIVES,
-                             PRIMITIVES)
 
 BUILD = ROOT / "build"
 ENGINE = BUILD / "jvmos-engine"
 OBJECTS = BUILD / "probes"
 HEADER = ROOT / "probes" / "jvmos.h"
 
-# ---- the catalogue (probes/jvmos.h) ----
-CATEGORY_IDS = {"jni_copy": 1, "unsafe_copy_out": 2, "unsafe_copy_etc": 3, "nio_native": 4,
-                "io_syscall": 5}
-WHAT_IDS = {"path_bytes": 1, "path_calls": 2, "nio_confirmed": 3, "missed": 4, "hits": 5,
-            "lost": 6, "calib": 7}
-PATH_IDS = {("jni", "in"): 1, ("jni", "out"): 2, ("nio", "any"): 3}
-MISSED_IDS = {"jni_copy_no_entry": 1, "syscall_no_entry": 2}
+# ---- the catalogue: the ids common to every layer (probes/jvmos.h); each layer's own are
+# in jvmos/enginelayers/<layer>.py, mirroring probes/<layer>.h ----
+NAMED = 0x8000
+WHAT_IDS = {"missed": 1, "hits": 2, "lost": 3, "calib": 4}
 HIT_IDS = {"common:task_newtask": 1, "common:sched_process_exec": 2,
            "common:sched_process_exit": 3}
 LOST_IDS = {"proc_event": 1, "thread_state": 2, "stats_entry": 3}
@@ -49,25 +44,41 @@ LOST_IDS = {"proc_event": 1, "thread_state": 2, "stats_entry": 3}
 LOST_MEANS = {
     "proc_event": "fork/exec event(s) of traced processes lost (ring buffer full): a child may "
                   "not have had its uprobes opened",
-    "thread_state": "span(s) not followed (the per-thread state map was full): their time and "
+    "thread_state": "span(s) not followed (a per-thread state map was full): their time and "
                     "path attribution are missing",
     "stats_entry": "sum(s) not kept (the stats map was full): figures are missing",
 }
-
-# layers compiled so far (the others still run on bpftrace: `--engine bpftrace`)
-LAYERS = ("io",)
 ENGINES = ("bpftrace", "bpf")
 
 
-def _region_size(fn: str) -> int:
-    if fn == "GetStringRegion":
-        return 2
-    if fn == "GetStringUTFRegion":
-        return 1            # a lower bound, as in io.bt: len counts UTF-16 chars
-    for t, size in PRIMITIVES.items():
-        if fn in (f"Get{t}ArrayRegion", f"Set{t}ArrayRegion"):
-            return size
-    raise ValueError(fn)
+def _modules():
+    from jvmos.enginelayers import MODULES
+    return MODULES
+
+
+def compiled_layers() -> tuple:
+    return tuple(_modules())
+
+
+LAYERS = ("io",)        # kept equal to compiled_layers() by a unit test
+
+
+class Catalogue:
+    """Every id of every compiled layer, merged: id -> what it becomes for the analyzers."""
+
+    def __init__(self):
+        self.categories, self.names, self.whats = {}, {}, {}
+        self.missed = {}
+        self.hits = {v: k for k, v in HIT_IDS.items()}
+        for m in _modules().values():
+            for table, src in ((self.categories, {v: k for k, v in m.CATEGORIES.items()}),
+                               (self.names, m.NAMES), (self.whats, m.WHATS),
+                               (self.missed, {v: k for k, v in m.MISSED.items()}),
+                               (self.hits, {v: k for k, v in m.HITS.items()})):
+                dup = set(table) & set(src)
+                if dup:
+                    raise JvmosError(f"engine catalogue: layer {m.NAME} reuses ids {sorted(dup)}")
+                table.update(src)
 
 
 # ---- the plan ----
@@ -104,7 +115,83 @@ def check_built(layers: Sequence[str]) -> None:
 
 
 def unsupported(layers: Sequence[str]) -> List[str]:
-    return [layer for layer in layers if layer not in LAYERS]
+    return [layer for layer in layers if layer not in _modules()]
+
+
+class PlanBuilder:
+    """What a layer module's plan() adds its probes through."""
+
+    def __init__(self, libs, symbols_of, mode, scope, object_name="io"):
+        from jvmos.probegen import Script
+        self.libs, self.symbols_of, self.mode, self.scope = libs, symbols_of, mode, scope
+        self.object = object_name
+        self.script = Script(text="")
+        self.uprobes: List[dict] = []
+        self.tps: List[dict] = []
+        self.names: Dict[int, str] = {}
+        self.bytes_ids = set()
+        self._next = 1
+        self._seen: Dict[Tuple[str, int], str] = {}
+
+    def _id(self) -> int:
+        i = self._next
+        self._next += 1
+        if i >= NAMED:
+            raise JvmosError("too many probes for the engine's 15-bit probe ids")
+        return i
+
+    def uprobe(self, ph: str, sym: str, prog: str, ret: Optional[str] = None, value: int = 0,
+               has_bytes: bool = False) -> None:
+        """prog (and ret, the return program) on sym in every library of placeholder ph
+        (LIBJVM, LIBNIO, LIBC). A symbol the library lacks is named in script.missing; two
+        names at one address are probed once."""
+        paths = self.libs.get(ph, [])
+        if not paths:
+            self.script.missing.append(f"@{ph}@:{sym} (library not found)")
+            return
+        for p in paths:
+            defined = self.symbols_of(p)
+            if sym not in defined:
+                self.script.missing.append(f"{p}:{sym}")
+                continue
+            where = (str(p), defined[sym])
+            if where in self._seen:
+                self.script.aliases[f"{p}:{sym}"] = self._seen[where]
+                continue
+            self._seen[where] = sym
+            self.add_uprobe(str(p), sym, prog, ret, value, has_bytes)
+
+    def add_uprobe(self, path: str, sym: str, prog: str, ret: Optional[str] = None,
+                   value: int = 0, has_bytes: bool = False, obj: Optional[str] = None) -> int:
+        pid = self._id()
+        u = {"id": pid, "path": path, "symbol": sym, "object": obj or self.object,
+             "program": prog, "value": value}
+        if ret:
+            u["ret_program"] = ret
+        self.uprobes.append(u)
+        self.names[pid] = f"uprobe:{path}:{sym}"
+        if has_bytes:
+            self.bytes_ids.add(pid)
+        for kind in ("uprobe", "uretprobe") if ret else ("uprobe",):
+            self.script.attached.append(f"{kind}:{path}:{sym}")
+            self.script.kinds[f"{kind}:{path}:{sym}"] = kind
+        return pid
+
+    def tracepoint(self, group: str, name: str, prog: str, named: bool = False,
+                   has_bytes: bool = False, obj: Optional[str] = None) -> int:
+        """prog on group:name; named: it gets a probe id (its figures are keyed by it)."""
+        pid = self._id() if named else 0
+        self.tps.append({"id": pid, "object": obj or self.object, "group": group,
+                         "name": name, "program": prog})
+        t = f"tracepoint:{group}:{name}"
+        if named:
+            self.names[pid] = t
+            if has_bytes:
+                self.bytes_ids.add(pid)
+        if t not in self.script.kinds:
+            self.script.attached.append(t)
+            self.script.kinds[t] = "tracepoint"
+        return pid
 
 
 def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
@@ -114,174 +201,119 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
                objects: Optional[Dict[str, Path]] = None, extra_uprobes: Sequence[dict] = (),
                extra_tps: Sequence[dict] = ()) -> Plan:
     """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC ->
-    paths). symbols_of(path) -> {symbol: address} (jdk.symbols). A symbol the library lacks
-    is left out and named in script.missing; two names at one address are probed once."""
-    from jvmos.probegen import Script
+    paths). symbols_of(path) -> {symbol: address} (jdk.symbols)."""
     bad = unsupported(layers)
     if bad:
         raise JvmosError(f"--engine bpf has no compiled {', '.join(bad)} layer yet (compiled: "
-                         f"{', '.join(LAYERS)}); use --engine bpftrace for it")
-    objs = objects or objects_for(list(layers) + sorted({u["object"] for u in extra_uprobes}
-                                                         | {t["object"] for t in extra_tps}))
-    script = Script(text="")
-    uprobes: List[dict] = []
-    tps: List[dict] = []
-    names: Dict[int, str] = {}
-    bytes_ids = set()
-    next_id = [1]
-    seen: Dict[Tuple[str, int], str] = {}
-
-    def uprobe(ph: str, sym: str, prog: str, ret: Optional[str], value: int = 0,
-               has_bytes: bool = False, obj: str = "io"):
-        paths = libs.get(ph, [])
-        if not paths:
-            script.missing.append(f"@{ph}@:{sym} (library not found)")
-            return
-        for p in paths:
-            defined = symbols_of(p)
-            if sym not in defined:
-                script.missing.append(f"{p}:{sym}")
-                continue
-            where = (str(p), defined[sym])
-            if where in seen:
-                script.aliases[f"{p}:{sym}"] = seen[where]
-                continue
-            seen[where] = sym
-            pid = next_id[0]
-            next_id[0] += 1
-            u = {"id": pid, "path": str(p), "symbol": sym, "object": obj, "program": prog,
-                 "value": value}
-            if ret:
-                u["ret_program"] = ret
-            uprobes.append(u)
-            names[pid] = f"uprobe:{p}:{sym}"
-            if has_bytes:
-                bytes_ids.add(pid)
-            script.attached.append(f"uprobe:{p}:{sym}")
-            script.kinds[f"uprobe:{p}:{sym}"] = "uprobe"
-            if ret:
-                script.attached.append(f"uretprobe:{p}:{sym}")
-                script.kinds[f"uretprobe:{p}:{sym}"] = "uretprobe"
-
-    if "io" in layers:
-        jni_ret = "jni_ret" if mode == "time" else None
-        for fn in JNI_COPY_FUNCTIONS:
-            if fn.endswith("Region"):
-                prog = "jni_set_region" if fn.startswith("Set") else "jni_get_region"
-                uprobe("LIBJVM", f"jni_{fn}", prog, jni_ret, _region_size(fn), has_bytes=True)
-            else:
-                uprobe("LIBJVM", f"jni_{fn}", "jni_other", jni_ret)
-        uprobe("LIBJVM", "Unsafe_CopyMemory0", "unsafe_copy", None, has_bytes=True)
-        for sym in NIO_NATIVES:
-            uprobe("LIBNIO", sym, "nio_native", None)
-        if scope == "process":
-            for sym in IO_LIBC_WRAPPERS:
-                prog = ("libc_write" if sym in ("write", "pwrite64") else
-                        "libc_read" if sym in ("read", "pread64") else "libc_other")
-                uprobe("LIBC", sym, prog, "libc_ret", has_bytes=True)
-        else:
-            for sc in IO_SYSCALLS:
-                prog = ("sys_write" if sc in ("write", "pwrite64") else
-                        "sys_read" if sc in ("read", "pread64") else "sys_other")
-                tps.append({"id": 0, "object": "io", "group": "syscalls",
-                            "name": f"sys_enter_{sc}", "program": prog})
-                pid = next_id[0]
-                next_id[0] += 1
-                tps.append({"id": pid, "object": "io", "group": "syscalls",
-                            "name": f"sys_exit_{sc}", "program": "sys_io_exit"})
-                names[pid] = f"tracepoint:syscalls:sys_exit_{sc}"
-                bytes_ids.add(pid)
-                for t in (f"tracepoint:syscalls:sys_enter_{sc}",
-                          f"tracepoint:syscalls:sys_exit_{sc}"):
-                    script.attached.append(t)
-                    script.kinds[t] = "tracepoint"
+                         f"{', '.join(compiled_layers())}); use --engine bpftrace for it")
+    mods = _modules()
+    ctx = PlanBuilder(libs, symbols_of, mode, scope)
+    constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
+                            "follow": 1 if follow else 0}}
+    for layer in layers:
+        ctx.object = mods[layer].OBJECT
+        mods[layer].plan(ctx)
+        constants[mods[layer].OBJECT] = mods[layer].constants(ctx)
     for u in extra_uprobes:     # calibration: a program on a function of its own target
-        pid = next_id[0]
-        next_id[0] += 1
-        u = dict(u, id=pid)
-        uprobes.append(u)
-        names[pid] = f"uprobe:{u['path']}:{u['symbol']}"
-        if u.get("has_bytes"):
-            bytes_ids.add(pid)
+        ctx.add_uprobe(u["path"], u["symbol"], u["program"], u.get("ret_program"),
+                       u.get("value", 0), u.get("has_bytes", False), obj=u["object"])
     for t in extra_tps:
-        pid = next_id[0]
-        next_id[0] += 1
-        tps.append(dict(t, id=pid))
-        names[pid] = f"tracepoint:{t['group']}:{t['name']}"
-    if next_id[0] > 0xffff:
-        raise JvmosError("too many probes for the engine's 16-bit probe ids")
-    for t in ["common:sched_process_fork", "common:sched_process_exec", "common:task_newtask",
-              "common:sched_process_exit"]:
-        script.kinds["tp_btf:" + t.split(":")[1]] = "tp_btf"
+        ctx.tracepoint(t["group"], t["name"], t["program"], named=True, obj=t["object"])
+    script = ctx.script
+    for t in ["sched_process_fork", "sched_process_exec", "task_newtask", "sched_process_exit"]:
+        script.kinds["tp_btf:" + t] = "tp_btf"
     script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
     script.tracepoint_count = sum(1 for a in script.attached if a.startswith("tracepoint"))
     present = {a.rsplit(":", 1)[-1] for a in script.attached}
     script.missing = sorted({m for m in script.missing if m.rsplit(":", 1)[-1] not in present})
-    order = ["common"] + [layer for layer in layers if layer in objs and layer != "common"]
-    wanted = {u["object"] for u in uprobes} | {t["object"] for t in tps}
+    order = ["common"] + [mods[layer].OBJECT for layer in layers]
+    wanted = {u["object"] for u in ctx.uprobes} | {t["object"] for t in ctx.tps}
     order += sorted(wanted - set(order))
-    constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
-                            "follow": 1 if follow else 0}}
-    if "io" in order:
-        constants["io"] = {"timing": 1 if mode == "time" else 0}
+    objs = objects or objects_for(order[1:])
     doc = {"objects": {k: str(v) for k, v in objs.items() if k in order}, "order": order,
            "constants": constants, "root_pid": root, "counting": counting,
-           "uprobes": [{k: v for k, v in u.items() if k != "has_bytes"} for u in uprobes],
-           "tracepoints": tps, "place": place, "follow": follow, "classic": classic}
+           "uprobes": ctx.uprobes, "tracepoints": ctx.tps, "place": place, "follow": follow,
+           "classic": classic}
     script.text = json.dumps(doc, indent=1)
-    return Plan(doc=doc, names=names, bytes_ids=bytes_ids, script=script)
+    return Plan(doc=doc, names=ctx.names, bytes_ids=ctx.bytes_ids, script=script)
 
 
 # ---- from the engine's maps to the analyzers' ----
 
-def _inverse(d: dict) -> dict:
-    return {v: k for k, v in d.items()}
-
-
-_CATS, _PATHS, _MISSED, _HITS, _LOST = (_inverse(CATEGORY_IDS), _inverse(PATH_IDS),
-                                        _inverse(MISSED_IDS), _inverse(HIT_IDS),
-                                        _inverse(LOST_IDS))
+_WRAP = 1 << 64
 
 
 def to_raw(maps: dict, plan: Plan) -> Raw:
-    """The engine's maps event as the analyzers' Raw (bpftrace's map names and keys). A
-    category or id this jvmos does not know is an error of the raw output (raw.errors): it
-    means the objects and this module disagree, and the status says so."""
+    """The engine's maps event as the analyzers' Raw (bpftrace's map names and keys). An id
+    this jvmos does not know is an error of the raw output (raw.errors): the objects and this
+    module disagree, and the status says so. Sums of signed values that came out negative
+    (two's complement) are turned back into negative numbers and noted in raw.negative, as
+    rawparse does for bpftrace's."""
+    cat = Catalogue()
     raw = Raw()
     m: Dict[str, object] = {}
 
     def put(name: str, key: str, value: int):
+        if value >= _WRAP >> 1:
+            value -= _WRAP
+            raw.negative.append((name, key, value))
         d = m.setdefault(name, {})
         d[key] = d.get(key, 0) + value
 
-    for tgid, cat, probe, calls, nbytes, t in maps.get("stats") or []:
-        cname = _CATS.get(cat)
+    for row in maps.get("stats") or []:
+        tgid, c, probe, calls, nbytes, t = row[:6]
+        wall, untimed = (row[6], row[7]) if len(row) >= 8 else (0, 0)
+        cname = cat.categories.get(c)
+        if cname is None:
+            raw.errors.append(f"stats entry with unknown category {c}")
+            continue
+        if probe & NAMED:
+            named = cat.names.get(probe & ~NAMED)
+            if named is None:
+                raw.errors.append(f"stats entry with unknown name id {probe & ~NAMED}")
+                continue
+            name, calls_map, time_map = named
+            key = f"{tgid},{cname},{name}"
+            if calls and calls_map:
+                put(calls_map, key, calls)
+            if t and time_map:
+                put(time_map, key, t)
+            continue
         pname = plan.names.get(probe)
-        if cname is None or pname is None:
-            raw.errors.append(f"stats entry with unknown category {cat} or probe id {probe}")
+        if pname is None:
+            raw.errors.append(f"stats entry with unknown probe id {probe}")
             continue
         key = f"{tgid},{cname},{pname}"
-        put("@calls", key, calls)
+        if calls:
+            put("@calls", key, calls)
         if probe in plan.bytes_ids:
             put("@bytes", key, nbytes)
         if t:
             put("@time", key, t)
+        if wall:
+            put("@wall", key, wall)
+        if untimed:
+            put("@untimed", key, untimed)
     lost: Dict[str, int] = {}
-    for tgid, what, sub, v in maps.get("counts") or []:
-        if what == WHAT_IDS["path_bytes"] and sub in _PATHS:
-            put("@path_bytes", f"{tgid},{_PATHS[sub][0]},{_PATHS[sub][1]}", v)
-        elif what == WHAT_IDS["path_calls"] and sub in _PATHS:
-            put("@path_calls", f"{tgid},{_PATHS[sub][0]},{_PATHS[sub][1]}", v)
-        elif what == WHAT_IDS["nio_confirmed"]:
-            put("@nio_confirmed", str(tgid), v)
-        elif what == WHAT_IDS["missed"] and sub in _MISSED:
-            put("@missed", f"{tgid},{_MISSED[sub]}", v)
-        elif what == WHAT_IDS["hits"] and sub in _HITS:
-            put("@hits", f"{tgid},{_HITS[sub]}", v)
-        elif what == WHAT_IDS["lost"] and sub in _LOST:
-            lost[_LOST[sub]] = lost.get(_LOST[sub], 0) + v
+    lost_names = {v: k for k, v in LOST_IDS.items()}
+    for row in maps.get("counts") or []:
+        tgid, what, sub, v = row[:4]
+        x = row[4] if len(row) > 4 else 0
+        if what == WHAT_IDS["missed"] and sub in cat.missed:
+            put("@missed", f"{tgid},{cat.missed[sub]}", v)
+        elif what == WHAT_IDS["hits"] and sub in cat.hits:
+            put("@hits", f"{tgid},{cat.hits[sub]}", v)
+        elif what == WHAT_IDS["lost"] and sub in lost_names:
+            lost[lost_names[sub]] = lost.get(lost_names[sub], 0) + v
         elif what == WHAT_IDS["calib"]:
             put("@calib", f"{tgid},{sub}", v)      # calibration runs only (calib.bpf.c)
+        elif what in cat.whats:
+            mapname, keyfn = cat.whats[what]
+            rest = keyfn(sub, x)
+            if rest is None:
+                raw.errors.append(f"counts entry {mapname} with unknown sub {sub}")
+                continue
+            put(mapname, f"{tgid},{rest}" if rest != "" else str(tgid), v)
         else:
             raw.errors.append(f"counts entry with unknown what {what}/sub {sub}")
     for p in maps.get("procs") or []:

@@ -26,8 +26,9 @@ calibrated is not corrected with these figures without saying so.
 """
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos import engine as eng
@@ -61,8 +62,30 @@ def run_traced(prog: Path, mode: str, n: int, **kw):
     return _result(out), raw, ready
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """One probe cost a compiled layer declares (its module's CALIBRATIONS): probecal --mode
+    MODE run bare and under the engine with LAYERS loaded; the cost per hit is (probed -
+    bare) / the hits of KINDS (analyzers/overhead.py's kinds) that the maps counted."""
+    key: str                    # the cost key (engine_probes[key]; overhead.KINDS name it)
+    mode: str                   # probecal --mode
+    iterations: int
+    layers: Tuple[str, ...]
+    kinds: Tuple[str, ...]
+    measured_with: str
+    run_mode: str = "time"      # the recording mode the cost is for
+    scope: str = "process"
+    # yield mode: each switch is the loop's unit: the bare time is scaled to the switches of
+    # the probed run (getrusage counts both), and the hits must match the switches
+    per_switch: bool = False
+    # symbols of a library placeholder that probecal's jvmos_probe_target stands in for (the
+    # allocator, probed on a function with no side effects): {"LIBC": ("malloc",)}
+    target_as: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+
+
 def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_uprobes=(),
-            extra_tps=(), run_mode="time", log=lambda m: None, workload=None):
+            extra_tps=(), run_mode="time", log=lambda m: None, workload=None,
+            symbols_of=symbols):
     """A command under the engine with these programs, launched at the gate: (its stdout,
     the engine's final maps as Raw, the ready event). workload: called once the command is
     let go (a bystander beside it)."""
@@ -71,7 +94,7 @@ def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_upro
         session = Session(log)
         with session:
             pid = session.launch(list(cmd), stdout=tmp / "out", stderr=tmp / "err")
-            plan = eng.build_plan(list(layers), libs or {}, symbols, mode=run_mode, scope=scope,
+            plan = eng.build_plan(list(layers), libs or {}, symbols_of, mode=run_mode, scope=scope,
                                   root=pid, counting=True, follow=False,
                                   extra_uprobes=extra_uprobes, extra_tps=extra_tps)
             e = eng.Engine(plan, tmp / "plan.json", tmp / "engine.stderr", log)
@@ -181,7 +204,11 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
                    if k[1] in ("common:task_newtask", "common:sched_process_exit"))
         _check(hits, THREADS, "thread_common_hit")
         add("thread_common_hit", (res[COST] - bare["thread"][COST]) / hits)
-    out = {k: dict(_stat(v), measured_with=MEASURED_WITH.get(k, k)) for k, v in samples.items()}
+        # each compiled layer's own probe costs
+        for c in layer_calibrations():
+            add(c.key, _layer_cost(c, prog, target, libc, bare, log))
+    what = dict(MEASURED_WITH, **{c.key: c.measured_with for c in layer_calibrations()})
+    out = {k: dict(_stat(v), measured_with=what.get(k, k)) for k, v in samples.items()}
     out["own_kinds"] = list(OWN_KINDS)
     out["placement"] = placement
     out["iterations"] = n
@@ -192,6 +219,41 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
                      "per-hit cost = (probed - bare) / the hits the programs' maps counted; "
                      "window = measured time per call - bare time per call")
     return out
+
+
+def layer_calibrations() -> List[Calibration]:
+    from jvmos.enginelayers import MODULES
+    return [c for m in MODULES.values() for c in getattr(m, "CALIBRATIONS", [])]
+
+
+def _layer_cost(c: Calibration, prog: Path, target: str, libc: Path, bare: dict, log) -> float:
+    from jvmos.analyzers.overhead import hits_by_pid
+    if c.mode not in bare:
+        bare[c.mode] = _bare(prog, c.mode, c.iterations, full=True)
+    libs = {"LIBC": [libc]}
+    symbols_of = symbols
+    if c.target_as:
+        addr = symbols(prog)[target]
+        stand_in = {sym for _, syms in c.target_as for sym in syms}
+        for ph, _ in c.target_as:
+            libs[ph] = [prog]
+        symbols_of = (lambda p: {s: addr for s in stand_in} if Path(p) == prog  # noqa: E731
+                      else symbols(p))
+    res, raw, _ = run_traced(prog, c.mode, c.iterations, layers=c.layers, scope=c.scope,
+                             libs=libs, run_mode=c.run_mode, symbols_of=symbols_of, log=log)
+    per = hits_by_pid(raw, c.scope)
+    hits = sum(k.get(kind, 0) for k in per.values() for kind in c.kinds)
+    base = bare[c.mode][COST]
+    if c.per_switch:
+        if not bare[c.mode].get("switches") or not res.get("switches"):
+            raise JvmosError(f"probe calibration (engine, {c.key}): no context switch counted")
+        if hits < 0.9 * res["switches"]:
+            raise JvmosError(f"probe calibration (engine, {c.key}): {hits} hits for "
+                             f"{res['switches']} switches: the probes did not attach")
+        base = base * res["switches"] / bare[c.mode]["switches"]
+    else:
+        _check(hits, c.iterations, c.key)
+    return (res[COST] - base) / hits
 
 
 def _check(hits, n, key) -> None:
@@ -207,13 +269,17 @@ KEYS = ("uprobe", "uprobe_pair", "tracepoint", "jni_copy_time_hit", "jni_copy_ti
         "symbol_pair_time_window", "thread_common_hit")
 
 
+def all_keys() -> List[str]:
+    return list(KEYS) + [c.key for c in layer_calibrations()]
+
+
 def incomplete(probes: Optional[dict]) -> bool:
-    return not probes or any(k not in probes for k in KEYS)
+    return not probes or any(k not in probes for k in all_keys())
 
 
 def print_summary(probes: dict) -> str:
     lines = ["engine probe costs (ns per hit, mean and 95% interval; jvmos calibrate --engine bpf):"]
-    for k in KEYS:
+    for k in all_keys():
         e = probes.get(k) or {}
         if e.get("mean_ns") is None:
             continue

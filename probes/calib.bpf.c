@@ -49,7 +49,7 @@ struct {
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u64);
-} min_t0 SEC(".maps");
+} calib_t0 SEC(".maps");
 
 SEC("uprobe.multi")
 int min_time_entry(struct pt_regs *ctx)
@@ -60,7 +60,7 @@ int min_time_entry(struct pt_regs *ctx)
 	if (!jvmos_traced(jvmos_tgid()))
 		return 0;
 	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&min_t0, &tid, &now, BPF_ANY);
+	bpf_map_update_elem(&calib_t0, &tid, &now, BPF_ANY);
 	return 0;
 }
 
@@ -74,11 +74,11 @@ int min_time_ret(struct pt_regs *ctx)
 
 	if (!jvmos_traced(tgid))
 		return 0;
-	t0 = bpf_map_lookup_elem(&min_t0, &tid);
+	t0 = bpf_map_lookup_elem(&calib_t0, &tid);
 	if (!t0)
 		return 0;
 	jvmos_count(tgid, JVMOS_WHAT_CALIB, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)),
 		    now - *t0);
-	bpf_map_delete_elem(&min_t0, &tid);
+	bpf_map_delete_elem(&calib_t0, &tid);
 	return 0;
 }

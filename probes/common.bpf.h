@@ -56,6 +56,23 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
+/* Per thread: running totals of the on-CPU ns and the hits of the outermost allocator calls
+ * (malloc, calloc, ...) that have returned on it. Written by mem.bpf.c, read by threads.bpf.c
+ * as a span begins and ends (the difference is the allocator time to leave out of the span,
+ * and the hits to report beside it); zero when the mem layer is not loaded. The compiled
+ * counterpart of common.bt's @alloc_ns/@alloc_hits. */
+struct jvmos_alloc_totals {
+	__u64 ns;
+	__u64 hits;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, JVMOS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct jvmos_alloc_totals);
+} alloc_totals SEC(".maps");
+
 static __always_inline __u32 jvmos_tgid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
@@ -73,7 +90,12 @@ static __always_inline int jvmos_traced(__u32 tgid)
 	return c && c->counting;
 }
 
-static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n);
+static __always_inline void jvmos_count_x(__u32 tgid, __u16 what, __u16 sub, __u32 x, __u64 n);
+
+static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n)
+{
+	jvmos_count_x(tgid, what, sub, 0, n);
+}
 
 static __always_inline struct jvmos_stat_val *jvmos_stat(__u32 tgid, __u16 cat, __u16 probe)
 {
@@ -91,9 +113,11 @@ static __always_inline struct jvmos_stat_val *jvmos_stat(__u32 tgid, __u16 cat, 
 	return v;
 }
 
-static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n)
+/* counts[tgid, what, sub, x] += n (n may be a negative amount in two's complement: the sum
+ * is then read back as a signed number) */
+static __always_inline void jvmos_count_x(__u32 tgid, __u16 what, __u16 sub, __u32 x, __u64 n)
 {
-	struct jvmos_count_key k = { .tgid = tgid, .what = what, .sub = sub };
+	struct jvmos_count_key k = { .tgid = tgid, .what = what, .sub = sub, .x = x };
 	__u64 *v = bpf_map_lookup_elem(&counts, &k);
 
 	if (v) {

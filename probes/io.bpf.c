@@ -41,6 +41,7 @@
  * (struct trace_event_raw_sys_enter/exit: nr, then six 8-byte arguments / ret).
  */
 #include "common.bpf.h"
+#include "io.h"
 
 #ifndef PT_REGS_PARM6		/* libbpf 1.1's bpf_tracing.h stops at the fifth (x86-64: r9) */
 #define PT_REGS_PARM6(x) ((x)->r9)

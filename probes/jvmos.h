@@ -1,44 +1,42 @@
 /*
- * jvmos.h - what the compiled probes hand over to user space: the one place where the layout
- * of their maps is declared (libbpf-tools' NAME.h habit).
+ * jvmos.h - what the compiled probes hand over to user space, the part every layer shares
+ * (libbpf-tools' NAME.h habit); each layer's own ids are in its header (io.h, ...).
  *
  * Every figure the kernel side keeps is a sum in one of two per-CPU hash maps:
- *   stats  [tgid, category, probe] -> calls, bytes, time_ns   (bpftrace's @calls/@bytes/@time)
- *   counts [tgid, what, sub]       -> value                   (@path_bytes, @missed, @hits, ...)
- * `probe` is the BPF cookie the engine gave the attach point (low 16 bits); the engine's
- * ready line says which function, library, offset and instruction each id stands for.
- * The numbers below are mirrored by jvmos/engine.py (CATEGORY_IDS, WHAT_IDS, SUB_IDS), and
- * tests/unit/test_engine_catalogue.py reads this file to keep the two equal.
+ *   stats  [tgid, category, probe] -> calls, bytes, time_ns, wall_ns, untimed
+ *          probe is the BPF cookie the engine gave the attach point (its low 16 bits; the
+ *          engine's ready line says which function, library, offset and instruction it is),
+ *          or JVMOS_NAMED(name id) for a figure no one probe names (bpftrace's
+ *          @ncalls/@ntime[pid, category, name])
+ *   counts [tgid, what, sub, x] -> value  (@path_bytes, @missed, @hits, @csw, ...)
+ * Ids are u16 and each layer owns a block of 64 of every kind (JVMOS_BASE_*), so a layer adds
+ * ids without touching another's. jvmos/enginelayers/<layer>.py mirrors each header, and
+ * tests/unit/test_engine_catalogue.py reads the headers to keep the two equal.
  */
 #ifndef JVMOS_H
 #define JVMOS_H
 
-/* stats: category */
-#define JVMOS_CAT_JNI_COPY		1
-#define JVMOS_CAT_UNSAFE_COPY_OUT	2
-#define JVMOS_CAT_UNSAFE_COPY_ETC	3
-#define JVMOS_CAT_NIO_NATIVE		4
-#define JVMOS_CAT_IO_SYSCALL		5
+/* each layer's block of ids (categories, names, whats, missed, hits) */
+#define JVMOS_BASE_COMMON	0
+#define JVMOS_BASE_IO		64
+#define JVMOS_BASE_LINKS	128
+#define JVMOS_BASE_MEM		192
+#define JVMOS_BASE_THREADS	256
+#define JVMOS_BASE_JNI		320
 
-/* counts: what, and its subs */
-#define JVMOS_WHAT_PATH_BYTES		1	/* sub: JVMOS_PATH_* */
-#define JVMOS_WHAT_PATH_CALLS		2	/* sub: JVMOS_PATH_* */
-#define JVMOS_WHAT_NIO_CONFIRMED	3	/* sub: 0 */
-#define JVMOS_WHAT_MISSED		4	/* sub: JVMOS_MISSED_* */
-#define JVMOS_WHAT_HITS			5	/* sub: JVMOS_HIT_* */
-#define JVMOS_WHAT_LOST			6	/* sub: JVMOS_LOST_*; tgid 0 */
-#define JVMOS_WHAT_CALIB		7	/* sub: probe id; calib.bpf.c's minimal probes */
+/* a stats entry keyed by a name instead of a probe */
+#define JVMOS_NAMED(id)		(0x8000 | (id))
 
-#define JVMOS_PATH_JNI_IN		1
-#define JVMOS_PATH_JNI_OUT		2
-#define JVMOS_PATH_NIO_ANY		3
+/* counts: what, shared by every layer */
+#define JVMOS_WHAT_MISSED	(JVMOS_BASE_COMMON + 1)	/* sub: a layer's JVMOS_MISSED_* */
+#define JVMOS_WHAT_HITS		(JVMOS_BASE_COMMON + 2)	/* sub: a layer's JVMOS_HIT_* */
+#define JVMOS_WHAT_LOST		(JVMOS_BASE_COMMON + 3)	/* sub: JVMOS_LOST_*; tgid 0 */
+#define JVMOS_WHAT_CALIB	(JVMOS_BASE_COMMON + 4)	/* sub: probe id; calib.bpf.c only */
 
-#define JVMOS_MISSED_JNI_COPY_NO_ENTRY	1
-#define JVMOS_MISSED_SYSCALL_NO_ENTRY	2
-
-#define JVMOS_HIT_TASK_NEWTASK		1
-#define JVMOS_HIT_PROCESS_EXEC		2
-#define JVMOS_HIT_PROCESS_EXIT		3
+/* hits of common.bpf.c's programs */
+#define JVMOS_HIT_TASK_NEWTASK		(JVMOS_BASE_COMMON + 1)
+#define JVMOS_HIT_PROCESS_EXEC		(JVMOS_BASE_COMMON + 2)
+#define JVMOS_HIT_PROCESS_EXIT		(JVMOS_BASE_COMMON + 3)
 
 #define JVMOS_LOST_PROC_EVENT		1	/* ring buffer full: a fork/exec not reported */
 #define JVMOS_LOST_THREAD_STATE		2	/* per-thread state map full: a span not timed */
@@ -58,13 +56,18 @@ struct jvmos_stat_key {
 struct jvmos_stat_val {
 	__u64 calls;
 	__u64 bytes;
-	__u64 time_ns;
+	__u64 time_ns;		/* the time the layer reports (on-CPU, or the whole span) */
+	__u64 wall_ns;		/* the whole span, where time_ns leaves waits out (@wall) */
+	__u64 untimed;		/* calls counted whose time is not known (@untimed) */
 };
 
 struct jvmos_count_key {
 	__u32 tgid;
 	__u16 what;
 	__u16 sub;
+	__u32 x;		/* a further key where a map needs one: a thread id (@csw), a
+				 * quarter-second bucket (@grow_vm); 0 otherwise */
+	__u32 pad;
 };
 
 /* control[0]: written by the engine, read by every program */

@@ -204,11 +204,14 @@ def run_ref_engine(kind: str, cmd: List[str], libjvm: Path) -> dict:
     from jvmos import enginecost
     libc = libc_of()
     if kind == "count":
-        progs = {"program": "min_uprobe"}
+        # the probe points of --mode count: the JNI copy's entry, and libc's write wrapper
+        # entry and return (count mode reads an I/O call's bytes from its return value)
+        jni = {"program": "min_uprobe"}
+        write = {"program": "min_uprobe", "ret_program": "min_uretprobe"}
     else:
-        progs = {"program": "min_time_entry", "ret_program": "min_time_ret"}
-    ups = [dict(progs, path=str(libjvm), symbol="jni_GetByteArrayRegion", object="calib"),
-           dict(progs, path=str(libc), symbol="write", object="calib")]
+        jni = write = {"program": "min_time_entry", "ret_program": "min_time_ret"}
+    ups = [dict(jni, path=str(libjvm), symbol="jni_GetByteArrayRegion", object="calib"),
+           dict(write, path=str(libc), symbol="write", object="calib")]
     box = {}
     out, raw, ready = enginecost.run_cmd(cmd, extra_uprobes=ups,
                                          workload=lambda: box.setdefault("by", Bystander().start()))
@@ -429,7 +432,9 @@ def main(argv) -> int:
         "--engine bpf rows: jvmos's compiled probes (probes/*.bpf.c) loaded by its engine, "
         "uprobe_multi links for the traced process only, each uprobe on an emulated "
         "instruction where one comes first; their floor is the minimal compiled programs "
-        "(calib.bpf.c) on the same two functions. set-up: seconds until every probe was open "
+        "(calib.bpf.c: the traced-process filter and one count, or a clock pair) at the same "
+        "probe points as the mode (count: the JNI copy's entry and libc write's entry and "
+        "return; time: entry and return on both). set-up: seconds until every probe was open "
         "(the manifest's attach_seconds); teardown: seconds until every probe was gone, "
         "awaited (bpftrace: its exit after the maps, plus the scoped uprobes' detach; the "
         "engine: closing its links). Goal for the engine: each <= 1 s.",

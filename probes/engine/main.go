@@ -140,7 +140,7 @@ func (e *engine) load() {
 		}
 		repl := map[string]*ebpf.Map{}
 		for m := range spec.Maps {
-			if sm, ok := e.shared[m]; ok {
+			if sm, ok := e.shared[m]; ok && !strings.HasPrefix(m, ".") {
 				repl[m] = sm
 			}
 		}
@@ -150,9 +150,14 @@ func (e *engine) load() {
 			fail("layer %s: the kernel refused its programs: %v", name, err)
 		}
 		e.colls[name] = coll
-		for _, m := range []string{"traced", "control", "stats", "counts"} {
-			if _, ok := e.shared[m]; !ok && coll.Maps[m] != nil {
-				e.shared[m] = coll.Maps[m]
+		// every map is shared by name: common.bpf.h's, and those two layers hand each other
+		// (a layer's private maps carry its name as a prefix, so they never meet)
+		for m, mp := range coll.Maps {
+			if strings.HasPrefix(m, ".") {
+				continue // an object's own .rodata/.bss: its constants, never shared
+			}
+			if _, ok := e.shared[m]; !ok {
+				e.shared[m] = mp
 			}
 		}
 	}
@@ -391,11 +396,13 @@ type statKey struct {
 	Cat   uint16
 	Probe uint16
 }
-type statVal struct{ Calls, Bytes, TimeNs uint64 }
+type statVal struct{ Calls, Bytes, TimeNs, WallNs, Untimed uint64 }
 type countKey struct {
 	Tgid uint32
 	What uint16
 	Sub  uint16
+	X    uint32
+	Pad  uint32
 }
 type procVal struct {
 	ExecNs, ExitNs uint64
@@ -417,8 +424,11 @@ func (e *engine) maps(final bool) map[string]interface{} {
 				s.Calls += v.Calls
 				s.Bytes += v.Bytes
 				s.TimeNs += v.TimeNs
+				s.WallNs += v.WallNs
+				s.Untimed += v.Untimed
 			}
-			stats = append(stats, []uint64{uint64(k.Tgid), uint64(k.Cat), uint64(k.Probe), s.Calls, s.Bytes, s.TimeNs})
+			stats = append(stats, []uint64{uint64(k.Tgid), uint64(k.Cat), uint64(k.Probe), s.Calls,
+				s.Bytes, s.TimeNs, s.WallNs, s.Untimed})
 		}
 		if err := it.Err(); err != nil {
 			m["error"] = "stats: " + err.Error()
@@ -434,14 +444,14 @@ func (e *engine) maps(final bool) map[string]interface{} {
 			for _, v := range vs {
 				s += v
 			}
-			counts = append(counts, []uint64{uint64(k.Tgid), uint64(k.What), uint64(k.Sub), s})
+			counts = append(counts, []uint64{uint64(k.Tgid), uint64(k.What), uint64(k.Sub), s, uint64(k.X)})
 		}
 		if err := it.Err(); err != nil {
 			m["error"] = "counts: " + err.Error()
 		}
 	}
 	var procs []map[string]interface{}
-	if pm := e.colls["common"].Maps["proc"]; pm != nil {
+	if pm := e.shared["proc"]; pm != nil {
 		var k uint32
 		var v procVal
 		it := pm.Iterate()
@@ -529,7 +539,7 @@ func main() {
 	if err != nil {
 		fail("cannot attach the uprobes of pid %d: %v", e.plan.RootPid, err)
 	}
-	if rb := e.colls["common"].Maps["proc_events"]; rb != nil && e.plan.Follow {
+	if rb := e.shared["proc_events"]; rb != nil && e.plan.Follow {
 		e.reader, err = ringbuf.NewReader(rb)
 		if err != nil {
 			fail("cannot read the process events: %v", err)

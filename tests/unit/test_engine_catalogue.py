@@ -9,34 +9,61 @@ import pytest
 from jvmos import JvmosError
 from jvmos import engine as eng
 from jvmos.catalogue import IO_LIBC_WRAPPERS, IO_SYSCALLS, JNI_COPY_FUNCTIONS, NIO_NATIVES
+from jvmos.enginelayers import MODULES
+from jvmos.enginelayers import io as io_layer
 
 PROBES = Path(eng.ROOT) / "probes"
-DEFINE = re.compile(r"^#define\s+JVMOS_(\w+)\s+(\d+)\b", re.M)
+DEFINE = re.compile(r"^#define\s+JVMOS_(\w+)\s+(.+?)\s*(?:/\*.*)?$", re.M)
 SEC = re.compile(r'SEC\("([^"]+)"\)\s*\n\s*int\s+(?:BPF_PROG\()?(\w+)')
 
 
-def header():
-    return {k: int(v) for k, v in DEFINE.findall(eng.HEADER.read_text())}
+def header(name):
+    """The #defines of a probes/ header with numeric values, JVMOS_BASE_* resolved."""
+    bases = {}
+    for k, v in DEFINE.findall((PROBES / "jvmos.h").read_text()):
+        if k.startswith("BASE_"):
+            bases["JVMOS_" + k] = int(v)
+    out = {}
+    for k, v in DEFINE.findall((PROBES / name).read_text()):
+        expr = v.strip()
+        for b, n in bases.items():
+            expr = expr.replace(b, str(n))
+        if re.fullmatch(r"[\d\s()+]+", expr):
+            out[k] = eval(expr)     # only digits, spaces, parentheses and +
+    return out
 
 
 def programs(name):
     return {prog: sec for sec, prog in SEC.findall((PROBES / f"{name}.bpf.c").read_text())}
 
 
-def test_ids_match_the_header():
-    h = header()
-    assert {f"CAT_{k.upper()}": v for k, v in eng.CATEGORY_IDS.items()} == \
-        {k: v for k, v in h.items() if k.startswith("CAT_")}
+def test_common_ids_match_the_header():
+    h = header("jvmos.h")
     assert {f"WHAT_{k.upper()}": v for k, v in eng.WHAT_IDS.items()} == \
         {k: v for k, v in h.items() if k.startswith("WHAT_")}
-    assert {f"PATH_{p.upper()}_{d.upper()}": v for (p, d), v in eng.PATH_IDS.items()} == \
-        {k: v for k, v in h.items() if k.startswith("PATH_")}
-    assert {f"MISSED_{k.upper()}": v for k, v in eng.MISSED_IDS.items()} == \
-        {k: v for k, v in h.items() if k.startswith("MISSED_")}
     assert {"HIT_" + k.split(":")[1].replace("sched_", "").upper(): v
             for k, v in eng.HIT_IDS.items()} == {k: v for k, v in h.items() if k.startswith("HIT_")}
     assert {f"LOST_{k.upper()}": v for k, v in eng.LOST_IDS.items()} == \
         {k: v for k, v in h.items() if k.startswith("LOST_")}
+
+
+@pytest.mark.parametrize("layer", sorted(MODULES))
+def test_layer_ids_match_its_header(layer):
+    mod = MODULES[layer]
+    h = header(mod.HEADER)
+    assert mod.HEADER_NAMES == {k: v for k, v in h.items() if not k.startswith("BASE_")}
+    base = header("jvmos.h")[f"BASE_{layer.upper()}"]
+    assert base == mod.BASE
+    # every id in the layer's block
+    for table in (mod.CATEGORIES, mod.MISSED, mod.HITS):
+        assert all(base < v < base + 64 for v in table.values()), table
+    assert all(base < v < base + 64 for v in list(mod.NAMES) + list(mod.WHATS))
+
+
+def test_catalogue_merges_without_collisions():
+    c = eng.Catalogue()
+    assert set(eng.LAYERS) == set(MODULES) == set(eng.compiled_layers())
+    assert len(c.categories) == sum(len(m.CATEGORIES) for m in MODULES.values())
 
 
 def fake_libs():
@@ -58,6 +85,7 @@ def test_plan_names_programs_that_exist(scope, mode):
     libs, syms = fake_libs()
     plan = eng.build_plan(["io"], libs, syms, mode=mode, scope=scope, root=42, counting=True)
     progs = {"io": programs("io"), "common": programs("common")}
+    assert {t["program"] for t in plan.doc["tracepoints"]} <= set(progs["io"])
     for u in plan.doc["uprobes"]:
         assert progs[u["object"]][u["program"]] == "uprobe.multi", u
         if "ret_program" in u:
@@ -98,15 +126,17 @@ def test_maps_become_the_analyzers_maps():
     plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
                           counting=True)
     by_sym = {u["symbol"]: u["id"] for u in plan.doc["uprobes"]}
-    c = eng.CATEGORY_IDS
+    c = io_layer.CATEGORIES
     w = eng.WHAT_IDS
+    path = {v: k for k, v in io_layer.PATHS.items()}
     maps = {"event": "maps", "final": True,
-            "stats": [[7, c["jni_copy"], by_sym["jni_GetByteArrayRegion"], 10, 100, 5000],
-                      [7, c["io_syscall"], by_sym["write"], 10, 100, 9000],
-                      [7, c["jni_copy"], by_sym["jni_GetPrimitiveArrayCritical"], 3, 0, 0]],
-            "counts": [[7, w["path_bytes"], eng.PATH_IDS[("jni", "out")], 100],
-                       [7, w["path_calls"], eng.PATH_IDS[("jni", "out")], 10],
-                       [7, w["missed"], eng.MISSED_IDS["syscall_no_entry"], 1],
+            "stats": [[7, c["jni_copy"], by_sym["jni_GetByteArrayRegion"], 10, 100, 5000, 0, 0],
+                      [7, c["io_syscall"], by_sym["write"], 10, 100, 9000, 0, 0],
+                      [7, c["jni_copy"], by_sym["jni_GetPrimitiveArrayCritical"], 3, 0, 0, 0,
+                       0]],
+            "counts": [[7, io_layer.BASE + 1, path[("jni", "out")], 100, 0],
+                       [7, io_layer.BASE + 2, path[("jni", "out")], 10],
+                       [7, w["missed"], io_layer.MISSED["syscall_no_entry"], 1],
                        [7, w["hits"], eng.HIT_IDS["common:task_newtask"], 2],
                        [0, w["lost"], eng.LOST_IDS["thread_state"], 4]],
             "procs": [{"pid": 7, "exec": "/usr/bin/java", "exec_ns": 1, "exit_ns": 0, "held": 0}],
@@ -125,8 +155,12 @@ def test_maps_become_the_analyzers_maps():
     assert raw.keyed("@exec") == {("7",): "/usr/bin/java"}
     assert eng.lost_reasons(raw) == [f"4 {eng.LOST_MEANS['thread_state']}"]
     # a category this jvmos does not know is an error, never a silent zero
-    bad = dict(maps, stats=[[7, 99, 1, 1, 1, 1]])
+    bad = dict(maps, stats=[[7, 999, 1, 1, 1, 1, 0, 0]])
     assert eng.to_raw(bad, plan).errors
+    # a negative sum (two's complement) is kept as the negative number it is, and noted
+    neg = dict(maps, stats=[[7, c["io_syscall"], by_sym["write"], 1, 0, (1 << 64) - 5, 0, 0]])
+    r = eng.to_raw(neg, plan)
+    assert r.negative and list(r.maps["@time"].values()) == [-5]
 
 
 def test_every_bpf_program_file_says_what_it_measures():

@@ -1,0 +1,29 @@
+/*
+ * io.h - the io layer's ids (io.bpf.c; mirrored by jvmos/enginelayers/io.py).
+ */
+#ifndef JVMOS_IO_H
+#define JVMOS_IO_H
+
+#include "jvmos.h"
+
+/* stats: category */
+#define JVMOS_CAT_JNI_COPY		(JVMOS_BASE_IO + 1)
+#define JVMOS_CAT_UNSAFE_COPY_OUT	(JVMOS_BASE_IO + 2)
+#define JVMOS_CAT_UNSAFE_COPY_ETC	(JVMOS_BASE_IO + 3)
+#define JVMOS_CAT_NIO_NATIVE		(JVMOS_BASE_IO + 4)
+#define JVMOS_CAT_IO_SYSCALL		(JVMOS_BASE_IO + 5)
+
+/* counts: what (sub: a JVMOS_PATH_* for the path ones, 0 for nio_confirmed) */
+#define JVMOS_WHAT_PATH_BYTES		(JVMOS_BASE_IO + 1)
+#define JVMOS_WHAT_PATH_CALLS		(JVMOS_BASE_IO + 2)
+#define JVMOS_WHAT_NIO_CONFIRMED	(JVMOS_BASE_IO + 3)
+
+#define JVMOS_PATH_JNI_IN		1
+#define JVMOS_PATH_JNI_OUT		2
+#define JVMOS_PATH_NIO_ANY		3
+
+/* missed (sub of JVMOS_WHAT_MISSED) */
+#define JVMOS_MISSED_JNI_COPY_NO_ENTRY	(JVMOS_BASE_IO + 1)
+#define JVMOS_MISSED_SYSCALL_NO_ENTRY	(JVMOS_BASE_IO + 2)
+
+#endif

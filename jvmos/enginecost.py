@@ -122,7 +122,10 @@ def _calib_hits(raw) -> int:
     return sum(int(v) for v in raw.keyed("@calib").values()) if "@calib" in raw.maps else 0
 
 
-def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
+def calibrate(trials: int = 5, n: int = 200_000, log=print,
+              layers: Optional[List[str]] = None) -> dict:
+    """Every cost below, and the costs of these compiled layers' CALIBRATIONS (None: every
+    compiled layer's)."""
     prog = c_program("probecal")
     target = "jvmos_probe_target"
     if target not in symbols(prog):
@@ -205,7 +208,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
         _check(hits, THREADS, "thread_common_hit")
         add("thread_common_hit", (res[COST] - bare["thread"][COST]) / hits)
         # each compiled layer's own probe costs
-        for c in layer_calibrations():
+        for c in layer_calibrations(layers):
             add(c.key, _layer_cost(c, prog, target, libc, bare, log))
     what = dict(MEASURED_WITH, **{c.key: c.measured_with for c in layer_calibrations()})
     out = {k: dict(_stat(v), measured_with=what.get(k, k)) for k, v in samples.items()}
@@ -221,9 +224,10 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print) -> dict:
     return out
 
 
-def layer_calibrations() -> List[Calibration]:
+def layer_calibrations(layers: Optional[List[str]] = None) -> List[Calibration]:
     from jvmos.enginelayers import MODULES
-    return [c for m in MODULES.values() for c in getattr(m, "CALIBRATIONS", [])]
+    return [c for name, m in MODULES.items() if layers is None or name in layers
+            for c in getattr(m, "CALIBRATIONS", [])]
 
 
 def _layer_cost(c: Calibration, prog: Path, target: str, libc: Path, bare: dict, log) -> float:
@@ -269,12 +273,14 @@ KEYS = ("uprobe", "uprobe_pair", "tracepoint", "jni_copy_time_hit", "jni_copy_ti
         "symbol_pair_time_window", "thread_common_hit")
 
 
-def all_keys() -> List[str]:
-    return list(KEYS) + [c.key for c in layer_calibrations()]
+def all_keys(layers: Optional[List[str]] = None) -> List[str]:
+    return list(KEYS) + [c.key for c in layer_calibrations(layers)]
 
 
-def incomplete(probes: Optional[dict]) -> bool:
-    return not probes or any(k not in probes for k in all_keys())
+def incomplete(probes: Optional[dict], layers: Optional[List[str]] = None) -> bool:
+    """The costs a recording of these layers needs (None: every compiled layer) are not all
+    there."""
+    return not probes or any(k not in probes for k in all_keys(layers))
 
 
 def print_summary(probes: dict) -> str:

@@ -586,10 +586,11 @@ def _prepare(opts: Options, log) -> _Run:
     cal.validate_platform(platform)     # a bad calibration stops here, before tracing starts
     if opts.engine == "bpf" and opts.calibrate_if_missing:
         from jvmos import enginecost
-        if enginecost.incomplete(platform.get("engine_probes")):
-            log(f"no probe-cost calibration of the compiled engine in {platform_file}: "
-                "measuring it once (about a minute)")
-            platform["engine_probes"] = enginecost.calibrate(trials=3, log=log)
+        if enginecost.incomplete(platform.get("engine_probes"), list(opts.layers)):
+            log(f"no (or an incomplete) probe-cost calibration of the compiled engine for "
+                f"{','.join(opts.layers)} in {platform_file}: measuring it once (a minute)")
+            got = enginecost.calibrate(trials=3, log=log, layers=list(opts.layers))
+            platform["engine_probes"] = dict(platform.get("engine_probes") or {}, **got)
             cal.save(platform_file, platform)
 
     libc = libc_of(opts.pid)
@@ -1042,13 +1043,13 @@ def engine_reasons(run: _Run) -> List[tuple]:
     return out
 
 
-def engine_probe_costs(platform: Optional[dict], script, ready_sites) -> tuple:
+def engine_probe_costs(platform: Optional[dict], layers, ready_sites) -> tuple:
     """The compiled engine's calibrated probe costs (jvmos calibrate --engine bpf), and the
     warnings that go with them: none calibrated, or probes placed on an instruction class
     the calibration did not measure."""
     from jvmos import enginecost
     probes = (platform or {}).get("engine_probes")
-    if enginecost.incomplete(probes):
+    if enginecost.incomplete(probes, list(layers)):
         return None, ["the compiled engine's probe costs are not calibrated (jvmos calibrate "
                       "--engine bpf): measured times are uncorrected and the probe effect unknown"]
     warnings = []
@@ -1071,7 +1072,7 @@ def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
     if run.plan is not None:
         # the compiled engine's own calibration: no figure is corrected with bpftrace's costs
         probe_costs, probe_warnings = engine_probe_costs(
-            run.platform, run.script, run.manifest["probes"].get("sites"))
+            run.platform, run.opts.layers, run.manifest["probes"].get("sites"))
         scope = run.opts.scope
     else:
         from jvmos.probecost import probes_for

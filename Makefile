@@ -77,7 +77,11 @@ build: venv engine
 # BTF) and their loader (probes/engine, Go on github.com/cilium/ebpf; scripts/go.sh finds or
 # fetches a Go new enough for it).
 BPF_OBJS := $(patsubst probes/%.bpf.c,build/probes/%.bpf.o,$(wildcard probes/*.bpf.c))
-engine: build/jvmos-engine $(BPF_OBJS)
+# A kernel without BTF cannot load CO-RE programs: the engine is left out there (jvmos doctor
+# says so; --engine bpftrace still works).
+engine:
+	@if [ -r /sys/kernel/btf/vmlinux ]; then $(MAKE) -s build/jvmos-engine $(BPF_OBJS); \
+	else echo "engine: no /sys/kernel/btf/vmlinux: the compiled engine is not built (--engine bpftrace only)"; fi
 
 build/vmlinux.h:
 	@mkdir -p build

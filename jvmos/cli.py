@@ -1,5 +1,6 @@
 """The jvmos command line: jvmos VERB [options]."""
 import argparse
+import os
 import json
 import sys
 from pathlib import Path
@@ -455,8 +456,10 @@ def build_parser():
                    help="process: uprobes trap only in the traced processes (default; other "
                         "processes mapping libc or libjvm.so are not slowed); host: bpftrace's "
                         "own attachment, which traps in every process that maps the library")
-    r.add_argument("--engine", choices=["bpftrace", "bpf"], default="bpftrace",
-                   help="bpftrace: the probe scripts probes/*.bt (default, every layer); bpf: "
+    r.add_argument("--engine", choices=["bpftrace", "bpf"],
+                   default=os.environ.get("JVMOS_ENGINE") or "bpftrace",
+                   help="bpftrace: the probe scripts probes/*.bt (default, every layer; "
+                        "JVMOS_ENGINE=bpf changes the default, for experiments too); bpf: "
                         "jvmos's compiled probes (probes/*.bpf.c, layers: io): uprobe_multi "
                         "links for the traced processes only, attached and detached in a "
                         "fraction of a second, each uprobe on the cheapest instruction; its "

@@ -70,8 +70,9 @@ class Options:
     # attachment, which traps in every process that maps the library
     scope: str = "process"
     # bpftrace: probes/*.bt run by bpftrace (every layer); bpf: the compiled engine
-    # (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine; the io layer so far)
-    engine: str = "bpftrace"
+    # (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine). JVMOS_ENGINE sets it for
+    # every recording of a command (an experiment's too), --engine for one
+    engine: str = field(default_factory=lambda: os.environ.get("JVMOS_ENGINE") or "bpftrace")
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None

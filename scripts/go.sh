@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Go command that builds the engine (probes/engine): the machine's own `go` when it is
-# 1.25 or newer (github.com/cilium/ebpf v0.22.0 needs it), else Go's toolchain module
+# as new as probes/engine/go.mod asks (1.26: cilium/ebpf v0.22.0 needs 1.25, golang.org/x/arch
+# v0.33.0 1.26), else Go's toolchain module
 # golang.org/toolchain (what GOTOOLCHAIN switching downloads) fetched once from the Go module
 # proxy into build/go. Debian 12's apt has Go 1.19, which predates GOTOOLCHAIN, so the module
 # is fetched here with curl and unpacked with python3, not by an older go command.
@@ -10,9 +11,13 @@ TOOLCHAIN="${JVMOS_GO_TOOLCHAIN:-go1.27.3}"
 PROXY="${GOPROXY:-https://proxy.golang.org}"; PROXY="${PROXY%%,*}"
 [ "$PROXY" = direct ] || [ "$PROXY" = off ] && PROXY=https://proxy.golang.org
 
-new_enough() {  # "go1.26.8" -> true when >= 1.25
+# the Go the engine's go.mod asks for (its "go 1.N" line): golang.org/x/arch v0.33.0 needs 1.26
+NEED_MINOR="$(sed -n 's/^go 1\.\([0-9]*\).*/\1/p' "$here/probes/engine/go.mod" | head -1)"
+NEED_MINOR="${NEED_MINOR:-26}"
+
+new_enough() {  # "go1.26.8" -> true when it is at least what go.mod asks for
   local v="${1#go}"; local major="${v%%.*}"; local rest="${v#*.}"; local minor="${rest%%.*}"
-  [ "$major" -gt 1 ] 2>/dev/null || { [ "$major" -eq 1 ] && [ "${minor%%[!0-9]*}" -ge 25 ]; }
+  [ "$major" -gt 1 ] 2>/dev/null || { [ "$major" -eq 1 ] && [ "${minor%%[!0-9]*}" -ge "$NEED_MINOR" ]; }
 }
 
 pick() {
@@ -23,7 +28,7 @@ pick() {
   local dir="$here/build/go/$TOOLCHAIN"
   if [ ! -x "$dir/bin/go" ]; then
     local mod="v0.0.1-$TOOLCHAIN.linux-$(uname -m | sed 's/x86_64/amd64/;s/aarch64/arm64/')"
-    echo "go.sh: no Go >= 1.25 here; fetching golang.org/toolchain@$mod from $PROXY" >&2
+    echo "go.sh: no Go >= 1.$NEED_MINOR here; fetching golang.org/toolchain@$mod from $PROXY" >&2
     mkdir -p "$here/build/go"
     curl -fsSL "$PROXY/golang.org/toolchain/@v/$mod.zip" -o "$here/build/go/toolchain.zip"
     rm -rf "$dir.tmp"

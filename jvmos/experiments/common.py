@@ -134,7 +134,37 @@ def select_jdks(homes: Optional[List[str]]) -> List[Jvm]:
     return jvms
 
 
-def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] = ()):
+def engines_note(out: Path) -> Optional[str]:
+    """Which probe engine made the recordings under out/runs (every manifest says), so that
+    a table says it, and says so loudly if its recordings were made with different ones."""
+    engines = {}
+    for m in sorted(Path(out).glob("runs/**/manifest.json")):
+        try:
+            e = (json.loads(m.read_text()).get("engine") or {}).get("name", "bpftrace")
+        except (OSError, ValueError):
+            continue
+        engines.setdefault(e, []).append(m.parent.name)
+    if not engines:
+        return None
+    what = {"bpftrace": "bpftrace 0.17 running probes/*.bt",
+            "bpf": "jvmos's compiled engine (--engine bpf: probes/*.bpf.c on cilium/ebpf), "
+                   "its own probe-cost calibration"}
+    if len(engines) == 1:
+        e = next(iter(engines))
+        return f"probes: {what.get(e, e)}, every recording"
+    return ("probes: MIXED ENGINES, the rows are not comparable: " +
+            "; ".join(f"{what.get(e, e)} for {', '.join(r)}" for e, r in sorted(engines.items())))
+
+
+def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] = (),
+                  compares_engines: bool = False):
+    """compares_engines: the experiment puts the engines side by side on purpose (overhead),
+    each row naming its own."""
+    note = ("probes: both engines, side by side; each row names its own" if compares_engines
+            else engines_note(out))
+    if note:
+        notes = list(notes) + [note]
+        results = dict(results, probe_engine=note)
     md = [t.markdown() for t in tables] + ([("\n".join(f"- {n}" for n in notes) + "\n")] if notes else [])
     (out / f"{stem}.md").write_text("\n".join(md))
     for i, t in enumerate(tables):

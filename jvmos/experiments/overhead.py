@@ -439,7 +439,7 @@ def main(argv) -> int:
         "awaited (bpftrace: its exit after the maps, plus the scoped uprobes' detach; the "
         "engine: closing its links). Goal for the engine: each <= 1 s.",
     ]
-    write_outputs(out, "overhead", [t], _jsonable(results), notes)
+    write_outputs(out, "overhead", [t], _jsonable(results), notes, compares_engines=a.engine)
     print(t.markdown())
     for n in notes:
         print(f"- {n}")

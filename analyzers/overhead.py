@@ -129,17 +129,26 @@ def estimate(hits: Dict[str, int], probes: Optional[dict], mode: str) -> dict:
     know) are listed and make the total null; the known part is kept apart."""
     costs, unknown = {}, {}
     known_ns, lo_ns, hi_ns, ci_ok = 0.0, 0.0, 0.0, True
+    own = set((probes or {}).get("own_kinds") or ())
     for kind, n in sorted(hits.items()):
         spec = KINDS.get(kind)
-        c, why = (cost_of(spec[1] if mode == "time" else spec[2], probes) if spec
-                  else (None, "kind not known to jvmos"))
+        # a calibration may measure a kind on its own programs under a key of its own (the
+        # compiled engine's io:uprobe): that key, else the kind's usual one
+        key = ((probes or {}).get("kind_keys") or {}).get(kind) or (
+            spec and (spec[1] if mode == "time" else spec[2]))
+        c, why = (cost_of(key, probes) if spec else (None, "kind not known to jvmos"))
         if c is None:
             unknown[kind] = n
             costs[kind] = {"ns": None, "source": "unknown: " + why}
             continue
         costs[kind] = dict(c, what=spec[0], total_ns=n * c["ns"])
-        if kind in BORROWED_KIND and kind not in ((probes or {}).get("own_kinds") or ()):
+        if kind in BORROWED_KIND and kind not in own:
             costs[kind]["source"] = BORROWED_KIND[kind]
+        elif own and kind not in own and not costs[kind]["source"].startswith("borrowed"):
+            # a calibration that names its own kinds: any other kind's cost was measured on
+            # other programs (a minimal probe of the same shape), so it is borrowed
+            costs[kind]["source"] = "borrowed: " + costs[kind]["source"].removeprefix(
+                "measured: ")
         known_ns += n * c["ns"]
         if c.get("ci95_ns"):
             lo_ns += n * c["ci95_ns"][0]

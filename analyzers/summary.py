@@ -68,6 +68,9 @@ def missed_note(what: str, n: int) -> str:
     in progress when tracing began), or a span whose off-CPU time came out longer than the
     span (a context-switch event the probes missed). Their calls are counted, their time is
     in no figure."""
+    if what == "usdt_args":
+        return (f"{n:,} JNI copy call(s) counted through a USDT probe whose length or buffer "
+                "argument could not be read: counted, their bytes not")
     if what.endswith("_offcpu_exceeds_span"):
         return (f"{n:,} {what[:-len('_offcpu_exceeds_span')]} span(s) whose off-CPU time came "
                 "out longer than the span (a context-switch event the probes missed): counted, "

@@ -47,6 +47,8 @@ LOST_MEANS = {
     "thread_state": "span(s) not followed (a per-thread state map was full): their time and "
                     "path attribution are missing",
     "stats_entry": "sum(s) not kept (the stats map was full): figures are missing",
+    "recursion": "program run(s) the kernel skipped because another BPF program was running "
+                 "on that CPU (bpf_prog_info.recursion_misses): their events are not counted",
 }
 ENGINES = ("bpftrace", "bpf")
 
@@ -60,7 +62,12 @@ def compiled_layers() -> tuple:
     return tuple(_modules())
 
 
-LAYERS = compiled_layers()      # the layers with a module in jvmos/enginelayers
+def __getattr__(name):
+    """LAYERS: the layers with a module in jvmos/enginelayers, read when asked for (a layer
+    module being imported may import this module before the package has found them all)."""
+    if name == "LAYERS":
+        return compiled_layers()
+    raise AttributeError(name)
 
 
 class Catalogue:
@@ -121,9 +128,15 @@ def unsupported(layers: Sequence[str]) -> List[str]:
 class PlanBuilder:
     """What a layer module's plan() adds its probes through."""
 
-    def __init__(self, libs, symbols_of, mode, scope, object_name="io"):
+    def __init__(self, libs, symbols_of, mode, scope, object_name="io", usdt_of=None,
+                 layers=()):
         from jvmos.probegen import Script
         self.libs, self.symbols_of, self.mode, self.scope = libs, symbols_of, mode, scope
+        # usdt_of(path) -> {(provider, name): [jdk.UsdtProbe]}: the USDT probes a library
+        # carries (jdk.usdt_probes); layers: every layer of the plan (a layer leaves to
+        # another what that one probes itself)
+        self.usdt_of = usdt_of or (lambda p: {})
+        self.layers = tuple(layers)
         self.object = object_name
         self.script = Script(text="")
         self.uprobes: List[dict] = []
@@ -150,16 +163,73 @@ class PlanBuilder:
             self.script.missing.append(f"@{ph}@:{sym} (library not found)")
             return
         for p in paths:
-            defined = self.symbols_of(p)
-            if sym not in defined:
-                self.script.missing.append(f"{p}:{sym}")
-                continue
-            where = (str(p), defined[sym])
-            if where in self._seen:
-                self.script.aliases[f"{p}:{sym}"] = self._seen[where]
-                continue
-            self._seen[where] = sym
-            self.add_uprobe(str(p), sym, prog, ret, value, has_bytes)
+            self.uprobe_in(p, sym, prog, ret, value, has_bytes)
+
+    def uprobe_in(self, p, sym: str, prog: str, ret: Optional[str] = None, value: int = 0,
+                  has_bytes: bool = False) -> None:
+        """uprobe() on one library path."""
+        defined = self.symbols_of(p)
+        if sym not in defined:
+            self.script.missing.append(f"{p}:{sym}")
+            return
+        where = (str(p), defined[sym])
+        if where in self._seen:
+            self.script.aliases[f"{p}:{sym}"] = self._seen[where]
+            return
+        self._seen[where] = sym
+        self.add_uprobe(str(p), sym, prog, ret, value, has_bytes)
+
+    def usdt(self, path, provider: str, name: str, prog: str, stands_for: str,
+             value: int = 0, has_bytes: bool = False, ret_name: Optional[str] = None,
+             ret_prog: Optional[str] = None, args: bool = False) -> int:
+        """prog on every site of USDT probe provider:name of the library at path, and ret_prog
+        on every site of its return probe ret_name (a USDT return is a plain probe before the
+        function returns), all with one probe id, whose figures are named
+        usdt:<path>:<provider>:<name>, read by the analyzers as stands_for (the symbol it
+        stands for). args: the entry sites' argument specs go to the engine (their program
+        reads arguments), and must be the same at every site. Returns the id, 0 when not
+        attached (named in script.missing, and why)."""
+        notes = self.usdt_of(path)
+        sites = notes.get((provider, name)) or []
+        rets = notes.get((provider, ret_name)) or [] if ret_name else []
+        spelled = f"{path}:{provider}:{name}"
+        if not sites:
+            self.script.missing.append(spelled)
+            return 0
+        if ret_name and not rets:
+            self.script.missing.append(f"{path}:{provider}:{ret_name}")
+            return 0
+        specs = None
+        if args:
+            from jvmos.usdtargs import parse_all
+            if len({s.args for s in sites}) != 1:
+                self.script.missing.append(f"{spelled} (its sites pass their arguments "
+                                           "differently)")
+                return 0
+            try:
+                specs = parse_all(sites[0].args)
+            except JvmosError as e:
+                self.script.missing.append(f"{spelled} ({e})")
+                return 0
+        pid = self._id()
+        for s, program in [(s, prog) for s in sites] + [(s, ret_prog) for s in rets]:
+            u = {"id": pid, "path": str(path), "kind": "usdt", "address": s.pc,
+                 "note_base": s.base, "object": self.object, "program": program,
+                 "value": value,
+                 "symbol": f"{provider}:{name if program == prog else ret_name}"}
+            if s.semaphore:
+                u["semaphore"] = s.semaphore
+            if specs and program == prog:
+                u["args"] = specs
+            self.uprobes.append(u)
+        self.names[pid] = f"usdt:{spelled}"
+        if has_bytes:
+            self.bytes_ids.add(pid)
+        for ap in [spelled] + ([f"{path}:{provider}:{ret_name}"] if ret_name else []):
+            self.script.attached.append(f"usdt:{ap}")
+            self.script.kinds[f"usdt:{ap}"] = "usdt"
+            self.script.addresses[ap] = stands_for
+        return pid
 
     def add_uprobe(self, path: str, sym: str, prog: str, ret: Optional[str] = None,
                    value: int = 0, has_bytes: bool = False, obj: Optional[str] = None) -> int:
@@ -199,15 +269,19 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
                scope: str = "process", root: int, counting: bool, follow: bool = True,
                place: bool = True, classic: bool = False,
                objects: Optional[Dict[str, Path]] = None, extra_uprobes: Sequence[dict] = (),
-               extra_tps: Sequence[dict] = ()) -> Plan:
+               extra_tps: Sequence[dict] = (),
+               usdt_of: Optional[Callable[[Path], Dict]] = None) -> Plan:
     """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC ->
-    paths). symbols_of(path) -> {symbol: address} (jdk.symbols)."""
+    paths). symbols_of(path) -> {symbol: address} (jdk.symbols); usdt_of(path) -> the USDT
+    probes a library carries (None: jdk.usdt_probes)."""
     bad = unsupported(layers)
     if bad:
         raise JvmosError(f"--engine bpf has no compiled {', '.join(bad)} layer yet (compiled: "
                          f"{', '.join(compiled_layers())}); use --engine bpftrace for it")
     mods = _modules()
-    ctx = PlanBuilder(libs, symbols_of, mode, scope)
+    if usdt_of is None:
+        from jvmos.jdk import usdt_probes as usdt_of
+    ctx = PlanBuilder(libs, symbols_of, mode, scope, usdt_of=usdt_of, layers=layers)
     constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
                             "follow": 1 if follow else 0}}
     for layer in layers:
@@ -224,7 +298,9 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
         script.kinds["tp_btf:" + t] = "tp_btf"
     script.uprobe_count = sum(1 for a in script.attached if a.startswith(("uprobe", "uretprobe")))
     script.tracepoint_count = sum(1 for a in script.attached if a.startswith("tracepoint"))
-    present = {a.rsplit(":", 1)[-1] for a in script.attached}
+    script.usdt_count = sum(1 for a in script.attached if a.startswith("usdt:"))
+    # a symbol counted through its USDT probe is not missing either
+    present = {a.rsplit(":", 1)[-1] for a in script.attached} | set(script.addresses.values())
     script.missing = sorted({m for m in script.missing if m.rsplit(":", 1)[-1] not in present})
     order = ["common"] + [mods[layer].OBJECT for layer in layers]
     wanted = {u["object"] for u in ctx.uprobes} | {t["object"] for t in ctx.tps}
@@ -332,6 +408,14 @@ def to_raw(maps: dict, plan: Plan) -> Raw:
         raw.errors.append(f"the engine could not read a map: {maps['error']}")
     raw.maps = m
     raw.maps_printed = bool(maps.get("final"))
+    raw.prog_stats = maps.get("prog_stats") or {}      # type: ignore[attr-defined]
+    for idx, n in (maps.get("lost") or {}).items():
+        name = lost_names.get(int(idx), f"lost kind {idx}")
+        lost[name] = lost.get(name, 0) + int(n)
+    # runs the kernel skipped (another BPF program was running on that CPU): events lost
+    misses = maps.get("recursion_misses") or {}
+    if misses:
+        lost["recursion"] = lost.get("recursion", 0) + sum(misses.values())
     raw.engine_lost = lost          # type: ignore[attr-defined]
     return raw
 

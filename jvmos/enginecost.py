@@ -26,9 +26,9 @@ calibrated is not corrected with these figures without saying so.
 """
 import json
 import tempfile
-from dataclasses import dataclass
+import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos import engine as eng
@@ -36,6 +36,7 @@ from jvmos.jdk import libc_of, symbols
 from jvmos.probecost import COST, _bare, _result, _stat
 from jvmos.session import Session
 from jvmos.tools import c_program
+from jvmos.enginecalib import Calibration  # noqa: F401 (the layer modules' declarations)
 
 MEASURED_WITH = {
     "uprobe": "calib.bpf.c's minimal uprobe (filter + one count) on probecal's function",
@@ -48,11 +49,18 @@ MEASURED_WITH = {
     "io_syscall_window": "io.bpf.c's tracepoint pair on write(2): timed per call - bare per call",
     "symbol_pair_time_hit": "io.bpf.c's libc_write + libc_ret on libc's write wrapper, as placed",
     "symbol_pair_time_window": "io.bpf.c's libc pair on write: timed per call - bare per call",
-    "thread_common_hit": "common.bpf.c on pthread_create + join, per task_newtask or "
-                         "sched_process_exit hit",
+    "thread_common_hit": "common.bpf.c's task_newtask and sched_process_exit programs on "
+                         "pthread_create + join: their in-kernel run time (BPF statistics, every "
+                         "run) per traced hit, an upper bound of the programs' own cost; the raw "
+                         "tracepoint's dispatch is not in it",
+    "io_uprobe_hit": "io.bpf.c's nio_native program on probecal's function (Unsafe_CopyMemory0's "
+                     "program, which also reads its size from the stack, is charged the same)",
 }
-# kinds whose cost these figures measure on the kind's own programs (not borrowed)
-OWN_KINDS = ["io:syscall_upair"]
+# kinds whose cost these figures measure on the kind's own programs (not borrowed), and the
+# cost key each such kind takes here where it differs from bpftrace's (analyzers/overhead.py)
+OWN_KINDS = ["io:syscall_upair", "io:uprobe", "io:jni_copy", "io:syscall_pair",
+             "common:task_newtask", "common:sched_process_exit"]
+KIND_KEYS = {"io:uprobe": "io_uprobe_hit"}
 
 
 def run_traced(prog: Path, mode: str, n: int, **kw):
@@ -62,33 +70,14 @@ def run_traced(prog: Path, mode: str, n: int, **kw):
     return _result(out), raw, ready
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """One probe cost a compiled layer declares (its module's CALIBRATIONS): probecal --mode
-    MODE run bare and under the engine with LAYERS loaded; the cost per hit is (probed -
-    bare) / the hits of KINDS (analyzers/overhead.py's kinds) that the maps counted."""
-    key: str                    # the cost key (engine_probes[key]; overhead.KINDS name it)
-    mode: str                   # probecal --mode
-    iterations: int
-    layers: Tuple[str, ...]
-    kinds: Tuple[str, ...]
-    measured_with: str
-    run_mode: str = "time"      # the recording mode the cost is for
-    scope: str = "process"
-    # yield mode: each switch is the loop's unit: the bare time is scaled to the switches of
-    # the probed run (getrusage counts both), and the hits must match the switches
-    per_switch: bool = False
-    # symbols of a library placeholder that probecal's jvmos_probe_target stands in for (the
-    # allocator, probed on a function with no side effects): {"LIBC": ("malloc",)}
-    target_as: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-
-
 def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_uprobes=(),
             extra_tps=(), run_mode="time", log=lambda m: None, workload=None,
-            symbols_of=symbols):
+            symbols_of=symbols, stand_ins=None, stats=False):
     """A command under the engine with these programs, launched at the gate: (its stdout,
     the engine's final maps as Raw, the ready event). workload: called once the command is
-    let go (a bystander beside it)."""
+    let go (a bystander beside it). stand_ins: {(path, symbol): real symbol}: a uprobe the
+    plan puts on a stand-in name is attached to the real symbol of that file (the engine
+    places a probe by the symbol its file defines; the figures keep the stand-in's name)."""
     with tempfile.TemporaryDirectory(prefix="jvmos-enginecal-") as tmp:
         tmp = Path(tmp)
         session = Session(log)
@@ -97,9 +86,16 @@ def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_upro
             plan = eng.build_plan(list(layers), libs or {}, symbols_of, mode=run_mode, scope=scope,
                                   root=pid, counting=True, follow=False,
                                   extra_uprobes=extra_uprobes, extra_tps=extra_tps)
+            for u in plan.doc["uprobes"]:
+                u["symbol"] = (stand_ins or {}).get((u["path"], u["symbol"]), u["symbol"])
+            plan.doc["stats"] = stats
+            t_spawn = time.monotonic()
             e = eng.Engine(plan, tmp / "plan.json", tmp / "engine.stderr", log)
             try:
                 ev = e.wait_ready(120, lambda: session.interrupted is not None)
+                if ev is not None and ev.get("event") == "ready":
+                    # what a recording's attach_seconds measures: engine start to ready
+                    ev["spawn_to_ready_s"] = time.monotonic() - t_spawn
                 if ev is None or ev.get("event") != "ready":
                     raise JvmosError(f"probe calibration (engine): the engine did not start: "
                                      f"{e.first_error()}")
@@ -188,6 +184,13 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         calls, _ = calls_time(raw, "jni_copy")
         _check(calls, n, "jni_copy_count_hit")
         add("jni_copy_count_hit", (res[COST] - bare["call"][COST]) / calls)
+        # the io layer's single entry programs (libnio's natives, Unsafe_CopyMemory0): the
+        # nio_native program, as io:uprobe's own cost (not the minimal uprobe's)
+        res, raw, _ = run_traced(prog, "call", n, extra_uprobes=[
+            {"path": str(prog), "symbol": target, "object": "io", "program": "nio_native"}])
+        calls = sum(int(v) for k, v in raw.keyed("@calls").items() if k[1] == "nio_native")
+        _check(calls, n, "io_uprobe_hit")
+        add("io_uprobe_hit", (res[COST] - bare["call"][COST]) / calls)
         # the io layer's I/O call programs: tracepoints (host) and libc's wrapper (process)
         res, raw, _ = run_traced(prog, "write", n, layers=["io"], scope="host")
         calls, timed = calls_time(raw, "io_syscall")
@@ -201,18 +204,41 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         _check(calls, n, "symbol_pair_time_hit")
         add("symbol_pair_time_hit", (res[COST] - bare["write"][COST]) / calls)
         add("symbol_pair_time_window", timed / calls - bare["write"][COST] / n)
-        # common.bpf.c on thread creation
-        res, raw, _ = run_traced(prog, "thread", THREADS)
+        # common.bpf.c on thread creation. Its cost per hit (a few hundred ns) is far below
+        # the noise of a thread's creation (tens of µs, varying by µs), so the loop's clock
+        # cannot resolve it: the kernel's run-time statistics of the programs measure it,
+        # all their runs (other processes' early returns too) over the traced hits, an upper
+        # bound of the programs' own cost; the raw tracepoint's dispatch is not in it
+        res, raw, _ = run_traced(prog, "thread", THREADS, stats=True)
         hits = sum(int(v) for k, v in raw.keyed("@hits").items()
                    if k[1] in ("common:task_newtask", "common:sched_process_exit"))
         _check(hits, THREADS, "thread_common_hit")
-        add("thread_common_hit", (res[COST] - bare["thread"][COST]) / hits)
+        ps = getattr(raw, "prog_stats", {}) or {}
+        run_ns = sum(v[1] for k, v in ps.items()
+                     if k in ("common:proc_newtask", "common:proc_exit"))
+        if not run_ns:
+            raise JvmosError("probe calibration (engine, thread_common_hit): no BPF run "
+                             "statistics for common.bpf.c's programs")
+        add("thread_common_hit", run_ns / hits)
         # each compiled layer's own probe costs
         for c in layer_calibrations(layers):
             add(c.key, _layer_cost(c, prog, target, libc, bare, log))
     what = dict(MEASURED_WITH, **{c.key: c.measured_with for c in layer_calibrations()})
-    out = {k: dict(_stat(v), measured_with=what.get(k, k)) for k, v in samples.items()}
-    out["own_kinds"] = list(OWN_KINDS)
+    out, unresolved = {}, {}
+    for k, v in samples.items():
+        st = dict(_stat(v), measured_with=what.get(k, k))
+        if k.startswith("bare_") or st["mean_ns"] > 0:
+            out[k] = st
+        else:
+            # a cost that came out zero or negative was not resolved from the noise: kept
+            # apart with its samples, and unknown where a figure needs it (never a 0)
+            unresolved[k] = st
+            log(f"warning: engine probe cost {k} not resolved: mean {st['mean_ns']:.1f} ns, "
+                f"95% interval {st['ci95_ns']} over {len(v)} trials")
+    out["unresolved"] = unresolved
+    out["own_kinds"] = list(OWN_KINDS) + [k for c in layer_calibrations(layers)
+                                           for k in c.kinds]
+    out["kind_keys"] = dict(KIND_KEYS)
     out["placement"] = placement
     out["iterations"] = n
     out["trials"] = trials
@@ -236,6 +262,7 @@ def _layer_cost(c: Calibration, prog: Path, target: str, libc: Path, bare: dict,
         bare[c.mode] = _bare(prog, c.mode, c.iterations, full=True)
     libs = {"LIBC": [libc]}
     symbols_of = symbols
+    stand_ins = None
     if c.target_as:
         addr = symbols(prog)[target]
         stand_in = {sym for _, syms in c.target_as for sym in syms}
@@ -243,10 +270,20 @@ def _layer_cost(c: Calibration, prog: Path, target: str, libc: Path, bare: dict,
             libs[ph] = [prog]
         symbols_of = (lambda p: {s: addr for s in stand_in} if Path(p) == prog  # noqa: E731
                       else symbols(p))
+        stand_ins = {(str(prog), s): target for s in stand_in}
     res, raw, _ = run_traced(prog, c.mode, c.iterations, layers=c.layers, scope=c.scope,
-                             libs=libs, run_mode=c.run_mode, symbols_of=symbols_of, log=log)
+                             libs=libs, run_mode=c.run_mode, symbols_of=symbols_of, log=log,
+                             stand_ins=stand_ins, stats=bool(c.kernel_stats))
     per = hits_by_pid(raw, c.scope)
     hits = sum(k.get(kind, 0) for k in per.values() for kind in c.kinds)
+    if c.kernel_stats:
+        _check(hits, c.iterations, c.key)
+        ps = getattr(raw, "prog_stats", {}) or {}
+        run_ns = sum(v[1] for k, v in ps.items() if k in c.kernel_stats)
+        if not run_ns:
+            raise JvmosError(f"probe calibration (engine, {c.key}): no BPF run statistics for "
+                             f"{', '.join(c.kernel_stats)}")
+        return run_ns / hits
     base = bare[c.mode][COST]
     if c.per_switch:
         if not bare[c.mode].get("switches") or not res.get("switches"):
@@ -269,7 +306,7 @@ def _check(hits, n, key) -> None:
 THREADS = 20_000     # pthread_create + join: ~30 µs each, noisy: many of them
 
 KEYS = ("uprobe", "uprobe_pair", "tracepoint", "jni_copy_time_hit", "jni_copy_time_window",
-        "jni_copy_count_hit", "io_syscall_hit", "io_syscall_window", "symbol_pair_time_hit",
+        "jni_copy_count_hit", "io_uprobe_hit", "io_syscall_hit", "io_syscall_window", "symbol_pair_time_hit",
         "symbol_pair_time_window", "thread_common_hit")
 
 
@@ -277,10 +314,27 @@ def all_keys(layers: Optional[List[str]] = None) -> List[str]:
     return list(KEYS) + [c.key for c in layer_calibrations(layers)]
 
 
+def merge(old: Optional[dict], new: dict) -> dict:
+    """A calibration of some layers added to an earlier one: new costs replace old ones; the
+    lists and tables that name kinds and sites are united, not replaced (a calibration of
+    one layer must not make another layer's measured costs look borrowed)."""
+    out = dict(old or {}, **new)
+    o = old or {}
+    out["own_kinds"] = sorted(set(o.get("own_kinds") or ()) | set(new.get("own_kinds") or ()))
+    for k in ("kind_keys", "placement"):
+        out[k] = dict(o.get(k) or {}, **(new.get(k) or {}))
+    unresolved = dict(o.get("unresolved") or {}, **(new.get("unresolved") or {}))
+    # a cost resolved now is no longer unresolved
+    out["unresolved"] = {k: v for k, v in unresolved.items() if k not in new or k in
+                         (new.get("unresolved") or {})}
+    return out
+
+
 def incomplete(probes: Optional[dict], layers: Optional[List[str]] = None) -> bool:
     """The costs a recording of these layers needs (None: every compiled layer) are not all
     there."""
-    return not probes or any(k not in probes for k in all_keys(layers))
+    return not probes or any(k not in probes and k not in (probes.get("unresolved") or {})
+                             for k in all_keys(layers))
 
 
 def print_summary(probes: dict) -> str:

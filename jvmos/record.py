@@ -591,7 +591,7 @@ def _prepare(opts: Options, log) -> _Run:
             log(f"no (or an incomplete) probe-cost calibration of the compiled engine for "
                 f"{','.join(opts.layers)} in {platform_file}: measuring it once (a minute)")
             got = enginecost.calibrate(trials=3, log=log, layers=list(opts.layers))
-            platform["engine_probes"] = dict(platform.get("engine_probes") or {}, **got)
+            platform["engine_probes"] = enginecost.merge(platform.get("engine_probes"), got)
             cal.save(platform_file, platform)
 
     libc = libc_of(opts.pid)
@@ -920,6 +920,9 @@ def _trace_engine(run: _Run) -> None:
             sites = ev.get("sites") or []
             manifest["attach_seconds"] = round(attach_s, 3)
             manifest["probes"]["sites"] = sites
+            # the raw tracepoint programs every layer's object attached (common's and each
+            # layer's own), as the engine says
+            manifest["probes"]["tp_btf"] = ev.get("tp_btf_programs") or []
             manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"),
                                        "load_s": round(ev.get("load_s", 0), 4),
                                        "attach_s": round(ev.get("attach_s", 0), 4)})
@@ -1001,6 +1004,17 @@ def _trace_engine(run: _Run) -> None:
                     run.warnings.append(f"the engine's maps could not be kept in "
                                         f"{run.raw_path}: {e}")
                 run.engine_raw = engine_mod.to_raw(maps, plan)
+                # what the engine attached (bpftrace's attached_probes): uprobe attach points
+                # of the root, tracepoints, and common.bpf.c's raw tracepoints
+                run.engine_raw.attached_probes = sum(
+                    int(ev.get(k) or 0) for k in ("uprobes", "tracepoints", "tp_btf"))
+                late = maps.get("released_at_stop") or []
+                if late:
+                    manifest["engine"]["released_at_stop"] = late
+                    run.warnings.append(
+                        f"{len(late)} child process(es) started a program just before the stop "
+                        f"and were held at their exec until it (pids {', '.join(map(str, late[:5]))}"
+                        "): they ran nothing while traced, and ran on once let go")
             if eng.closed is not None:
                 manifest["teardown_seconds"] = round(eng.closed.get("detach_s", 0), 4)
             run.engine_end = ("stopped by jvmos: final maps read, every link closed"
@@ -1017,12 +1031,31 @@ def _trace_engine(run: _Run) -> None:
                 tree.join()
             if eng is not None and eng.alive():
                 eng.kill()
+            _release_held(run, tree)
     run.__dict__.update(root=root, child=child, tree=tree, wall_ns=wall_ns,
                         target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
                         load_error=load_error, sample_error=sample_error,
                         bt_stopped_early=stopped_early,
                         bt_rc=eng.proc.returncode if eng is not None else None,
                         sig=session.interrupted)
+
+
+def _release_held(run: _Run, tree) -> None:
+    """No child of the traced tree stays stopped at its exec, whatever ended the recording:
+    the engine lets them go at its stop (and at EOF); this covers an engine that was killed
+    or died. Only pids the probes marked held (@held), and only those of the traced tree."""
+    held = set()
+    if run.engine_raw is not None:
+        held = {int(p) for (p,) in run.engine_raw.keyed("@held") if str(p).isdigit()}
+    for ev in (run.manifest.get("engine") or {}).get("procs") or []:
+        if ev.get("held"):
+            held.add(int(ev["pid"]))
+    tree_pids = set(tree.pids) if tree is not None else set()
+    for p in held & tree_pids:
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            pass
 
 
 def engine_reasons(run: _Run) -> List[tuple]:
@@ -1044,7 +1077,7 @@ def engine_reasons(run: _Run) -> List[tuple]:
     return out
 
 
-def engine_probe_costs(platform: Optional[dict], layers, ready_sites) -> tuple:
+def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) -> tuple:
     """The compiled engine's calibrated probe costs (jvmos calibrate --engine bpf), and the
     warnings that go with them: none calibrated, or probes placed on an instruction class
     the calibration did not measure."""
@@ -1054,9 +1087,20 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites) -> tuple:
         return None, ["the compiled engine's probe costs are not calibrated (jvmos calibrate "
                       "--engine bpf): measured times are uncorrected and the probe effect unknown"]
     warnings = []
+    if probes.get("unresolved"):
+        warnings.append("the engine's calibration did not resolve "
+                        + ", ".join(sorted(probes["unresolved"]))
+                        + " from the noise (mean not above 0): what needs them is unknown "
+                          "(re-run jvmos calibrate --engine bpf --force on a quieter machine)")
     calibrated = {s.get("class") for s in (probes.get("placement") or {}).values()}
+    # only probes that fired: one that never hit costs nothing, whatever its class
+    hit = None
+    if raw is not None:
+        hit = {k[2].split(":", 1)[1] for k, v in raw.keyed("@calls").items()
+               if v and len(k) == 3 and k[2].startswith(("uprobe:", "usdt:"))}
     other = sorted({f"{s['symbol']} ({s.get('insn')})" for s in ready_sites or []
-                    if s.get("class") not in calibrated})
+                    if s.get("class") not in calibrated
+                    and (hit is None or f"{s['path']}:{s['symbol']}" in hit)})
     if other:
         warnings.append(f"{len(other)} probe(s) sit on an instruction class the engine's "
                         f"calibration did not measure ({', '.join(other[:3])}"
@@ -1073,7 +1117,7 @@ def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
     if run.plan is not None:
         # the compiled engine's own calibration: no figure is corrected with bpftrace's costs
         probe_costs, probe_warnings = engine_probe_costs(
-            run.platform, run.opts.layers, run.manifest["probes"].get("sites"))
+            run.platform, run.opts.layers, run.manifest["probes"].get("sites"), run.engine_raw)
         scope = run.opts.scope
     else:
         from jvmos.probecost import probes_for
@@ -1173,14 +1217,20 @@ def _conclude(run: _Run) -> Result:
                                    + "; their figures are absent"))
     for p in (run.manifest.get("engine") or {}).get("procs") or []:
         if p.get("error"):
-            warnings.append(f"pid {p['pid']} joined the traced processes ({p.get('kind')}) but "
-                            f"its uprobes could not be opened ({p['error']}): its library "
-                            "calls are not counted")
-        elif p.get("kind") == "fork" and p.get("uprobes"):
-            warnings.append(f"pid {p['pid']} was forked during the recording: its uprobes were "
-                            f"opened {p.get('attach_ms', 0):.1f} ms after the fork was seen, so "
-                            "library calls it made before that are not counted (a child that "
-                            "starts a program is held at its exec until probed)")
+            reasons.append(("partial", f"pid {p['pid']} joined the traced processes "
+                                       f"({p.get('kind')}) but its uprobes could not be opened "
+                                       f"({p['error']}): its library calls are not counted"))
+    forked = [p for p in (run.manifest.get("engine") or {}).get("procs") or []
+              if p.get("kind") == "fork" and p.get("uprobes") and not p.get("error")]
+    if forked:
+        # one line for all of them (a shell loop forks hundreds)
+        gap = max(float(p.get("attach_ms") or 0) for p in forked)
+        warnings.append(f"{len(forked)} process(es) were forked during the recording (pids "
+                        f"{', '.join(str(p['pid']) for p in forked[:5])}"
+                        + (f" and {len(forked) - 5} more" if len(forked) > 5 else "")
+                        + f"): each one's uprobes were opened up to {gap:.1f} ms after its fork "
+                          "was seen, so library calls a child made before that are not counted "
+                          "(a child that starts a program is held at its exec until probed)")
     for late in (scoper.late if scoper else []):
         if late.get("held_at_exec"):
             continue            # stopped at exec until probed: nothing was missed

@@ -90,10 +90,33 @@ static __always_inline int jvmos_traced(__u32 tgid)
 	return c && c->counting;
 }
 
+/* What was lost, by JVMOS_LOST_* index: an array of its own, so a full counts or stats map
+ * cannot also lose the count of what it lost. Atomic adds: uprobe programs run with
+ * migration disabled, not preemption, so two threads can meet on one CPU's copy. */
+#define JVMOS_LOST_SLOTS 16
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, JVMOS_LOST_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void jvmos_lost(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&lost, &what);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
 static __always_inline void jvmos_count_x(__u32 tgid, __u16 what, __u16 sub, __u32 x, __u64 n);
 
 static __always_inline void jvmos_count(__u32 tgid, __u16 what, __u16 sub, __u64 n)
 {
+	if (what == JVMOS_WHAT_LOST) {
+		jvmos_lost(sub);
+		return;
+	}
 	jvmos_count_x(tgid, what, sub, 0, n);
 }
 
@@ -121,13 +144,16 @@ static __always_inline void jvmos_count_x(__u32 tgid, __u16 what, __u16 sub, __u
 	__u64 *v = bpf_map_lookup_elem(&counts, &k);
 
 	if (v) {
-		*v += n;	/* per-CPU: no other CPU writes this copy */
+		/* per-CPU, but atomic: a preempted program may share this CPU's copy */
+		__sync_fetch_and_add(v, n);
 		return;
 	}
 	if (bpf_map_update_elem(&counts, &k, &n, BPF_NOEXIST)) {
 		v = bpf_map_lookup_elem(&counts, &k);	/* inserted meanwhile by another CPU */
 		if (v)
-			*v += n;
+			__sync_fetch_and_add(v, n);
+		else
+			jvmos_lost(JVMOS_LOST_STATS_ENTRY);	/* the map is full */
 	}
 }
 

@@ -31,9 +31,8 @@
  *    timed (exclusive time, paper section 5.1). Entry programs read the clock last, return
  *    programs first: as little of the probes' own work as possible falls inside a span.
  *
- * Per-thread state is one struct in an LRU hash keyed by thread id (a thread that ends
- * mid-span leaves an entry that the LRU reclaims). A full map loses a span, counted as
- * JVMOS_LOST_THREAD_STATE; nothing else is lost silently.
+ * Per-thread state is one struct in a hash keyed by thread id, deleted when the thread
+ * exits. A full map loses a span, counted as JVMOS_LOST_THREAD_STATE; sums are atomic adds.
  *
  * What breaks when the JDK or kernel changes: the JNI signatures (stable since JNI 1.1), the
  * libnio native names (FileDispatcherImpl became UnixFileDispatcherImpl in JDK 20; both are
@@ -61,12 +60,24 @@ struct io_thread {
 	__u32 pad;
 };
 
+/* A plain hash, not an LRU: a thread's entry goes when the thread exits (io_thread_exit
+ * below), and an insert into a full map fails and is counted (JVMOS_LOST_THREAD_STATE),
+ * where an LRU would evict a thread in the middle of its span without a word. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, JVMOS_MAX_THREADS);
 	__type(key, __u32);
 	__type(value, struct io_thread);
 } io_threads SEC(".maps");
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(io_thread_exit, struct task_struct *p)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&io_threads, &tid);
+	return 0;
+}
 
 static __always_inline struct io_thread *thread_state(__u32 tgid)
 {
@@ -103,21 +114,23 @@ static __always_inline __u64 span_exit(struct io_thread *t, __u64 now, __u32 tgi
 
 /* ---- JNI copies ---- */
 
-static __always_inline int jni_region(struct pt_regs *ctx, int set)
+/* len and buf: the 4th and 5th arguments; have_args 0 (a USDT site whose arguments could not
+ * be read): the call is counted, its bytes not, and the miss is counted */
+static __always_inline int jni_region_of(struct pt_regs *ctx, __u32 tgid, int set, __s32 len,
+					 __u64 buf, int have_args)
 {
-	__u32 tgid = jvmos_tgid();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct jvmos_stat_val *s;
 	struct io_thread *t;
-	__u64 buf = PT_REGS_PARM5(ctx);
 
-	if (!jvmos_traced(tgid))
-		return 0;
 	s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY, JVMOS_COOKIE_PROBE(cookie));
 	if (s) {
-		s->calls++;
-		s->bytes += (__u64)(__s32)PT_REGS_PARM4(ctx) * JVMOS_COOKIE_VALUE(cookie);
+		__sync_fetch_and_add(&s->calls, 1);
+		if (have_args)
+			__sync_fetch_and_add(&s->bytes, (__u64)len * JVMOS_COOKIE_VALUE(cookie));
 	}
+	if (!have_args)
+		jvmos_count(tgid, JVMOS_WHAT_MISSED, JVMOS_MISSED_USDT_ARGS, 1);
 	t = thread_state(tgid);
 	if (!t)
 		return 0;
@@ -137,6 +150,15 @@ static __always_inline int jni_region(struct pt_regs *ctx, int set)
 	return 0;
 }
 
+static __always_inline int jni_region(struct pt_regs *ctx, int set)
+{
+	__u32 tgid = jvmos_tgid();
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	return jni_region_of(ctx, tgid, set, (__s32)PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), 1);
+}
+
 SEC("uprobe.multi")
 int jni_get_region(struct pt_regs *ctx)
 {
@@ -147,6 +169,83 @@ SEC("uprobe.multi")
 int jni_set_region(struct pt_regs *ctx)
 {
 	return jni_region(ctx, 1);
+}
+
+/* ---- the same copies on a stripped libjvm.so: HotSpot's hotspot_jni:<Function>__entry USDT
+ * probes (their notes survive strip), whose arguments are where the note says (a register,
+ * or memory relative to one), not in the calling convention's registers. The engine writes
+ * each site's argument specs into usdt_args[probe id]; __return sites get jni_ret. ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct jvmos_usdt_args);
+} usdt_args SEC(".maps");
+
+/* the value of one argument; 0 when it cannot be read */
+static __always_inline int usdt_arg(struct pt_regs *ctx, const struct jvmos_usdt_arg *a,
+				    __u64 *out)
+{
+	__u64 v = 0;
+	int shift;
+
+	if (a->kind == JVMOS_USDT_ARG_CONST) {
+		v = a->disp;
+	} else if (a->kind == JVMOS_USDT_ARG_REG || a->kind == JVMOS_USDT_ARG_MEM) {
+		/* the register, saved in pt_regs at a byte offset the plan gives (a variable
+		 * offset into the context is read as kernel memory, as libbpf's usdt.bpf.h does) */
+		if (a->reg > sizeof(struct pt_regs) - sizeof(v))
+			return 0;
+		if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + a->reg))
+			return 0;
+		if (a->kind == JVMOS_USDT_ARG_MEM &&
+		    bpf_probe_read_user(&v, sizeof(v), (void *)(v + a->disp)))
+			return 0;
+	} else {
+		return 0;
+	}
+	/* the low |size| bytes, sign- or zero-extended (reading 8 bytes of memory for a smaller
+	 * argument reads beyond it, and the shift drops those bytes: x86-64 is little-endian) */
+	switch (a->size) {
+	case 1: case -1: shift = 56; break;
+	case 2: case -2: shift = 48; break;
+	case 4: case -4: shift = 32; break;
+	default: shift = 0;
+	}
+	v <<= shift;
+	v = a->size < 0 ? (__u64)((__s64)v >> shift) : v >> shift;
+	*out = v;
+	return 1;
+}
+
+static __always_inline int jni_region_usdt(struct pt_regs *ctx, int set)
+{
+	__u32 tgid = jvmos_tgid();
+	__u32 probe;
+	struct jvmos_usdt_args *spec;
+	__u64 len = 0, buf = 0;
+	int ok;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	probe = JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx));
+	spec = bpf_map_lookup_elem(&usdt_args, &probe);
+	/* Get/Set<T>ArrayRegion__entry(env, array, start, len, buf) */
+	ok = spec && usdt_arg(ctx, &spec->arg[3], &len) && usdt_arg(ctx, &spec->arg[4], &buf);
+	return jni_region_of(ctx, tgid, set, (__s32)len, buf, ok);
+}
+
+SEC("uprobe.multi")
+int jni_get_region_usdt(struct pt_regs *ctx)
+{
+	return jni_region_usdt(ctx, 0);
+}
+
+SEC("uprobe.multi")
+int jni_set_region_usdt(struct pt_regs *ctx)
+{
+	return jni_region_usdt(ctx, 1);
 }
 
 /* Elements, Critical, String*Chars: the arguments do not say how much is copied */
@@ -161,7 +260,7 @@ int jni_other(struct pt_regs *ctx)
 		return 0;
 	s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
 	if (s)
-		s->calls++;
+		__sync_fetch_and_add(&s->calls, 1);
 	if (timing && (t = thread_state(tgid)))
 		span_enter(t);
 	return 0;
@@ -187,7 +286,7 @@ int jni_ret(struct pt_regs *ctx)
 		s = jvmos_stat(tgid, JVMOS_CAT_JNI_COPY,
 			       JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
 		if (s)
-			s->time_ns += ns;
+			__sync_fetch_and_add(&s->time_ns, ns);
 	}
 	return 0;
 }
@@ -210,8 +309,8 @@ int unsafe_copy(struct pt_regs *ctx)
 	out = PT_REGS_PARM3(ctx) != 0 && PT_REGS_PARM5(ctx) == 0;
 	s = jvmos_stat(tgid, out ? JVMOS_CAT_UNSAFE_COPY_OUT : JVMOS_CAT_UNSAFE_COPY_ETC, probe);
 	if (s) {
-		s->calls++;
-		s->bytes += size;
+		__sync_fetch_and_add(&s->calls, 1);
+		__sync_fetch_and_add(&s->bytes, size);
 	}
 	if (out && (t = thread_state(tgid)))
 		t->unsafe_out_buf = PT_REGS_PARM6(ctx);
@@ -230,7 +329,7 @@ int nio_native(struct pt_regs *ctx)
 		return 0;
 	s = jvmos_stat(tgid, JVMOS_CAT_NIO_NATIVE, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
 	if (s)
-		s->calls++;
+		__sync_fetch_and_add(&s->calls, 1);
 	if ((t = thread_state(tgid)))
 		t->nio_pending = 1;
 	return 0;
@@ -273,8 +372,8 @@ static __always_inline int io_exit(__u64 now, __u32 tgid, __u16 probe, __s64 ret
 	__u64 ns;
 
 	if (s) {
-		s->calls++;
-		s->bytes += bytes;
+		__sync_fetch_and_add(&s->calls, 1);
+		__sync_fetch_and_add(&s->bytes, bytes);
 	}
 	t = thread_state(tgid);
 	if (!t)
@@ -291,7 +390,7 @@ static __always_inline int io_exit(__u64 now, __u32 tgid, __u16 probe, __s64 ret
 		t->read_len = bytes;
 	ns = span_exit(t, now, tgid, JVMOS_MISSED_SYSCALL_NO_ENTRY);
 	if (ns && s)
-		s->time_ns += ns;
+		__sync_fetch_and_add(&s->time_ns, ns);
 	return 0;
 }
 

@@ -25,5 +25,27 @@
 /* missed (sub of JVMOS_WHAT_MISSED) */
 #define JVMOS_MISSED_JNI_COPY_NO_ENTRY	(JVMOS_BASE_IO + 1)
 #define JVMOS_MISSED_SYSCALL_NO_ENTRY	(JVMOS_BASE_IO + 2)
+#define JVMOS_MISSED_USDT_ARGS		(JVMOS_BASE_IO + 3)	/* a USDT copy's len/buf unread */
+
+/* A USDT site's arguments (a stripped libjvm's hotspot_jni probes), as the engine writes them
+ * into usdt_args[probe id] from the note's specs (jvmos/usdtargs.py): kind, size in bytes
+ * (negative: sign-extended), a struct pt_regs byte offset, and a displacement (a memory
+ * operand's) or the constant */
+#define JVMOS_USDT_ARG_CONST		1
+#define JVMOS_USDT_ARG_REG		2
+#define JVMOS_USDT_ARG_MEM		3
+#define JVMOS_USDT_MAX_ARGS		6
+
+struct jvmos_usdt_arg {
+	__u8 kind;
+	__s8 size;
+	__u16 reg;
+	__u32 pad;
+	__s64 disp;
+};
+
+struct jvmos_usdt_args {
+	struct jvmos_usdt_arg arg[JVMOS_USDT_MAX_ARGS];
+};
 
 #endif

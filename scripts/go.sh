@@ -8,6 +8,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 TOOLCHAIN="${JVMOS_GO_TOOLCHAIN:-go1.27.3}"
+# the SHA-256 of golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64.zip as the proxy served it on
+# 25 Nov 2026: a zip that differs is refused (another toolchain needs JVMOS_GO_SHA256)
+SHA256_go1_27_3_linux_amd64=af4c06478303fdd1bfb335fab86c7ccb9b12e529044a946a16a1c4bcc779f8d7
 PROXY="${GOPROXY:-https://proxy.golang.org}"; PROXY="${PROXY%%,*}"
 [ "$PROXY" = direct ] || [ "$PROXY" = off ] && PROXY=https://proxy.golang.org
 
@@ -31,6 +34,17 @@ pick() {
     echo "go.sh: no Go >= 1.$NEED_MINOR here; fetching golang.org/toolchain@$mod from $PROXY" >&2
     mkdir -p "$here/build/go"
     curl -fsSL "$PROXY/golang.org/toolchain/@v/$mod.zip" -o "$here/build/go/toolchain.zip"
+    local want="${JVMOS_GO_SHA256:-}"
+    if [ -z "$want" ]; then
+      local var="SHA256_$(echo "$TOOLCHAIN.linux-$(uname -m | sed 's/x86_64/amd64/')" | tr '.-' '__')"
+      want="${!var:-}"
+    fi
+    local got; got="$(sha256sum "$here/build/go/toolchain.zip" | cut -d' ' -f1)"
+    if [ -z "$want" ] || [ "$got" != "$want" ]; then
+      rm -f "$here/build/go/toolchain.zip"
+      echo "go.sh: golang.org/toolchain@$mod has SHA-256 $got, expected ${want:-a pinned one (set JVMOS_GO_SHA256)}: refused" >&2
+      exit 1
+    fi
     rm -rf "$dir.tmp"
     python3 - "$here/build/go/toolchain.zip" "$dir.tmp" <<'PY'
 import os, sys, zipfile

@@ -1,6 +1,6 @@
 """The io layer, compiled (probes/io.bpf.c, probes/io.h): JNI and NIO copies, I/O calls."""
-from jvmos.catalogue import (IO_LIBC_WRAPPERS, IO_SYSCALLS, JNI_COPY_FUNCTIONS, NIO_NATIVES,
-                             PRIMITIVES)
+from jvmos.catalogue import (IO_LIBC_WRAPPERS, IO_SYSCALLS, JNI_COPY_FUNCTIONS,
+                             JNI_USDT_SUFFIX, NIO_NATIVES, PRIMITIVES, jni_usdt_alias)
 
 NAME = OBJECT = "io"
 HEADER = "io.h"
@@ -15,7 +15,7 @@ WHATS = {BASE + 1: ("@path_bytes", lambda sub, x: ",".join(PATHS[sub]) if sub in
          BASE + 3: ("@nio_confirmed", lambda sub, x: "")}
 # io's probe costs are measured by enginecost.calibrate itself (its first keys)
 CALIBRATIONS = []
-MISSED = {"jni_copy_no_entry": BASE + 1, "syscall_no_entry": BASE + 2}
+MISSED = {"jni_copy_no_entry": BASE + 1, "syscall_no_entry": BASE + 2, "usdt_args": BASE + 3}
 HITS = {}
 # what the header calls each id, for the catalogue test
 HEADER_NAMES = {
@@ -23,6 +23,7 @@ HEADER_NAMES = {
     "WHAT_PATH_BYTES": BASE + 1, "WHAT_PATH_CALLS": BASE + 2, "WHAT_NIO_CONFIRMED": BASE + 3,
     "PATH_JNI_IN": 1, "PATH_JNI_OUT": 2, "PATH_NIO_ANY": 3,
     **{f"MISSED_{k.upper()}": v for k, v in MISSED.items()},
+    "USDT_ARG_CONST": 1, "USDT_ARG_REG": 2, "USDT_ARG_MEM": 3, "USDT_MAX_ARGS": 6,
 }
 
 
@@ -41,14 +42,34 @@ def constants(ctx) -> dict:
     return {"timing": 1 if ctx.mode == "time" else 0}
 
 
+def jni_copy(ctx, fn: str, jni_ret) -> None:
+    """One JNI copy function in every libjvm: its symbol, or, where the symbol is gone (a
+    stripped libjvm.so), HotSpot's hotspot_jni USDT probes of it (<fn>__entry, and
+    <fn>__return for the time in --mode time); the Region copies' length and buffer are
+    then read as the note says (jvmos/usdtargs.py)."""
+    region = fn.endswith("Region")
+    prog = (("jni_set_region" if fn.startswith("Set") else "jni_get_region") if region
+            else "jni_other")
+    value = region_size(fn) if region else 0
+    paths = ctx.libs.get("LIBJVM", [])
+    if not paths:
+        ctx.uprobe("LIBJVM", f"jni_{fn}", prog, jni_ret, value, has_bytes=region)
+        return
+    for p in paths:
+        alias = jni_usdt_alias("uprobe", f"jni_{fn}")
+        if f"jni_{fn}" in ctx.symbols_of(p) or alias not in ctx.usdt_of(p):
+            ctx.uprobe_in(p, f"jni_{fn}", prog, jni_ret, value, has_bytes=region)
+            continue
+        ctx.usdt(p, alias[0], alias[1], prog + "_usdt" if region else prog,
+                 stands_for=f"jni_{fn}", value=value, has_bytes=region,
+                 ret_name=fn + JNI_USDT_SUFFIX["uretprobe"] if jni_ret else None,
+                 ret_prog=jni_ret, args=region)
+
+
 def plan(ctx) -> None:
     jni_ret = "jni_ret" if ctx.mode == "time" else None
     for fn in JNI_COPY_FUNCTIONS:
-        if fn.endswith("Region"):
-            prog = "jni_set_region" if fn.startswith("Set") else "jni_get_region"
-            ctx.uprobe("LIBJVM", f"jni_{fn}", prog, jni_ret, region_size(fn), has_bytes=True)
-        else:
-            ctx.uprobe("LIBJVM", f"jni_{fn}", "jni_other", jni_ret)
+        jni_copy(ctx, fn, jni_ret)
     ctx.uprobe("LIBJVM", "Unsafe_CopyMemory0", "unsafe_copy", None, has_bytes=True)
     for sym in NIO_NATIVES:
         ctx.uprobe("LIBNIO", sym, "nio_native", None)

@@ -51,6 +51,26 @@ type UprobeSpec struct {
 	Program    string `json:"program"`
 	RetProgram string `json:"ret_program,omitempty"`
 	Value      int    `json:"value,omitempty"`
+	// Kind "usdt": a USDT site at Address (the note's link-time pc) instead of Symbol's entry;
+	// Symbol then only names it ("provider:name"). NoteBase: the .stapsdt.base address the
+	// note was written against; Semaphore: the link-time address of its counter, 0 for none.
+	Kind      string `json:"kind,omitempty"`
+	Address   uint64 `json:"address,omitempty"`
+	NoteBase  uint64 `json:"note_base,omitempty"`
+	Semaphore uint64 `json:"semaphore,omitempty"`
+	// a USDT site's argument specs (jvmos/usdtargs.py), written to the object's usdt_args
+	// map under ID for its program to evaluate; none when the program reads no argument
+	Args []UsdtArg `json:"args,omitempty"`
+}
+
+func (u UprobeSpec) usdt() bool { return u.Kind == "usdt" }
+
+// siteKey: a symbol's entry, or one USDT site (a probe inlined twice has two)
+func (u UprobeSpec) siteKey() string {
+	if u.usdt() {
+		return fmt.Sprintf("%s\x00%s\x00%#x", u.Path, u.Symbol, u.Address)
+	}
+	return u.Path + "\x00" + u.Symbol
 }
 
 type TracepointSpec struct {
@@ -72,6 +92,7 @@ type Plan struct {
 	Place       bool                              `json:"place"`
 	Follow      bool                              `json:"follow"`
 	Classic     bool                              `json:"classic"` // force classic uprobes
+	Stats       bool                              `json:"stats"`   // BPF run-time statistics (calibration)
 	Extra       map[string]map[string]interface{} `json:"extra,omitempty"`
 }
 
@@ -93,7 +114,7 @@ type engine struct {
 	plan     Plan
 	colls    map[string]*ebpf.Collection
 	shared   map[string]*ebpf.Map
-	sites    map[string]Site // path + "\x00" + symbol
+	sites    map[string]Site // UprobeSpec.siteKey()
 	classic  bool
 	mu       sync.Mutex
 	links    map[int][]link.Link // pid -> its uprobe links
@@ -102,6 +123,8 @@ type engine struct {
 	nprobes  map[int]int
 	t0       time.Time
 	reader   *ringbuf.Reader
+	followed chan struct{} // closed when follow() has returned
+	tpBtf    []string      // the raw tracepoint programs attached, "object:program"
 }
 
 func ktime() uint64 {
@@ -200,20 +223,32 @@ func (e *engine) placeAll() []map[string]interface{} {
 	e.sites = map[string]Site{}
 	var report []map[string]interface{}
 	for _, u := range e.plan.Uprobes {
-		key := u.Path + "\x00" + u.Symbol
+		key := u.siteKey()
 		s, ok := e.sites[key]
 		if !ok {
 			var err error
-			s, err = place(u.Path, u.Symbol, e.plan.Place)
+			if u.usdt() {
+				s, err = placeUSDT(u.Path, u.Address, u.NoteBase, u.Semaphore)
+			} else {
+				s, err = place(u.Path, u.Symbol, e.plan.Place)
+			}
 			if err != nil {
 				fail("placing %s: %v", u.Symbol, err)
 			}
 			e.sites[key] = s
 		}
-		report = append(report, map[string]interface{}{
+		r := map[string]interface{}{
 			"id": u.ID, "path": u.Path, "symbol": u.Symbol, "program": u.Program,
 			"ret_program": u.RetProgram, "shift": s.Shift, "insn": s.Insn, "class": s.Class,
-			"why": s.Why, "file_offset": s.FileOff})
+			"why": s.Why, "file_offset": s.FileOff}
+		if u.usdt() {
+			r["kind"] = "usdt"
+			r["address"] = u.Address
+			if s.RefCtrOff != 0 {
+				r["ref_ctr_offset"] = s.RefCtrOff
+			}
+		}
+		report = append(report, r)
 	}
 	return report
 }
@@ -223,6 +258,11 @@ type group struct {
 	ret             bool
 	syms            []string
 	offs, cookies   []uint64
+	// USDT sites: the group is attached by file offset (files), each site's semaphore
+	// (refs, 0: none); set when the group has a USDT site, symbols then give their placed
+	// file offset too
+	files, refs []uint64
+	byAddr      bool
 }
 
 func (e *engine) groups() []*group {
@@ -236,9 +276,12 @@ func (e *engine) groups() []*group {
 			byKey[k] = g
 			order = append(order, k)
 		}
-		s := e.sites[u.Path+"\x00"+u.Symbol]
+		s := e.sites[u.siteKey()]
 		g.syms = append(g.syms, u.Symbol)
 		g.offs = append(g.offs, s.Shift)
+		g.files = append(g.files, s.FileOff)
+		g.refs = append(g.refs, s.RefCtrOff)
+		g.byAddr = g.byAddr || u.usdt()
 		g.cookies = append(g.cookies, uint64(u.ID&0xffff)|uint64(u.Value&0xffff)<<16)
 	}
 	for _, u := range e.plan.Uprobes {
@@ -272,11 +315,19 @@ func (e *engine) attachPid(pid int) (int, error) {
 		prog := e.program(g.obj, g.prog)
 		if !e.classic {
 			opts := &link.UprobeMultiOptions{Offsets: g.offs, Cookies: g.cookies, PID: uint32(pid)}
+			syms := g.syms
+			if g.byAddr {
+				syms = nil
+				opts.Offsets, opts.Addresses = nil, g.files
+				if anyNonZero(g.refs) {
+					opts.RefCtrOffsets = g.refs
+				}
+			}
 			var l link.Link
 			if g.ret {
-				l, err = ex.UretprobeMulti(g.syms, prog, opts)
+				l, err = ex.UretprobeMulti(syms, prog, opts)
 			} else {
-				l, err = ex.UprobeMulti(g.syms, prog, opts)
+				l, err = ex.UprobeMulti(syms, prog, opts)
 			}
 			if err != nil {
 				closeAll(ls)
@@ -288,11 +339,17 @@ func (e *engine) attachPid(pid int) (int, error) {
 		}
 		for i, sym := range g.syms {
 			opts := &link.UprobeOptions{Offset: g.offs[i], Cookie: g.cookies[i], PID: pid}
+			lookup := sym
+			if g.byAddr {
+				// by file offset: no name is looked up (a USDT site has none)
+				lookup = ""
+				opts.Offset, opts.Address, opts.RefCtrOffset = 0, g.files[i], g.refs[i]
+			}
 			var l link.Link
 			if g.ret {
-				l, err = ex.Uretprobe(sym, prog, opts)
+				l, err = ex.Uretprobe(lookup, prog, opts)
 			} else {
-				l, err = ex.Uprobe(sym, prog, opts)
+				l, err = ex.Uprobe(lookup, prog, opts)
 			}
 			if err != nil {
 				closeAll(ls)
@@ -306,6 +363,15 @@ func (e *engine) attachPid(pid int) (int, error) {
 	e.attached[pid] = true
 	e.nprobes[pid] = n
 	return n, nil
+}
+
+func anyNonZero(v []uint64) bool {
+	for _, x := range v {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func kindName(ret bool) string {
@@ -339,6 +405,7 @@ func (e *engine) attachTracepoints() {
 				fail("layer %s: cannot attach %s: %v", name, pn, err)
 			}
 			e.tpLinks = append(e.tpLinks, l)
+			e.tpBtf = append(e.tpBtf, name+":"+pn)
 		}
 	}
 	for _, t := range e.plan.Tracepoints {
@@ -354,6 +421,7 @@ func (e *engine) attachTracepoints() {
 // follow handles common.bpf.c's fork and exec events: the new process gets its links, and a
 // child held at its exec is let go once they are open (always, also when they are not).
 func (e *engine) follow() {
+	defer close(e.followed)
 	for {
 		rec, err := e.reader.Read()
 		if err != nil {
@@ -464,12 +532,89 @@ func (e *engine) maps(final bool) map[string]interface{} {
 				"exec_ns": v.ExecNs, "exit_ns": v.ExitNs, "held": v.Held})
 		}
 	}
+	lostBy := map[string]uint64{}
+	if lm := e.shared["lost"]; lm != nil {
+		var k uint32
+		var v uint64
+		it := lm.Iterate()
+		for it.Next(&k, &v) {
+			if v > 0 {
+				lostBy[fmt.Sprint(k)] = v
+			}
+		}
+	}
+	m["lost"] = lostBy
 	var c control
 	zero := uint32(0)
 	_ = e.shared["control"].Lookup(&zero, &c)
 	m["stats"], m["counts"], m["procs"] = stats, counts, procs
 	m["control"] = map[string]interface{}{"counting": c.Counting, "start_ns": c.StartNs, "stop_ns": c.StopNs}
 	return m
+}
+
+// drainAndRelease ends the following of the tree at the stop: the events already in the ring
+// buffer are handled (their children get links and are let go), then every child that
+// common.bpf.c stopped at its exec and that is still marked held is sent SIGCONT, so no
+// process of the traced tree is left stopped. Returns the pids let go here.
+func (e *engine) drainAndRelease() []int {
+	if e.reader != nil && e.followed != nil {
+		// Flush wakes the blocked Read: the records already in the ring are handed out,
+		// then ErrFlushed ends follow()
+		_ = e.reader.Flush()
+		select {
+		case <-e.followed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	var released []int
+	pm := e.shared["proc"]
+	if pm == nil {
+		return released
+	}
+	var k uint32
+	var v procVal
+	it := pm.Iterate()
+	for it.Next(&k, &v) {
+		if v.Held == 0 {
+			continue
+		}
+		e.mu.Lock()
+		handled := e.attached[int(k)]
+		e.mu.Unlock()
+		if !handled {
+			released = append(released, int(k))
+		}
+		_ = syscall.Kill(int(k), syscall.SIGCONT) // harmless for one already let go
+	}
+	return released
+}
+
+// recursionMisses: the runs the kernel skipped per program (another BPF program was running
+// on that CPU): events the figures do not hold.
+func (e *engine) recursionMisses() map[string]uint64 {
+	out := map[string]uint64{}
+	for obj, c := range e.colls {
+		for name, p := range c.Programs {
+			if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
+				out[obj+":"+name] = st.RecursionMisses
+			}
+		}
+	}
+	return out
+}
+
+// progStats: each program's runs and in-kernel run time (counted while the plan's stats are
+// on: the calibration of probes whose cost the loop's clock cannot resolve).
+func (e *engine) progStats() map[string][]uint64 {
+	out := map[string][]uint64{}
+	for obj, c := range e.colls {
+		for name, p := range c.Programs {
+			if st, err := p.Stats(); err == nil && st.RunCount > 0 {
+				out[obj+":"+name] = []uint64{st.RunCount, uint64(st.Runtime.Nanoseconds())}
+			}
+		}
+	}
+	return out
 }
 
 func (e *engine) closeLinks() float64 {
@@ -521,10 +666,18 @@ func main() {
 			fallback = "this kernel has no uprobe_multi links (" + err.Error() + "): classic per-pid uprobes, each opened and closed on its own, slower to detach"
 		}
 	}
+	if e.plan.Stats {
+		closer, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			fail("cannot turn on BPF run statistics: %v", err)
+		}
+		defer closer.Close()
+	}
 	tLoad := time.Now()
 	e.load()
 	loadS := time.Since(tLoad).Seconds()
 	sites := e.placeAll()
+	e.writeUsdtArgs()
 	tAttach := time.Now()
 	one := uint8(1)
 	root := uint32(e.plan.RootPid)
@@ -544,11 +697,13 @@ func main() {
 		if err != nil {
 			fail("cannot read the process events: %v", err)
 		}
+		e.followed = make(chan struct{})
 		go e.follow()
 	}
 	ready := map[string]interface{}{"event": "ready", "load_s": loadS,
 		"attach_s": time.Since(tAttach).Seconds(), "uprobes": n, "sites": sites,
-		"tracepoints": len(e.tpLinks), "uprobe_multi": !e.classic, "pid": os.Getpid()}
+		"tracepoints": len(e.plan.Tracepoints), "tp_btf": len(e.tpBtf), "tp_btf_programs": e.tpBtf,
+		"uprobe_multi": !e.classic, "pid": os.Getpid()}
 	if fallback != "" {
 		ready["fallback"] = fallback
 	}
@@ -564,7 +719,14 @@ func main() {
 			emit(e.maps(false))
 		case "stop":
 			e.setControl(func(c *control) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
-			emit(e.maps(true))
+			released := e.drainAndRelease()
+			m := e.maps(true)
+			m["released_at_stop"] = released
+			m["recursion_misses"] = e.recursionMisses()
+			if e.plan.Stats {
+				m["prog_stats"] = e.progStats()
+			}
+			emit(m)
 			d := e.closeLinks()
 			emit(map[string]interface{}{"event": "closed", "detach_s": d})
 			return
@@ -573,7 +735,10 @@ func main() {
 			emit(map[string]interface{}{"event": "warning", "message": "unknown command " + in.Text()})
 		}
 	}
-	// EOF: jvmos is gone; close everything (the kernel would, as this process exits)
+	// EOF: jvmos is gone; no child stays held, and everything is closed (the kernel would
+	// close the links as this process exits, but not let a stopped child go)
+	e.setControl(func(c *control) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
+	e.drainAndRelease()
 	e.closeLinks()
 }
 

@@ -23,9 +23,35 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 
 	"golang.org/x/arch/x86/x86asm"
 )
+
+// nopEmulated: whether this kernel emulates a nop under a uprobe instead of single-stepping
+// it. Recent x86 kernels do (uprobes' nop emulation; this 6.18 kernel does, measured: a
+// USDT site, a nop, costs what a push does); for kernels before 6.12 the engine does not
+// count on it, so a nop there is classed single-stepped and no probe is moved onto one.
+var nopEmulated = kernelAtLeast(6, 12)
+
+func kernelAtLeast(major, minor int) bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(string(b), "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
 
 const (
 	placeWindow   = 64 // bytes decoded from the entry
@@ -39,10 +65,13 @@ type Site struct {
 	Class   string `json:"class"`   // "emulated" or "single-stepped" (or "unknown")
 	Why     string `json:"why"`     // the rule that decided
 	FileOff uint64 `json:"file_offset"`
+	// a USDT site's semaphore as a file offset (0: none): the kernel raises it while attached
+	RefCtrOff uint64 `json:"ref_ctr_offset,omitempty"`
 }
 
 type elfInfo struct {
 	syms  map[string]uint64 // name -> virtual address (defined functions)
+	sizes map[string]uint64 // name -> the function's size in bytes (st_size; 0: unknown)
 	loads []elf.ProgHeader
 	path  string
 }
@@ -63,7 +92,7 @@ func loadELF(path string) (*elfInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
-	info := &elfInfo{syms: map[string]uint64{}, path: path}
+	info := &elfInfo{syms: map[string]uint64{}, sizes: map[string]uint64{}, path: path}
 	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, err := get()
 		if err != nil {
@@ -73,6 +102,7 @@ func loadELF(path string) (*elfInfo, error) {
 			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Section != elf.SHN_UNDEF {
 				if _, seen := info.syms[s.Name]; !seen {
 					info.syms[s.Name] = s.Value
+					info.sizes[s.Name] = s.Size
 				}
 			}
 		}
@@ -105,7 +135,7 @@ func emulated(in x86asm.Inst) bool {
 		_, isReg := in.Args[0].(x86asm.Reg)
 		return isReg
 	case x86asm.NOP:
-		return true
+		return nopEmulated
 	case x86asm.JMP, x86asm.CALL, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE,
 		x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP,
 		x86asm.JNS, x86asm.JO, x86asm.JP, x86asm.JS:
@@ -172,7 +202,16 @@ func place(path, symbol string, move bool) (Site, error) {
 	if !ok {
 		return Site{}, fmt.Errorf("%s: %s at %#x is outside the file's LOAD segments", path, symbol, va)
 	}
-	buf := make([]byte, placeWindow)
+	// the whole function, so that a branch from anywhere in it back into the instructions
+	// a probe would skip is seen (bounded: a function's first 64 KiB)
+	size := e.sizes[symbol]
+	if size < placeWindow {
+		size = placeWindow
+	}
+	if size > 64<<10 {
+		size = 64 << 10
+	}
+	buf := make([]byte, size)
 	fh, err := os.Open(path)
 	if err != nil {
 		return Site{}, err
@@ -188,7 +227,9 @@ func place(path, symbol string, move bool) (Site, error) {
 func placeBytes(buf []byte, va uint64, move bool) Site {
 	var insns []decoded
 	targets := map[uint64]bool{}
+	decodedTo := 0
 	for at := 0; at < len(buf); {
+		decodedTo = at
 		if at+4 <= len(buf) && buf[at] == 0xf3 && buf[at+1] == 0x0f && buf[at+2] == 0x1e && buf[at+3] == 0xfa {
 			// endbr64: the decoder knows only its rep prefix; a hint nop, harmless
 			insns = append(insns, decoded{uint64(at), x86asm.Inst{Op: x86asm.NOP, Len: 4}, buf[at : at+4]})
@@ -204,7 +245,12 @@ func placeBytes(buf []byte, va uint64, move bool) Site {
 			targets[uint64(int64(at)+int64(in.Len)+int64(rel))] = true
 		}
 		at += in.Len
+		decodedTo = at
 	}
+	// a function the decoder could not read to its end may branch back into the prefix a
+	// moved probe would skip, unseen: then the probe stays at the entry (the 64-byte window
+	// of a function whose size is unknown counts as its end)
+	whole := decodedTo >= len(buf) || decodedTo >= placeWindow && len(buf) == placeWindow
 	site := Site{Class: "unknown"}
 	if len(insns) == 0 {
 		site.Why = "entry (could not decode the function)"
@@ -220,6 +266,12 @@ func placeBytes(buf []byte, va uint64, move bool) Site {
 	site.Class = "single-stepped"
 	if !move {
 		site.Why = "entry (placement off)"
+		return site
+	}
+	if !whole {
+		site.Why = fmt.Sprintf("entry (the function could be decoded to +%d of %d bytes only: a "+
+			"branch back into the instructions before an emulated one cannot be ruled out)",
+			decodedTo, len(buf))
 		return site
 	}
 	for i, d := range insns {

@@ -115,8 +115,11 @@ def test_plan_names_programs_that_exist(scope, mode):
     assert plan.doc["constants"]["io"]["timing"] == (1 if mode == "time" else 0)
 
 
-def test_unknown_layer_is_refused_in_one_line():
+def test_a_layer_without_a_module_is_refused_in_one_line(monkeypatch):
+    """A layer the engine has no compiled module for (here: one taken away) is refused with
+    one line naming it, before anything is attached."""
     libs, syms = fake_libs()
+    monkeypatch.delitem(MODULES, "threads", raising=False)
     with pytest.raises(JvmosError, match="no compiled threads layer"):
         eng.build_plan(["io", "threads"], libs, syms, root=1, counting=True)
 

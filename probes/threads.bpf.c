@@ -1,0 +1,751 @@
+/*
+ * threads.bpf.c - the threads layer of jvmos, compiled: what the native threading stack costs
+ * a JVM (paper section 3.2.1, Tables 4 and 5), plus native synchronization and context
+ * switches (sections 3.2.2 and 3.4.1). The same figures as threads.bt, with the same span
+ * rules, kept by BPF programs that the engine loads and attaches itself (probes/engine).
+ *
+ * Run through `jvmos record --engine bpf --layers threads`. Which function each uprobe is on
+ * comes from the engine's plan (jvmos/enginelayers/threads.py): libjvm's JVM_StartThread,
+ * thread_native_entry and JavaThread::exit, and libc's pthread_create, each an entry and (in
+ * --mode time) a return program. The syscall tracepoints are attached as the plan lists them;
+ * the sched_* programs are BTF raw tracepoints (tp_btf), attached with the object.
+ *
+ * The layers of one Java thread's creation, and where each is entered (see threads.bt for the
+ * longer story; every rule below is that file's):
+ *   jvm     JVM_StartThread (Thread.start0's native): entry to return, on the creating thread
+ *   libc    pthread_create: entry to return, on the creating thread
+ *   kernel  the syscalls made inside those spans (clone, clone3, mmap, munmap, mprotect,
+ *           madvise, rseq, set_robust_list, rt_sigprocmask, prctl, sched_getaffinity,
+ *           gettid): their on-CPU time
+ * and of the new thread:
+ *   libc    start_thread's prologue, from the thread's first switch-in (after
+ *           sched_wakeup_new) to thread_native_entry; a start-up span still open after 1 ms is
+ *           not a thread_native_entry start and is dropped at the thread's next span syscall
+ *           ("libc start abandoned") or switch-in; and its epilogue, from thread_native_entry's
+ *           return to the exit syscall
+ *   jvm     JavaThread::exit, entry to return
+ *   kernel  the syscalls inside those spans, and exit: sys_enter_exit to each switch-out after
+ *           it, counted once the task is freed (sched_process_free)
+ * Each span's time is exclusive: it leaves out the spans, span syscalls, futex calls and
+ * allocator calls (alloc_totals, written by the mem layer; zero without it) nested in it, and
+ * the time its thread was switched out (reported as thread_wait "off-CPU in a span"). Spans
+ * are "java" for a thread cloned inside JVM_StartThread, "internal" otherwise.
+ *
+ * Also: every futex syscall of a traced thread (category sync: wait, wake, other; inside a
+ * span also thread_wait), every switch out of a traced thread (@csw[pid, tid, voluntary or
+ * involuntary], as sched_switch's formatted prev_state & 0xff says), and in --mode time the
+ * run-queue wait of a traced thread from its wakeup or preemption to its next switch-in
+ * (category runq).
+ *
+ * --mode count keeps what threads.bt keeps there: the figures of the lines threads.bt marks
+ * "time" are not kept (timing = 0), its return uprobes are not attached (the plan), and its
+ * "time: only" blocks (sched_wakeup, the run-queue wait) return at once. With no
+ * JVM_StartThread span open, every pthread_create is then labelled internal, as in threads.bt.
+ *
+ * Per-thread state is one struct in a hash keyed by thread id, created for a traced thread,
+ * or for the new task a traced thread wakes; it is deleted when the kernel frees the task
+ * (not at its exit: the kernel-exit span runs to the task's last switch-out; threads.bt
+ * forgets only some of its maps there, the rest would outlive the thread and meet a later
+ * thread that reuses its id). A full map loses a span, counted as JVMOS_LOST_THREAD_STATE; a
+ * return whose entry was not seen is counted as JVMOS_MISSED_THREAD_SPAN_NO_ENTRY (threads.bt
+ * skips it silently). Sums are atomic adds.
+ *
+ * What breaks when the JDK or kernel changes: the symbols thread_native_entry(Thread*) (a
+ * static function of os_linux.cpp: its mangled name, in libjvm's full symbol table) and
+ * JavaThread::exit(bool, ExitType); thread exit through the exit syscall (glibc's
+ * start_thread); sched_switch's raw arguments (preempt, prev, next, prev_state: 5.18+) and the
+ * way the kernel formats prev_state for the tracepoint (__trace_sched_switch_state, copied in
+ * csw_voluntary() below, with the TASK_* bits of 6.x); task_struct's pid, tgid and exit_state
+ * (CO-RE); the syscall tracepoints' layout (nr, six 8-byte arguments / ret).
+ */
+#include "common.bpf.h"
+#include "threads.h"
+
+const volatile __u32 timing = 1;	/* 0 in --mode count: the spans are not timed */
+
+#define ABANDON_NS	1000000ULL	/* a start-up span older than this is not a JVM start */
+
+/* task states, as 6.x's include/linux/sched.h defines them (for csw_voluntary) */
+#define THR_TASK_REPORT		0x7f
+#define THR_TASK_IDLE		0x402	/* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+#define THR_TASK_RTLOCK_WAIT	0x1000
+#define THR_TASK_FROZEN		0x8000
+
+#define FUTEX_WAIT_OP		1
+#define FUTEX_WAKE_OP		2
+#define FUTEX_OTHER_OP		3
+
+#define RUNQ_WOKEN		1
+#define RUNQ_PREEMPTED		2
+
+/* what threads.bt keeps in its @..[tid] scratch maps; 0 is "not set", as there */
+struct thr_state {
+	__u64 jvm_start_ns;		/* JVM_StartThread's entry */
+	__u64 libc_create_ns;		/* pthread_create's entry */
+	__u64 libc_start_ns;		/* the new thread's first run */
+	__u64 jvm_exit_ns;		/* JavaThread::exit's entry */
+	__u64 libc_exit_ns;		/* thread_native_entry's return */
+	__u64 kernel_exit_ns;		/* the exit syscall, then each switch-out after it */
+	__u64 jvm_start_nested_ns;	/* what each span leaves out of its time */
+	__u64 libc_create_nested_ns;
+	__u64 own_span_nested_ns;	/* the new thread's own spans: one open at a time */
+	__u64 jvm_start_alloc_ns;	/* alloc_totals as each span began */
+	__u64 jvm_start_alloc_hits;
+	__u64 libc_create_alloc_ns;
+	__u64 libc_create_alloc_hits;
+	__u64 own_alloc_ns;
+	__u64 own_alloc_hits;
+	__u64 span_syscall_ns;		/* the entry of a syscall made inside a span */
+	__u64 span_syscall_offcpu_ns;	/* and the time switched out inside it */
+	__u64 futex_start_ns;		/* the futex in progress */
+	__u64 span_switch_out_ns;	/* switched out inside a span */
+	__u64 wakeup_new_ns;		/* woken for its first run */
+	__u64 runq_ns;			/* runnable since (--mode time) */
+	__u32 kernel_exit_pid;		/* the process of each of the events above: read where */
+	__u32 span_switch_out_pid;	/* the current task is another one (sched_switch) */
+	__u32 wakeup_new_pid;		/* the process that created the thread */
+	__u32 traced_tid;		/* the thread's process, once seen switching out (time) */
+	__u8 java_thread;		/* cloned inside JVM_StartThread */
+	__u8 futex_op;			/* FUTEX_*_OP */
+	__u8 runq_why;			/* RUNQ_* */
+	__u8 pad[5];
+};
+
+/* A plain hash, not an LRU: an entry goes when the kernel frees its task (thr_free), and an
+ * insert into a full map fails and is counted, where an LRU would evict a thread in the
+ * middle of its span without a word. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JVMOS_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thr_state);
+} threads_state SEC(".maps");
+
+static __always_inline __u32 cur_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+static __always_inline struct thr_state *state_of(__u32 tid)
+{
+	return bpf_map_lookup_elem(&threads_state, &tid);
+}
+
+static __always_inline struct thr_state *state_new(__u32 tid)
+{
+	struct thr_state *t = bpf_map_lookup_elem(&threads_state, &tid);
+
+	if (t)
+		return t;
+	struct thr_state zero = {};
+	bpf_map_update_elem(&threads_state, &tid, &zero, BPF_NOEXIST);
+	t = bpf_map_lookup_elem(&threads_state, &tid);
+	if (!t)
+		jvmos_count(0, JVMOS_WHAT_LOST, JVMOS_LOST_THREAD_STATE, 1);
+	return t;
+}
+
+static __always_inline int counting(void)
+{
+	__u32 zero = 0;
+	struct jvmos_control *c = bpf_map_lookup_elem(&control, &zero);
+
+	return c && c->counting;
+}
+
+static __always_inline int span_open(struct thr_state *t)
+{
+	return t->jvm_start_ns || t->libc_create_ns || t->libc_start_ns || t->libc_exit_ns ||
+	       t->jvm_exit_ns;
+}
+
+/* alloc_totals[tid] (mem layer), zeros without it */
+static __always_inline void alloc_now(__u32 tid, __u64 *ns, __u64 *hits)
+{
+	struct jvmos_alloc_totals *a = bpf_map_lookup_elem(&alloc_totals, &tid);
+
+	*ns = a ? a->ns : 0;
+	*hits = a ? a->hits : 0;
+}
+
+/* @ncalls[pid, cat, name] += calls; @ntime[pid, cat, name] += ns (a signed amount: a sum
+ * that comes out negative is read back as such and dropped by the summary, as bpftrace's) */
+static __always_inline void named(__u32 tgid, __u16 cat, __u16 name, __u64 calls, __s64 ns)
+{
+	struct jvmos_stat_val *s = jvmos_stat(tgid, cat, JVMOS_NAMED(name));
+
+	/* atomic: uprobe programs run with migration, not preemption, disabled, so two threads
+	 * can meet on one CPU's copy */
+	if (s) {
+		if (calls)
+			__sync_fetch_and_add(&s->calls, calls);
+		if (ns)
+			__sync_fetch_and_add(&s->time_ns, (__u64)ns);
+	}
+}
+
+/* @nhits[pid, "thread_nested_alloc", name] += the allocator hits a span saw */
+static __always_inline void nested_alloc_hits(__u32 tgid, __u16 name, __u64 hits)
+{
+	if (hits)
+		named(tgid, JVMOS_CAT_THREAD_NESTED_ALLOC, name, hits, 0);
+}
+
+static __always_inline void hit(__u32 tgid, __u16 what)
+{
+	jvmos_count(tgid, JVMOS_WHAT_HITS, what, 1);
+}
+
+/* the new thread's own spans (libc start, JVM exit, libc exit) begin */
+static __always_inline void own_span_begin(struct thr_state *t, __u32 tid)
+{
+	t->own_span_nested_ns = 0;
+	alloc_now(tid, &t->own_alloc_ns, &t->own_alloc_hits);
+}
+
+/* the exclusive time of an own span that began at `start` and ends at `now` (and the
+ * allocator hits inside it, reported) */
+static __always_inline __s64 own_span_end(struct thr_state *t, __u32 tid, __u32 tgid,
+					  __u64 start, __u64 now)
+{
+	__u64 ans, ahits;
+
+	alloc_now(tid, &ans, &ahits);
+	nested_alloc_hits(tgid, JVMOS_NAME_NESTED_START_EXIT, ahits - t->own_alloc_hits);
+	return (__s64)(now - start - t->own_span_nested_ns - (ans - t->own_alloc_ns));
+}
+
+/* ---- the JVM layer, creating side: Thread.start0 -> JVM_StartThread ---- */
+
+SEC("uprobe.multi")
+int thr_jvm_start(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	named(tgid, JVMOS_CAT_THREAD_JVM, JVMOS_NAME_START, 1, 0);
+	if (!timing || !(t = state_new(tid)))
+		return 0;
+	t->jvm_start_nested_ns = 0;
+	alloc_now(tid, &t->jvm_start_alloc_ns, &t->jvm_start_alloc_hits);
+	t->jvm_start_ns = bpf_ktime_get_ns();	/* the clock is read last */
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int thr_jvm_start_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();		/* first: the bookkeeping is not the span's */
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	__u64 d, ans, ahits;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_URETPROBE);
+	t = state_of(tid);
+	if (!t || !t->jvm_start_ns) {
+		jvmos_count(tgid, JVMOS_WHAT_MISSED, JVMOS_MISSED_THREAD_SPAN_NO_ENTRY, 1);
+		return 0;
+	}
+	d = now - t->jvm_start_ns;
+	jvmos_count(tgid, JVMOS_WHAT_THR_INCL, 0, d);
+	alloc_now(tid, &ans, &ahits);
+	/* allocator calls made here (mem layer) are the malloc category's, not the JVM's */
+	named(tgid, JVMOS_CAT_THREAD_JVM, JVMOS_NAME_START, 0,
+	      (__s64)(d - t->jvm_start_nested_ns - (ans - t->jvm_start_alloc_ns)));
+	nested_alloc_hits(tgid, JVMOS_NAME_NESTED_JVM_START, ahits - t->jvm_start_alloc_hits);
+	t->jvm_start_ns = 0;
+	t->jvm_start_nested_ns = 0;
+	return 0;
+}
+
+/* ---- the libc layer, creating side ---- */
+
+SEC("uprobe.multi")
+int thr_pthread_create(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	int java;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	t = timing ? state_new(tid) : state_of(tid);
+	java = t && t->jvm_start_ns;
+	named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_PTHREAD_CREATE_JAVA + !java, 1, 0);
+	if (!timing || !t)
+		return 0;
+	t->libc_create_nested_ns = 0;
+	alloc_now(tid, &t->libc_create_alloc_ns, &t->libc_create_alloc_hits);
+	t->libc_create_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int thr_pthread_create_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	__u64 d, m, ans, ahits, h;
+	int java;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_URETPROBE);
+	t = state_of(tid);
+	if (!t || !t->libc_create_ns) {
+		jvmos_count(tgid, JVMOS_WHAT_MISSED, JVMOS_MISSED_THREAD_SPAN_NO_ENTRY, 1);
+		return 0;
+	}
+	java = t->jvm_start_ns != 0;
+	d = now - t->libc_create_ns;
+	alloc_now(tid, &ans, &ahits);
+	m = ans - t->libc_create_alloc_ns;
+	h = ahits - t->libc_create_alloc_hits;
+	named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_CREATE_JAVA + !java, 0,
+	      (__s64)(d - t->libc_create_nested_ns - m));
+	nested_alloc_hits(tgid, JVMOS_NAME_NESTED_LIBC_CREATE, h);
+	if (java) {
+		t->jvm_start_nested_ns += d;
+		/* the enclosing JVM span already leaves out all of this call, allocations
+		 * included */
+		t->jvm_start_alloc_ns += m;
+		t->jvm_start_alloc_hits += h;
+	}
+	t->libc_create_ns = 0;
+	t->libc_create_nested_ns = 0;
+	return 0;
+}
+
+/* ---- the new thread: its first run (sched_switch below), then start_thread's prologue up
+ * to thread_native_entry ---- */
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(thr_wakeup_new, struct task_struct *p)
+{
+	__u32 tgid = jvmos_tgid();
+	struct thr_state *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_SCHED_WAKEUP_NEW);
+	t = state_new(BPF_CORE_READ(p, pid));
+	if (!t)
+		return 0;
+	t->wakeup_new_pid = tgid;
+	t->wakeup_new_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uprobe.multi")
+int thr_native_entry(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();		/* this entry ends the start-up span */
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	__s64 ns;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_UPROBE);
+	t = state_of(tid);
+	if (!t || !t->libc_start_ns)
+		return 0;
+	ns = own_span_end(t, tid, tgid, t->libc_start_ns, now);
+	named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_START_JAVA + !t->java_thread, 1, ns);
+	t->libc_start_ns = 0;
+	return 0;
+}
+
+/* ---- the JVM layer, exiting side ---- */
+
+SEC("uprobe.multi")
+int thr_jvm_exit(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_UPROBE);
+	if (!timing || !(t = state_new(tid)))
+		return 0;
+	own_span_begin(t, tid);
+	t->jvm_exit_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int thr_jvm_exit_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	__s64 ns;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_URETPROBE);
+	t = state_of(tid);
+	if (!t || !t->jvm_exit_ns) {
+		jvmos_count(tgid, JVMOS_WHAT_MISSED, JVMOS_MISSED_THREAD_SPAN_NO_ENTRY, 1);
+		return 0;
+	}
+	ns = own_span_end(t, tid, tgid, t->jvm_exit_ns, now);
+	named(tgid, JVMOS_CAT_THREAD_JVM, JVMOS_NAME_EXIT_JAVA + !t->java_thread, 1, ns);
+	t->jvm_exit_ns = 0;
+	return 0;
+}
+
+/* ---- start_thread's epilogue: the thread function returned, until the exit syscall ---- */
+
+SEC("uretprobe.multi")
+int thr_native_entry_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();		/* where threads.bt reads it: first */
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_URETPROBE);
+	if (!(t = state_new(tid)))
+		return 0;
+	t->libc_exit_ns = now;
+	own_span_begin(t, tid);
+	return 0;
+}
+
+SEC("tracepoint")
+int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid(), tid = cur_tid();
+	struct thr_state *t;
+	__s64 ns;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	hit(tgid, JVMOS_HIT_THREADS_SYS_ENTER_EXIT);
+	if (!(t = state_new(tid)))
+		return 0;
+	if (t->libc_exit_ns) {
+		ns = own_span_end(t, tid, tgid, t->libc_exit_ns, bpf_ktime_get_ns());
+		named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_EXIT_JAVA + !t->java_thread,
+		      1, ns);
+		t->libc_exit_ns = 0;
+	}
+	t->kernel_exit_pid = tgid;
+	t->kernel_exit_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* kernel exit: counted when the task is freed (its time is summed at each switch-out, in
+ * sched_switch below); the task's state goes with it */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(thr_free, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct thr_state *t = state_of(tid);
+
+	if (!t)
+		return 0;
+	if (t->kernel_exit_ns && counting())
+		named(t->kernel_exit_pid, JVMOS_CAT_THREAD_CREATE,
+		      JVMOS_NAME_KERNEL_EXIT_JAVA + !t->java_thread, 1, 0);
+	bpf_map_delete_elem(&threads_state, &tid);
+	return 0;
+}
+
+/* ---- syscalls inside a span: kernel time of that layer ---- */
+
+static __always_inline void span_syscall_enter(__u32 tid)
+{
+	struct thr_state *t = state_of(tid);
+
+	/* no state: no span open */
+	if (t && span_open(t))
+		t->span_syscall_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void span_syscall_exit(__u64 now, __u32 tgid, struct thr_state *t)
+{
+	__u64 d, on;
+
+	/* every one of these syscalls runs this layer's entry and exit programs: counted */
+	hit(tgid, JVMOS_HIT_THREADS_SPAN_SYSCALL);
+	if (!t || !t->span_syscall_ns)
+		return;
+	d = now - t->span_syscall_ns;
+	on = d - t->span_syscall_offcpu_ns;	/* kernel work: the syscall's on-CPU time */
+	t->span_syscall_offcpu_ns = 0;
+	/* a thread that does not start through thread_native_entry would keep its start-up span
+	 * open for life: one older than 1 ms is abandoned, and this syscall is not counted */
+	if (t->libc_start_ns && now - t->libc_start_ns > ABANDON_NS) {
+		t->libc_start_ns = 0;
+		named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_START_ABANDONED, 1, 0);
+		t->span_syscall_ns = 0;
+		return;
+	}
+	if (t->libc_create_ns) {
+		t->libc_create_nested_ns += d;
+		named(tgid, JVMOS_CAT_THREAD_CREATE,
+		      JVMOS_NAME_KERNEL_IN_CREATE_JAVA + !t->jvm_start_ns, 1, (__s64)on);
+	} else if (t->jvm_start_ns) {
+		t->jvm_start_nested_ns += d;
+		named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_KERNEL_IN_JVM_START_JAVA, 1,
+		      (__s64)on);
+	} else {
+		t->own_span_nested_ns += d;
+		named(tgid, JVMOS_CAT_THREAD_CREATE,
+		      JVMOS_NAME_KERNEL_IN_START_EXIT_JAVA + !t->java_thread, 1, (__s64)on);
+	}
+	t->span_syscall_ns = 0;
+}
+
+/* clone, clone3: counted always (@calls keyed by the tracepoint: its probe id is the
+ * cookie), and a span syscall */
+SEC("tracepoint")
+int thr_clone_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+	struct jvmos_stat_val *s;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	s = jvmos_stat(tgid, JVMOS_CAT_THREAD_CREATE,
+		       JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
+	if (s)
+		__sync_fetch_and_add(&s->calls, 1);
+	span_syscall_enter(cur_tid());
+	return 0;
+}
+
+/* a child cloned inside JVM_StartThread is a Java thread */
+SEC("tracepoint")
+int thr_clone_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+	struct thr_state *t, *c;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	t = state_of(cur_tid());
+	/* the child's state is there: sched_wakeup_new made it, before clone returned */
+	if (ctx->ret > 0 && t && t->jvm_start_ns && (c = state_of((__u32)ctx->ret)))
+		c->java_thread = 1;
+	span_syscall_exit(now, tgid, t);
+	return 0;
+}
+
+SEC("tracepoint")
+int thr_span_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	if (jvmos_traced(jvmos_tgid()))
+		span_syscall_enter(cur_tid());
+	return 0;
+}
+
+SEC("tracepoint")
+int thr_span_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		span_syscall_exit(now, tgid, state_of(cur_tid()));
+	return 0;
+}
+
+/* ---- futex: native synchronization of every traced thread ---- */
+
+SEC("tracepoint")
+int thr_futex_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 op = ctx->args[1] & 0x7f;		/* without FUTEX_PRIVATE_FLAG/CLOCK_REALTIME */
+	struct thr_state *t;
+
+	if (!jvmos_traced(jvmos_tgid()) || !(t = state_new(cur_tid())))
+		return 0;
+	/* FUTEX_WAIT 0, FUTEX_WAIT_BITSET 9; FUTEX_WAKE 1, FUTEX_WAKE_BITSET 10 */
+	t->futex_op = (op == 0 || op == 9) ? FUTEX_WAIT_OP :
+		      (op == 1 || op == 10) ? FUTEX_WAKE_OP : FUTEX_OTHER_OP;
+	t->futex_start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tracepoint")
+int thr_futex_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+	struct thr_state *t;
+	__u64 d;
+	int jvm;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	t = state_of(cur_tid());
+	if (!t || !t->futex_start_ns)
+		return 0;
+	d = now - t->futex_start_ns;
+	named(tgid, JVMOS_CAT_SYNC, JVMOS_NAME_FUTEX_WAIT + (t->futex_op - FUTEX_WAIT_OP), 1,
+	      (__s64)d);
+	/* inside a span the futex is waiting for another thread, not that layer's work */
+	if (span_open(t)) {
+		jvm = t->jvm_start_ns != 0;
+		named(tgid, JVMOS_CAT_THREAD_WAIT,
+		      jvm ? JVMOS_NAME_FUTEX_IN_JVM_START : JVMOS_NAME_FUTEX_IN_SETUP_EXIT, 1,
+		      (__s64)d);
+		if (t->libc_create_ns)
+			t->libc_create_nested_ns += d;
+		else if (jvm)
+			t->jvm_start_nested_ns += d;
+		else
+			t->own_span_nested_ns += d;
+	}
+	t->futex_start_ns = 0;
+	t->futex_op = 0;
+	return 0;
+}
+
+/* ---- sched_switch: threads.bt's six blocks on it, in their order, in one program ---- */
+
+/* what sched_switch's formatted prev_state & 0xff says (threads.bt's test): the kernel
+ * (__trace_sched_switch_state) reports a preempted task as TASK_REPORT_MAX (0x100), and
+ * otherwise 1 << (fls(state) - 1) of the task's reportable state, 0 for a running one: a
+ * switch is voluntary when that is not 0 */
+static __always_inline int csw_voluntary(bool preempt, struct task_struct *prev,
+					 unsigned int prev_state)
+{
+	unsigned int state;
+
+	if (preempt)
+		return 0;
+	state = (prev_state | (unsigned int)BPF_CORE_READ(prev, exit_state)) & THR_TASK_REPORT;
+	if ((prev_state & THR_TASK_IDLE) == THR_TASK_IDLE)
+		return 1;		/* TASK_REPORT_IDLE */
+	if (prev_state & (THR_TASK_RTLOCK_WAIT | THR_TASK_FROZEN))
+		return 1;		/* reported as uninterruptible */
+	return state != 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev_tid, next_tid, prev_tgid;
+	struct thr_state *tp, *tn;
+	__u64 d;
+	int vol;
+
+	if (!counting())
+		return 0;
+	prev_tid = BPF_CORE_READ(prev, pid);
+	next_tid = BPF_CORE_READ(next, pid);
+	tp = state_of(prev_tid);
+	tn = state_of(next_tid);
+
+	/* a new thread's first run: its delay since sched_wakeup_new is waiting; its start-up
+	 * span (libc start) begins */
+	if (tn && tn->wakeup_new_ns) {
+		named(tn->wakeup_new_pid, JVMOS_CAT_THREAD_WAIT, JVMOS_NAME_FIRST_RUN_DELAY, 1,
+		      (__s64)(now - tn->wakeup_new_ns));
+		if (timing) {
+			tn->libc_start_ns = now;
+			own_span_begin(tn, next_tid);
+		}
+		tn->wakeup_new_ns = 0;
+		tn->wakeup_new_pid = 0;
+	}
+	/* kernel exit: from the exit syscall (then from each switch-out) to this switch-out */
+	if (tp && tp->kernel_exit_ns) {
+		named(tp->kernel_exit_pid, JVMOS_CAT_THREAD_CREATE,
+		      JVMOS_NAME_KERNEL_EXIT_JAVA + !tp->java_thread, 0,
+		      (__s64)(now - tp->kernel_exit_ns));
+		tp->kernel_exit_ns = now;
+	}
+	/* off-CPU inside a span (outside a futex, which is subtracted whole): from here */
+	if (tp && span_open(tp) && !tp->futex_start_ns) {
+		tp->span_switch_out_ns = now;
+		tp->span_switch_out_pid = jvmos_tgid();
+	}
+	/* ... to the switch-in: not the layer's work, left out like a nested syscall */
+	if (tn && tn->span_switch_out_ns) {
+		d = now - tn->span_switch_out_ns;
+		if (tn->libc_start_ns && now - tn->libc_start_ns > ABANDON_NS)
+			tn->libc_start_ns = 0;	/* not a thread_native_entry start */
+		if (tn->span_syscall_ns)
+			/* inside a span syscall: its kernel time leaves it out; the span
+			 * subtracts the whole syscall anyway */
+			tn->span_syscall_offcpu_ns += d;
+		else if (tn->libc_create_ns)
+			tn->libc_create_nested_ns += d;
+		else if (tn->jvm_start_ns)
+			tn->jvm_start_nested_ns += d;
+		else
+			tn->own_span_nested_ns += d;
+		named(tn->span_switch_out_pid, JVMOS_CAT_THREAD_WAIT, JVMOS_NAME_OFFCPU_IN_SPAN, 1,
+		      (__s64)d);
+		tn->span_switch_out_ns = 0;
+		tn->span_switch_out_pid = 0;
+	}
+	/* the context switches of traced threads, and where their run-queue waits begin */
+	prev_tgid = BPF_CORE_READ(prev, tgid);
+	if (bpf_map_lookup_elem(&traced, &prev_tgid)) {
+		vol = csw_voluntary(preempt, prev, prev_state);
+		jvmos_count_x(prev_tgid, JVMOS_WHAT_CSW,
+			      vol ? JVMOS_CSW_VOLUNTARY : JVMOS_CSW_INVOLUNTARY, prev_tid, 1);
+		if (timing && (tp || (tp = state_new(prev_tid)))) {
+			tp->traced_tid = prev_tgid;
+			/* preempted: runnable, it waits in the run queue from now (a wakeup that
+			 * came while it ran is stale); blocked: no wait until its wakeup */
+			if (!vol) {
+				tp->runq_ns = now;
+				tp->runq_why = RUNQ_PREEMPTED;
+			} else {
+				tp->runq_ns = 0;
+				tp->runq_why = 0;
+			}
+		}
+	}
+	/* run-queue wait (--mode time): runnable since its wakeup or preemption, until now */
+	if (timing && tn && tn->runq_ns) {
+		named(tn->traced_tid, JVMOS_CAT_RUNQ,
+		      tn->runq_why == RUNQ_WOKEN ? JVMOS_NAME_AFTER_WAKEUP :
+						   JVMOS_NAME_AFTER_PREEMPTION,
+		      1, (__s64)(now - tn->runq_ns));
+		tn->runq_ns = 0;
+		tn->runq_why = 0;
+	}
+	return 0;
+}
+
+/* ---- run-queue wait (--mode time): a traced thread seen switching out before is woken.
+ * A lower bound, as in threads.bt: a thread's waits count from its first switch-out in the
+ * recording. The hit is charged to the woken thread's process. ---- */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(thr_wakeup, struct task_struct *p)
+{
+	__u32 tid;
+	struct thr_state *t;
+
+	if (!timing)
+		return 0;
+	tid = BPF_CORE_READ(p, pid);
+	t = state_of(tid);
+	if (!t || !t->traced_tid || !counting())
+		return 0;
+	hit(t->traced_tid, JVMOS_HIT_THREADS_SCHED_WAKEUP);
+	/* a thread already waiting (preempted, or woken twice) keeps its first start */
+	if (!t->runq_ns) {
+		t->runq_ns = bpf_ktime_get_ns();
+		t->runq_why = RUNQ_WOKEN;
+	}
+	return 0;
+}

@@ -1,6 +1,5 @@
 """The jvmos command line: jvmos VERB [options]."""
 import argparse
-import os
 import json
 import sys
 from pathlib import Path
@@ -66,9 +65,11 @@ def cmd_record(args) -> int:
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
                        mode=args.mode, sample=args.sample, scope=args.scope,
-                       engine=args.engine, jdks=args.jdk or (), platform=args.platform,
+                       jdks=args.jdk or (), platform=args.platform,
                        interval=args.interval, count=args.count,
                        metrics_file=Path(args.metrics_file) if args.metrics_file else None)
+    if args.engine:
+        opts.engine = args.engine
     res = rec.record(opts)
     print(report.render(res.run_dir))
     print(f"\nrun directory: {res.run_dir}")
@@ -192,6 +193,13 @@ def cmd_calibrate(args) -> int:
         existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
         cal.save(path, existing)
         print(f"wrote {path}")
+    from jvmos import engine as engine_mod, enginecost
+    if engine_mod.unavailable() is None and enginecost.incomplete(existing.get("engine_probes")):
+        # the compiled engine records by default: its probe costs too (a minute)
+        existing["engine_probes"] = enginecost.merge(existing.get("engine_probes"),
+                                                     enginecost.calibrate(args.trials, log=log))
+        cal.save(path, existing)
+        print(f"updated the compiled engine's probe costs in {path}")
     if args.every_jdk:
         # what recordings would otherwise measure lazily, the first time they meet a JDK
         from jvmos.record import _ensure_calibrated
@@ -456,14 +464,14 @@ def build_parser():
                    help="process: uprobes trap only in the traced processes (default; other "
                         "processes mapping libc or libjvm.so are not slowed); host: bpftrace's "
                         "own attachment, which traps in every process that maps the library")
-    r.add_argument("--engine", choices=["bpftrace", "bpf"],
-                   default=os.environ.get("JVMOS_ENGINE") or "bpftrace",
-                   help="bpftrace: the probe scripts probes/*.bt (default, every layer; "
-                        "JVMOS_ENGINE=bpf changes the default, for experiments too); bpf: "
-                        "jvmos's compiled probes (probes/*.bpf.c, layers: io): uprobe_multi "
-                        "links for the traced processes only, attached and detached in a "
-                        "fraction of a second, each uprobe on the cheapest instruction; its "
-                        "probe costs are calibrated apart (jvmos calibrate --engine bpf)")
+    r.add_argument("--engine", choices=["bpftrace", "bpf"], default=None,
+                   help="bpf (the default where it can run: built, kernel with BTF): jvmos's "
+                        "compiled probes (probes/*.bpf.c), uprobe_multi links for the traced "
+                        "processes only, attached and detached in a fraction of a second, "
+                        "each uprobe on the cheapest instruction, its probe costs calibrated "
+                        "apart (jvmos calibrate --engine bpf); bpftrace: the probe scripts "
+                        "probes/*.bt (the fallback; slow to detach: seconds to a minute). "
+                        "JVMOS_ENGINE sets the default, for experiments too")
     r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
     r.set_defaults(func=cmd_record)
 

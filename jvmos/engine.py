@@ -99,6 +99,28 @@ class Plan:
     script: object = None                       # probegen.Script for the manifest/analyzers
 
 
+def unavailable() -> Optional[str]:
+    """None when the compiled engine can run here, else why not (a missing build, a kernel
+    without BTF): recordings then fall back to bpftrace, and say so."""
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        return "this kernel has no BTF (/sys/kernel/btf/vmlinux): the compiled probes cannot load"
+    if not ENGINE.exists():
+        return f"the compiled engine is not built ({ENGINE}; make build)"
+    missing = [p for p in objects_for(compiled_layers()).values() if not p.exists()]
+    if missing:
+        return f"the compiled probes are not built ({missing[0]}; make build)"
+    return None
+
+
+def default_engine() -> str:
+    """The engine a recording uses unless told: JVMOS_ENGINE, else the compiled engine where
+    it can run, else bpftrace."""
+    env = os.environ.get("JVMOS_ENGINE")
+    if env:
+        return env
+    return "bpftrace" if unavailable() else "bpf"
+
+
 def objects_dir() -> Path:
     """build/probes, or JVMOS_ENGINE_OBJECTS (a developer's modified probes, and the tests')."""
     return Path(os.environ.get("JVMOS_ENGINE_OBJECTS") or OBJECTS)

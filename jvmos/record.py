@@ -69,10 +69,11 @@ class Options:
     # process: uprobes trap only in the traced processes (jvmos.scope); host: bpftrace's own
     # attachment, which traps in every process that maps the library
     scope: str = "process"
-    # bpftrace: probes/*.bt run by bpftrace (every layer); bpf: the compiled engine
-    # (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine). JVMOS_ENGINE sets it for
-    # every recording of a command (an experiment's too), --engine for one
-    engine: str = field(default_factory=lambda: os.environ.get("JVMOS_ENGINE") or "bpftrace")
+    # bpf: the compiled engine (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine),
+    # the default where it can run; bpftrace: probes/*.bt run by bpftrace. JVMOS_ENGINE sets
+    # it for every recording of a command (an experiment's too), --engine for one
+    engine: str = field(default_factory=lambda: __import__(
+        "jvmos.engine", fromlist=["default_engine"]).default_engine())
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -639,7 +640,9 @@ def _prepare(opts: Options, log) -> _Run:
         "host": host_info(),
         "engine": ({"name": "bpf", "version": engine_mod.version(),
                     "objects_sha256": engine_mod.object_hashes(plan),
-                    "plan": "probes.plan.json"} if plan is not None else {"name": "bpftrace"}),
+                    "plan": "probes.plan.json"} if plan is not None else
+                   {"name": "bpftrace", "compiled_engine": engine_mod.unavailable()
+                    or "available (not chosen: --engine bpftrace or JVMOS_ENGINE)"}),
         "bpftrace": bpftrace_version() if plan is None else None,
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
@@ -923,7 +926,7 @@ def _trace_engine(run: _Run) -> None:
             # the raw tracepoint programs every layer's object attached (common's and each
             # layer's own), as the engine says
             manifest["probes"]["tp_btf"] = ev.get("tp_btf_programs") or []
-            manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"),
+            manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"), "pid": ev.get("pid"),
                                        "load_s": round(ev.get("load_s", 0), 4),
                                        "attach_s": round(ev.get("attach_s", 0), 4)})
             if ev.get("fallback"):

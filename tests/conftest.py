@@ -36,6 +36,13 @@ def platform_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture
+def bpftrace_engine(monkeypatch):
+    """The recordings of this test use bpftrace (`--engine bpftrace`): the test is about that
+    engine's own files and behaviour (probes.bt, raw/bpftrace.json, its scoping and stop)."""
+    monkeypatch.setenv("JVMOS_ENGINE", "bpftrace")
+
+
 def run_jvmos(args, timeout=900, env=None, **kw):
     e = dict(os.environ)
     if env:

@@ -21,6 +21,7 @@ def test_pid_that_does_not_exist():
     assert "no process with pid 999999999" in line
 
 
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_bpftrace_missing_from_path(tmp_path):
     line = one_error_line(run_jvmos(["record", "--out", str(tmp_path / "x"), "--", "/bin/true"],
                                     env={"PATH": str(tmp_path)}))
@@ -209,6 +210,7 @@ def test_pid_that_exits_mid_recording(platform_file, tmp_path):
 
 
 @needs_tracing
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_sigint_before_tracing_starts_the_command_never_runs(platform_file, tmp_path):
     out = tmp_path / "early"
     mark = tmp_path / "written-by-the-command"
@@ -231,6 +233,7 @@ def test_sigint_before_tracing_starts_the_command_never_runs(platform_file, tmp_
 
 
 @needs_tracing
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_bpftrace_that_cannot_attach(platform_file, tmp_path):
     """bpftrace refuses to attach more probes than BPFTRACE_MAX_PROBES (its own setting, which
     jvmos passes through to it): a real attach failure, no test hook in jvmos."""
@@ -249,6 +252,7 @@ def test_bpftrace_that_cannot_attach(platform_file, tmp_path):
 
 
 @needs_tracing
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_out_on_a_full_filesystem(platform_file, tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
@@ -319,6 +323,7 @@ def test_non_root_user_is_told_root_is_needed_first(args):
 
 
 @needs_tracing
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_bpftrace_killed_mid_recording_is_failed(platform_file, tmp_path):
     out = tmp_path / "killed"
     jvm, rec = attach_to_a_busy_jvm(out)

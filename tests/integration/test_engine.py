@@ -12,6 +12,7 @@ and the engine's promises: a SIGKILLed recording leaves no link behind, two reco
 once count only their own process, a program the verifier refuses is said in one line.
 """
 import json
+import os
 import secrets
 import shutil
 import signal
@@ -295,3 +296,24 @@ def test_live_view_of_a_launched_command(platform_file, tmp_path):
     per = sum((i.get("categories", {}).get("io_syscall") or {}).get("calls", 0)
               for i in tl["intervals"])
     assert 0 < per <= syscall_calls(s, "write") + syscall_calls(s, "read")
+
+
+def test_engine_killed_mid_recording_is_failed(platform_file, tmp_path):
+    """The engine dies during the recording: the run is `failed`, said in one line, and the
+    manifest says what ended it; the command is let run to its end."""
+    prog = unique_copy(tmp_path)
+    out = tmp_path / "rec"
+    rec = subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(out), "--",
+                                    str(prog), "--mode", "write", "--iterations", "3000000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        wait_for_manifest(out, started=True)
+        os.kill(manifest(out)["engine"]["pid"], signal.SIGKILL)
+        _, err = rec.communicate(timeout=600)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+    assert rec.returncode != 0
+    assert "recording failed: the engine stopped before the end of the run" in err, err
+    m = manifest(out)
+    assert m["status"] == "failed" and "exited before the stop" in m["engine"]["end"]

@@ -29,6 +29,7 @@ def _load_until(shop: Shop, java: str, stop: threading.Event, deadline: float):
                         "--max-seconds", "60"], capture_output=True, timeout=180)
 
 
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_live_view_of_the_shop(platform_file, tmp_path):
     java = str(discover_jdks()[0].home / "bin" / "java")
     out = tmp_path / "live"

@@ -32,6 +32,7 @@ def cat(s, name):
     return s["categories"].get(name, {"calls": 0, "bytes": 0, "functions": {}, "syscalls": {}})
 
 
+@pytest.mark.usefixtures("bpftrace_engine")
 def test_java_loop_counts_every_write_and_jni_copy(platform_file, tmp_path):
     out = tmp_path / "java-loop"
     r = run_jvmos(["record", "--out", str(out), "--", java(), "-cp", str(IO_JAR),

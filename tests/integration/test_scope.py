@@ -15,7 +15,7 @@ import pytest
 from conftest import JVMOS, ROOT, can_trace
 from test_record import IO_JAR, java
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bpftrace_engine"),
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
 
 BYSTANDER = ROOT / "workloads/c/build/bystander"

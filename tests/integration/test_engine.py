@@ -317,3 +317,28 @@ def test_engine_killed_mid_recording_is_failed(platform_file, tmp_path):
     assert "recording failed: the engine stopped before the end of the run" in err, err
     m = manifest(out)
     assert m["status"] == "failed" and "exited before the stop" in m["engine"]["end"]
+
+
+MANY = Path(__file__).resolve().parent / "java" / "ManyThreads.java"
+
+
+def test_a_jvm_with_2000_threads(platform_file, tmp_path):
+    """2,000 threads of one JVM, all alive at once, each making 50 JNI copies and writes: every
+    thread is traced (a thread belongs to its process), nothing is lost, and the copies the
+    threads made are all counted."""
+    from test_record import java
+    n, k = 2000, 50
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-d", str(classes), str(MANY)], check=True, timeout=300)
+    out = tmp_path / "rec"
+    r = run_jvmos(["record", "--engine", "bpf", "--layers", "io,threads", "--out", str(out),
+                   "--", java(), "-Xss256k", "-cp", str(classes), "ManyThreads", str(n),
+                   str(k)], timeout=900)
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    assert s["status"] == "complete", s.get("status_reason")
+    gbar = s["categories"]["jni_copy"]["functions"]["GetByteArrayRegion"]["calls"]
+    assert gbar >= n * k, gbar
+    assert syscall_calls(s, "write") >= n * k
+    created = s["categories"]["thread_create"]
+    assert created["calls"] >= n, created

@@ -9,6 +9,7 @@ against two independent counts of the same events:
     calls per category and syscall, and the same failed calls.
 """
 import json
+import os
 import secrets
 import signal
 import subprocess
@@ -98,9 +99,13 @@ class LinkWitness:
             blocks.append(f"{probes} /@execs[pid] >= 2/ {{ $ret = args->ret; if ({ok}) "
                           "{ @ok[pid, probe] = count(); } else { @failed[pid, probe] = count(); } }")
         blocks.append("tracepoint:sched:sched_process_exec { @execs[pid]++; }")
+        # @execs holds every process that execs on the host while the witness runs: under
+        # make test's parallel workers that is thousands, beyond bpftrace's default 4,096 keys
+        # (a full map would drop the traced process's entry, and the witness would see nothing)
         self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e",
                                    "\n".join(blocks)],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                  env=dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536"))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.out.exists() and '"attached_probes"' in self.out.read_text():

@@ -74,7 +74,9 @@ def test_accuracy_quick(platform_file, tmp_path):
     assert [f"{r[0]}/{r[1]}" for r in table] == [f"{w}/{m}" for w in ("blocking-io", "socket", "tomcat")
                                                 for m in ("time", "count", "sample")]
     truth = res["truth"]["blocking-io"]
-    assert truth["syscall_ns"] > 0 and truth["java_side_ns"] > 0   # the Java loop is the slower
+    # the difference of two bare medians on a shared machine: its sign is a speed figure (the
+    # benchmark prints it), not something a test may assert; it must be a number
+    assert truth["syscall_ns"] > 0 and math.isfinite(truth["java_side_ns"])
     for key, run in res["runs"].items():
         loop = run.get("loop_ns") or run.get("ns")                 # the workload's own clock
         assert loop and loop > 0, key

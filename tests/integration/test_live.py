@@ -121,11 +121,14 @@ def test_live_view_bad_input(tmp_path, argv, needle):
     assert not out.exists()
 
 
-def test_interval_with_a_launched_command(tmp_path):
+def test_interval_with_a_launched_command_needs_the_engine(tmp_path):
+    """bpftrace's live view needs --pid (its snapshots come from a signal to a running
+    recording); the compiled engine takes --interval for a launched command too
+    (tests/integration/test_engine.py)."""
     out = tmp_path / "r"
-    line = one_error_line(run_jvmos(["record", "--interval", "1", "--out", str(out), "--",
-                                     "/bin/true"]))
-    assert "--interval applies to --pid only" in line
+    line = one_error_line(run_jvmos(["record", "--engine", "bpftrace", "--interval", "1",
+                                     "--out", str(out), "--", "/bin/true"]))
+    assert "--interval applies to --pid only with --engine bpftrace" in line
 
 
 def test_report_html_of_a_run_without_summary(tmp_path):

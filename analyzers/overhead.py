@@ -113,7 +113,8 @@ def cost_of(key: str, probes: Optional[dict]) -> Tuple[Optional[dict], str]:
             return None, "not calibrated (jvmos calibrate --probes)"
         # a calibration that says what it measured (the compiled engine's) is its own source
         c = {"ns": e["mean_ns"], "ci95_ns": e.get("ci95_ns"),
-             "source": (f"measured: {e['measured_with']}" if e.get("measured_with") else
+             "source": ((f"borrowed: {e['measured_with']}" if e.get("borrowed") else
+                         f"measured: {e['measured_with']}") if e.get("measured_with") else
                         BORROWED.get(key) or f"measured: {MEASURED_WITH.get(key, key)}"),
              "calibration_key": key}
     if c["ns"] <= 0:

@@ -38,6 +38,11 @@ def value_of(name: str, s: dict) -> float:
         n = java.get("threads") or 0
         if not n:
             raise JvmosError("calibrating C_nt: no Java thread creation was recorded")
+        if java.get("libc_ns") is None or java.get("kernel_ns") is None:
+            raise JvmosError("calibrating C_nt: the recorded thread creation has no native "
+                             "time (a probe cost it needs is unknown: "
+                             + "; ".join(w for w in s.get("warnings") or [] if "unknown" in w
+                                         or "not resolved" in w)[:300] + ")")
         return (java["libc_ns"] + java["kernel_ns"]) / n / 1e3
     if name == "C_link":
         sc = (cats.get("link") or {}).get("syscalls") or {}

@@ -82,7 +82,12 @@ def calibrate_constants(data: dict, jvm: Jvm, path: Path, trials: int = 5,
                         chunk: Optional[int] = None, log=print) -> dict:
     """The heuristic's platform constants (C_nt, C_link, C_file, C_io_chunk), measured with
     the probes; needs the copy and probe costs in `data`, which is saved to `path` first
-    because the recordings read it from there."""
+    because the recordings read it from there. The recordings use the default engine: when
+    that is the compiled one, its probe costs are measured first (they correct the times)."""
+    from jvmos import engine as engine_mod, enginecost
+    if engine_mod.default_engine() == "bpf" and enginecost.incomplete(data.get("engine_probes")):
+        data["engine_probes"] = enginecost.merge(data.get("engine_probes"),
+                                                 enginecost.calibrate(trials, log=log))
     cal.save(path, data)
     return measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK, log=log,
                    platform_file=str(path))

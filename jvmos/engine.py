@@ -328,6 +328,9 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     wanted = {u["object"] for u in ctx.uprobes} | {t["object"] for t in ctx.tps}
     order += sorted(wanted - set(order))
     objs = objects or objects_for(order[1:])
+    # JVMOS_ENGINE_CLASSIC=1: classic per-pid uprobes even where uprobe_multi exists (what a
+    # kernel before 6.6 gets), to exercise and measure that path
+    classic = classic or os.environ.get("JVMOS_ENGINE_CLASSIC") == "1"
     doc = {"objects": {k: str(v) for k, v in objs.items() if k in order}, "order": order,
            "constants": constants, "root_pid": root, "counting": counting,
            "uprobes": ctx.uprobes, "tracepoints": ctx.tps, "place": place, "follow": follow,

@@ -342,3 +342,49 @@ def test_a_jvm_with_2000_threads(platform_file, tmp_path):
     assert syscall_calls(s, "write") >= n * k
     created = s["categories"]["thread_create"]
     assert created["calls"] >= n, created
+
+
+def test_classic_uprobes_count_the_same(platform_file, tmp_path):
+    """The path of a kernel without uprobe_multi (before 6.6): classic per-pid uprobes, forced
+    with JVMOS_ENGINE_CLASSIC=1; the counts are the witness's, and the fallback is said."""
+    prog = unique_copy(tmp_path)
+    w = Witness(tmp_path, f'tracepoint:syscalls:sys_exit_write /comm == "{prog.name}"/')
+    out = tmp_path / "rec"
+    try:
+        r = run_jvmos(["record", "--engine", "bpf", "--out", str(out), "--", str(prog),
+                       "--mode", "write", "--iterations", "20000"],
+                      env={"JVMOS_ENGINE_CLASSIC": "1"}, timeout=600)
+    finally:
+        seen = w.stop()
+    assert r.returncode == 0, r.stderr
+    m = manifest(out)
+    assert m["engine"]["uprobe_multi"] is False and "classic" in m["engine"]["fallback"]
+    assert syscall_calls(summary(out), "write") == seen >= 20000
+
+
+def test_two_jvms_recorded_at_once_count_only_their_own(platform_file, tmp_path):
+    """Two JVMs, each recorded by its own jvmos at the same time: each recording holds its
+    own JVM only, with that JVM's JNI copies."""
+    from test_record import java
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-d", str(classes), str(GATED)], check=True, timeout=300)
+    go = tmp_path / "GO"
+    go.write_text("")           # no waiting: each JVM writes as soon as it starts
+    ns = [3000, 7000]
+    outs = [tmp_path / f"rec{i}" for i in range(2)]
+    recs = [subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(o), "--",
+                                      java(), "-cp", str(classes), "GatedWrites", str(go),
+                                      str(n), "10"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             cwd=ROOT)
+            for n, o in zip(ns, outs)]
+    for r in recs:
+        _, err = r.communicate(timeout=600)
+        assert r.returncode == 0, err
+    got = []
+    for o in outs:
+        s = summary(o)
+        assert s["status"] == "complete" and len(s["by_pid"]) == 1
+        got.append(s["categories"]["jni_copy"]["functions"]["GetByteArrayRegion"]["calls"])
+    # each JVM's writes, and a few of its start-up (the same few for both: same program)
+    assert ns[0] <= got[0] < ns[1] <= got[1] and got[1] - got[0] == ns[1] - ns[0], got

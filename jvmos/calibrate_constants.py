@@ -85,12 +85,21 @@ def calibrate_constants(data: dict, jvm: Jvm, path: Path, trials: int = 5,
     because the recordings read it from there. The recordings use the default engine: when
     that is the compiled one, its probe costs are measured first (they correct the times)."""
     from jvmos import engine as engine_mod, enginecost
+    cal.save(path, data)        # what was measured so far is kept if what follows fails
     if engine_mod.default_engine() == "bpf" and enginecost.incomplete(data.get("engine_probes")):
         data["engine_probes"] = enginecost.merge(data.get("engine_probes"),
                                                  enginecost.calibrate(trials, log=log))
     cal.save(path, data)
-    return measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK, log=log,
-                   platform_file=str(path))
+    out = measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK, log=log,
+                  platform_file=str(path))
+    # which engine's probes, and so which probe costs, the constants' recordings used
+    eng = engine_mod.default_engine()
+    out["engine"] = eng
+    if eng == "bpf":
+        ep = data.get("engine_probes") or {}
+        out["engine_costs_borrowed"] = sorted(k for k, v in ep.items()
+                                              if isinstance(v, dict) and v.get("borrowed"))
+    return out
 
 
 def calibrate_all(jvms: List[Jvm], path: Path, trials: int = 5, chunk: Optional[int] = None,

@@ -160,6 +160,12 @@ def cmd_calibrate(args) -> int:
         print(enginecost.print_summary(existing["engine_probes"]))
         return 0
     if existing and args.probes and not args.force:
+        from jvmos import engine as engine_mod, enginecost
+        if engine_mod.unavailable() is None:
+            # the default engine's probe costs, then bpftrace's (the fallback's)
+            existing["engine_probes"] = enginecost.merge(
+                existing.get("engine_probes"), enginecost.calibrate(args.trials, log=log))
+            cal.save(path, existing)
         existing["probes"] = cal.calibrate_probes(args.trials, log=log)
         existing["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, existing["probes"], log=log)
                                           for j in jvms}
@@ -417,7 +423,8 @@ class Parser(argparse.ArgumentParser):
 def build_parser():
     p = Parser(
         prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measure what the operating system costs a running JVM (bpftrace).",
+        description="Measure what the operating system costs a running JVM (eBPF: jvmos's "
+                    "compiled probes, or bpftrace's scripts).",
         epilog="verbs: doctor, record, report, calibrate, predict, run.  'jvmos VERB -h' has examples.")
     p.add_argument("--version", action="version", version=f"jvmos {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB")

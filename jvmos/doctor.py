@@ -36,7 +36,7 @@ def _bt(prog: str, timeout=60) -> Tuple[bool, str]:
 def _engine_rows(add, root: bool) -> None:
     """The compiled engine (--engine bpf): clang to build its programs, the kernel's BTF for
     their CO-RE reads, the engine built, and uprobe_multi links (else classic uprobes, slower
-    to detach). Warnings: the default engine (bpftrace) needs none of them."""
+    to detach). Warnings, not failures: without them jvmos records with bpftrace instead."""
     import json as _json
     from jvmos import engine as engine_mod
     clang = shutil.which("clang")
@@ -65,6 +65,10 @@ def _engine_rows(add, root: bool) -> None:
              "per-pid uprobes, slower to detach", "a kernel 6.6 or newer", warn_only=True)
     add("BTF for CO-RE", bool(f.get("btf")), "the engine loaded the kernel's BTF" if f.get("btf")
         else str(f.get("btf_why")), "CONFIG_DEBUG_INFO_BTF", warn_only=True)
+    why = engine_mod.unavailable()
+    add("default engine", why is None,
+        "the compiled engine (--engine bpf)" if why is None else f"bpftrace ({why})",
+        "make build on a kernel with BTF", warn_only=True)
 
 
 def checks() -> List[Tuple[str, str, str, str]]:

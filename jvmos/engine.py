@@ -442,6 +442,8 @@ def to_raw(maps: dict, plan: Plan) -> Raw:
     if misses:
         lost["recursion"] = lost.get("recursion", 0) + sum(misses.values())
     raw.engine_lost = lost          # type: ignore[attr-defined]
+    # the total the summary and the exports report as lost events (status events_lost)
+    raw.lost_events = sum(lost.values())
     return raw
 
 

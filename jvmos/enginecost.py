@@ -15,7 +15,8 @@ by the hits that the programs' maps counted.
                                     tracepoints (--scope host)
   symbol_pair_time_hit, _window     io.bpf.c's libc_write + libc_ret on libc's write wrapper,
                                     where the engine places it (--scope process): measured on
-                                    the pair itself, not borrowed from the JNI pair
+                                    the pair itself (borrowed from the JNI pair only when it
+                                    is not resolved from the noise, and then labelled so)
   thread_common_hit                 common.bpf.c on pthread_create + join, per task_newtask or
                                     sched_process_exit hit
 
@@ -64,12 +65,14 @@ KIND_KEYS = {"io:uprobe": "io_uprobe_hit"}
 # per-hit costs the loop's clock may not resolve on a busy machine, and the engine's measured
 # cost of the same shape each then borrows (labelled so): a syscall tracepoint pair with map
 # bookkeeping, a uprobe pair with bookkeeping, one tracepoint
+# Only donors of the same shape: a syscall tracepoint pair with per-thread bookkeeping for the
+# layers' syscall pairs, a uprobe pair with bookkeeping for the allocator's and libc's pairs,
+# an entry uprobe for an entry uprobe. The sched_switch programs (raw tracepoints) and the
+# io tracepoint pair itself have none: unresolved, they stay unknown.
 BORROW_IF_UNRESOLVED = {
     "span_syscall_threads_hit": "io_syscall_hit", "futex_threads_hit": "io_syscall_hit",
     "vm_syscall_mem_hit": "io_syscall_hit", "link_syscall_hit": "io_syscall_hit",
     "malloc_mem_time_hit": "jni_copy_time_hit", "malloc_mem_count_hit": "jni_copy_count_hit",
-    "sched_switch_threads_hit": "tracepoint", "sched_switch_mem_hit": "tracepoint",
-    "sched_switch_links_hit": "tracepoint", "io_syscall_hit": "tracepoint",
     "symbol_pair_time_hit": "jni_copy_time_hit", "io_uprobe_hit": "uprobe",
 }
 
@@ -249,14 +252,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
     # a per-hit cost that was not resolved takes the measured cost of the engine's nearest
     # program of the same shape, labelled borrowed, with what was measured for it; a window
     # (a part of a span) is never borrowed: what needs it stays unknown
-    for k, st in unresolved.items():
-        src = BORROW_IF_UNRESOLVED.get(k)
-        if src and src in out:
-            ci = st["ci95_ns"]
-            out[k] = dict(out[src], borrowed=True, measured_with=(
-                f"{out[src]['measured_with']} (borrowed from {src}: {k} itself was not resolved "
-                f"from the noise, mean {st['mean_ns']:.0f} ns, 95% interval [{ci[0]:.0f}, "
-                f"{ci[1]:.0f}] ns over {len(st['samples_ns'])} trials)"))
+    borrow_unresolved(out, unresolved)
     out["unresolved"] = {k: v for k, v in unresolved.items() if k not in out}
     out["own_kinds"] = list(OWN_KINDS) + [k for c in layer_calibrations(layers)
                                            for k in c.kinds]
@@ -270,6 +266,25 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
                      "per-hit cost = (probed - bare) / the hits the programs' maps counted; "
                      "window = measured time per call - bare time per call")
     return out
+
+
+def borrow_unresolved(out: dict, unresolved: dict) -> None:
+    """Give each unresolved per-hit cost with a same-shape donor (BORROW_IF_UNRESOLVED) the
+    donor's measured mean, labelled borrowed, without an interval."""
+    for k, st in unresolved.items():
+        src = BORROW_IF_UNRESOLVED.get(k)
+        # only from a cost measured on its own programs (never from another borrowed one)
+        if src and src in out and not out[src].get("borrowed"):
+            ci = st["ci95_ns"]
+            # the donor's mean, but no interval: the donor's would claim a precision this
+            # probe's cost does not have (the overhead's total interval is then unknown)
+            out[k] = {"mean_ns": out[src]["mean_ns"], "ci95_ns": None, "borrowed": True,
+                      "borrowed_from": src, "samples_ns": st["samples_ns"],
+                      "measured_with": (
+                          f"{out[src]['measured_with']} (borrowed from {src}: {k} itself was "
+                          f"not resolved from the noise, mean {st['mean_ns']:.0f} ns, 95% "
+                          f"interval [{ci[0]:.0f}, {ci[1]:.0f}] ns over "
+                          f"{len(st['samples_ns'])} trials)")}
 
 
 def layer_calibrations(layers: Optional[List[str]] = None) -> List[Calibration]:

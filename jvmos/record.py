@@ -109,13 +109,13 @@ def _now_iso():
 
 
 STATUSES = {
-    "failed": "bpftrace (or the sampler) stopped or failed before the run ended",
-    "truncated": "bpftrace's output is incomplete or did not parse",
+    "failed": "the probe engine (or the sampler) stopped or failed before the run ended",
+    "truncated": "the probe engine's output is incomplete or did not parse",
     "interrupted": "a signal stopped the launched command (or came before tracing started)",
     "load_failed": "the load driven during the recording failed",
     "target_exited": "the attached process exited before the recording ended",
     "command_failed": "the launched command exited non-zero",
-    "events_lost": "bpftrace lost events",
+    "events_lost": "the probe engine lost events",
     "partial": "probes that apply to the target were skipped",
     "complete": "everything above was checked and none applies",
 }
@@ -569,6 +569,9 @@ def _prepare(opts: Options, log) -> _Run:
         engine_mod.check_built(opts.layers)     # one clear error before anything starts
     else:
         bpftrace()      # found on PATH, or one clear error before anything starts
+        why = engine_mod.unavailable()
+        if why and not os.environ.get("JVMOS_ENGINE"):
+            log(f"note: recording with bpftrace: {why}")
     ensure_tracefs()
     warnings: List[str] = []
     for layer in (opts.layers if opts.mode == "count" else []):
@@ -1090,6 +1093,12 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
         return None, ["the compiled engine's probe costs are not calibrated (jvmos calibrate "
                       "--engine bpf): measured times are uncorrected and the probe effect unknown"]
     warnings = []
+    borrowed = sorted(k for k, v in probes.items() if isinstance(v, dict) and v.get("borrowed"))
+    if borrowed:
+        warnings.append("the engine's calibration did not resolve " + ", ".join(borrowed)
+                        + " from the noise: each is charged the measured cost of the engine's "
+                          "program of the same shape (labelled borrowed in probe_costs, without "
+                          "an interval, so the probe overhead's interval is unknown)")
     if probes.get("unresolved"):
         warnings.append("the engine's calibration did not resolve "
                         + ", ".join(sorted(probes["unresolved"]))

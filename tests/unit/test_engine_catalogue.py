@@ -173,3 +173,47 @@ def test_every_bpf_program_file_says_what_it_measures():
         assert head.startswith("/*") and f.name.split(".")[0] in head, f
         if f.name != "calib.bpf.c":
             assert "breaks" in head, f"{f.name}: says nothing of what breaks when things change"
+
+
+def test_borrowed_costs_are_labelled_and_carry_no_interval():
+    """A per-hit cost the calibration did not resolve takes the measured cost of the program of
+    the same shape, labelled borrowed and without an interval; a cost with no same-shape donor
+    (sched_switch) stays unresolved; the overhead estimate says borrowed and has no interval."""
+    from jvmos import enginecost
+    from jvmos.analyzers.overhead import estimate
+    measured = {"mean_ns": 500.0, "ci95_ns": [450.0, 550.0], "samples_ns": [500.0],
+                "measured_with": "io.bpf.c's tracepoint pair"}
+    unresolved = {"mean_ns": -20.0, "ci95_ns": [-300.0, 260.0], "samples_ns": [-20.0],
+                  "measured_with": "x"}
+    out = {"io_syscall_hit": dict(measured)}
+    pending = {"link_syscall_hit": dict(unresolved), "sched_switch_links_hit": dict(unresolved)}
+    enginecost.borrow_unresolved(out, pending)
+    assert "sched_switch_links_hit" not in out      # no donor of its shape: stays unknown
+    assert out["link_syscall_hit"]["borrowed"] and out["link_syscall_hit"]["ci95_ns"] is None
+    assert "-20 ns" in out["link_syscall_hit"]["measured_with"]     # what was measured is said
+    probes = dict(out, own_kinds=["links:syscall_pair"])
+    e = estimate({"links:syscall_pair": 10}, probes, "time")
+    cost = e["probe_cost_per_hit_ns"]["links:syscall_pair"]
+    assert cost["source"].startswith("borrowed:") and cost["ns"] == 500.0
+    assert e["probe_overhead_ns"] == 5000.0 and e["probe_overhead_ci95_ns"] is None
+
+
+def test_merge_unites_kinds_and_keeps_other_layers_costs():
+    from jvmos import enginecost
+    old = {"a_hit": {"mean_ns": 1.0}, "own_kinds": ["x:a"], "kind_keys": {"x:a": "a_hit"},
+           "unresolved": {"b_hit": {"mean_ns": -1.0}}}
+    new = {"b_hit": {"mean_ns": 2.0}, "own_kinds": ["y:b"], "unresolved": {}}
+    m = enginecost.merge(old, new)
+    assert m["a_hit"] == {"mean_ns": 1.0} and m["b_hit"] == {"mean_ns": 2.0}
+    assert m["own_kinds"] == ["x:a", "y:b"] and m["kind_keys"] == {"x:a": "a_hit"}
+    assert m["unresolved"] == {}        # resolved now
+
+
+def test_default_engine_follows_the_environment_and_availability(monkeypatch):
+    monkeypatch.setenv("JVMOS_ENGINE", "bpftrace")
+    assert eng.default_engine() == "bpftrace"
+    monkeypatch.delenv("JVMOS_ENGINE")
+    monkeypatch.setattr(eng, "unavailable", lambda: "no BTF here")
+    assert eng.default_engine() == "bpftrace"
+    monkeypatch.setattr(eng, "unavailable", lambda: None)
+    assert eng.default_engine() == "bpf"

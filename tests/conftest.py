@@ -36,6 +36,32 @@ def platform_file(tmp_path_factory):
     return path
 
 
+WITNESS_SYNCED = "jvmos-witness-synced"
+
+
+def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
+    """bpftrace running `script` as an independent witness, its output (-f json) to `out`,
+    returned once its probes are really attached. bpftrace prints "Attaching N probes" before
+    it attaches them, so that line alone is not enough on a loaded host (a witness then misses
+    the start of a workload): a last probe on this test process's getppid(2) prints a marker,
+    and the test calls getppid until the marker comes (bpftrace attaches a script's probes in
+    their order, so the others are attached by then)."""
+    text = (script + f'\ntracepoint:syscalls:sys_enter_getppid /pid == {os.getpid()}/ '
+            f'{{ printf("{WITNESS_SYNCED}\\n"); }}')
+    p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(out), "-e", text],
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env=dict(os.environ, **(env or {})))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.stderr.read()
+        os.getppid()
+        if out.exists() and WITNESS_SYNCED in out.read_text():
+            return p
+        time.sleep(0.02)
+    p.kill()
+    raise AssertionError(f"the bpftrace witness did not attach within {timeout:.0f} s")
+
+
 @pytest.fixture
 def bpftrace_engine(monkeypatch):
     """The recordings of this test use bpftrace (`--engine bpftrace`): the test is about that

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, one_error_line, run_jvmos, wait_for_manifest
+from conftest import bpftrace_witness, JVMOS, ROOT, can_trace, one_error_line, run_jvmos, wait_for_manifest
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -52,16 +52,7 @@ class Witness:
 
     def __init__(self, tmp_path: Path, probe: str, body: str = "@n = count();"):
         self.out = tmp_path / f"witness-{secrets.token_hex(3)}.json"
-        self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e",
-                                   probe + " { " + body + " }"],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.out.exists() and '"attached_probes"' in self.out.read_text():
-                return
-            assert self.p.poll() is None, self.p.stderr.read()
-            time.sleep(0.05)
-        raise AssertionError("the bpftrace witness did not attach")
+        self.p = bpftrace_witness(self.out, probe + " { " + body + " }")
 
     def stop(self) -> int:
         return self.stop_maps().get("@n", 0)

@@ -18,12 +18,11 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
 from jvmos.jdk import symbols, usdt_probes
 
 pytestmark = [pytest.mark.integration,
@@ -61,16 +60,7 @@ class Witness:
 
     def __init__(self, tmp: Path, probes: list):
         self.out = tmp / f"witness-{secrets.token_hex(3)}.json"
-        self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e",
-                                   ",".join(probes) + " { @n[pid, probe] = count(); }"],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.out.exists() and '"attached_probes"' in self.out.read_text():
-                return
-            assert self.p.poll() is None, self.p.stderr.read()
-            time.sleep(0.05)
-        raise AssertionError("the bpftrace witness did not attach")
+        self.p = bpftrace_witness(self.out, ",".join(probes) + " { @n[pid, probe] = count(); }")
 
     def stop(self) -> dict:
         self.p.send_signal(signal.SIGINT)

@@ -9,16 +9,14 @@ against two independent counts of the same events:
     calls per category and syscall, and the same failed calls.
 """
 import json
-import os
 import secrets
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -102,17 +100,7 @@ class LinkWitness:
         # @execs holds every process that execs on the host while the witness runs: under
         # make test's parallel workers that is thousands, beyond bpftrace's default 4,096 keys
         # (a full map would drop the traced process's entry, and the witness would see nothing)
-        self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e",
-                                   "\n".join(blocks)],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                  env=dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536"))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.out.exists() and '"attached_probes"' in self.out.read_text():
-                return
-            assert self.p.poll() is None, self.p.stderr.read()
-            time.sleep(0.05)
-        raise AssertionError("the bpftrace witness did not attach")
+        self.p = bpftrace_witness(self.out, "\n".join(blocks), env=dict(BPFTRACE_MAP_KEYS_MAX="65536"))
 
     def stop(self):
         self.p.send_signal(signal.SIGINT)

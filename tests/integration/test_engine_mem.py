@@ -18,13 +18,11 @@ import json
 import secrets
 import shutil
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -64,15 +62,7 @@ class Witness:
         text = "\n".join(f'{p} /comm == "{comm}"/ {{ @{name} = count(); }}'
                          for name, p in probes.items())
         self.names = list(probes)
-        self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e", text],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.out.exists() and '"attached_probes"' in self.out.read_text():
-                return
-            assert self.p.poll() is None, self.p.stderr.read()
-            time.sleep(0.05)
-        raise AssertionError("the bpftrace witness did not attach")
+        self.p = bpftrace_witness(self.out, text)
 
     def stop(self) -> dict:
         self.p.send_signal(signal.SIGINT)

@@ -15,13 +15,11 @@ import json
 import secrets
 import shutil
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -67,15 +65,7 @@ class Witness:
 
     def __init__(self, tmp_path: Path, script: str):
         self.out = tmp_path / f"witness-{secrets.token_hex(3)}.json"
-        self.p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(self.out), "-e", script],
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.out.exists() and '"attached_probes"' in self.out.read_text():
-                return
-            assert self.p.poll() is None, self.p.stderr.read()
-            time.sleep(0.05)
-        raise AssertionError("the bpftrace witness did not attach")
+        self.p = bpftrace_witness(self.out, script)
 
     def stop(self) -> dict:
         self.p.send_signal(signal.SIGINT)

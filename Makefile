@@ -35,9 +35,9 @@ demo: build
 	echo; echo "open $$out/index.html (one page per experiment, each recording's report.html linked)"
 
 # One calibration for the whole test session, made before the tests start (alone on the
-# machine), shared by every recording; the integration tests then run three at a time: most of
-# a recording's time is the kernel detaching uprobes (a grace period each), not CPU
-# (make test TEST_WORKERS=1 runs them one at a time).
+# machine), shared by every recording: bpftrace's probe costs (the tests about bpftrace) and
+# the compiled engine's (every other recording); the integration tests then run three at a
+# time (make test TEST_WORKERS=1 runs them one at a time).
 TEST_PLATFORM := build/test-platform.json
 TEST_WORKERS  ?= 3
 

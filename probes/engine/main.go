@@ -121,6 +121,7 @@ type engine struct {
 	tpLinks  []link.Link
 	attached map[int]bool
 	nprobes  map[int]int
+	exes     map[string]*link.Executable // guarded by mu (attachPid holds it)
 	t0       time.Time
 	reader   *ringbuf.Reader
 	followed chan struct{} // closed when follow() has returned
@@ -307,7 +308,7 @@ func (e *engine) attachPid(pid int) (int, error) {
 	var ls []link.Link
 	n := 0
 	for _, g := range e.groups() {
-		ex, err := link.OpenExecutable(g.path)
+		ex, err := e.executable(g.path)
 		if err != nil {
 			closeAll(ls)
 			return 0, err
@@ -372,6 +373,21 @@ func anyNonZero(v []uint64) bool {
 		}
 	}
 	return false
+}
+
+// executable: one cilium Executable per library for the whole recording. It reads the
+// library's symbol table once (libjvm.so has tens of thousands of symbols): opening it anew
+// for every traced process cost ~0.2 s per process with two JDKs probed.
+func (e *engine) executable(path string) (*link.Executable, error) {
+	if ex, ok := e.exes[path]; ok {
+		return ex, nil
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return nil, err
+	}
+	e.exes[path] = ex
+	return ex, nil
 }
 
 func kindName(ret bool) string {
@@ -449,10 +465,40 @@ func (e *engine) follow() {
 			ev["error"] = aerr.Error()
 		}
 		if held {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
+			letGo(pid)
 		}
 		emit(ev)
 	}
+}
+
+// letGo sends SIGCONT to a child common.bpf.c stopped at its exec. bpf_send_signal may
+// deliver the SIGSTOP a moment after the event reached the engine (it can be deferred to an
+// irq_work), and a SIGCONT that comes first is lost: the child would then stay stopped. So
+// the child is let go once it is seen stopped (or after 2 s), and again if it stops in the
+// next 10 ms. Seen in `make demo`: a gofmt started by the antlr benchmark stayed stopped.
+func letGo(pid int) {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && !isStopped(pid) {
+		time.Sleep(200 * time.Microsecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	// a deferred SIGSTOP is delivered within microseconds (irq_work): 10 ms covers it
+	for i := 0; i < 10; i++ {
+		time.Sleep(time.Millisecond)
+		if isStopped(pid) {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+}
+
+// isStopped: the process is in the stopped state (T), from /proc/PID/stat.
+func isStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
 }
 
 func le32(b []byte) uint32 {
@@ -567,6 +613,7 @@ func (e *engine) drainAndRelease() []int {
 		}
 	}
 	var released []int
+	var wg sync.WaitGroup
 	pm := e.shared["proc"]
 	if pm == nil {
 		return released
@@ -583,9 +630,13 @@ func (e *engine) drainAndRelease() []int {
 		e.mu.Unlock()
 		if !handled {
 			released = append(released, int(k))
+			wg.Add(1)
+			go func(pid int) { defer wg.Done(); letGo(pid) }(int(k))
+		} else {
+			_ = syscall.Kill(int(k), syscall.SIGCONT) // harmless for one already let go
 		}
-		_ = syscall.Kill(int(k), syscall.SIGCONT) // harmless for one already let go
 	}
+	wg.Wait()
 	return released
 }
 
@@ -620,11 +671,31 @@ func (e *engine) progStats() map[string][]uint64 {
 func (e *engine) closeLinks() float64 {
 	t := time.Now()
 	e.mu.Lock()
+	var all []link.Link
 	for pid, ls := range e.links {
-		closeAll(ls)
+		all = append(all, ls...)
 		delete(e.links, pid)
 	}
 	e.mu.Unlock()
+	// Closing a uprobe link waits for a grace period in the kernel; closed one after another
+	// the waits add up (a process tree of many children has many links), closed side by side
+	// they overlap.
+	var wg sync.WaitGroup
+	work := make(chan link.Link)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				_ = l.Close()
+			}
+		}()
+	}
+	for _, l := range all {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
 	closeAll(e.tpLinks)
 	e.tpLinks = nil
 	if e.reader != nil {
@@ -651,7 +722,8 @@ func main() {
 	if err != nil {
 		fail("cannot read the plan: %v", err)
 	}
-	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}, nprobes: map[int]int{}}
+	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}, nprobes: map[int]int{},
+		exes: map[string]*link.Executable{}}
 	if err := json.Unmarshal(raw, &e.plan); err != nil {
 		fail("bad plan %s: %v", os.Args[1], err)
 	}

@@ -379,3 +379,16 @@ def test_two_jvms_recorded_at_once_count_only_their_own(platform_file, tmp_path)
         got.append(s["categories"]["jni_copy"]["functions"]["GetByteArrayRegion"]["calls"])
     # each JVM's writes, and a few of its start-up (the same few for both: same program)
     assert ns[0] <= got[0] < ns[1] <= got[1] and got[1] - got[0] == ns[1] - ns[0], got
+
+
+def test_many_short_children_are_all_let_go(platform_file, tmp_path):
+    """A script that starts 100 short programs one after the other: each is held at its exec
+    until its uprobes are open, and every one is let go (a SIGCONT that came before the
+    deferred SIGSTOP once left a child stopped for good: make demo's antlr and its gofmt)."""
+    out = tmp_path / "rec"
+    r = run_jvmos(["record", "--engine", "bpf", "--out", str(out), "--", "sh", "-c",
+                   "i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = manifest(out)
+    held = [p for p in m["engine"]["procs"] if p["kind"] == "exec" and p["held"]]
+    assert len(held) >= 100 and summary(out)["status"] == "complete"

@@ -666,6 +666,45 @@ def _prepare(opts: Options, log) -> _Run:
                 raw_path=out / "raw" / ("engine.json" if plan is not None else "bpftrace.json"))
 
 
+def _launch_or_attach(session: Session, opts: Options, out: Path) -> int:
+    """The root of the traced tree: the command launched and held at the gate (with the
+    sampling agent in its environment when asked), or the pid attached to."""
+    if opts.cmd:
+        env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
+        return session.launch(opts.cmd, opts.stdout, opts.stderr, env)
+    return opts.pid
+
+
+def _run_live(run: "_Run", live, session: Session, root: int, load) -> bool:
+    """The live view's intervals, then what they were in the manifest and timeline.json
+    (written whatever ended them). True when the target exited."""
+    opts, manifest = run.opts, run.manifest
+    try:
+        return live.run(session, root, opts.duration, load)
+    finally:
+        manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
+                            "intervals": len(live.intervals), "ended": live.ended,
+                            "skipped": live.skipped, "lost_events": live.lost_events}
+        try:
+            live.write()
+            manifest["live"]["timeline"] = "timeline.json"
+        except OSError as e:
+            manifest["live"]["timeline"] = None
+            run.warnings.append(f"timeline.json could not be written: {e}")
+
+
+def _stop_sampler(opts: Options, jvms: List[Jvm], out: Path, log) -> Optional[str]:
+    """Attach mode with --sample: the agent stopped and its profile written; why not, if it
+    could not be."""
+    if opts.sample and opts.pid is not None and alive(opts.pid):
+        try:
+            sampling.attach_stop(jvms[0], opts.pid, out)
+        except JvmosError as e:
+            log(f"warning: {e}")
+            return str(e)
+    return None
+
+
 def _trace(run: _Run) -> None:
     """The tracing session: the command launched at the gate (or the pid attached), bpftrace
     started and ready, the uprobes scoped, the recording waited for, then stopped and torn
@@ -684,11 +723,7 @@ def _trace(run: _Run) -> None:
         try:
                 _save(out / "manifest.json", manifest, out)
                 # launch mode: the child waits at the gate until the probes are attached
-                if opts.cmd:
-                    env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
-                    root = session.launch(opts.cmd, opts.stdout, opts.stderr, env)
-                else:
-                    root = opts.pid
+                root = _launch_or_attach(session, opts, out)
                 child = session.child
                 t_attach = time.time()
                 # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes
@@ -770,31 +805,13 @@ def _trace(run: _Run) -> None:
                 if child is not None:
                     exit_code, cpu_at_end, cpu_rusage = session.wait_command()
                 elif live is not None:
-                    try:
-                        target_gone = live.run(session, root, opts.duration, load)
-                    finally:
-                        manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
-                                            "intervals": len(live.intervals),
-                                            "ended": live.ended, "skipped": live.skipped,
-                                            "lost_events": live.lost_events}
-                        try:
-                            live.write()
-                            manifest["live"]["timeline"] = "timeline.json"
-                        except OSError as e:
-                            manifest["live"]["timeline"] = None
-                            run.warnings.append(f"timeline.json could not be written: {e}")
+                    target_gone = _run_live(run, live, session, root, load)
                 else:
                     target_gone = session.wait_attached(root, opts.duration, load)
                 wall_ns = time.monotonic_ns() - t0
                 target_cpu = (cpu_watch.stop() if cpu_watch is not None
                               else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
-                sample_error = None
-                if opts.sample and opts.pid is not None and alive(opts.pid):
-                    try:
-                        sampling.attach_stop(jvms[0], opts.pid, out)
-                    except JvmosError as e:
-                        sample_error = str(e)
-                        log(f"warning: {e}")
+                sample_error = _stop_sampler(opts, jvms, out, log)
                 tree.stop.set()
                 tree.join()             # no scan may run while the scope closes
                 if holds is not None:
@@ -893,11 +910,7 @@ def _trace_engine(run: _Run) -> None:
     with session:
         try:
             _save(out / "manifest.json", manifest, out)
-            if opts.cmd:
-                env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
-                root = session.launch(opts.cmd, opts.stdout, opts.stderr, env)
-            else:
-                root = opts.pid
+            root = _launch_or_attach(session, opts, out)
             child = session.child
             never_ran = "; the command never ran" if opts.cmd else ""
             plan.doc["root_pid"] = root
@@ -970,18 +983,7 @@ def _trace_engine(run: _Run) -> None:
             load = session.run_load(opts.workload, load_error)
             cpu_at_end = cpu_rusage = None
             if live is not None:
-                try:
-                    target_gone = live.run(session, root, opts.duration, load)
-                finally:
-                    manifest["live"] = {"interval_s": opts.interval, "count": opts.count,
-                                        "intervals": len(live.intervals), "ended": live.ended,
-                                        "skipped": live.skipped}
-                    try:
-                        live.write()
-                        manifest["live"]["timeline"] = "timeline.json"
-                    except OSError as e:
-                        manifest["live"]["timeline"] = None
-                        run.warnings.append(f"timeline.json could not be written: {e}")
+                target_gone = _run_live(run, live, session, root, load)
             if child is not None:
                 # a launched command ends the recording when it exits (after the live view,
                 # which may end first on --count)
@@ -992,12 +994,7 @@ def _trace_engine(run: _Run) -> None:
             wall_ns = time.monotonic_ns() - t0
             target_cpu = (cpu_watch.stop() if cpu_watch is not None
                           else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
-            if opts.sample and opts.pid is not None and alive(opts.pid):
-                try:
-                    sampling.attach_stop(jvms[0], opts.pid, out)
-                except JvmosError as e:
-                    sample_error = str(e)
-                    log(f"warning: {e}")
+            sample_error = _stop_sampler(opts, jvms, out, log)
             tree.stop.set()
             tree.join()
             manifest["end_time"] = _now_iso()

@@ -17,12 +17,12 @@ import json
 import secrets
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
+from test_usdt import copy_jdk
 from jvmos.jdk import symbols, usdt_probes
 
 pytestmark = [pytest.mark.integration,
@@ -102,25 +102,6 @@ def census(s: dict) -> dict:
     return s["categories"]["jni_call"]["functions"]
 
 
-def copy_stripped_jdk(src: Path, dst: Path) -> Path:
-    """A JDK at dst whose launcher and libjvm.so are real files, libjvm.so stripped (the
-    launcher finds its libjvm beside itself, libjvm the rest through its own path), the rest
-    symlinks into src."""
-    (dst / "bin").mkdir(parents=True)
-    (dst / "lib" / "server").mkdir(parents=True)
-    shutil.copy2(src / "bin" / "java", dst / "bin" / "java")
-    shutil.copy2(src / "lib" / "server" / "libjvm.so", dst / "lib" / "server" / "libjvm.so")
-    for d in ("", "lib", "lib/server"):
-        for child in (src / d).iterdir():
-            target = dst / d / child.name
-            if not target.is_symlink() and not target.exists():
-                target.symlink_to(child)
-    lib = dst / "lib" / "server" / "libjvm.so"
-    assert not lib.is_symlink()      # strip must never reach the installed file
-    subprocess.run(["strip", str(lib)], check=True)
-    return dst
-
-
 @pytest.fixture(scope="module")
 def unstripped(platform_file, tmp_path_factory):
     lib = JDK / "lib/server/libjvm.so"
@@ -136,7 +117,7 @@ def stripped(platform_file, tmp_path_factory):
     if ("hotspot_jni", "GetByteArrayRegion__entry") not in usdt_probes(JDK / "lib/server/libjvm.so"):
         pytest.skip(f"{JDK}'s libjvm.so carries no hotspot_jni USDT probes")
     tmp = tmp_path_factory.mktemp("jni-stripped")
-    home = copy_stripped_jdk(JDK, tmp / "jdk")
+    home = copy_jdk(JDK, tmp / "jdk")    # libjvm.so stripped, the rest linked
     lib = home / "lib/server/libjvm.so"
     # the premise: no JNI symbol left, the notes still there
     assert not any(s.startswith("jni_") for s in symbols(lib)) and usdt_probes(lib)

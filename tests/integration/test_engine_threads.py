@@ -142,13 +142,14 @@ def test_jvm_thread_creation_agrees_with_bpftrace(platform_file, tmp_path):
     # every thread the JVM created came through pthread_create and clone3, and was seen
     assert n["pthread_create"] == n["clone"] == threads > THREADS, (n, threads)
     assert n["JVM_StartThread"] == n["pthread_create java"] == seen["@jst"][(pid,)] > THREADS
-    # NoOpThreads's threads start through thread_native_entry, and exit through
-    # JavaThread::exit and the exit syscall
-    assert n["libc start java"] == n["JVM_StartThread"]
+    # NoOpThreads's threads start through thread_native_entry (each one's start-up span counted
+    # unless it was abandoned after 1 ms), and exit through JavaThread::exit and the exit syscall
+    tc = s["by_pid"][pid]["categories"]["thread_create"]
+    assert n["JVM_StartThread"] - tc["abandoned_start_spans"] <= n["libc start java"] \
+        <= n["JVM_StartThread"]
     assert n["jvm exit java"] == n["libc exit java"] >= THREADS
     # the span syscalls inside pthread_create: a start-up span abandoned at one of them
     # (threads.bt's 1 ms rule) leaves that one syscall out
-    tc = s["by_pid"][pid]["categories"]["thread_create"]
     in_create_engine = sum(tc["parts"][f"kernel in create {lab}"]["calls"]
                            for lab in ("java", "internal"))
     witness = seen["@in_create"][(pid,)]
@@ -195,8 +196,8 @@ def test_context_switches_agree_with_bpftrace(platform_file, tmp_path):
 
 
 def test_same_thread_counts_as_bpftrace_engine(platform_file, tmp_path):
-    """One JVM program recorded by both engines: the thread counts it makes deterministic
-    agree exactly."""
+    """One JVM program recorded by both engines: the thread counts the program decides agree
+    exactly; the one that timing decides (a start-up span reached or abandoned) is bounded."""
     jbin = java()
     got = {}
     for engine in ("bpftrace", "bpf"):
@@ -206,6 +207,14 @@ def test_same_thread_counts_as_bpftrace_engine(platform_file, tmp_path):
         assert r.returncode == 0, r.stderr
         s = summary(out)
         assert s["status"] == "complete", (engine, s.get("warnings"))
-        got[engine] = thread_counts(s, jvm_pid(s))
+        pid = jvm_pid(s)
+        got[engine] = thread_counts(s, pid)
+        # a new thread's start-up span is abandoned when it has not reached
+        # thread_native_entry 1 ms after its first run (timing, not the program, decides): its
+        # "libc start" is not counted, and the abandoned count says so
+        n = got[engine]
+        abandoned = s["by_pid"][pid]["categories"]["thread_create"]["abandoned_start_spans"]
+        assert n["JVM_StartThread"] - abandoned <= n.pop("libc start java") \
+            <= n["JVM_StartThread"], (engine, n, abandoned)
     assert got["bpf"] == got["bpftrace"], got
     assert got["bpf"]["JVM_StartThread"] > THREADS

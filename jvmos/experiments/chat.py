@@ -12,6 +12,8 @@ reported beside it: the paper names them as what this workload taxes but did not
 The same levels run with the server's threads virtual (JDK 21+), side by side.
 """
 import argparse
+import json
+import statistics
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -19,7 +21,8 @@ from jvmos import JvmosError
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
-from jvmos.experiments.common import jdk_label, log, out_dir, progress_over, select_jdks
+from jvmos.experiments.common import (jdk_label, log, out_dir, progress_over, select_jdks,
+                                      write_outputs)
 from jvmos.experiments.server import (CommandServer, add_level_options, finish, kept_so_far,
                                       measure_level, ms, overhead_table, parse_layers,
                                       parse_positive_levels, rate, save_partial, stacked_figure)
@@ -30,6 +33,8 @@ examples:
   jvmos run chat --quick                            # 1,2,4,8 rooms, 10 messages per user
   jvmos run chat --threads platform --jdk /usr/lib/jvm/java-17-openjdk-amd64
   jvmos run chat --levels 2,4 --messages 50 --no-warm-pair
+  jvmos run chat --served-under count --levels 20 --threads platform   # what a count-mode
+                                                    # recording leaves of the served throughput
 
 cost: all four layers are on while the server is loaded, each level is also run bare (and,
 unless --no-warm-pair, once more recorded between two bare runs for the probe effect); with
@@ -61,8 +66,17 @@ def parse(argv):
     p.add_argument("--out", help="output directory (default results/runs/<time>-chat)")
     p.add_argument("--quick", action="store_true",
                    help=f"levels {QUICK_LEVELS}, 10 messages per user, no warm pair")
+    p.add_argument("--served-under", choices=("count", "time"),
+                   help="instead of Figure 1: the messages/s the server delivers bare and "
+                        "while jvmos records it in this mode, --trials interleaved pairs per "
+                        "level (the table served-MODE.md)")
+    p.add_argument("--trials", type=int, default=3,
+                   help="pairs of loads (bare, recorded) per level with --served-under "
+                        "(default 3)")
     add_level_options(p)
     a = p.parse_args(argv)
+    if a.trials <= 0:
+        p.error("--trials must be positive")
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
         a.messages = min(a.messages, 10)
@@ -140,6 +154,118 @@ def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
     return m
 
 
+SERVED_GOAL = 0.90     # issue 23: count mode at 20x20 serves >= 90% of the bare throughput
+
+
+def run_served(java: str, mode: str, a, out: Path, results: dict) -> dict:
+    """Per level, --trials pairs of loads on one warmed server: one bare, one while jvmos
+    records the server in --served-under mode, their order alternating (bare first in odd
+    pairs, recorded first in even ones) so that a drift of the server's speed falls on both
+    arms alike. Each pair gives one ratio recorded/bare of messages/s."""
+    from jvmos.experiments.server import _bare_load, _recorded_load
+    srv = CommandServer(server_cmd(java, mode, 4 * 3600), load_cmd(java, a),
+                        out / f"server-{mode}", rate_key="messages_per_s")
+    m = results["modes"][mode] = {"levels": {}}
+    with srv:
+        m.update({"server_command": " ".join(srv.argv), "load_command": srv.load_cmd})
+        log(f"[{mode}] chat server: JVM pid {srv.pid} on port {srv.port}")
+        log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
+        m["warmup"] = srv.load(str(a.levels[0]))
+        for rooms in a.levels:
+            name = f"{rooms}x{a.users_per_room}"
+            load = lambda r=rooms: srv.load(str(r))  # noqa: E731
+            pairs = []
+            for i in range(a.trials):
+                tag = f"{mode}-{name}-{a.served_under}-{i + 1}"
+
+                def recorded():
+                    log(f"[{tag}] recorded (--mode {a.served_under}, {','.join(a.layers)})")
+                    res, got, cpu = _recorded_load(srv, load, a.layers, out / "runs" / tag,
+                                                   tag, mode=a.served_under)
+                    man = json.loads((res.run_dir / "manifest.json").read_text())
+                    return {"rate": got.get("rate"), "server_cpu_ns": cpu,
+                            "run_dir": str(res.run_dir.relative_to(out)),
+                            "engine": (man.get("engine") or {}).get("name", "bpftrace"),
+                            "probe_hits": sum((res.summary["totals"].get("probe_hits")
+                                               or {}).values())}
+
+                def bare():
+                    log(f"[{tag}] bare")
+                    got = _bare_load(srv, load)
+                    return {"rate": got.get("rate"), "server_cpu_ns": got["server_cpu_ns"]}
+                if i % 2 == 0:
+                    b, r = bare(), recorded()
+                else:
+                    r, b = recorded(), bare()
+                ratio = (r["rate"] / b["rate"] if isinstance(r["rate"], (int, float))
+                         and isinstance(b["rate"], (int, float)) and b["rate"] > 0 else None)
+                pairs.append({"bare": b, "recorded": r, "ratio": ratio})
+                log(f"[{tag}] messages/s bare {rate(b['rate'])}, recorded {rate(r['rate'])}"
+                    + ("" if ratio is None else f" ({100 * ratio:.0f}%)"))
+            m["levels"][name] = {"rooms": rooms, "connections": rooms * a.users_per_room,
+                                 "pairs": pairs}
+            save_partial(out, f"served-{a.served_under}", results)
+    return m
+
+
+def served_table(results, under: str) -> Table:
+    t = Table(f"Messages/s the chat server delivers bare and while jvmos records it in "
+              f"--mode {under} ({results['jdk_label']}; layers {','.join(results['layers'])})",
+              ["load (rooms x users)", "threads", "engine", "pairs", "messages/s bare (median)",
+               "messages/s recorded (median)", "recorded / bare (median of pairs)",
+               "range of pairs", f"goal ≥{100 * SERVED_GOAL:.0f}%"])
+    for mode, m in results["modes"].items():
+        for name, L in m.get("levels", {}).items():
+            ratios = [p["ratio"] for p in L["pairs"] if p["ratio"] is not None]
+            br = [p["bare"]["rate"] for p in L["pairs"] if p["bare"]["rate"] is not None]
+            rr = [p["recorded"]["rate"] for p in L["pairs"] if p["recorded"]["rate"] is not None]
+            med = statistics.median(ratios) if ratios else None
+            engines = sorted({p["recorded"]["engine"] for p in L["pairs"]})
+            goal = ("—" if med is None else
+                    "reached" if med >= SERVED_GOAL else "NOT reached")
+            rng = (f"{100 * min(ratios):.0f}%–{100 * max(ratios):.0f}%" if ratios else "—")
+            t.add([name, mode, "+".join(engines), str(len(L["pairs"])),
+                   rate(statistics.median(br) if br else None),
+                   rate(statistics.median(rr) if rr else None),
+                   "—" if med is None else f"{100 * med:.1f}%", rng, goal],
+                  [name, mode, "+".join(engines), len(L["pairs"]),
+                   statistics.median(br) if br else None,
+                   statistics.median(rr) if rr else None, med,
+                   min(ratios) if ratios else None, max(ratios) if ratios else None, goal])
+    return t
+
+
+def served_main(a, jvm, modes, java, out, results) -> int:
+    results.update({"served_under": a.served_under, "trials": a.trials,
+                    "goal_ratio": SERVED_GOAL})
+    stem = f"served-{a.served_under}"
+    for mode in modes:
+        try:
+            run_served(java, mode, a, out, results)
+        except JvmosError as e:
+            raise kept_so_far(e, out, stem)
+    t = served_table(results, a.served_under)
+    notes = [
+        "messages/s: deliveries (one message to one member) per second, from the first send to "
+        "the last delivery, as the load generator measured it; every load checks that each "
+        "message reached each member exactly once.",
+        f"pairs: {a.trials} per level, each a bare load and a load while jvmos records the "
+        f"server (attached by pid, --mode {a.served_under}), on one server warmed by an "
+        "untraced load; the order alternates between pairs (bare first, then recorded first). "
+        "recorded / bare: the median of the pairs' ratios; range: their smallest and largest "
+        f"(n = {a.trials} pairs: no interval is claimed from so few).",
+        "the recorded load's rate includes what attaching costs while the load runs (the "
+        "recording is attached before the load starts and detached after it ends).",
+    ]
+    write_outputs(out, stem, [t], results, notes)
+    (out / f"{stem}.partial.json").unlink(missing_ok=True)
+    print(t.markdown())
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nresults: {out}/{stem}.md (and .csv, .json)")
+    return 0
+
+
 TABLE_ARGS = dict(level_header="load (rooms x users)", rate_key="rate", rate_label="messages/s")
 
 
@@ -154,6 +280,8 @@ def main(argv) -> int:
                "left_out": left_out, "modes": {}}
     if left_out:
         log(f"note: {left_out}")
+    if a.served_under:
+        return served_main(a, jvm, modes, java, out, results)
     failed = None
     for mode in modes:
         try:

@@ -48,6 +48,7 @@ examples:
 BYSTANDER_GOAL_PCT = 5.0
 FLOOR_GOAL = 1.2
 LAYERS_ALL = ("io", "mem", "threads", "links")
+FULL_LAYERS = ("io", "threads", "links", "mem")
 from jvmos.engine import LAYERS as ENGINE_LAYERS  # noqa: E402 (the compiled layers)
 
 
@@ -66,9 +67,21 @@ def parse(argv):
     p.add_argument("--out", help="output directory (default results/runs/<time>-overhead)")
     p.add_argument("--quick", action="store_true",
                    help="io layer only, count and time at process scope, host scope once")
-    p.add_argument("--no-engine", dest="engine", action="store_false",
-                   help="leave out the compiled engine's rows (--engine bpf and its floor)")
+    p.add_argument("--engines", default="bpftrace,bpf",
+                   help="the engines whose rows are measured, with their floors (default "
+                        "bpftrace,bpf)")
+    p.add_argument("--no-engine", dest="no_engine", action="store_true",
+                   help="leave out the compiled engine's rows (= --engines bpftrace)")
+    p.add_argument("--no-full", dest="full", action="store_false",
+                   help="leave out the full recording (io,threads,links,mem together)")
     a = p.parse_args(argv)
+    engines = ["bpftrace"] if a.no_engine else [e.strip() for e in a.engines.split(",")
+                                                if e.strip()]
+    bad = [e for e in engines if e not in ("bpftrace", "bpf")]
+    if bad or not engines:
+        p.error(f"unknown engine(s) {', '.join(bad) or '(none)'} (known: bpftrace, bpf)")
+    a.engines = engines
+    a.engine = "bpf" in engines
     a.writes = a.writes or (1_000_000 if a.quick else 2_000_000)
     a.allocs = a.allocs or (150_000 if a.quick else 300_000)
     layers = (a.layers or ("io" if a.quick else ",".join(LAYERS_ALL))).split(",")
@@ -197,6 +210,23 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
     return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
 
 
+def run_idle_tracepoint(cmd: List[str]) -> dict:
+    """The traced loop with one compiled program on a syscall tracepoint that neither the loop
+    nor the bystander calls (getppid), a bystander beside it: what merely enabling a syscall
+    tracepoint costs every other process. The kernel marks every task for the syscall
+    slow path while any syscall tracepoint is enabled (syscall_regfunc), so each syscall of
+    each process on the host takes it, traced or not, probed or not."""
+    from jvmos import enginecost
+    box = {}
+    out, raw, ready = enginecost.run_cmd(
+        cmd, extra_tps=[{"group": "syscalls", "name": "sys_enter_getppid", "program": "min_tp",
+                         "object": "calib"}],
+        workload=lambda: box.setdefault("by", Bystander().start()))
+    box["by"].join()
+    return {"workload": last_json(out), "bystander": box["by"],
+            "attach_seconds": (ready or {}).get("spawn_to_ready_s")}
+
+
 def run_ref_engine(kind: str, cmd: List[str], libjvm: Path) -> dict:
     """The traced loop under the compiled floor: calib.bpf.c's minimal programs on the same
     two functions (jni_GetByteArrayRegion, libc's write, where the engine places them),
@@ -291,10 +321,10 @@ def main(argv) -> int:
 
     rows = []
 
-    def add(name, kind, loop, scope, got, extra=None):
+    def add(name, kind, loop, scope, got, extra=None, n=None):
         wl = got["workload"]
-        n = loops[loop][1]
-        per_op = (wl["elapsed_ns"] - med[loop]) / n
+        n = n or loops[loop][1]
+        per_op = wl["elapsed_ns"] / n - med[loop] / loops[loop][1]
         by = got["bystander"].per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
         row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
                "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
@@ -319,7 +349,7 @@ def main(argv) -> int:
                  "bystander_error": by.error})
 
     libjvm = jvm.libjvm
-    ref_scopes = ("process", "host")
+    ref_scopes = ("process", "host") if "bpftrace" in a.engines else ()
     for kind in ("count", "time"):
         for sc in ref_scopes:
             log(f"minimal {kind} script, {sc} scope")
@@ -333,21 +363,39 @@ def main(argv) -> int:
             got = run_ref_engine(kind, loops["write"][0], libjvm)
             add(f"minimal compiled {kind} programs", f"ref-{kind}-bpf", "write", "process", got,
                 {"attach_seconds": got["attach_seconds"]})
+        log("an idle syscall tracepoint (engine): getppid, called by neither loop")
+        # the loop is not slowed by a probe it never hits: the control's length, so that the
+        # bystander's rounds run beside it
+        got = run_idle_tracepoint(ctl_cmd)
+        add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
+            got, {"attach_seconds": got["attach_seconds"]}, n=n_ctl)
 
     configs = []
     for layer in a.layers:
         loop = "alloc" if layer == "mem" else "write"
         for mode in ("count", "time"):
             for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
-                configs.append((layer, loop, mode, sc, "bpftrace"))
+                if "bpftrace" in a.engines:
+                    configs.append((layer, loop, mode, sc, "bpftrace"))
                 if a.engine and layer in ENGINE_LAYERS:
                     configs.append((layer, loop, mode, sc, "bpf"))
+    if a.full:
+        # a full recording, every layer at once, on the write loop: its set-up and teardown
+        # (goal for the engine: <= 1 s each) and what it costs the bystander; bpftrace's
+        # beside it outside --quick (its teardown alone takes a minute or more)
+        for engine in a.engines:
+            if engine == "bpftrace" and a.quick:
+                continue
+            if engine == "bpf" and not all(x in ENGINE_LAYERS for x in LAYERS_ALL):
+                continue
+            configs.append((",".join(FULL_LAYERS), "write", "count", "process", engine))
     for layer, loop, mode, sc, engine in configs:
         tag = "" if engine == "bpftrace" else " --engine bpf"
-        name = f"jvmos {layer} {mode} {sc}" + (" bpf" if tag else "")
+        short = "full" if "," in layer else layer
+        name = f"jvmos {short} {mode} {sc}" + (" bpf" if tag else "")
         log(name)
-        got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=[layer], mode=mode,
-                        scope=sc, engine=engine)
+        got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=layer.split(","),
+                        mode=mode, scope=sc, engine=engine)
         add(f"jvmos{tag} --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
             {"layer": layer, "mode": mode, "run_dir": got["run_dir"], "engine": engine,
              "uprobes_scoped": (got["scope"] or {}).get("uprobes_scoped"),
@@ -372,6 +420,8 @@ def main(argv) -> int:
     floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
              if r["kind"].startswith("ref-")}
     for r in rows:
+        if r["kind"] in ("jvmos-count", "jvmos-time"):
+            r["floor_ratio"] = None     # the floor is at the io layer's probe points only
         if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
             key = r["mode"] + ("-bpf" if r.get("engine") == "bpf" else "")
             f = floor.get((key, r["scope"]))
@@ -440,8 +490,16 @@ def main(argv) -> int:
         "(the manifest's attach_seconds); teardown: seconds until every probe was gone, "
         "awaited (bpftrace: its exit after the maps, plus the scoped uprobes' detach; the "
         "engine: closing its links). Goal for the engine: each <= 1 s.",
+        "one idle syscall tracepoint: a minimal compiled program on sys_enter_getppid, which "
+        "neither loop calls. While any syscall tracepoint is enabled the kernel sends every "
+        "syscall of every task on the host through its slow path (syscall_regfunc marks each "
+        "task): its bystander write(2) slowdown is the tax every layer that uses a syscall "
+        "tracepoint (threads, links, and every layer at --scope host) puts on the host, "
+        "whatever its programs do. Its scope says so: host.",
+        f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
+        "count mode, process scope (bpftrace's outside --quick only).",
     ]
-    write_outputs(out, "overhead", [t], _jsonable(results), notes, compares_engines=a.engine)
+    write_outputs(out, "overhead", [t], _jsonable(results), notes, compares_engines=len(a.engines) > 1)
     print(t.markdown())
     for n in notes:
         print(f"- {n}")

@@ -314,7 +314,8 @@ class CommandServer:
 
 # ------------------------------------------------------------ one level, recorded and bare
 
-def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name: str):
+def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name: str,
+                   mode: str = "time"):
     """One load with jvmos attached to the server: (recording, load result, server CPU ns)."""
     box = {}
 
@@ -325,7 +326,7 @@ def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name
 
     # the teardown is awaited: a bare load follows, and uprobes still on the server (detached
     # one grace period at a time) would trap in it, uncounted
-    res = rec.record(rec.Options(pid=target.pid, layers=list(layers), out=run_dir,
+    res = rec.record(rec.Options(pid=target.pid, layers=list(layers), out=run_dir, mode=mode,
                                  workload=drive, log=lambda m: log(f"  [{name}] {m}"),
                                  wait_teardown=True))
     if res.status != "complete":

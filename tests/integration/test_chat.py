@@ -66,6 +66,30 @@ def test_chat_small_platform_and_virtual(platform_file, tmp_path):
 
 
 @traced
+def test_chat_served_under_count(platform_file, tmp_path):
+    """--served-under count: interleaved pairs of a bare load and a count-mode recording of the
+    server, each pair's ratio kept, the table and its goal written (not asserted: speed stays
+    in the experiment)."""
+    out = tmp_path / "served"
+    r = run_jvmos(["run", "chat", "--served-under", "count", "--levels", "1",
+                   "--users-per-room", "10", "--messages", "5", "--trials", "2",
+                   "--threads", "platform", "--out", str(out)], timeout=1500)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "served-count.json").read_text())
+    pairs = res["modes"]["platform"]["levels"]["1x10"]["pairs"]
+    assert len(pairs) == 2
+    for p in pairs:
+        assert p["bare"]["rate"] > 0 and p["recorded"]["rate"] > 0
+        assert p["ratio"] == pytest.approx(p["recorded"]["rate"] / p["bare"]["rate"])
+        man = json.loads((out / p["recorded"]["run_dir"] / "manifest.json").read_text())
+        assert man["mode"] == "count", man.get("mode")
+        assert p["recorded"]["probe_hits"] > 0
+    md = (out / "served-count.md").read_text()
+    assert "goal ≥90%" in md and "median of pairs" in md
+    assert not (out / "served-count.partial.json").exists()
+
+
+@traced
 def test_server_experiment_on_a_wrapped_server(platform_file, tmp_path):
     """jvmos run server with a user's commands: the JVM found under a shell wrapper, the
     port found from its listening socket, {level} and {port} put into the load command."""

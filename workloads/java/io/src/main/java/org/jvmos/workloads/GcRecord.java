@@ -60,10 +60,22 @@ public final class GcRecord {
         if (t instanceof com.sun.management.ThreadMXBean) {
             com.sun.management.ThreadMXBean ht = (com.sun.management.ThreadMXBean) t;
             if (ht.isThreadAllocatedMemorySupported() && ht.isThreadAllocatedMemoryEnabled()) {
-                v[6] = ht.getTotalThreadAllocatedBytes();
+                v[6] = totalAllocatedBytes(ht);
             }
         }
         return v;
+    }
+
+    /** getTotalThreadAllocatedBytes (JDK 14+), looked up at run time so that this module
+     * runs on JDK 11 too: -1 where the JVM does not have it. */
+    private static long totalAllocatedBytes(com.sun.management.ThreadMXBean ht) {
+        try {
+            Object n = com.sun.management.ThreadMXBean.class
+                    .getMethod("getTotalThreadAllocatedBytes").invoke(ht);
+            return ((Long) n).longValue();
+        } catch (ReflectiveOperationException | ClassCastException e) {
+            return -1;
+        }
     }
 
     /** Puts the values of {@code v} (a {@link #snapshot()}) under {@link #KEYS}. */

@@ -183,7 +183,12 @@ def run_served(java: str, mode: str, a, out: Path, results: dict) -> dict:
                     res, got, cpu = _recorded_load(srv, load, a.layers, out / "runs" / tag,
                                                    tag, mode=a.served_under)
                     man = json.loads((res.run_dir / "manifest.json").read_text())
+                    tot = res.summary["totals"]
+                    kinds = tot.get("probe_cost_per_hit_ns") or {}
                     return {"rate": got.get("rate"), "server_cpu_ns": cpu,
+                            "probe_overhead_ns": tot.get("probe_overhead_ns"),
+                            "probe_overhead_by_kind_ns": {k: v.get("total_ns")
+                                                          for k, v in kinds.items()},
                             "run_dir": str(res.run_dir.relative_to(out)),
                             "engine": (man.get("engine") or {}).get("name", "bpftrace"),
                             "probe_hits": sum((res.summary["totals"].get("probe_hits")
@@ -213,7 +218,9 @@ def served_table(results, under: str) -> Table:
               f"--mode {under} ({results['jdk_label']}; layers {','.join(results['layers'])})",
               ["load (rooms x users)", "threads", "engine", "pairs", "messages/s bare (median)",
                "messages/s recorded (median)", "recorded / bare (median of pairs)",
-               "range of pairs", f"goal ≥{100 * SERVED_GOAL:.0f}%"])
+               "range of pairs", f"goal ≥{100 * SERVED_GOAL:.0f}%",
+               "server CPU, recorded load (ms, median)",
+               "probe effect estimated by jvmos (ms, median)"])
     for mode, m in results["modes"].items():
         for name, L in m.get("levels", {}).items():
             ratios = [p["ratio"] for p in L["pairs"] if p["ratio"] is not None]
@@ -224,14 +231,44 @@ def served_table(results, under: str) -> Table:
             goal = ("—" if med is None else
                     "reached" if med >= SERVED_GOAL else "NOT reached")
             rng = (f"{100 * min(ratios):.0f}%–{100 * max(ratios):.0f}%" if ratios else "—")
+            cpu = [p["recorded"]["server_cpu_ns"] for p in L["pairs"]]
+            pe = [p["recorded"].get("probe_overhead_ns") for p in L["pairs"]
+                  if p["recorded"].get("probe_overhead_ns") is not None]
+            cpu_m = statistics.median(cpu) if cpu else None
+            pe_m = statistics.median(pe) if pe else None
             t.add([name, mode, "+".join(engines), str(len(L["pairs"])),
                    rate(statistics.median(br) if br else None),
                    rate(statistics.median(rr) if rr else None),
-                   "—" if med is None else f"{100 * med:.1f}%", rng, goal],
+                   "—" if med is None else f"{100 * med:.1f}%", rng, goal, ms(cpu_m), ms(pe_m)],
                   [name, mode, "+".join(engines), len(L["pairs"]),
                    statistics.median(br) if br else None,
                    statistics.median(rr) if rr else None, med,
-                   min(ratios) if ratios else None, max(ratios) if ratios else None, goal])
+                   min(ratios) if ratios else None, max(ratios) if ratios else None, goal,
+                   cpu_m, pe_m])
+    return t
+
+
+def served_costs_table(results) -> Table:
+    """Where the estimated probe effect goes: each probe kind's share, median over the pairs
+    (the recordings' own estimate: hits x calibrated cost per hit)."""
+    t = Table("Where the probe effect goes (estimated by jvmos: hits x calibrated cost per hit; "
+              "median over the pairs, ms)", ["load (rooms x users)", "threads", "probe kind",
+                                             "estimated ms", "share of the estimate"])
+    for mode, m in results["modes"].items():
+        for name, L in m.get("levels", {}).items():
+            kinds = sorted({k for p in L["pairs"]
+                            for k in p["recorded"].get("probe_overhead_by_kind_ns") or {}})
+            med = {}
+            for k in kinds:
+                v = [p["recorded"]["probe_overhead_by_kind_ns"].get(k) or 0 for p in L["pairs"]]
+                med[k] = statistics.median(v)
+            total = sum(med.values())
+            for k, v in sorted(med.items(), key=lambda x: -x[1]):
+                if v <= 0:
+                    continue
+                share = v / total if total else None
+                t.add([name, mode, k, ms(v), "—" if share is None else f"{100 * share:.0f}%"],
+                      [name, mode, k, v, share])
     return t
 
 
@@ -245,6 +282,7 @@ def served_main(a, jvm, modes, java, out, results) -> int:
         except JvmosError as e:
             raise kept_so_far(e, out, stem)
     t = served_table(results, a.served_under)
+    costs = served_costs_table(results)
     notes = [
         "messages/s: deliveries (one message to one member) per second, from the first send to "
         "the last delivery, as the load generator measured it; every load checks that each "
@@ -256,10 +294,16 @@ def served_main(a, jvm, modes, java, out, results) -> int:
         f"(n = {a.trials} pairs: no interval is claimed from so few).",
         "the recorded load's rate includes what attaching costs while the load runs (the "
         "recording is attached before the load starts and detached after it ends).",
+        "server CPU: the server process's user + system time during the recorded load; "
+        "probe effect estimated: the recording's own estimate of what its probes cost the "
+        "server (every probe hit x its kind's calibrated cost per hit); the second table "
+        "splits it by probe kind, each kind's median over the pairs (the medians need not add "
+        "up to the first table's median of the totals; share = of their sum).",
     ]
-    write_outputs(out, stem, [t], results, notes)
+    write_outputs(out, stem, [t, costs], results, notes)
     (out / f"{stem}.partial.json").unlink(missing_ok=True)
     print(t.markdown())
+    print(costs.markdown())
     for n in notes:
         print(f"- {n}")
     print(f"\nresults: {out}/{stem}.md (and .csv, .json)")

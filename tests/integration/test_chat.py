@@ -84,8 +84,13 @@ def test_chat_served_under_count(platform_file, tmp_path):
         man = json.loads((out / p["recorded"]["run_dir"] / "manifest.json").read_text())
         assert man["mode"] == "count", man.get("mode")
         assert p["recorded"]["probe_hits"] > 0
+        # the recording's own estimate of its probes' cost, and its split by probe kind
+        by_kind = p["recorded"]["probe_overhead_by_kind_ns"]
+        assert p["recorded"]["probe_overhead_ns"] == pytest.approx(sum(by_kind.values()))
+        assert p["recorded"]["probe_overhead_ns"] > 0
     md = (out / "served-count.md").read_text()
     assert "goal ≥90%" in md and "median of pairs" in md
+    assert "Where the probe effect goes" in md
     assert not (out / "served-count.partial.json").exists()
 
 

@@ -39,6 +39,11 @@ class Table:
         self.raw_rows: List[list] = []       # raw values, for CSV
 
     def add(self, formatted: Sequence, raw: Optional[Sequence] = None):
+        for what, row in (("cells", formatted), ("raw values", raw)):
+            if row is not None and len(row) != len(self.headers):
+                # a CSV column shifted under the wrong header would be read as another figure
+                raise ValueError(f"table '{self.title[:60]}': {len(row)} {what} for "
+                                 f"{len(self.headers)} columns")
         self.rows.append([str(x) for x in formatted])
         self.raw_rows.append(list(raw if raw is not None else formatted))
 

@@ -309,10 +309,10 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     jvm_paths = [str(x) for x in libs.get("LIBJVM", [])]
 
     def on_libjvm():
-        placed = sum(1 for u in ctx.uprobes if u["path"] in jvm_paths)
+        """(uprobes placed in any library, probes missing from libjvm) so far"""
         missed = [m for m in ctx.script.missing
                   if any(m.startswith(jp + ":") for jp in jvm_paths)]
-        return placed, missed
+        return len(ctx.uprobes), missed
     for layer in layers:
         ctx.object = mods[layer].OBJECT
         placed0, missed0 = on_libjvm()
@@ -320,9 +320,10 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
         constants[mods[layer].OBJECT] = mods[layer].constants(ctx)
         placed1, missed1 = on_libjvm()
         if placed1 == placed0 and len(missed1) > len(missed0):
-            # a layer that probes the JVM and cannot place one probe there: the library is
-            # stripped of its symbol table and of HotSpot's USDT notes (a figure without the
-            # JVM's side would mean something else than its name says)
+            # a layer that has no probe left anywhere because libjvm lacks them all (stripped
+            # of its symbol table and of HotSpot's USDT notes) would record nothing: refused.
+            # A layer that keeps some (io keeps libc's wrappers, threads JVM_StartThread)
+            # records as partial, naming what it lost.
             names = [m.rsplit(":", 1)[-1] for m in missed1[len(missed0):]]
             raise JvmosError(
                 f"--layers {layer}: {', '.join(jvm_paths)} has none of the symbols or HotSpot "

@@ -40,12 +40,13 @@ from jvmos.experiments.common import jdk_label, last_json, log, out_dir, run_bar
 
 EXAMPLES = """\
 examples:
-  jvmos run overhead                       # every layer and mode, both scopes (~10 min)
-  jvmos run overhead --quick               # the io layer only, smaller loops
+  jvmos run overhead                       # every layer and mode, both scopes (~40 min)
+  jvmos run overhead --quick               # the io layer, the floors, one full recording
   jvmos run overhead --layers io,mem --writes 2000000 --out /tmp/ovh
 """
 
 BYSTANDER_GOAL_PCT = 5.0
+MIN_ROUNDS = 3          # bystander rounds beside a loop below which no verdict is given
 FLOOR_GOAL = 1.2
 LAYERS_ALL = ("io", "mem", "threads", "links")
 FULL_LAYERS = ("io", "threads", "links", "mem")
@@ -66,7 +67,8 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home of the traced JVM (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-overhead)")
     p.add_argument("--quick", action="store_true",
-                   help="io layer only, count and time at process scope, host scope once")
+                   help="io layer only (count and time at process scope, host scope once), "
+                        "the floors, and the engine's full recording")
     p.add_argument("--engines", default="bpftrace,bpf",
                    help="the engines whose rows are measured, with their floors (default "
                         "bpftrace,bpf)")
@@ -147,8 +149,19 @@ class Bystander:
                          if inside else None,
                          "wall_ns_per_call": statistics.median(r["ns"] / r["count"] for r in inside)
                          if inside else None,
-                         "rounds": len(inside), "rounds_outside_loop": len(rs) - len(inside)}
+                         "rounds": len(inside), "rounds_outside_loop": len(rs) - len(inside),
+                         "cpu_ns_per_call_rounds": [r["cpu_ns"] / r["count"] for r in inside]}
         return out
+
+
+def merged(*per_calls: Dict[str, dict]) -> Dict[str, dict]:
+    """Bystander.per_call results of several runs as one: the median over all their rounds."""
+    out = {}
+    for loop, _ in Bystander.PLAN:
+        vals = [v for pc in per_calls for v in (pc.get(loop) or {}).get("cpu_ns_per_call_rounds", [])]
+        out[loop] = {"ns_per_call": statistics.median(vals) if vals else None,
+                     "rounds": len(vals), "cpu_ns_per_call_rounds": vals}
+    return out
 
 
 # ---------------------------------------------------------------------------- the floor
@@ -324,10 +337,12 @@ def main(argv) -> int:
 
     rows = []
 
-    def add(name, kind, loop, scope, got, extra=None, n=None):
+    def add(name, kind, loop, scope, got, extra=None, n=None, base_per_op=None):
+        after_control()
         wl = got["workload"]
         n = n or loops[loop][1]
-        per_op = wl["elapsed_ns"] / n - med[loop] / loops[loop][1]
+        base = base_per_op if base_per_op is not None else med[loop] / loops[loop][1]
+        per_op = wl["elapsed_ns"] / n - base
         by = got["bystander"].per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
         row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
                "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
@@ -353,17 +368,27 @@ def main(argv) -> int:
 
     paired = {}
 
+    def one_control():
+        wl, by = control_round()
+        return by.per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
+
     def before(what):
-        """A paired control just before a configuration: the bystander's speed drifts on a
-        shared VM by more than the effects sought (a single control 200 ns one minute, 270
-        the next), so each row is compared with the bystander measured right before it."""
+        """Paired controls around a configuration: the bystander's speed drifts on a shared VM
+        by more than the effects sought (a single control 200 ns one minute, 270 the next),
+        so each row is compared with the bystander measured right before and right after it
+        (the median of both controls' rounds)."""
         if a.paired:
             log(f"  paired control before {what}")
-            wl, by = control_round()
-            paired["pc"] = by.per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
+            paired["before"] = one_control()
+
+    def after_control():
+        if a.paired and "before" in paired:
+            log("  paired control after it")
+            paired["pc"] = merged(paired.pop("before"), one_control())
 
     log(f"control: {n_ctl:,} untraced writes, bystander beside them")
     wl, by = control_round()
+    ctl_per_op = wl["elapsed_ns"] / n_ctl
     rows.append({"name": "control (untraced JVM, no probes)", "kind": "control", "loop": "write",
                  "scope": None, "loop_ns": wl["elapsed_ns"],
                  "added_ns_per_op": wl["elapsed_ns"] / n_ctl - med["write"] / a.writes,
@@ -392,8 +417,9 @@ def main(argv) -> int:
         # bystander's rounds run beside it
         before("the idle syscall tracepoint")
         got = run_idle_tracepoint(ctl_cmd)
+        # its loop is the control's: added per write against the control row's loop
         add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
-            got, {"attach_seconds": got["attach_seconds"]}, n=n_ctl)
+            got, {"attach_seconds": got["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
 
     configs = []
     for layer in a.layers:
@@ -437,16 +463,21 @@ def main(argv) -> int:
     control = next(r["bystander"] for r in rows if r["kind"] == "control")
     ctl = {b: control[b]["ns_per_call"] for b in ("write", "malloc")}
     if None in ctl.values():
-        raise JvmosError("the control bystander ran no round beside the untraced loop")
+        log("warning: the control bystander ran no round beside the untraced loop: rows "
+            "without a paired control have no baseline")
     for r in rows:
         pc = r.get("paired_control") or {}
         for b in ("write", "malloc"):
             v = r["bystander"][b]["ns_per_call"]
             own = (pc.get(b) or {}).get("ns_per_call")
-            base = own if own else ctl[b]
+            if own and (pc.get(b) or {}).get("rounds", 0) >= MIN_ROUNDS:
+                base, how = own, "paired controls"
+            else:
+                base, how = ctl[b], "control row"
             r["bystander"][b]["baseline_ns"] = base
-            r["bystander"][b]["baseline"] = "paired control" if own else "control row"
-            r["bystander"][b]["slowdown_pct"] = None if v is None else 100.0 * (v - base) / base
+            r["bystander"][b]["baseline"] = how if base else None
+            r["bystander"][b]["slowdown_pct"] = (None if v is None or not base
+                                                 else 100.0 * (v - base) / base)
     # each engine against its own floor: bpftrace's rows against the minimal scripts, the
     # compiled engine's against the minimal compiled programs (same probe points, same scope)
     floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
@@ -464,28 +495,36 @@ def main(argv) -> int:
     t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
               "C loops beside the run)",
               ["configuration", "scope", "traced loop", "added per op", "vs floor",
-               "bystander write(2), CPU", "bystander malloc+free, CPU", "bystander goal <5%",
-               "set-up s", "teardown s"])
+               "bystander write(2), CPU", "write slowdown", "bystander malloc+free, CPU",
+               "malloc slowdown", "bystander goal <5%", "set-up s", "teardown s"])
     for r in rows:
         bw, bm = r["bystander"]["write"], r["bystander"]["malloc"]
 
         def cell(b):
             if b["ns_per_call"] is None:
                 return "— (no round inside the loop)"
-            s = f"{b['ns_per_call']:.0f} ns"
-            return s if b.get("slowdown_pct") is None or r["kind"] == "control" \
-                else s + f" vs {b['baseline_ns']:.0f} ({b['slowdown_pct']:+.0f}%)"
-        worst = max((b["slowdown_pct"] for b in (bw, bm) if b.get("slowdown_pct") is not None),
-                    default=None)
-        missing = [b for b, v in (("write", bw), ("malloc", bm)) if v.get("slowdown_pct") is None]
-        goal = ("—" if r["kind"] == "control" or worst is None else
-                (f"NOT reached ({worst:+.0f}%)" if worst >= BYSTANDER_GOAL_PCT else
-                 "reached" if not missing else f"not measured for {' and '.join(missing)}"))
+            s = f"{b['ns_per_call']:.0f} ns, {b['rounds']} rounds"
+            if b.get("slowdown_pct") is None or r["kind"] == "control":
+                return s
+            mark = "" if b.get("baseline") == "paired controls" else " (control row)"
+            return s + f" vs {b['baseline_ns']:.0f}{mark}"
+
+        def pct(b):
+            return ("—" if b.get("slowdown_pct") is None or r["kind"] == "control"
+                    else f"{b['slowdown_pct']:+.0f}%")
+        judged = [(n, b) for n, b in (("write", bw), ("malloc", bm))
+                  if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
+        worst = max((b["slowdown_pct"] for _, b in judged), default=None)
+        unjudged = [n for n, b in (("write", bw), ("malloc", bm)) if (n, b) not in judged]
+        goal = ("—" if r["kind"] == "control" else
+                f"NOT reached ({worst:+.0f}%)" if worst is not None
+                and worst >= BYSTANDER_GOAL_PCT else
+                f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached")
         fr = r.get("floor_ratio")
         secs = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
         t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
                f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")
-               if fr is not None else "—", cell(bw), cell(bm), goal,
+               if fr is not None else "—", cell(bw), pct(bw), cell(bm), pct(bm), goal,
                secs(r.get("attach_seconds")), secs(r.get("teardown_seconds"))],
               [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr, bw["ns_per_call"],
                bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal,
@@ -504,10 +543,13 @@ def main(argv) -> int:
         "where the minimal counting script has entry probes only.",
         "bystander: median CPU ns per call (its own user + system time, which holds any trap "
         "into a probe; waiting for a CPU is left out) over the rounds that ended while the "
-        "traced loop was still running, shown as 'ns vs baseline (slowdown)'. "
-        + ("The baseline of each row is its paired control: the same bystander beside the "
-           "untraced write loop, run just before that configuration (the bystander's speed "
-           "drifts between minutes on this VM by more than the effects sought)"
+        "traced loop was still running, shown as 'ns, rounds vs baseline (slowdown)'; no "
+        f"verdict on fewer than {MIN_ROUNDS} rounds. "
+        + ("The baseline of each row is its paired controls: the same bystander beside the "
+           "untraced write loop, run just before and just after that configuration, the "
+           "median of both runs' rounds (the bystander's speed drifts between minutes on this "
+           "VM by more than the effects sought); '(control row)' marks a row whose paired "
+           "controls had too few rounds"
            if a.paired else "The baseline is the control row")
         + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
         f"malloc+free beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",

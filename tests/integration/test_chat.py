@@ -88,9 +88,17 @@ def test_chat_served_under_count(platform_file, tmp_path):
         by_kind = p["recorded"]["probe_overhead_by_kind_ns"]
         assert p["recorded"]["probe_overhead_ns"] == pytest.approx(sum(by_kind.values()))
         assert p["recorded"]["probe_overhead_ns"] > 0
+    # interleaved: the order of the arms alternates from one pair to the next
+    assert [p["order"] for p in pairs] == ["bare first", "recorded first"]
     md = (out / "served-count.md").read_text()
-    assert "goal ≥90%" in md and "median of pairs" in md
-    assert "Where the probe effect goes" in md
+    assert "median of pairs" in md and "Where the probe effect goes" in md
+    import csv
+    import io as _io
+    (row,) = list(csv.DictReader(_io.StringIO((out / "served-count.csv").read_text())))
+    goal = row["goal ≥90% (count mode)"]
+    ratios = sorted(p["ratio"] for p in pairs)
+    # the verdict is the median of the pairs' ratios against 90%
+    assert goal == ("reached" if (ratios[0] + ratios[1]) / 2 >= 0.9 else "NOT reached"), goal
     assert not (out / "served-count.partial.json").exists()
 
 

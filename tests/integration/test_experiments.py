@@ -226,7 +226,25 @@ def test_overhead_quick(platform_file, tmp_path):
     # the full recording's set-up and teardown are awaited and measured (the <= 1 s goal is
     # printed by the experiment, not asserted here)
     full = next(x for x in scoped if x["layer"] == "io,threads,links,mem")
-    assert full["attach_seconds"] > 0 and full["teardown_seconds"] >= 0
+    assert full["attach_seconds"] > 0 and full["teardown_seconds"] > 0
+    # every row but the control has its paired controls (before and after it), and a
+    # bystander figure is compared with them wherever they ran enough rounds
+    for row in res["rows"][1:]:
+        pc = row["paired_control"]
+        assert pc is not None, row["name"]
+        for loop in ("write", "malloc"):
+            b = row["bystander"][loop]
+            want = ("paired controls" if pc[loop]["rounds"] >= 3 else "control row")
+            assert b["baseline"] == want, (row["name"], loop, b)
+            if b["ns_per_call"] is not None:
+                assert b["slowdown_pct"] == pytest.approx(
+                    100 * (b["ns_per_call"] - b["baseline_ns"]) / b["baseline_ns"])
+    # the idle tracepoint's loop is the control's (3,000,000 writes): its added time is
+    # against the control row's loop, not the shorter bare loops'
+    idle = next(x for x in res["rows"] if x["kind"] == "ref-idle-tp")
+    ctl_row = res["rows"][0]
+    assert idle["added_ns_per_op"] == pytest.approx(
+        (idle["loop_ns"] - ctl_row["loop_ns"]) / 3_000_000)
     table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
     assert len(table) == len(res["rows"])
     assert "bystander goal" in (out / "overhead.md").read_text()

@@ -24,6 +24,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -77,6 +78,8 @@ def parse(argv):
     p.add_argument("--no-paired", dest="paired", action="store_false",
                    help="compare every row's bystander with the one control row only, not "
                         "with a control run just before it (faster, noisier)")
+    p.add_argument("--tax-rounds", type=int, help="interleaved rounds of the syscall-"
+                   "tracepoint tax measurement (default 6, --quick 2; 0: leave it out)")
     p.add_argument("--no-full", dest="full", action="store_false",
                    help="leave out the full recording (io,threads,links,mem together)")
     a = p.parse_args(argv)
@@ -87,6 +90,10 @@ def parse(argv):
         p.error(f"unknown engine(s) {', '.join(bad) or '(none)'} (known: bpftrace, bpf)")
     a.engines = engines
     a.engine = "bpf" in engines
+    if a.tax_rounds is None:
+        a.tax_rounds = 2 if a.quick else 6
+    if a.tax_rounds < 0:
+        p.error("--tax-rounds must be 0 or more")
     a.writes = a.writes or (1_000_000 if a.quick else 2_000_000)
     a.allocs = a.allocs or (150_000 if a.quick else 300_000)
     layers = (a.layers or ("io" if a.quick else ",".join(LAYERS_ALL))).split(",")
@@ -241,6 +248,76 @@ def run_idle_tracepoint(cmd: List[str]) -> dict:
     box["by"].join()
     return {"workload": last_json(out), "bystander": box["by"],
             "attach_seconds": (ready or {}).get("spawn_to_ready_s")}
+
+
+def syscall_tracepoints_of_layers() -> List[str]:
+    """The syscall tracepoints the threads and links layers put on (jvmos/enginelayers):
+    enter and exit of each span syscall (exit: its entry only), of futex and of each link
+    syscall."""
+    from jvmos.catalogue import LINK_SYSCALLS, THREAD_SPAN_SYSCALLS
+    names = []
+    for sc in THREAD_SPAN_SYSCALLS + ("futex",) + LINK_SYSCALLS:
+        names += [f"sys_enter_{sc}"] + ([] if sc == "exit" else [f"sys_exit_{sc}"])
+    return names
+
+
+TAX_CALLS = 1_000_000
+
+
+def tracepoint_tax(rounds: int) -> dict:
+    """What enabled syscall tracepoints cost a process that never triggers them, measured
+    interleaved: the bystander's write loop (TAX_CALLS calls, its CPU time per call) alone,
+    with one idle tracepoint (getppid), and with the threads and links layers' set, each a
+    minimal compiled program that returns at once for an untraced process; `rounds` turns
+    of the three arms in a row, so that the machine's drift falls on each arm alike."""
+    from jvmos import enginecost
+    cmd = [str(c_program("bystander")), "--loop", "write", "--count", str(TAX_CALLS)]
+    layer_tps = syscall_tracepoints_of_layers()
+    arms = [("none", []), ("one idle syscall tracepoint (getppid)", ["sys_enter_getppid"]),
+            (f"the threads and links layers' {len(layer_tps)} syscall tracepoints", layer_tps)]
+    got = {name: [] for name, _ in arms}
+
+    def per_call(stdout: str) -> float:
+        recs = [json.loads(x) for x in stdout.splitlines() if x.strip().startswith("{")]
+        return statistics.median(r["cpu_ns"] / r["count"] for r in recs)
+    for i in range(rounds):
+        for name, tps in arms:
+            if not tps:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                if r.returncode != 0:
+                    raise JvmosError(f"the bystander failed: {r.stderr.strip()[:200]}")
+                got[name].append(per_call(r.stdout))
+                continue
+            # the engine traces a placeholder process that waits for a file; the bystander,
+            # untraced, runs beside it while the programs are attached
+            with tempfile.TemporaryDirectory(prefix="jvmos-tax-") as tmp:
+                done = Path(tmp) / "done"
+                box = {}
+
+                def bystander():
+                    try:
+                        box["r"] = subprocess.run(cmd, capture_output=True, text=True,
+                                                  timeout=300)
+                    finally:
+                        done.write_text("")
+                enginecost.run_cmd(
+                    ["sh", "-c", f"while [ ! -e '{done}' ]; do sleep 0.05; done"],
+                    extra_tps=[{"group": "syscalls", "name": t, "program": "min_tp",
+                                "object": "calib"} for t in tps],
+                    workload=bystander)
+            r = box.get("r")
+            if r is None or r.returncode != 0:
+                raise JvmosError("the bystander failed under the tracepoints: "
+                                 + (r.stderr.strip()[:200] if r is not None else "not run"))
+            got[name].append(per_call(r.stdout))
+        log(f"  tracepoint tax, round {i + 1}/{rounds}: "
+            + ", ".join(f"{v[-1]:.0f}" for v in got.values()) + " ns per write")
+    base = statistics.median(got["none"])
+    return {"calls_per_round": TAX_CALLS, "rounds": rounds,
+            "arms": [{"arm": name, "tracepoints": len(tps), "ns_per_call_rounds": got[name],
+                      "median_ns": statistics.median(got[name]),
+                      "slowdown_pct": 100.0 * (statistics.median(got[name]) - base) / base}
+                     for name, tps in arms]}
 
 
 def run_ref_engine(kind: str, cmd: List[str], libjvm: Path) -> dict:
@@ -491,6 +568,22 @@ def main(argv) -> int:
             r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
+    tables = []
+    if a.engine and a.tax_rounds:
+        log(f"the syscall-tracepoint tax: {a.tax_rounds} interleaved rounds")
+        tax = results["tracepoint_tax"] = tracepoint_tax(a.tax_rounds)
+        tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
+                   f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
+                   f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
+                   ["arm", "tracepoints", "median", "rounds", "slowdown (medians)"])
+        for arm in tax["arms"]:
+            tt.add([arm["arm"], str(arm["tracepoints"]), f"{arm['median_ns']:.0f} ns",
+                    ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
+                    "—" if arm["tracepoints"] == 0 else f"{arm['slowdown_pct']:+.0f}%"],
+                   [arm["arm"], arm["tracepoints"], arm["median_ns"],
+                    " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
+                    None if arm["tracepoints"] == 0 else arm["slowdown_pct"]])
+        tables.append(tt)
 
     t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
               "C loops beside the run)",
@@ -577,8 +670,19 @@ def main(argv) -> int:
         f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
         "count mode, process scope (bpftrace's outside --quick only).",
     ]
-    write_outputs(out, "overhead", [t], _jsonable(results), notes, compares_engines=len(a.engines) > 1)
+    if tables:
+        notes.append("the tracepoint tax (second table): each arm's programs are calib.bpf.c's "
+                     "min_tp (the traced-set filter and a count), attached by the engine while "
+                     "it traces a placeholder process; the bystander is not traced and never "
+                     "makes those syscalls. The arms run in turn, round after round, so that "
+                     "the machine's drift falls on each alike. What the bystander pays is the "
+                     "kernel's syscall slow path, which every task takes while any syscall "
+                     "tracepoint is enabled.")
+    write_outputs(out, "overhead", [t] + tables, _jsonable(results), notes,
+                  compares_engines=len(a.engines) > 1)
     print(t.markdown())
+    for x in tables:
+        print(x.markdown())
     for n in notes:
         print(f"- {n}")
     print(f"\nresults: {out}/overhead.md (and .csv, .json)")

@@ -245,6 +245,18 @@ def test_overhead_quick(platform_file, tmp_path):
     ctl_row = res["rows"][0]
     assert idle["added_ns_per_op"] == pytest.approx(
         (idle["loop_ns"] - ctl_row["loop_ns"]) / 3_000_000)
+    # the syscall-tracepoint tax: three arms, interleaved rounds, each arm's median of its own
+    # rounds, the slowdown of the medians against the arm without tracepoints
+    tax = res["tracepoint_tax"]
+    assert [x["tracepoints"] for x in tax["arms"]][:2] == [0, 1] and tax["arms"][2]["tracepoints"] > 30
+    for arm in tax["arms"]:
+        assert len(arm["ns_per_call_rounds"]) == tax["rounds"] == 2
+        assert arm["median_ns"] == pytest.approx(sorted(arm["ns_per_call_rounds"])[0] / 2
+                                                 + sorted(arm["ns_per_call_rounds"])[1] / 2)
+    base = tax["arms"][0]["median_ns"]
+    assert tax["arms"][1]["slowdown_pct"] == pytest.approx(
+        100 * (tax["arms"][1]["median_ns"] - base) / base)
+    assert (out / "overhead-2.csv").exists()
     table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
     assert len(table) == len(res["rows"])
     assert "bystander goal" in (out / "overhead.md").read_text()

@@ -12,6 +12,7 @@ reported beside it: the paper names them as what this workload taxes but did not
 The same levels run with the server's threads virtual (JDK 21+), side by side.
 """
 import argparse
+import contextlib
 import json
 import statistics
 from pathlib import Path
@@ -130,9 +131,10 @@ def load_cmd(java: str, a) -> str:
             f"--message-bytes {a.message_bytes} --max-seconds 600")
 
 
-def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
-    """Every level in one thread model, on one server; each level is kept (the partial
-    results file) as soon as it is measured."""
+@contextlib.contextmanager
+def warmed_server(java: str, mode: str, a, out: Path, results: dict):
+    """The chat server in one thread model, started, warmed by an untraced load of the first
+    level, and stopped at the end: yields (server, the mode's results entry)."""
     srv = CommandServer(server_cmd(java, mode, 4 * 3600), load_cmd(java, a),
                         out / f"server-{mode}", rate_key="messages_per_s")
     m = results["modes"][mode] = {"levels": {}}
@@ -141,6 +143,13 @@ def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
         log(f"[{mode}] chat server: JVM pid {srv.pid} on port {srv.port}")
         log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
         m["warmup"] = srv.load(str(a.levels[0]))
+        yield srv, m
+
+
+def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
+    """Every level in one thread model, on one server; each level is kept (the partial
+    results file) as soon as it is measured."""
+    with warmed_server(java, mode, a, out, results) as (srv, m):
         for rooms in progress_over(a.levels, f"chat {mode}", "level"):
             name = f"{rooms}x{a.users_per_room}"
             users = rooms * a.users_per_room
@@ -163,14 +172,7 @@ def run_served(java: str, mode: str, a, out: Path, results: dict) -> dict:
     pairs, recorded first in even ones) so that a drift of the server's speed falls on both
     arms alike. Each pair gives one ratio recorded/bare of messages/s."""
     from jvmos.experiments.server import _bare_load, _recorded_load
-    srv = CommandServer(server_cmd(java, mode, 4 * 3600), load_cmd(java, a),
-                        out / f"server-{mode}", rate_key="messages_per_s")
-    m = results["modes"][mode] = {"levels": {}}
-    with srv:
-        m.update({"server_command": " ".join(srv.argv), "load_command": srv.load_cmd})
-        log(f"[{mode}] chat server: JVM pid {srv.pid} on port {srv.port}")
-        log(f"[{mode}] warm-up: {a.levels[0]} rooms, untraced")
-        m["warmup"] = srv.load(str(a.levels[0]))
+    with warmed_server(java, mode, a, out, results) as (srv, m):
         for rooms in a.levels:
             name = f"{rooms}x{a.users_per_room}"
             load = lambda r=rooms: srv.load(str(r))  # noqa: E731
@@ -275,21 +277,28 @@ def served_costs_table(results) -> Table:
     return t
 
 
+def each_mode(run, java, modes, a, out, results, stem) -> Optional[str]:
+    """run(java, mode, a, out, results) for each thread model; the first one's failure is
+    the experiment's (its finished levels named), a later one's is said and kept beside the
+    first one's results: returns what failed, or None."""
+    failed = None
+    for mode in modes:
+        try:
+            run(java, mode, a, out, results)
+        except JvmosError as e:
+            if mode == modes[0]:
+                raise kept_so_far(e, out, stem)
+            failed = f"{mode} threads failed: {e}"
+            log(f"error: {failed}")
+            results["modes"][mode]["error"] = str(e)
+    return failed
+
+
 def served_main(a, jvm, modes, java, out, results) -> int:
     results.update({"served_under": a.served_under, "trials": a.trials,
                     "goal_ratio": SERVED_GOAL})
     stem = f"served-{a.served_under}"
-    failed = None
-    for mode in modes:
-        try:
-            run_served(java, mode, a, out, results)
-        except JvmosError as e:
-            if mode == modes[0]:
-                raise kept_so_far(e, out, stem)
-            # the first mode's table stands; this one is said to have failed
-            failed = f"{mode} threads failed: {e}"
-            log(f"error: {failed}")
-            results["modes"][mode]["error"] = str(e)
+    failed = each_mode(run_served, java, modes, a, out, results, stem)
     if failed:
         results["error"] = failed
     t = served_table(results, a.served_under)
@@ -341,17 +350,7 @@ def main(argv) -> int:
         log(f"note: {left_out}")
     if a.served_under:
         return served_main(a, jvm, modes, java, out, results)
-    failed = None
-    for mode in modes:
-        try:
-            run_mode(java, mode, a, out, results)
-        except JvmosError as e:
-            if mode == modes[0]:
-                raise kept_so_far(e, out, "figure1")
-            # the first mode's figure stands; this one is said to have failed
-            failed = f"{mode} threads failed: {e}"
-            log(f"error: {failed}")
-            results["modes"][mode]["error"] = str(e)
+    failed = each_mode(run_mode, java, modes, a, out, results, "figure1")
     main_mode = modes[0]
     results["levels"] = results["modes"][main_mode]["levels"]
     results["figure1_mode"] = main_mode

@@ -583,11 +583,15 @@ def _prepare(opts: Options, log) -> _Run:
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
+    plan = None
     if opts.engine == "bpf":
-        # what the JVM's libraries cannot give (a layer with no probe there) is refused
-        # before a run directory is made or a calibration started
-        engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode, scope=opts.scope,
-                              root=opts.pid or 0, counting=opts.pid is None)
+        # the root pid is known once the command is launched (or now, --pid): the plan is
+        # completed then; built here, before a run directory is made or a calibration
+        # started, so that what the JVM's libraries cannot give (a layer with no probe
+        # there) is refused first; kept for its probe list, the manifest and the errors
+        plan = engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode,
+                                     scope=opts.scope, root=opts.pid or 0,
+                                     counting=opts.pid is None)
     out = prepare_out(opts.out or default_out("record"))
     for w in warnings:
         log(f"warning: {w}")
@@ -607,13 +611,7 @@ def _prepare(opts: Options, log) -> _Run:
             platform["engine_probes"] = enginecost.merge(platform.get("engine_probes"), got)
             cal.save(platform_file, platform)
 
-    plan = None
-    if opts.engine == "bpf":
-        # the root pid is known once the command is launched (or now, --pid): the plan is
-        # completed then; built here for its probe list, the manifest and the errors
-        plan = engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode,
-                                     scope=opts.scope, root=opts.pid or 0,
-                                     counting=opts.pid is None)
+    if plan is not None:
         script = plan.script
     else:
         script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,

@@ -233,6 +233,13 @@ def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) 
     return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
 
 
+def idle_tracepoints(names) -> List[dict]:
+    """calib.bpf.c's minimal program (the traced-set filter and a count) on these syscall
+    tracepoints, as the engine's extra tracepoints."""
+    return [{"group": "syscalls", "name": t, "program": "min_tp", "object": "calib"}
+            for t in names]
+
+
 def run_idle_tracepoint(cmd: List[str]) -> dict:
     """The traced loop with one compiled program on a syscall tracepoint that neither the loop
     nor the bystander calls (getppid), a bystander beside it: what merely enabling a syscall
@@ -242,23 +249,20 @@ def run_idle_tracepoint(cmd: List[str]) -> dict:
     from jvmos import enginecost
     box = {}
     out, raw, ready = enginecost.run_cmd(
-        cmd, extra_tps=[{"group": "syscalls", "name": "sys_enter_getppid", "program": "min_tp",
-                         "object": "calib"}],
+        cmd, extra_tps=idle_tracepoints(["sys_enter_getppid"]),
         workload=lambda: box.setdefault("by", Bystander().start()))
     box["by"].join()
     return {"workload": last_json(out), "bystander": box["by"],
             "attach_seconds": (ready or {}).get("spawn_to_ready_s")}
 
 
-def syscall_tracepoints_of_layers() -> List[str]:
-    """The syscall tracepoints the threads and links layers put on (jvmos/enginelayers):
-    enter and exit of each span syscall (exit: its entry only), of futex and of each link
-    syscall."""
-    from jvmos.catalogue import LINK_SYSCALLS, THREAD_SPAN_SYSCALLS
-    names = []
-    for sc in THREAD_SPAN_SYSCALLS + ("futex",) + LINK_SYSCALLS:
-        names += [f"sys_enter_{sc}"] + ([] if sc == "exit" else [f"sys_exit_{sc}"])
-    return names
+def syscall_tracepoints_of_layers(layers=("threads", "links")) -> List[str]:
+    """The syscall tracepoints these compiled layers put on, from their own plan (the
+    libraries are left out: only the tracepoints are wanted)."""
+    from jvmos import engine as eng
+    plan = eng.build_plan(list(layers), {}, lambda path: {}, root=0, counting=False,
+                          follow=False)
+    return sorted({t["name"] for t in plan.doc["tracepoints"] if t["group"] == "syscalls"})
 
 
 TAX_CALLS = 1_000_000
@@ -302,8 +306,7 @@ def tracepoint_tax(rounds: int) -> dict:
                         done.write_text("")
                 enginecost.run_cmd(
                     ["sh", "-c", f"while [ ! -e '{done}' ]; do sleep 0.05; done"],
-                    extra_tps=[{"group": "syscalls", "name": t, "program": "min_tp",
-                                "object": "calib"} for t in tps],
+                    extra_tps=idle_tracepoints(tps),
                     workload=bystander)
             r = box.get("r")
             if r is None or r.returncode != 0:
@@ -414,8 +417,8 @@ def main(argv) -> int:
 
     rows = []
 
-    def add(name, kind, loop, scope, got, extra=None, n=None, base_per_op=None):
-        after_control()
+    def add(name, kind, loop, scope, measured, extra=None, n=None, base_per_op=None):
+        got, pc = measured
         wl = got["workload"]
         n = n or loops[loop][1]
         base = base_per_op if base_per_op is not None else med[loop] / loops[loop][1]
@@ -424,7 +427,7 @@ def main(argv) -> int:
         row = {"name": name, "kind": kind, "loop": loop, "scope": scope,
                "loop_ns": wl["elapsed_ns"], "added_ns_per_op": per_op, "bystander": by,
                "bystander_error": got["bystander"].error}
-        row["paired_control"] = paired.pop("pc", None)
+        row["paired_control"] = pc
         row.update(extra or {})
         rows.append(row)
         log(f"  {name}: {per_op:+.0f} ns per {loop}")
@@ -443,25 +446,23 @@ def main(argv) -> int:
         by.join()
         return wl, by
 
-    paired = {}
-
     def one_control():
         wl, by = control_round()
         return by.per_call(wl.get("loop_end_ns"), wl.get("loop_start_ns"))
 
-    def before(what):
-        """Paired controls around a configuration: the bystander's speed drifts on a shared VM
-        by more than the effects sought (a single control 200 ns one minute, 270 the next),
-        so each row is compared with the bystander measured right before and right after it
-        (the median of both controls' rounds)."""
-        if a.paired:
-            log(f"  paired control before {what}")
-            paired["before"] = one_control()
-
-    def after_control():
-        if a.paired and "before" in paired:
-            log("  paired control after it")
-            paired["pc"] = merged(paired.pop("before"), one_control())
+    def between_controls(what, run):
+        """run() with its paired controls around it: the bystander's speed drifts on a shared
+        VM by more than the effects sought (a single control 200 ns one minute, 270 the
+        next), so each row is compared with the bystander measured right before and right
+        after it (the median of both controls' rounds). (run's result, the paired control or
+        None with --no-paired)."""
+        if not a.paired:
+            return run(), None
+        log(f"  paired control before {what}")
+        first = one_control()
+        got = run()
+        log("  paired control after it")
+        return got, merged(first, one_control())
 
     log(f"control: {n_ctl:,} untraced writes, bystander beside them")
     wl, by = control_round()
@@ -477,26 +478,26 @@ def main(argv) -> int:
     for kind in ("count", "time"):
         for sc in ref_scopes:
             log(f"minimal {kind} script, {sc} scope")
-            before(f"the minimal {kind} script")
-            got = run_ref(kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}")
+            got = between_controls(f"the minimal {kind} script", lambda: run_ref(
+                kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}"))
             add(f"minimal {kind} script", f"ref-{kind}", "write", sc, got)
 
     if a.engine:
         # the compiled floor: the same two probe points, minimal programs, the engine's links
         for kind in ("count", "time"):
             log(f"minimal compiled {kind} programs (engine), process scope")
-            before(f"the minimal compiled {kind} programs")
-            got = run_ref_engine(kind, loops["write"][0], libjvm)
+            got = between_controls(f"the minimal compiled {kind} programs",
+                                   lambda: run_ref_engine(kind, loops["write"][0], libjvm))
             add(f"minimal compiled {kind} programs", f"ref-{kind}-bpf", "write", "process", got,
-                {"attach_seconds": got["attach_seconds"]})
+                {"attach_seconds": got[0]["attach_seconds"]})
         log("an idle syscall tracepoint (engine): getppid, called by neither loop")
         # the loop is not slowed by a probe it never hits: the control's length, so that the
         # bystander's rounds run beside it
-        before("the idle syscall tracepoint")
-        got = run_idle_tracepoint(ctl_cmd)
+        got = between_controls("the idle syscall tracepoint",
+                               lambda: run_idle_tracepoint(ctl_cmd))
         # its loop is the control's: added per write against the control row's loop
         add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
-            got, {"attach_seconds": got["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
+            got, {"attach_seconds": got[0]["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
 
     configs = []
     for layer in a.layers:
@@ -522,19 +523,19 @@ def main(argv) -> int:
         short = "full" if "," in layer else layer
         name = f"jvmos {short} {mode} {sc}" + (" bpf" if tag else "")
         log(name)
-        before(name)
-        got = run_jvmos(name.replace(" ", "-"), loops[loop][0], out, layers=layer.split(","),
-                        mode=mode, scope=sc, engine=engine)
+        got = between_controls(name, lambda: run_jvmos(
+            name.replace(" ", "-"), loops[loop][0], out, layers=layer.split(","), mode=mode,
+            scope=sc, engine=engine))
+        r = got[0]
         add(f"jvmos{tag} --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
-            {"layer": layer, "mode": mode, "run_dir": got["run_dir"], "engine": engine,
-             "uprobes_scoped": (got["scope"] or {}).get("uprobes_scoped"),
-             "attach_seconds": got["attach_seconds"],
-             "teardown_seconds": got["teardown_seconds"]})
+            {"layer": layer, "mode": mode, "run_dir": r["run_dir"], "engine": engine,
+             "uprobes_scoped": (r["scope"] or {}).get("uprobes_scoped"),
+             "attach_seconds": r["attach_seconds"], "teardown_seconds": r["teardown_seconds"]})
     log("jvmos --mode sample")
-    before("--mode sample")
-    got = run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample")
+    got = between_controls("--mode sample",
+                           lambda: run_jvmos("jvmos-sample", loops["write"][0], out, mode="sample"))
     add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", None, got,
-        {"mode": "sample", "run_dir": got["run_dir"]})
+        {"mode": "sample", "run_dir": got[0]["run_dir"]})
 
     # the bystander's control per call, and each row's slowdown against it
     control = next(r["bystander"] for r in rows if r["kind"] == "control")

@@ -576,7 +576,7 @@ def main(argv) -> int:
         tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
                    f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
                    f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
-                   ["arm", "tracepoints", "median", "rounds", "slowdown (medians)"])
+                   ["arm", "tracepoints", "median", "rounds", "slowdown: median against the arm without tracepoints"])
         for arm in tax["arms"]:
             tt.add([arm["arm"], str(arm["tracepoints"]), f"{arm['median_ns']:.0f} ns",
                     ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),

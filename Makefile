@@ -51,7 +51,7 @@ test: build
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
 	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
 	  mv $(TEST_PLATFORM).tmp $(TEST_PLATFORM); fi
-	$(JVMOS) calibrate --engine bpf --trials 3 --platform $(TEST_PLATFORM) >/dev/null
+	$(JVMOS) calibrate --trials 3 --platform $(TEST_PLATFORM) >/dev/null
 	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
 	  --dist worksteal --durations=15 tests/integration
 
@@ -79,10 +79,10 @@ build: venv engine
 # fetches a Go new enough for it).
 BPF_OBJS := $(patsubst probes/%.bpf.c,build/probes/%.bpf.o,$(wildcard probes/*.bpf.c))
 # A kernel without BTF cannot load CO-RE programs: the engine is left out there (jvmos doctor
-# says so; --engine bpftrace still works).
+# says so; jvmos record then refuses in one line, --mode sample still records).
 engine:
 	@if [ -r /sys/kernel/btf/vmlinux ]; then $(MAKE) -s build/jvmos-engine $(BPF_OBJS); \
-	else echo "engine: no /sys/kernel/btf/vmlinux: the compiled engine is not built (--engine bpftrace only)"; fi
+	else echo "engine: no /sys/kernel/btf/vmlinux: the compiled engine is not built (jvmos record --mode sample only)"; fi
 
 build/vmlinux.h:
 	@mkdir -p build

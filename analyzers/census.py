@@ -1,4 +1,4 @@
-"""The JNI census (probes/jni.bt; the paper's Table 2): every call of every JNI entry point
+"""The JNI census (probes/jni.bpf.c; the paper's Table 2): every call of every JNI entry point
 of libjvm.so, and the share of them that copy between the Java heap and native memory."""
 from typing import Dict, List, Tuple
 

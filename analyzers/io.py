@@ -1,10 +1,11 @@
-"""The I/O resource (probes/io.bt; paper section 3.1): JNI copies between the Java heap and
+"""The I/O resource (probes/io.bpf.c; paper section 3.1): JNI copies between the Java heap and
 native memory (jni_copy, measured), I/O syscalls (io_syscall, measured; their time includes
 blocking and is not guaranteed overhead), the kernel's copyin/copyout of the bytes they moved
 (kernel_copy: bytes x the calibrated per-byte cost, estimated, as the paper did), the NIO
 path's heap <-> temporary direct buffer copies (nio_copy, estimated) and the bytes of each
 path (JNI, NIO, other). Measured times are corrected with the io layer's own calibrated
-windows (jvmos calibrate --probes measures them on io.bt's blocks).
+windows (jvmos calibrate --probes measures them on the engine's io.bpf.c programs; a recording
+made with the retired bpftrace scripts was corrected with their own windows).
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -14,14 +15,14 @@ from jvmos.catalogue import JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
 # probes of this layer, as analyzers/overhead.py charges them
 KINDS = {
-    "io:jni_copy": ("a JNI copy function: io.bt's entry block (+ return block in --mode time)",
+    "io:jni_copy": ("a JNI copy function: an entry probe (+ a return probe in --mode time)",
                     "jni_copy_time_hit", "jni_copy_count_hit"),
-    "io:syscall_pair": ("an I/O syscall: io.bt's sys_enter/sys_exit blocks",
+    "io:syscall_pair": ("an I/O syscall: a sys_enter/sys_exit tracepoint pair",
                         "io_syscall_hit", "io_syscall_hit"),
-    "io:uprobe": ("a libnio read/write native or Unsafe_CopyMemory0: one entry block",
+    "io:uprobe": ("a libnio read/write native or Unsafe_CopyMemory0: one entry probe",
                   "uprobe", "uprobe"),
-    "io:syscall_upair": ("an I/O call (--scope process): io.bt's uprobe/uretprobe blocks on "
-                         "libc's wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
+    "io:syscall_upair": ("an I/O call (--scope process): a uprobe/uretprobe pair on libc's "
+                         "wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
 }
 
 
@@ -148,12 +149,12 @@ WINDOWS = {"jni_copy": ("jni_copy_time_window",
 
 
 # --scope process times the I/O calls with a uprobe+uretprobe pair on libc's wrappers: no
-# window was calibrated for that pair in io.bt's syscall blocks; the JNI copy pair's is the
-# nearest measured one (same probe kinds, both on an instruction the kernel emulates)
+# window calibrated for the tracepoint pair applies to it; the JNI copy pair's is the nearest
+# measured one where the pair's own was not resolved (same probe kinds, both on an instruction the kernel emulates)
 WINDOWS_PROCESS = dict(WINDOWS, io_syscall=(
     "symbol_pair_time_window", "the JNI copy symbol pair's window (borrowed: --scope process "
-    "times I/O calls with a uprobe+uretprobe pair on libc's wrappers, like io.bt's JNI copy "
-    "blocks on a function symbol; io_syscall_window was calibrated for the tracepoint pair)"))
+    "times I/O calls with a uprobe+uretprobe pair on libc's wrappers, like the JNI copy "
+    "pair on a function symbol; io_syscall_window was calibrated for the tracepoint pair)"))
 
 
 def correct_times(cats: dict, probes: Optional[dict], mode: str, scope: str = "host") -> None:

@@ -1,4 +1,4 @@
-"""The links resource (probes/links.bt; the paper's C_link and C_file): accept, accept4 and
+"""The links resource (probes/links.bpf.c; the paper's C_link and C_file): accept, accept4 and
 connect (category link), open, openat, openat2 and close (category file), each the on-CPU time
 of the syscall corrected per hit with the io layer's tracepoint window (borrowed, and named
 so in `probe_window_source`).
@@ -11,9 +11,9 @@ from jvmos.analyzers.correction import SYS_SOURCE, combine, correct_by_window, g
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
 # platform file's "probes" section)
 KINDS = {
-    "links:syscall_pair": ("accept/connect/open/close: links.bt's enter/exit blocks",
+    "links:syscall_pair": ("accept/connect/open/close: a sys_enter/sys_exit tracepoint pair",
                            "link_syscall_hit", "link_syscall_hit"),
-    "links:sched_switch": ("a switch out of a traced thread: links.bt's two sched_switch blocks",
+    "links:sched_switch": ("a switch out of a traced thread: the sched_switch program",
                            "sched_switch_links_hit", "sched_switch_links_hit"),
 }
 

@@ -1,4 +1,4 @@
-"""The memory resource (probes/mem.bt; paper section 3.3): the libc allocator (malloc; free
+"""The memory resource (probes/mem.bpf.c; paper section 3.3): the libc allocator (malloc; free
 is not probed: free_estimated), the kernel's memory syscalls and user page faults (vm), and
 each process's growth over time. Measured times are corrected per hit (correction.correct)
 with the io layer's windows (borrowed, named in `probe_window_source`).
@@ -12,17 +12,17 @@ from jvmos.analyzers.correction import (PAIR_SOURCE, SYS_SOURCE, add, combine, c
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
 # platform file's "probes" section)
 KINDS = {
-    "mem:malloc_pair": ("an allocator call: mem.bt's entry block (+ return block in --mode "
+    "mem:malloc_pair": ("an allocator call: an entry probe (+ a return probe in --mode "
                         "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),
-    "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: mem.bt's enter/exit blocks",
+    "mem:vm_syscall_pair": ("brk/mmap/munmap/mprotect/madvise: a sys_enter/sys_exit tracepoint pair",
                             "vm_syscall_mem_hit", "vm_syscall_mem_hit"),
-    "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): mem.bt's "
-                             "uprobe/uretprobe blocks on libc's wrapper (--mode count: the "
-                             "entry block; sbrk keeps its return, not charged)", "uprobe_pair",
+    "mem:vm_syscall_upair": ("mmap/munmap/mprotect/madvise/sbrk (--scope process): a "
+                             "uprobe/uretprobe pair on libc's wrapper (--mode count: the "
+                             "entry probe; sbrk keeps its return, not charged)", "uprobe_pair",
                              "uprobe"),
-    "mem:page_fault": ("a user page fault: mem.bt's page_fault_user block",
+    "mem:page_fault": ("a user page fault: the page_fault_user program",
                        "page_fault_mem_hit", "page_fault_mem_hit"),
-    "mem:sched_switch": ("a switch out of a traced thread: mem.bt's two sched_switch blocks",
+    "mem:sched_switch": ("a switch out of a traced thread: the mem layer's sched_switch program",
                          "sched_switch_mem_hit", "sched_switch_mem_hit"),
 }
 
@@ -39,15 +39,15 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
 
 
 def adjust_hits(per: Dict[str, Dict[str, int]]) -> None:
-    """An exec also runs mem.bt's exec block when the mem layer is loaded (it always has
-    switches to count): one more block per exec than common.bt's count says."""
+    """An exec also runs the mem layer's exec program when that layer is loaded (it always
+    has switches to count): one more program run per exec than the common count says."""
     if any("mem:sched_switch" in k for k in per.values()):
         for k in per.values():
             if "common:sched_process_exec" in k:
                 k["common:sched_process_exec"] *= 2
 
 
-FREE_BASIS = ("free is not probed (mem.bt says why): one free per block allocated by the "
+FREE_BASIS = ("free is not probed (its first instruction is single-stepped; probes/mem.bpf.c): one free per block allocated by the "
               "probed malloc, calloc and *memalign calls (realloc does not add a block), x "
               "the calibrated cost of one free (workloads/c/memcal); calls and time are both "
               "estimated, never counted as probe hits")
@@ -70,7 +70,7 @@ def categories(fns: dict, probes: Optional[dict], costs: dict, mode: str) -> dic
                 p = {"time_ns": calls * model["ns_per_call"] if model else None,
                      "method": "estimated"}
             else:
-                # a call whose span went untimed (mem.bt: its off-CPU time exceeded it) added
+                # a call whose span went untimed (the mem layer's rule: its off-CPU time exceeded it) added
                 # no time, so no window is subtracted for it
                 untimed = get(fns.get("malloc_untimed", {}), k)
                 p = correct_by_window(v.get("time_ns", 0), calls - untimed, c["pair_window"],

@@ -4,7 +4,9 @@ Every probe that runs in a traced process is a "kind" here (a layer's blocks on 
 point, or a pair of them): its hits are counted exactly by the scripts, either in a map that
 already counts those events (@calls, @ncalls, @csw) or in @hits[pid, kind], which the scripts
 keep for the probes no other map counts. Each kind has a cost per hit that `jvmos calibrate
---probes` measured (jvmos/probecost.py), and the estimate is the sum of hits x cost.
+--probes` measured (the compiled engine's, jvmos/enginecost.py; a recording made with bpftrace
+keeps the bpftrace costs of its time, jvmos/probecost.py), and the estimate is the sum of hits
+x cost.
 
 A kind whose cost was not calibrated is reported as unknown: its hits are listed, the total
 is then null (`probe_overhead_ns`) and only the part that is known is given, under a name
@@ -22,7 +24,7 @@ from typing import Dict, Iterable, Optional, Tuple
 from jvmos.analyzers import census, io, links, mem, threads
 
 # kind -> (what one hit is, cost key in --mode time, cost key in --mode count), each layer's
-# own in its analyzer (io.KINDS, ...), common.bt's here. A cost key names an entry of the
+# own in its analyzer (io.KINDS, ...), the common programs' here. A cost key names an entry of the
 # platform file's "probes" section; "uretprobe" is derived (uprobe_pair - uprobe). Keys marked
 # borrowed are the cost of a minimal probe of the same shape (one map update), not of that
 # kind's own blocks: the estimate says so per kind.
@@ -31,15 +33,16 @@ COMMON_KINDS = {
                             "thread_common_hit", "thread_common_hit"),
     "common:sched_process_exit": ("a traced thread exiting", "thread_common_hit",
                                   "thread_common_hit"),
-    "common:sched_process_exec": ("an exec in a traced process (common.bt's block, and mem.bt's "
-                                  "when loaded)", "tracepoint", "tracepoint"),
+    "common:sched_process_exec": ("an exec in a traced process (the common program, and the mem "
+                                  "layer's when loaded)", "tracepoint", "tracepoint"),
 }
 # the analyzers in the order they count hits: each counts its own layer's probes
 ANALYZERS = (io, census, links, threads, mem)
 KINDS: Dict[str, Tuple[str, str, str]] = {k: v for a in ANALYZERS for k, v in a.KINDS.items()}
 KINDS.update(COMMON_KINDS)
 
-# where each cost key comes from (the platform file's probes section, `jvmos calibrate --probes`)
+# where each cost key came from in a platform file calibrated with the retired bpftrace scripts
+# (the engine's calibration carries its own measured_with per key: jvmos/enginecost.py)
 MEASURED_WITH = {
     "jni_copy_time_hit": "io.bt's JNI copy blocks on probecal's copy function (--mode time)",
     "jni_copy_count_hit": "io.bt's JNI copy entry block on probecal's copy function",
@@ -86,7 +89,7 @@ def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
     for analyzer in ANALYZERS:
         for kind, counts in analyzer.probe_hits(raw, scope):
             add(kind, counts)
-    # the probes no other map counts: common.bt's and the layers' extra blocks
+    # the probes no other map counts: the common programs and the layers' extra ones
     for (pid, kind), n in raw.keyed("@hits").items():
         if n:
             per[pid][kind] += int(n)

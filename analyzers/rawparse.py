@@ -1,11 +1,17 @@
-"""Parsing `bpftrace -f json` output: one JSON object per line."""
+"""Raw probe output as the analyzers read it (Raw: maps keyed as "pid,category,probe"...).
+
+The engine's maps become a Raw through jvmos.engine.to_raw. What is parsed here is `bpftrace
+-f json` output, one JSON object per line: the recordings made before bpftrace's probe scripts
+were retired (raw/bpftrace.json, re-read by `jvmos report` and scripts/reanalyse.py), and the
+output of the bpftrace tools that remain (probes/net.bt, the tests' witnesses)."""
 import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from jvmos.catalogue import OUTPUT_MAP_ARITY
 
-# the line common.bt prints after it has printed every map at the stop signal
+# the line a jvmos bpftrace script prints after it has printed every map at the stop signal
+# (the retired common.bt, and probes/net.bt)
 MAPS_PRINTED = "jvmos-maps-printed"
 
 # how many key fields each printed map has: the catalogue's contract with the probe scripts
@@ -19,8 +25,9 @@ class Raw:
     attached_probes: int = 0
     lost_events: int = 0
     errors: List[str] = field(default_factory=list)
-    # common.bt printed every map at the stop, then its end marker (MAPS_PRINTED): the maps
-    # are those of the stop; any printed after the marker (bpftrace's own end) are ignored
+    # the script printed every map at the stop, then its end marker (MAPS_PRINTED): the maps
+    # are those of the stop; any printed after the marker (bpftrace's own end) are ignored;
+    # the engine's maps are whole by construction (set by engine.to_raw)
     maps_printed: bool = False
     # values that bpftrace printed as unsigned 64-bit sums above 2^63: sums of signed
     # differences that came out negative (a span whose bookkeeping went wrong), kept as the

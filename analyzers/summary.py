@@ -19,7 +19,7 @@ from jvmos.analyzers.correction import combine, validate_costs, validate_probes
 from jvmos.analyzers.overhead import probe_overhead
 from jvmos.analyzers.rawparse import Raw
 from jvmos.catalogue import CATEGORIES, GUARANTEED, GUARANTEED_IO
-from jvmos.probegen import symbol_of_probe
+from jvmos.probelist import symbol_of_probe
 
 SCHEMA = "jvmos.summary/1"
 

@@ -1,4 +1,4 @@
-"""The threads resource (probes/threads.bt; paper section 3.2): native thread creation and
+"""The threads resource (probes/threads.bpf.c; paper section 3.2): native thread creation and
 exit split into libc, kernel and the JVM's part (categories thread_create, thread_jvm), the
 waiting around it (thread_wait), futex synchronization (sync), run-queue wait (runq) and the
 context switches of the traced threads. Times are corrected per hit (correction.correct); the layer has no
@@ -15,15 +15,15 @@ from jvmos.analyzers.correction import (NESTED_SOURCE, PAIR_SOURCE, SYS_SOURCE, 
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
 # platform file's "probes" section)
 KINDS = {
-    "threads:sched_switch": ("a switch out of a traced thread: threads.bt's sched_switch blocks",
+    "threads:sched_switch": ("a switch out of a traced thread: the threads layer's sched_switch program",
                              "sched_switch_threads_hit", "sched_switch_threads_hit"),
-    "threads:futex_pair": ("a futex syscall: threads.bt's enter/exit blocks",
+    "threads:futex_pair": ("a futex syscall: a sys_enter/sys_exit tracepoint pair",
                            "futex_threads_hit", "futex_threads_hit"),
     "threads:span_syscall": ("mmap, mprotect, madvise, clone, rseq, ... (12 syscalls): "
-                             "threads.bt's enter/exit blocks",
+                             "a sys_enter/sys_exit tracepoint pair",
                              "span_syscall_threads_hit", "span_syscall_threads_hit"),
-    "threads:clone_count": ("one of threads.bt's two extra clone blocks (the enter block that "
-                            "counts, the exit block that marks Java threads): two per clone",
+    "threads:clone_count": ("the clone tracepoints' extra work (the count at entry, the mark of "
+                            "a Java thread at exit): two per clone",
                             "tracepoint", "tracepoint"),
     "threads:uprobe": ("entry of JVM_StartThread, pthread_create, thread_native_entry or "
                        "JavaThread::exit", "uprobe", "uprobe"),

@@ -1,5 +1,7 @@
 """Platform constants of this machine: the per-byte copy costs jvmos uses for what it cannot
-probe (kernel copyin/copyout, and the JIT-intrinsified heap->direct copies of NIO).
+probe (kernel copyin/copyout, and the JIT-intrinsified heap->direct copies of NIO), and what a
+recording needs measured before it starts (ensure_calibrated: those, the compiled engine's
+probe costs, the JNI copy cost models).
 
 Written to a platform file (JSON) that `record` and `report` read and that each run copies
 into its summary, so a run can be read later on another machine.
@@ -142,22 +144,65 @@ def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
             "copy": copy}
 
 
-def calibrate_probes(trials: int = 5, log=print) -> dict:
-    from jvmos.probecost import calibrate
-    return calibrate(trials=trials, log=log)
+def calibrate_jni(jvm: Jvm, engine_probes: dict, trials: int = 3, log=print) -> dict:
+    """This JDK's JNI copy cost model (copy.jni_region[home]), measured with the compiled
+    engine and corrected with its calibrated window (engine_probes: the platform file's)."""
+    from jvmos.enginecost import calibrate_jni_model
+    return calibrate_jni_model(jvm, engine_probes, trials=trials, log=log)
 
 
-def probes_incomplete(probes: dict) -> bool:
-    """True when a platform file's probe costs lack a kind that `calibrate --probes` measures
-    now (a file made before the layers' probe kinds were calibrated)."""
-    from jvmos.probecost import LAYER_COSTS
-    return any(k not in probes for k in LAYER_COSTS)
+def calibrate_jni_models(jvms: List[Jvm], engine_probes: dict, trials: int = 3,
+                         log=print) -> dict:
+    """calibrate_jni for each JDK that can have one; a JDK that cannot (a stripped libjvm, a
+    window not calibrated) is left out, and said so."""
+    from jvmos.enginecost import jni_model_unavailable
+    out = {}
+    for j in jvms:
+        why = jni_model_unavailable(j, engine_probes)
+        if why:
+            log(f"note: no JNI copy cost model for JDK {j.version} ({j.home}): {why}")
+            continue
+        out[str(j.home)] = calibrate_jni(j, engine_probes, trials=trials, log=log)
+    return out
 
 
-def calibrate_jni(jvm: Jvm, probes: dict, log=print) -> dict:
-    from jvmos.probecost import calibrate_jni_model
-    return calibrate_jni_model(jvm, probes["jni_copy_time_window"]["mean_ns"], jar(IO_JAR),
-                               log=log)
+def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[Jvm],
+                      layers: List[str], mode: str, log=print) -> dict:
+    """What a recording of these layers in this mode needs and the platform file lacks,
+    measured once (once per machine, once per JDK) and saved after each step, so that what
+    was measured is kept if a later step fails: the copy costs, each JDK's NIO copy, the
+    compiled engine's probe costs of these layers, and in --mode count with the io layer each
+    JDK's JNI copy cost model."""
+    from jvmos import enginecost
+    from jvmos.enginecost import jni_model_unavailable
+    if platform is None:
+        log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
+            "first (once; 'jvmos calibrate --force' redoes it)")
+        platform = calibrate_copy(jvms, log=log)
+        save(platform_file, platform)
+    nio = platform["copy"].setdefault("nio_heap_to_direct", {})
+    for j in [j for j in jvms if str(j.home) not in nio]:
+        log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
+        nio[str(j.home)] = calibrate_nio(j)
+        save(platform_file, platform)
+    if enginecost.incomplete(platform.get("engine_probes"), list(layers)):
+        log(f"no (or an incomplete) probe-cost calibration of the compiled engine for "
+            f"{','.join(layers)} in {platform_file}: measuring it once (a minute)")
+        got = enginecost.calibrate(trials=3, log=log, layers=list(layers))
+        platform["engine_probes"] = enginecost.merge(platform.get("engine_probes"), got)
+        save(platform_file, platform)
+    if mode == "count" and "io" in layers:
+        # --mode count times no JNI copy: the io layer estimates them with this model
+        jr = platform["copy"].setdefault("jni_region", {})
+        for j in [j for j in jvms if str(j.home) not in jr]:
+            why = jni_model_unavailable(j, platform.get("engine_probes"))
+            if why:
+                log(f"note: no JNI copy cost model for JDK {j.version}: {why}")
+                continue
+            log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
+            jr[str(j.home)] = calibrate_jni(j, platform["engine_probes"], log=log)
+            save(platform_file, platform)
+    return platform
 
 
 def costs_for(platform: Optional[dict]) -> dict:
@@ -169,7 +214,9 @@ def costs_for(platform: Optional[dict]) -> dict:
 
 
 def validate_platform(platform: Optional[dict]) -> None:
-    """Check the probe costs and cost models of a platform file before they are used."""
+    """Check the probe costs and cost models of a platform file before they are used. A
+    platform file has "probes" (bpftrace's probe costs) only when it was calibrated before the
+    compiled engine was jvmos's only engine: absent is fine."""
     from jvmos.analyzers.correction import validate_costs, validate_probes
     if not platform:
         return

@@ -1,8 +1,8 @@
 """The heuristic's platform constants (C_nt, C_link, C_file, C_I/Ochunk), measured on this
 machine: microbenchmarks of workloads/java/io run under `jvmos record` with the probes of the
 layer each constant belongs to. The arithmetic that turns a recording into one trial's
-constant is jvmos.heuristic.constants; the copy and probe costs that the recordings are
-corrected with come first (jvmos.calibrate).
+constant is jvmos.heuristic.constants; the copy costs (jvmos.calibrate) and the compiled
+engine's probe costs (jvmos.enginecost) that the recordings are corrected with come first.
 
 Module order (no cycle): record uses calibrate (copy and probe costs, platform file); this
 module uses both; neither imports it.
@@ -81,35 +81,36 @@ def measure(jvm, trials: int = 5, chunk: int = constants.DEFAULT_CHUNK, log: Cal
 def calibrate_constants(data: dict, jvm: Jvm, path: Path, trials: int = 5,
                         chunk: Optional[int] = None, log=print) -> dict:
     """The heuristic's platform constants (C_nt, C_link, C_file, C_io_chunk), measured with
-    the probes; needs the copy and probe costs in `data`, which is saved to `path` first
-    because the recordings read it from there. The recordings use the default engine: when
-    that is the compiled one, its probe costs are measured first (they correct the times)."""
+    the probes; needs the copy costs in `data`, which is saved to `path` first because the
+    recordings read it from there. The recordings' times are corrected with the compiled
+    engine's probe costs: measured first where `data` lacks some."""
     from jvmos import engine as engine_mod, enginecost
     cal.save(path, data)        # what was measured so far is kept if what follows fails
-    if engine_mod.default_engine() == "bpf" and enginecost.incomplete(data.get("engine_probes")):
+    if enginecost.incomplete(data.get("engine_probes")):
         data["engine_probes"] = enginecost.merge(data.get("engine_probes"),
                                                  enginecost.calibrate(trials, log=log))
-    cal.save(path, data)
+        cal.save(path, data)
     out = measure(jvm, trials=trials, chunk=chunk or constants.DEFAULT_CHUNK, log=log,
                   platform_file=str(path))
-    # which engine's probes, and so which probe costs, the constants' recordings used
-    eng = engine_mod.default_engine()
-    out["engine"] = eng
-    if eng == "bpf":
-        ep = data.get("engine_probes") or {}
-        out["engine_costs_borrowed"] = sorted(k for k, v in ep.items()
-                                              if isinstance(v, dict) and v.get("borrowed"))
+    # which engine recorded them, and which of its probe costs were borrowed
+    ep = data.get("engine_probes") or {}
+    out["engine"] = "bpf"
+    out["engine_version"] = engine_mod.version()
+    out["engine_costs_borrowed"] = sorted(k for k, v in ep.items()
+                                          if isinstance(v, dict) and v.get("borrowed"))
     return out
 
 
 def calibrate_all(jvms: List[Jvm], path: Path, trials: int = 5, chunk: Optional[int] = None,
                   log=print) -> dict:
-    """Everything `jvmos calibrate` measures: the copy and probe costs (jvmos.calibrate), the
-    JNI copy model of every JDK, then the platform constants."""
+    """Everything `jvmos calibrate` measures: the copy costs (jvmos.calibrate), the compiled
+    engine's probe costs, the JNI copy model of every JDK (with the engine), then the
+    platform constants."""
+    from jvmos import enginecost
     data = cal.calibrate_copy(jvms, trials, log=log)
-    data["probes"] = cal.calibrate_probes(trials, log=log)
-    data["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, data["probes"], log=log)
-                                  for j in jvms}
+    data["engine_probes"] = enginecost.calibrate(trials=trials, log=log)
+    data["copy"]["jni_region"] = cal.calibrate_jni_models(jvms, data["engine_probes"],
+                                                          trials=trials, log=log)
     if jvms:
         data["constants"] = calibrate_constants(data, jvms[0], path, trials, chunk, log=log)
     return data

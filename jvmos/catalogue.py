@@ -1,10 +1,11 @@
-"""One catalogue of what belongs where: recording modes, layers (their probe scripts, what they
-probe, what they cost), categories and their symbols, the per-JDK spellings of a probe point,
-and the maps the probe scripts print.
+"""One catalogue of what belongs where: recording modes, layers (what they probe, what they
+measure, what they cost), categories and their symbols, the per-JDK spellings of a probe point,
+and the maps the probes' output is read as.
 
-Probes (probes/*.bt), the recorder and the analyzers all read this, so a new JDK or layer is
-one edit here; tests/unit/test_catalogue_scripts.py checks every .bt file against it, and
-`jvmos record -h` and the README's layer table are written from it.
+The engine's layer plans (jvmos/enginelayers), the recorder and the analyzers all read this, so
+a new JDK or layer is one edit here; tests/unit/test_engine_catalogue.py checks the plans and
+the probes/*.bpf.c programs against it, and `jvmos record -h` and the README's layer table are
+written from it (tests/unit/test_catalogue.py keeps the README's equal).
 """
 from dataclasses import dataclass, field
 from enum import Enum
@@ -16,7 +17,7 @@ class Mode(str, Enum):
     it compares, formats and is written to JSON as its value ("time")."""
     TIME = "time"       # entry and return probes: times measured, minus the probe windows
     COUNT = "count"     # entry probes only: exact calls and bytes, copy times from a model
-    SAMPLE = "sample"   # no bpftrace probe: async-profiler's CPU samples
+    SAMPLE = "sample"   # no BPF probe: async-profiler's CPU samples
 
     def __str__(self) -> str:
         return self.value
@@ -34,19 +35,14 @@ class Mode(str, Enum):
             raise JvmosError(f"unknown mode '{text}' (known: {', '.join(m.value for m in cls)})")
 
 
-# the modes a probe script is rendered for (sample mode loads no script)
-SCRIPT_MODES = (Mode.TIME, Mode.COUNT)
-
-
 @dataclass(frozen=True)
 class Layer:
-    """One layer of `jvmos record --layers`: its scripts (loaded after common.bt), what it
-    measures and what it costs the traced processes, and what its scripts attach to (checked
-    against the scripts by the tests): syscalls traced by sys_enter/sys_exit tracepoint pairs,
-    other tracepoints, and the symbols probed per library placeholder (@LIBC@, @LIBJVM@,
-    @LIBNIO@; one spelling per JDK where they differ)."""
+    """One layer of `jvmos record --layers`: what it measures and what it costs the traced
+    processes, and what its probes attach to (checked against the engine's plans by the
+    tests): syscalls traced by sys_enter/sys_exit tracepoint pairs, other tracepoints, and the
+    symbols probed per library (LIBC, LIBJVM, LIBNIO; one spelling per JDK where they
+    differ)."""
     name: str
-    scripts: Tuple[str, ...]
     measures: str
     cost: str
     syscalls: Tuple[str, ...] = ()
@@ -109,45 +105,51 @@ THREAD_SPAN_SYSCALLS = ("clone", "clone3", "mmap", "munmap", "mprotect", "madvis
 LINK_SYSCALLS = ("accept", "accept4", "connect", "open", "openat", "openat2", "close")
 
 _LAYERS = [
-    Layer("io", ("io.bt",),
+    Layer("io",
           "JNI and NIO copies between the Java heap and native memory, I/O syscalls and the "
           "bytes the kernel copied",
-          "a uprobe+uretprobe pair per JNI copy and per I/O call (each ≈2.1 µs per hit on the "
-          "reference machine, 24 Nov; jvmos calibrate --probes measures yours)",
+          "a uprobe per JNI copy and per libc I/O call in --mode count (≈0.8 µs a hit), an "
+          "entry+return pair in --mode time (≈1.5-1.7 µs; a 2-core VM, 25 Nov: jvmos "
+          "calibrate --probes measures yours)",
           syscalls=tuple(IO_SYSCALLS),
           symbols={"@LIBJVM@": tuple(f"jni_{f}" for f in JNI_COPY_FUNCTIONS)
                    + ("Unsafe_CopyMemory0",),
                    "@LIBNIO@": NIO_NATIVES, "@LIBC@": IO_LIBC_WRAPPERS}),
-    Layer("jni", ("jni.bt",),
+    Layer("jni",
           "the census: every call of every JNI entry point of libjvm.so",
-          "~240 uprobes, slow to attach (a minute), and a uprobe hit per JNI call",
+          "a uprobe on each of ~240 JNI entry points (attached in a fraction of a second) and "
+          "a hit (≈0.8 µs) per JNI call: slows JNI-heavy code",
           symbols={"@LIBJVM@": ("@JNI_ENTRY_POINTS@",)}),
-    Layer("threads", ("threads.bt",),
+    Layer("threads",
           "native thread creation and exit: libc, kernel and the JVM's part; futex waits, "
           "context switches and run-queue wait",
-          "4 uprobe pairs per thread created, a tracepoint pair per thread-related syscall "
-          "and futex, sched_switch and sched_wakeup; times need --mode time",
+          "4 uprobe pairs per thread created, a syscall tracepoint pair (≈0.5 µs) per "
+          "thread-related syscall and futex, sched_switch and sched_wakeup; any enabled "
+          "syscall tracepoint slows every process's syscalls a little (jvmos run overhead); "
+          "times need --mode time",
           syscalls=THREAD_SPAN_SYSCALLS + ("futex",),
           tracepoints=("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
                        "sched:sched_process_free"),
           symbols=THREAD_SYMBOLS, timed_spans=True),
-    Layer("links", ("links.bt",),
+    Layer("links",
           "accept, connect, open and close: the paper's C_link and C_file",
-          "a tracepoint pair per accept/connect/open/close, and sched_switch",
+          "a syscall tracepoint pair (≈0.5 µs) per accept/connect/open/close, and "
+          "sched_switch; the same host-wide syscall-tracepoint tax as threads",
           syscalls=LINK_SYSCALLS, tracepoints=("sched:sched_switch",)),
-    Layer("mem", ("mem.bt",),
+    Layer("mem",
           "the libc allocator, the kernel's memory syscalls and user page faults",
-          "a uprobe pair per allocator call and per memory call (libc's wrappers at --scope "
-          "process, syscall tracepoints at --scope host), a tracepoint per page fault: the "
-          "costliest layer per call",
+          "a uprobe pair per allocator call and per memory call (≈1.7 µs; ≈0.9 µs for an "
+          "allocator call in --mode count; libc's wrappers at --scope process, syscall "
+          "tracepoints at --scope host), a tracepoint per page fault (≈0.2 µs): the costliest "
+          "layer per call",
           syscalls=MEM_SYSCALLS,
           tracepoints=("exceptions:page_fault_user", "sched:sched_switch",
                        "sched:sched_process_exec", "sched:sched_process_free"),
           symbols={"@LIBC@": MEM_ALLOCATOR + MEM_LIBC_WRAPPERS}),
 ]
 LAYER_INFO: Dict[str, Layer] = {layer.name: layer for layer in _LAYERS}
-# layer name -> probe scripts loaded for it (common.bt is always loaded first)
-LAYERS = {name: list(layer.scripts) for name, layer in LAYER_INFO.items()}
+# the layers, in the order `jvmos record -h` lists them
+LAYERS = tuple(LAYER_INFO)
 DEFAULT_LAYERS = ["io"]
 # layers whose times need --mode time: count mode drops the return probes that close their spans
 TIMED_SPAN_LAYERS = [name for name, layer in LAYER_INFO.items() if layer.timed_spans]
@@ -160,14 +162,15 @@ def layers_help() -> str:
 
 
 def layers_markdown() -> str:
-    """The README's layer table (tests/unit/test_catalogue_scripts.py keeps them equal)."""
+    """The README's layer table (tests/unit/test_catalogue.py keeps them equal)."""
     rows = ["| layer | measures | costs the traced processes |", "|---|---|---|"]
     rows += [f"| `{l.name}`{' (default)' if l.name in DEFAULT_LAYERS else ''} | {l.measures} "
              f"| {l.cost} |" for l in _LAYERS]
     return "\n".join(rows)
 
 
-# The maps the probe scripts print (the raw output's contract with analyzers/rawparse.py):
+# The maps the probes' output is read as (the engine's maps become these names and keys,
+# jvmos.engine.to_raw; recordings made with the retired bpftrace scripts printed them):
 # name -> number of key fields (the last may contain ':' but no ','); a map not listed has one.
 OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3,
                     "@path_calls": 3, "@csw": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,

@@ -15,13 +15,16 @@ examples:
   jvmos record --layers io,jni --out /tmp/r1 -- java -jar server.jar
                                                  # add the JNI census (adds ~30 s of attach time and
                                                  # one uprobe hit per JNI call: slows JNI-heavy code)
-  jvmos record --engine bpf -- java -jar app.jar  # the compiled probes (io layer): only the
-                                                 # traced JVM traps, attach/detach in ~0.1 s
+  jvmos record --mode count -- java -jar app.jar # entry probes only: counts, the cheapest probes
   jvmos report /tmp/r1                           # read the run again later
 
-cost: every probed JNI copy pays a uprobe+uretprobe pair (~2.8 us here) and every I/O syscall
-two tracepoints (~0.5 us each); uprobes hit every process that maps the same libjvm.so while
-tracing, but only the traced processes are counted.
+cost: the compiled engine (probes/*.bpf.c) opens its uprobes in the traced processes only
+(uprobe_multi links with their pid; attach and detach take a fraction of a second). A uprobe
+hit costs ~0.6-0.8 us where the engine could place it on an instruction the kernel emulates,
+~9 us where it is single-stepped (this 2-core VM, 24 Nov); every probed JNI copy and I/O call
+pays one (--mode count) or an entry+return pair (--mode time). The threads and links layers,
+and --scope host, use syscall tracepoints, which cost every process on the host something.
+'jvmos calibrate --probes' measures this machine's costs; every recording is corrected with them.
 """
 RUN_EXAMPLES = """\
 experiments:
@@ -68,8 +71,6 @@ def cmd_record(args) -> int:
                        jdks=args.jdk or (), platform=args.platform,
                        interval=args.interval, count=args.count,
                        metrics_file=Path(args.metrics_file) if args.metrics_file else None)
-    if args.engine:
-        opts.engine = args.engine
     res = rec.record(opts)
     print(report.render(res.run_dir))
     print(f"\nrun directory: {res.run_dir}")
@@ -146,44 +147,40 @@ def cmd_calibrate(args) -> int:
     if not jvms:
         raise JvmosError("no JDK found: the platform constants are measured on a JVM "
                          "(install one, or give --jdk HOME)")
-    if args.engine == "bpf":
-        # the compiled engine's probe costs, apart from bpftrace's (a table never mixes them)
-        from jvmos import engine as engine_mod, enginecost
+    from jvmos import engine as engine_mod, enginecost
+    if not existing or args.force:
+        # the probe costs and the JNI copy cost models are measured with the compiled engine
         engine_mod.check_built(engine_mod.LAYERS)
-        if not existing:
-            existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
-            cal.save(path, existing)
-        if args.force or args.probes or enginecost.incomplete(existing.get("engine_probes")):
-            existing["engine_probes"] = enginecost.calibrate(trials=args.trials, log=log)
-            cal.save(path, existing)
-            print(f"updated the compiled engine's probe costs in {path}")
-        print(enginecost.print_summary(existing["engine_probes"]))
-        return 0
-    if existing and args.probes and not args.force:
-        from jvmos import engine as engine_mod, enginecost
-        if engine_mod.unavailable() is None:
-            # the default engine's probe costs, then bpftrace's (the fallback's)
-            existing["engine_probes"] = enginecost.merge(
-                existing.get("engine_probes"), enginecost.calibrate(args.trials, log=log))
-            cal.save(path, existing)
-        existing["probes"] = cal.calibrate_probes(args.trials, log=log)
-        existing["copy"]["jni_region"] = {str(j.home): cal.calibrate_jni(j, existing["probes"], log=log)
-                                          for j in jvms}
+        existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
         cal.save(path, existing)
-        print(f"updated the probe costs in {path}")
-    elif existing and not args.force:
+        print(f"wrote {path}")
+    elif args.probes:
+        engine_mod.check_built(engine_mod.LAYERS)
+        existing["engine_probes"] = enginecost.calibrate(trials=args.trials, log=log)
+        cal.save(path, existing)        # at once: kept if a JNI copy model fails
+        # each JNI copy model subtracts the engine's window: measured again with the new one
+        existing["copy"]["jni_region"] = cal.calibrate_jni_models(
+            jvms, existing["engine_probes"], trials=args.trials, log=log)
+        cal.save(path, existing)
+        print(f"updated the compiled engine's probe costs and the JNI copy cost models in "
+              f"{path}")
+    else:
         # fill in what an older platform file lacks; re-measure the constants on request
         changed = []
         if any(k not in existing["copy"] for k in ("malloc_call", "free_call", "page_fault")):
             existing["copy"].update(cal.calibrate_memory(args.trials))
             changed.append("memory costs")
-        if not existing.get("probes") or cal.probes_incomplete(existing["probes"]):
-            existing["probes"] = cal.calibrate_probes(args.trials, log=log)
-            changed.append("probe costs")
         nio = existing["copy"].setdefault("nio_heap_to_direct", {})
         if str(jvms[0].home) not in nio:
             nio[str(jvms[0].home)] = cal.calibrate_nio(jvms[0], args.trials)
             changed.append("NIO copy")
+        if enginecost.incomplete(existing.get("engine_probes")):
+            # a file made before a compiled layer's probe costs were measured
+            engine_mod.check_built(engine_mod.LAYERS)
+            existing["engine_probes"] = enginecost.merge(
+                existing.get("engine_probes"), enginecost.calibrate(args.trials, log=log))
+            cal.save(path, existing)    # at once: kept if the constants fail
+            changed.append("the compiled engine's probe costs")
         chunk_changed = (args.chunk is not None and existing.get("constants")
                          and existing["constants"].get("chunk_bytes") != args.chunk)
         if args.constants or not existing.get("constants") or chunk_changed:
@@ -195,22 +192,12 @@ def cmd_calibrate(args) -> int:
             print(f"updated {', '.join(changed)} in {path}")
         else:
             print(f"platform file {path} (created {existing['created']}); --force recalibrates")
-    else:
-        existing = calibrate_all(jvms, path, trials=args.trials, chunk=args.chunk, log=log)
-        cal.save(path, existing)
-        print(f"wrote {path}")
-    from jvmos import engine as engine_mod, enginecost
-    if engine_mod.unavailable() is None and enginecost.incomplete(existing.get("engine_probes")):
-        # the compiled engine records by default: its probe costs too (a minute)
-        existing["engine_probes"] = enginecost.merge(existing.get("engine_probes"),
-                                                     enginecost.calibrate(args.trials, log=log))
-        cal.save(path, existing)
-        print(f"updated the compiled engine's probe costs in {path}")
     if args.every_jdk:
         # what recordings would otherwise measure lazily, the first time they meet a JDK
-        from jvmos.record import _ensure_calibrated
-        existing = _ensure_calibrated(existing, path, discover_jdks(), log, mode="count")
-        print(f"every JDK found has its NIO, USDT and JNI copy calibrations in {path}")
+        engine_mod.check_built(engine_mod.LAYERS)
+        existing = cal.ensure_calibrated(existing, path, discover_jdks(),
+                                         list(engine_mod.LAYERS), "count", log)
+        print(f"every JDK found has its NIO copy and JNI copy calibrations in {path}")
     print_platform(existing)
     return 0
 
@@ -253,14 +240,10 @@ def print_platform(existing: dict) -> None:
             paper = PAPER_CONSTANTS_US.get(name)
             print(f"  {name:<11} {v['mean_us']:9.2f} µs  (95% CI {lo:.2f}..{hi:.2f})   paper: "
                   + (f"{paper:g} µs" if paper else "—") + f"   [{v['what']}]")
-    p = existing.get("probes")
-    if p:
-        print(f"probe costs per hit ({p['trials']} trials x {p['iterations']:,} hits, mean and 95% CI):")
-        for k in ("tracepoint", "uprobe", "uprobe_pair", "jni_copy_time_hit", "jni_copy_count_hit",
-                  "jni_copy_time_window", "io_syscall_hit", "io_syscall_window"):
-            v = p[k]
-            lo, hi = v["ci95_ns"]
-            print(f"  {k:<22} {v['mean_ns']:9.1f} ns  ({lo:.1f}..{hi:.1f})")
+    ep = existing.get("engine_probes")
+    if ep:
+        from jvmos import enginecost
+        print(enginecost.print_summary(ep))
 
 
 PREDICT_EXAMPLES = """\
@@ -468,17 +451,11 @@ def build_parser():
     r.add_argument("--platform", help="platform file with calibrated costs "
                                       "(default ~/.local/share/jvmos/platform.json)")
     r.add_argument("--scope", choices=["process", "host"], default="process",
-                   help="process: uprobes trap only in the traced processes (default; other "
-                        "processes mapping libc or libjvm.so are not slowed); host: bpftrace's "
-                        "own attachment, which traps in every process that maps the library")
-    r.add_argument("--engine", choices=["bpftrace", "bpf"], default=None,
-                   help="bpf (the default where it can run: built, kernel with BTF): jvmos's "
-                        "compiled probes (probes/*.bpf.c), uprobe_multi links for the traced "
-                        "processes only, attached and detached in a fraction of a second, "
-                        "each uprobe on the cheapest instruction, its probe costs calibrated "
-                        "apart (jvmos calibrate --engine bpf); bpftrace: the probe scripts "
-                        "probes/*.bt (the fallback; slow to detach: seconds to a minute). "
-                        "JVMOS_ENGINE sets the default, for experiments too")
+                   help="process (default): uprobes trap only in the traced processes (other "
+                        "processes mapping libc or libjvm.so are not slowed), and libc's "
+                        "wrappers stand for the I/O and memory syscalls; host: those layers "
+                        "use the syscall tracepoints instead, which see calls made without "
+                        "libc (raw syscalls, io_uring aside) and cost every process a little")
     r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
     r.set_defaults(func=cmd_record)
 
@@ -518,22 +495,22 @@ def build_parser():
                                   "RUN_DIR/profile.pb.gz)")
     ex.set_defaults(func=cmd_export)
 
-    c = sub.add_parser("calibrate", help="measure this machine's copy costs (platform file)",
+    c = sub.add_parser("calibrate", help="measure this machine's copy and probe costs (platform file)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n  jvmos calibrate            # show, or measure what is missing\n"
                               "  jvmos calibrate --force    # measure everything again (a few minutes)\n"
-                              "  jvmos calibrate --probes   # only the probe costs\n"
-                              "  jvmos calibrate --engine bpf   # the compiled engine's probe costs\n"
+                              "  jvmos calibrate --probes   # the compiled engine's probe costs and the JNI copy models again\n"
                               "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
     c.add_argument("--every-jdk", action="store_true",
                    help="also measure, for every JDK found, the per-JDK figures that recordings "
-                        "otherwise measure the first time they meet that JDK (NIO copy, USDT "
-                        "probe costs, JNI copy cost model)")
+                        "otherwise measure the first time they meet that JDK (NIO copy, JNI "
+                        "copy cost model)")
     c.add_argument("--probes", action="store_true",
-                   help="(re)measure only the probe costs and the JNI copy cost models")
+                   help="(re)measure only the compiled engine's probe costs and, with its "
+                        "new window, the JNI copy cost model of each JDK (--jdk: that one)")
     c.add_argument("--constants", action="store_true",
                    help="(re)measure the heuristic's platform constants C_nt, C_link, C_file, "
                         "C_io_chunk (about a minute: each is a traced microbenchmark)")
@@ -541,10 +518,6 @@ def build_parser():
                    help="I/O chunk size in bytes for C_io_chunk (default 8192)")
     c.add_argument("--jdk", help="JDK home to measure the platform constants on "
                                  "(default: the first found)")
-    c.add_argument("--engine", choices=["bpftrace", "bpf"], default="bpftrace",
-                   help="bpf: measure the compiled engine's probe costs (a few seconds per "
-                        "trial; with --force or --probes again); they correct --engine bpf "
-                        "recordings only")
     c.set_defaults(func=cmd_calibrate)
 
     pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",

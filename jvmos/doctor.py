@@ -34,22 +34,22 @@ def _bt(prog: str, timeout=60) -> Tuple[bool, str]:
 
 
 def _engine_rows(add, root: bool) -> None:
-    """The compiled engine (--engine bpf): clang to build its programs, the kernel's BTF for
-    their CO-RE reads, the engine built, and uprobe_multi links (else classic uprobes, slower
-    to detach). Warnings, not failures: without them jvmos records with bpftrace instead."""
+    """The compiled engine, jvmos's only probe engine: clang to build its programs, the
+    kernel's BTF for their CO-RE reads, the engine built (failures: without them nothing is
+    recorded but --mode sample), and uprobe_multi links (a warning: without them the engine
+    opens classic per-pid uprobes, slower to detach)."""
     import json as _json
     from jvmos import engine as engine_mod
     clang = shutil.which("clang")
-    add("clang (BPF compiler)", bool(clang), clang or "not found",
-        "apt-get install clang llvm libbpf-dev (make build compiles probes/*.bpf.c)",
-        warn_only=True)
-    btf = Path("/sys/kernel/btf/vmlinux")
-    add("kernel BTF", btf.exists(), str(btf) if btf.exists() else "missing",
-        "--engine bpf needs a kernel built with CONFIG_DEBUG_INFO_BTF", warn_only=True)
     built = engine_mod.ENGINE.exists() and all(
         p.exists() for p in engine_mod.objects_for(engine_mod.LAYERS).values())
-    add("compiled engine", built, engine_mod.version() if built else "not built",
-        "make build", warn_only=True)
+    add("clang (BPF compiler)", bool(clang) or built, clang or "not found",
+        "apt-get install clang llvm libbpf-dev (make build compiles probes/*.bpf.c)")
+    btf = Path("/sys/kernel/btf/vmlinux")
+    add("kernel BTF", btf.exists(), str(btf) if btf.exists() else "missing",
+        "the compiled probes need a kernel built with CONFIG_DEBUG_INFO_BTF (--mode sample "
+        "records without them)")
+    add("compiled engine", built, engine_mod.version() if built else "not built", "make build")
     if not (built and root):
         return
     try:
@@ -61,14 +61,10 @@ def _engine_rows(add, root: bool) -> None:
         return
     add("uprobe_multi links", bool(f.get("uprobe_multi")),
         "one link per library, breakpoints in the traced process only" if f.get("uprobe_multi")
-        else f"not available ({f.get('uprobe_multi_why')}): --engine bpf falls back to classic "
+        else f"not available ({f.get('uprobe_multi_why')}): the engine falls back to classic "
              "per-pid uprobes, slower to detach", "a kernel 6.6 or newer", warn_only=True)
     add("BTF for CO-RE", bool(f.get("btf")), "the engine loaded the kernel's BTF" if f.get("btf")
-        else str(f.get("btf_why")), "CONFIG_DEBUG_INFO_BTF", warn_only=True)
-    why = engine_mod.unavailable()
-    add("default engine", why is None,
-        "the compiled engine (--engine bpf)" if why is None else f"bpftrace ({why})",
-        "make build on a kernel with BTF", warn_only=True)
+        else str(f.get("btf_why")), "CONFIG_DEBUG_INFO_BTF")
 
 
 def checks() -> List[Tuple[str, str, str, str]]:
@@ -88,8 +84,11 @@ def checks() -> List[Tuple[str, str, str, str]]:
         ver = r.stdout.strip()
     m = re.search(r"v?(\d+)\.(\d+)", ver)
     new_enough = bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 16)
+    # not a recording's engine: the tests' independent witness, `jvmos run ipc`'s network
+    # counter (probes/net.bt) and `jvmos run accuracy`'s kernel-time sampler
     add("bpftrace", bool(bt) and new_enough, ver or "not found",
-        "apt-get install bpftrace (0.16 or newer)")
+        "apt-get install bpftrace (0.16 or newer): needed by make test's witnesses and the ipc "
+        "and accuracy experiments, not by jvmos record", warn_only=True)
     nm = shutil.which("nm")
     add("nm (binutils)", bool(nm), nm or "not found", "apt-get install binutils")
     tr = Path("/sys/kernel/tracing/events")
@@ -115,12 +114,6 @@ def checks() -> List[Tuple[str, str, str, str]]:
                 "kernel needs CONFIG_UPROBE_EVENTS")
         else:
             add("uprobes", False, "could not find libc in this process's maps", "")
-        from jvmos.scope import available as scope_available
-        why = scope_available()
-        add("pid-scoped uprobes", why is None,
-            "uprobe PMU: uprobes can be opened for the traced processes only (--scope process)"
-            if why is None else why,
-            "record with --scope host (uprobes then trap in every process mapping the library)")
     _engine_rows(add, root)
     libc = libc_of()
     if libc:

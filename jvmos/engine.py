@@ -1,7 +1,7 @@
 """The compiled engine: jvmos's BPF programs (probes/*.bpf.c), loaded and attached by
 build/jvmos-engine (probes/engine, Go on github.com/cilium/ebpf), driven from here.
 
-`jvmos record --engine bpf` writes a plan (which object, which constants, which function of
+`jvmos record` writes a plan (which object, which constants, which function of
 which library goes to which program with which cookie, which tracepoints), starts the engine,
 waits for its ready line, asks for snapshots and stops it, all over one JSON line protocol
 (probes/engine/main.go). Nothing is parsed from text a program printed for people: the engine
@@ -50,7 +50,6 @@ LOST_MEANS = {
     "recursion": "program run(s) the kernel skipped because another BPF program was running "
                  "on that CPU (bpf_prog_info.recursion_misses): their events are not counted",
 }
-ENGINES = ("bpftrace", "bpf")
 
 
 def _modules():
@@ -96,12 +95,12 @@ class Plan:
     doc: dict                                   # the JSON the engine reads
     names: Dict[int, str] = field(default_factory=dict)   # probe id -> bpftrace-style name
     bytes_ids: set = field(default_factory=set)  # probe ids whose bytes are a figure
-    script: object = None                       # probegen.Script for the manifest/analyzers
+    script: object = None                       # probelist.ProbeList for the manifest/analyzers
 
 
 def unavailable() -> Optional[str]:
     """None when the compiled engine can run here, else why not (a missing build, a kernel
-    without BTF): recordings then fall back to bpftrace, and say so."""
+    without BTF): recordings then refuse in one line (jvmos doctor says it too)."""
     if not Path("/sys/kernel/btf/vmlinux").exists():
         return "this kernel has no BTF (/sys/kernel/btf/vmlinux): the compiled probes cannot load"
     if not ENGINE.exists():
@@ -112,13 +111,13 @@ def unavailable() -> Optional[str]:
     return None
 
 
-def default_engine() -> str:
-    """The engine a recording uses unless told: JVMOS_ENGINE, else the compiled engine where
-    it can run, else bpftrace."""
+def check_env() -> None:
+    """JVMOS_ENGINE once chose between bpftrace's probe scripts and this engine: only the
+    compiled engine records now, and a script that still asks for bpftrace is told so."""
     env = os.environ.get("JVMOS_ENGINE")
-    if env:
-        return env
-    return "bpftrace" if unavailable() else "bpf"
+    if env and env != "bpf":
+        raise JvmosError(f"JVMOS_ENGINE={env}: jvmos records with its compiled engine only "
+                         "(the bpftrace probe scripts were retired); unset JVMOS_ENGINE")
 
 
 def objects_dir() -> Path:
@@ -135,7 +134,11 @@ def objects_for(layers: Sequence[str]) -> Dict[str, Path]:
 
 
 def check_built(layers: Sequence[str]) -> None:
-    """One clear error when the engine or an object is missing."""
+    """One clear error when the kernel cannot load the probes, or the engine or an object is
+    missing."""
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        raise JvmosError("this kernel has no BTF (/sys/kernel/btf/vmlinux): the compiled "
+                         "probes cannot load (jvmos doctor); --mode sample still records")
     if not ENGINE.exists():
         raise JvmosError(f"the compiled engine is not built ({ENGINE}): run 'make build'")
     for name, p in objects_for(layers).items():
@@ -143,16 +146,12 @@ def check_built(layers: Sequence[str]) -> None:
             raise JvmosError(f"the {name} probes are not built ({p}): run 'make build'")
 
 
-def unsupported(layers: Sequence[str]) -> List[str]:
-    return [layer for layer in layers if layer not in _modules()]
-
-
 class PlanBuilder:
     """What a layer module's plan() adds its probes through."""
 
     def __init__(self, libs, symbols_of, mode, scope, object_name="io", usdt_of=None,
                  layers=()):
-        from jvmos.probegen import Script
+        from jvmos.probelist import ProbeList
         self.libs, self.symbols_of, self.mode, self.scope = libs, symbols_of, mode, scope
         # usdt_of(path) -> {(provider, name): [jdk.UsdtProbe]}: the USDT probes a library
         # carries (jdk.usdt_probes); layers: every layer of the plan (a layer leaves to
@@ -160,7 +159,7 @@ class PlanBuilder:
         self.usdt_of = usdt_of or (lambda p: {})
         self.layers = tuple(layers)
         self.object = object_name
-        self.script = Script(text="")
+        self.script = ProbeList(text="")
         self.uprobes: List[dict] = []
         self.tps: List[dict] = []
         self.names: Dict[int, str] = {}
@@ -296,11 +295,10 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC ->
     paths). symbols_of(path) -> {symbol: address} (jdk.symbols); usdt_of(path) -> the USDT
     probes a library carries (None: jdk.usdt_probes)."""
-    bad = unsupported(layers)
-    if bad:
-        raise JvmosError(f"--engine bpf has no compiled {', '.join(bad)} layer yet (compiled: "
-                         f"{', '.join(compiled_layers())}); use --engine bpftrace for it")
     mods = _modules()
+    bad = [layer for layer in layers if layer not in mods]
+    if bad:
+        raise JvmosError(f"unknown layer '{bad[0]}' (known: {', '.join(mods)})")
     if usdt_of is None:
         from jvmos.jdk import usdt_probes as usdt_of
     ctx = PlanBuilder(libs, symbols_of, mode, scope, usdt_of=usdt_of, layers=layers)

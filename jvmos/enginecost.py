@@ -1,6 +1,7 @@
-"""The compiled engine's probe effect, measured on this machine (`jvmos calibrate --engine bpf`).
+"""The compiled engine's probe effect, measured on this machine (`jvmos calibrate --probes`;
+stored as the platform file's "engine_probes"), and the JNI copy cost model that --mode count
+estimates JNI copy times with (calibrate_jni_model, stored per JDK as copy.jni_region).
 
-The same method as jvmos/probecost.py (bpftrace's costs), with the engine's own programs:
 workloads/c/probecal runs bare and under the engine, interleaved, in several trials; its own
 CPU time over the loop (probecal measures it itself) is compared, and the difference divided
 by the hits that the programs' maps counted.
@@ -26,6 +27,8 @@ kept beside the figures: a recording whose probe lands on another class than the
 calibrated is not corrected with these figures without saying so.
 """
 import json
+import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -33,10 +36,10 @@ from typing import Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos import engine as eng
+from jvmos.analyzers.stats import floor_fit, mean_ci
 from jvmos.jdk import libc_of, symbols
-from jvmos.probecost import COST, _bare, _result, _stat
 from jvmos.session import Session
-from jvmos.tools import c_program
+from jvmos.tools import IO_JAR, c_program, jar
 from jvmos.enginecalib import Calibration  # noqa: F401 (the layer modules' declarations)
 
 MEASURED_WITH = {
@@ -75,6 +78,36 @@ BORROW_IF_UNRESOLVED = {
     "malloc_mem_time_hit": "jni_copy_time_hit", "malloc_mem_count_hit": "jni_copy_count_hit",
     "symbol_pair_time_hit": "jni_copy_time_hit", "io_uprobe_hit": "uprobe",
 }
+
+
+# What a probecal run costs: the process's CPU time, not the loop's wall time. A probe runs
+# in the context of the task it hits, so its cost is in that task's CPU time; on a shared
+# machine the wall time also holds the waits for a CPU that other processes cause (several
+# microseconds per iteration of the thread and yield loops, far more than a probe costs).
+COST = "cpu_ns"
+
+
+def _result(stdout: str) -> dict:
+    """probecal's result line (its last JSON object with a "mode")."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith('{"mode"'):
+            return json.loads(line)
+    raise JvmosError("probecal printed no result")
+
+
+def _bare(prog: Path, mode: str, n: int) -> dict:
+    """probecal --mode MODE run without probes: its result line."""
+    r = subprocess.run([str(prog), "--mode", mode, "--iterations", str(n)],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise JvmosError(f"probecal --mode {mode} failed: {r.stderr.strip()}")
+    return _result(r.stdout)
+
+
+def _stat(xs: List[float]) -> dict:
+    m, lo, hi = mean_ci(xs)
+    return {"mean_ns": m, "ci95_ns": [lo, hi], "samples_ns": [round(x, 2) for x in xs]}
 
 
 def run_traced(prog: Path, mode: str, n: int, **kw):
@@ -168,8 +201,8 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
 
     for t in range(trials):
         log(f"engine probe-cost trial {t + 1}/{trials}")
-        bare = {m: _bare(prog, m, n, full=True) for m in ("call", "write", "getpid")}
-        bare["thread"] = _bare(prog, "thread", THREADS, full=True)
+        bare = {m: _bare(prog, m, n) for m in ("call", "write", "getpid")}
+        bare["thread"] = _bare(prog, "thread", THREADS)
         for m in ("call", "write", "getpid"):
             add(f"bare_{m}", bare[m][COST] / n)
         # the floor: minimal programs
@@ -296,7 +329,7 @@ def layer_calibrations(layers: Optional[List[str]] = None) -> List[Calibration]:
 def _layer_cost(c: Calibration, prog: Path, target: str, libc: Path, bare: dict, log) -> float:
     from jvmos.analyzers.overhead import hits_by_pid
     if c.mode not in bare:
-        bare[c.mode] = _bare(prog, c.mode, c.iterations, full=True)
+        bare[c.mode] = _bare(prog, c.mode, c.iterations)
     libs = {"LIBC": [libc]}
     symbols_of = symbols
     stand_ins = None
@@ -375,16 +408,152 @@ def incomplete(probes: Optional[dict], layers: Optional[List[str]] = None) -> bo
 
 
 def print_summary(probes: dict) -> str:
-    lines = ["engine probe costs (ns per hit, mean and 95% interval; jvmos calibrate --engine bpf):"]
+    lines = ["engine probe costs (ns per hit, mean and 95% interval; jvmos calibrate --probes):"]
     for k in all_keys():
         e = probes.get(k) or {}
         if e.get("mean_ns") is None:
             continue
-        ci = e.get("ci95_ns") or [None, None]
-        lines.append(f"  {k:26s} {e['mean_ns']:10.1f}  [{ci[0]:.1f}, {ci[1]:.1f}]")
+        ci = e.get("ci95_ns")
+        lines.append(f"  {k:26s} {e['mean_ns']:10.1f}  "
+                     + (f"[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else
+                        f"(borrowed from {e.get('borrowed_from')}, no interval)"))
     for k, s in sorted((probes.get("placement") or {}).items()):
         lines.append(f"  placed {k}: +{s.get('shift')} {s.get('insn')} ({s.get('class')})")
     return "\n".join(lines)
+
+
+# ---- the JNI copy cost model (--mode count) ----
+# BlockingIo writes SIZE bytes to /dev/null WRITES times: each write is one
+# GetByteArrayRegion (FileOutputStream.writeBytes copies the array out before write(2)).
+# Traced in --mode time, the engine sums the time between jni_get_region and jni_ret per
+# probe; that time per call minus the window calibrated above (what the pair adds between its
+# two clock reads) is the copy's own cost at that size. A run's time per call moves by a
+# hundred ns or more from one run to the next on a shared 2-core machine (whole runs slowed
+# by another process), more than the copy's own cost: each size is run in several trials,
+# interleaved, and their median taken.
+JNI_REGION_SYMBOL = "jni_GetByteArrayRegion"
+JNI_MODEL_SIZES = (10, 4096)
+JNI_MODEL_WRITES = 100_000
+JNI_MODEL_TRIALS = 3
+# where the window was calibrated: probecal's copy function (engine_probes["placement"])
+WINDOW_SITE = "probecal:jvmos_probe_target"
+
+
+def jni_model_unavailable(jvm, probes: Optional[dict]) -> Optional[str]:
+    """Why no JNI copy model can be measured for this JDK with these engine probe costs
+    (None: it can be)."""
+    if JNI_REGION_SYMBOL not in symbols(Path(jvm.libjvm)):
+        return (f"{jvm.libjvm} has no symbol {JNI_REGION_SYMBOL} (stripped): the engine's "
+                "calibrated window is that of its uprobe pair on a function's symbol")
+    w = (probes or {}).get("jni_copy_time_window")
+    if w is None or w.get("mean_ns") is None:
+        if "jni_copy_time_window" in ((probes or {}).get("unresolved") or {}):
+            return ("the engine's JNI copy window (jni_copy_time_window) was not resolved from "
+                    "the noise; re-run 'jvmos calibrate --probes' on a quieter machine")
+        return ("the engine's JNI copy window (jni_copy_time_window) is not calibrated; run "
+                "'jvmos calibrate --probes'")
+    return None
+
+
+def _region_copies(raw, libjvm: Path):
+    """(calls, summed ns) of GetByteArrayRegion in the engine's maps, this libjvm's only."""
+    name = f"uprobe:{libjvm}:{JNI_REGION_SYMBOL}"
+    calls = sum(int(v) for k, v in raw.keyed("@calls").items()
+                if k[1] == "jni_copy" and k[2] == name)
+    time_ns = sum(int(v) for k, v in raw.keyed("@time").items()
+                  if k[1] == "jni_copy" and k[2] == name)
+    return calls, time_ns
+
+
+def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_MODEL_WRITES,
+                        trials: int = JNI_MODEL_TRIALS, log=print) -> dict:
+    """The cost of one GetByteArrayRegion on this JDK as ns_per_call + bytes x ns_per_byte:
+    BlockingIo under the engine's io layer in --mode time, n writes of each size in each
+    trial, and once with no write (the JVM's own copies at start and exit, taken off each
+    run's); per size, the median over the trials of the loop's time per call, minus the
+    engine's jni_copy_time_window (probes: the platform file's engine_probes); a line through
+    the two sizes' points."""
+    why = jni_model_unavailable(jvm, probes)
+    if why:
+        raise JvmosError(f"JNI copy calibration on {jvm.home}: {why}")
+    if n <= 0 or trials <= 0 or len(sizes) != 2 or sizes[0] == sizes[1] or min(sizes) <= 0:
+        raise JvmosError(f"JNI copy calibration: needs a positive number of writes (not {n}) "
+                         f"and of trials (not {trials}), and two distinct positive sizes (not "
+                         f"{list(sizes)})")
+    window = probes["jni_copy_time_window"]
+    window_ns = float(window["mean_ns"])
+    window_ci = window.get("ci95_ns") or [window_ns, window_ns]
+    calibrated = ((probes.get("placement") or {}).get(WINDOW_SITE) or {}).get("class")
+    libjvm = Path(jvm.libjvm)
+    libs = {"LIBJVM": [libjvm], "LIBNIO": [Path(jvm.libnio)] if jvm.libnio else []}
+
+    def traced(writes: int, size: int):
+        cmd = [str(Path(jvm.home) / "bin" / "java"), "-cp", str(jar(IO_JAR)),
+               "org.jvmos.workloads.BlockingIo", "--iterations", str(writes),
+               "--size", str(size), "--target", "/dev/null"]
+        _, raw, ready = run_cmd(cmd, layers=["io"], libs=libs, run_mode="time")
+        site = next((s for s in (ready or {}).get("sites") or []
+                     if s.get("symbol") == JNI_REGION_SYMBOL and Path(s["path"]) == libjvm), {})
+        return _region_copies(raw, libjvm), site
+
+    log(f"JNI copy cost of JDK {jvm.version}: the JVM's own copies (a run of no write)")
+    (start_calls, start_ns), site = traced(0, sizes[0])
+    if calibrated and site.get("class") and site["class"] != calibrated:
+        raise JvmosError(f"JNI copy calibration on {jvm.home}: the engine placed its probe of "
+                         f"{JNI_REGION_SYMBOL} on {site.get('insn')} ({site['class']}), the "
+                         f"window was calibrated on {calibrated}: it does not apply")
+    loop_calls_by_size = {str(size): [] for size in sizes}
+    traced_by_size = {str(size): [] for size in sizes}
+    for t in range(trials):
+        for size in sizes:
+            log(f"JNI copy cost of JDK {jvm.version}: trial {t + 1}/{trials}, {n:,} writes "
+                f"of {size} bytes, traced")
+            (calls, time_ns), _ = traced(n, size)
+            loop_calls = calls - start_calls
+            if loop_calls != n:
+                raise JvmosError(f"JNI copy calibration on {jvm.home}: {loop_calls:,} "
+                                 f"{JNI_REGION_SYMBOL} calls counted for {n:,} writes of "
+                                 f"{size} bytes (the run's minus those of a run of no write)")
+            loop_calls_by_size[str(size)].append(loop_calls)
+            traced_by_size[str(size)].append((time_ns - start_ns) / n)
+    pts = []
+    for size in sizes:
+        traced_per_call = statistics.median(traced_by_size[str(size)])
+        if traced_per_call < window_ci[0]:
+            raise JvmosError(f"JNI copy calibration on {jvm.home}: {size}-byte copies took "
+                             f"{traced_per_call:.0f} ns per call traced (median of {trials} "
+                             f"trials), less than the low end of the engine's calibrated "
+                             f"window's 95% interval ({window_ci[0]:.0f} ns): the window or "
+                             "these runs are wrong; recalibrate on a quieter machine ('jvmos "
+                             "calibrate --probes')")
+        pts.append([size, traced_per_call - window_ns])
+    (s0, t0), (s1, t1) = pts
+    slope = (t1 - t0) / (s1 - s0)
+    engine = eng.version()
+    model = {"ns_per_byte": slope, "points": pts, "jdk_version": jvm.version,
+             "engine": engine, "writes": n, "trials": trials,
+             "loop_calls_by_size": loop_calls_by_size,
+             "traced_ns_per_call_by_size": {k: [round(x, 2) for x in v]
+                                            for k, v in traced_by_size.items()},
+             "calls_in_a_run_of_no_write": start_calls,
+             "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
+                        "ci95_ns": list(window_ci), "calibrated_on": calibrated,
+                        "probe_placed_on": site.get("class")},
+             "what": (f"{engine}: io.bpf.c's jni_get_region + jni_ret (--mode time) on "
+                      f"{JNI_REGION_SYMBOL} of {libjvm}; BlockingIo writing {n:,} times to "
+                      f"/dev/null at {s0} and {s1} bytes, {trials} trials each; per size, the "
+                      f"median over the trials of the loop's traced time per call (a run's "
+                      f"calls and time minus those of a run of no write) minus the engine's "
+                      f"calibrated jni_copy_time_window ({window_ns:.1f} ns, mean); a line "
+                      "through the two points: slope ns_per_byte, intercept ns_per_call")}
+    floor_fit(model, "ns_per_byte")
+    model["ns_per_call"] = t0 - model["ns_per_byte"] * s0
+    # the intercept with the window at the high and at the low end of its 95% interval (the
+    # slope does not depend on the window): how far the window resolves ns_per_call
+    model["ns_per_call_at_window_ci95_ends"] = [
+        model["ns_per_call"] - (window_ci[1] - window_ns),
+        model["ns_per_call"] + (window_ns - window_ci[0])]
+    return floor_fit(model, "ns_per_call")
 
 
 if __name__ == "__main__":      # a quick look: python -m jvmos.enginecost

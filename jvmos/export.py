@@ -232,10 +232,11 @@ def _total_metrics(fam: _Families, summary: dict, manifest: dict) -> None:
                     {"bound": bound}, None if v is None else v / NS, unit="seconds")
     for probe, n in sorted((t.get("probe_hits") or {}).items()):
         fam.add("jvmos_probe_hits", "counter",
-                "Times a probe fired in the traced processes (counted by bpftrace); probe is "
-                "layer:kind", {"probe": probe}, n)
-    fam.add("jvmos_bpftrace_lost_events", "counter",
-            "Events bpftrace reported lost (counted by bpftrace): figures may be short by "
+                "Times a probe fired in the traced processes (counted by the probes); probe "
+                "is layer:kind", {"probe": probe}, n)
+    fam.add("jvmos_lost_events", "counter",
+            "Events the probes lost (a full map, a skipped program run; counted by the "
+            "engine, or reported by bpftrace in older recordings): figures may be short by "
             "these", {}, t.get("lost_events"))
 
 
@@ -268,13 +269,16 @@ def _info_metric(fam: _Families, manifest: dict, summary: dict, run_name: str) -
               "jdk_version": ",".join(versions),
               "jvm_home": ",".join(homes),
               "kernel": (manifest.get("host") or {}).get("kernel"),
-              "bpftrace": manifest.get("bpftrace"),
+              "engine": " ".join(str(x) for x in ((manifest.get("engine") or {}).get("name"),
+                                                  (manifest.get("engine") or {}).get("version"))
+                                 if x),
+              "bpftrace": manifest.get("bpftrace"),         # recordings made with bpftrace
               "sampler": manifest.get("sampler"),
               "start_time": manifest.get("start_time"),
               "jvmos_version": manifest.get("jvmos_version")}
     fam.add("jvmos_recording", "info",
             "The recording: its directory (run), status, mode, JDK versions and homes, kernel, "
-            "bpftrace version or sampler, start time; labels the recording does not name are "
+            "probe engine (or bpftrace version) or sampler, start time; labels the recording does not name are "
             "left out", {k: v for k, v in labels.items() if v not in (None, "")}, 1)
 
 

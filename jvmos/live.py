@@ -1,7 +1,7 @@
 """The live view: `jvmos record --pid PID --interval S [--count N]`.
 
-Every S seconds jvmos asks bpftrace for a snapshot of its maps (probegen.LIVE_BLOCK: a SIGURG
-that jvmos sends to its own main thread), builds a summary of everything so far with the same
+Every S seconds jvmos asks the engine for a snapshot of its maps (a line on the engine's
+stdin; the maps come back as numbers, no text is parsed), builds a summary of everything so far with the same
 analyzers as the end of the recording (so every time is corrected for the probe effect the
 same way), and prints the difference from the previous snapshot: one line per category with
 the interval's calls, bytes and time, and the interval's guaranteed overhead beside the
@@ -11,8 +11,9 @@ rewritten after each interval (an interrupted run keeps every interval printed s
 What an interval's figures are: differences of two cumulative snapshots. Counts are what the
 probes saw between the two snapshots; times are the corrected times' difference (the
 correction is linear in the hits, so the difference is the interval's corrected time); an
-estimated category stays estimated. A snapshot is taken when bpftrace's user space handles
-the signal, a few ms after jvmos sends it: the interval's edges carry that jitter.
+estimated category stays estimated. A snapshot is taken when the engine reads the request and
+walks its maps, a few ms after jvmos sends it: the interval's edges carry that jitter (and the
+maps are read one after another while the probes keep counting).
 """
 import json
 import time
@@ -24,19 +25,11 @@ from jvmos.analyzers import rawparse
 from jvmos.export import write_atomically
 from jvmos.analyzers.summary import guaranteed_by_resource
 from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
-from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
-from jvmos.session import OutputTail, start_counting
 
 SCHEMA = "jvmos.timeline/1"
-# how long bpftrace may take to print a snapshot before the live view gives up on it
+# how long the engine may take to hand over a snapshot before the live view gives up on it
 SNAPSHOT_TIMEOUT_S = 60.0
 FIGURES = ("calls", "bytes", "time_ns")
-
-
-def request_snapshot() -> None:
-    """The live block prints a snapshot on session.start_counting's signal (the first one
-    also starts the counting)."""
-    start_counting()
 
 
 def _diff(cur, prev):
@@ -137,22 +130,21 @@ def format_interval(e: dict, count: Optional[int]) -> List[str]:
 
 
 class LiveView:
-    """Drives the intervals of one recording (attach mode) until it ends."""
+    """Drives the intervals of one recording until it ends: each snapshot is the engine's
+    maps, asked for over its stdin and turned into the same Raw the analyzers read. Works for
+    a launched command as for an attached pid."""
 
-    def __init__(self, out: Path, raw_path: Path, interval_s: float, count: Optional[int],
-                 summarize: Callable[[rawparse.Raw, int], dict], cpu_now: Callable[[], Optional[int]],
-                 decoys: Optional[Dict[str, str]] = None, metrics: Optional[Callable[[dict], None]] = None,
-                 echo=None):
+    def __init__(self, engine, plan, out: Path, raw_path: Path, interval_s: float,
+                 count: Optional[int], summarize: Callable[[rawparse.Raw, int], dict],
+                 cpu_now: Callable[[], Optional[int]],
+                 metrics: Optional[Callable[[dict], None]] = None, echo=None):
+        self.engine, self.plan = engine, plan
         self.out, self.raw_path = out, raw_path
         self.interval_s, self.count = interval_s, count
         self.summarize, self.cpu_now, self.metrics = summarize, cpu_now, metrics
-        self.decoys = decoys or {}
         self.echo = echo or (lambda line: print(line, flush=True))
         self.intervals: List[dict] = []
         self.skipped: List[str] = []
-        self._tail = OutputTail(raw_path)
-        self._lines: List[str] = []
-        self._requested = self._received = 0
         self.lost_events = 0
         self._lost_before = 0
         self._prev = None        # (summary, cpu_ns, t_s)
@@ -160,60 +152,32 @@ class LiveView:
         self.ended: Optional[str] = None
 
     # ---- snapshots
-    def _read_lines(self) -> None:
-        """The new whole lines of bpftrace's output; lost-event records counted wherever
-        they fall (inside a snapshot block or between two)."""
-        new = self._tail.read().decode(errors="replace").splitlines()
-        for line in new:
-            if '"lost_events"' in line:
-                r = rawparse.parse_lines([line])
-                self.lost_events += r.lost_events
-        self._lines += new
-
-    def snapshot(self, bt_alive: Callable[[], bool],
+    def snapshot(self, alive: Callable[[], bool],
                  stopping: Callable[[], bool] = lambda: False) -> tuple:
-        """Ask for a snapshot and parse it: (Raw, None), or (None, why there is none). Blocks
-        are counted: a block that comes after its request gave up is skipped, never taken
-        for the next one's."""
-        request_snapshot()
-        self._requested += 1
-        deadline = time.monotonic() + SNAPSHOT_TIMEOUT_S
-        while True:
-            self._read_lines()
-            while True:
-                ends = [i for i, line in enumerate(self._lines) if SNAPSHOT_END in line]
-                if not ends:
-                    break
-                e = ends[0]
-                begins = [i for i in range(e) if SNAPSHOT_BEGIN in self._lines[i]]
-                block = self._lines[(begins[-1] + 1) if begins else 0:e]
-                self._lines = self._lines[e + 1:]
-                self._received += 1
-                if self._received < self._requested:
-                    continue            # a late block of an earlier request
-                text = "\n".join(block)
-                for decoy, real in self.decoys.items():
-                    text = text.replace(decoy, real)
-                return rawparse.parse_lines(text.split("\n")), None
-            if not bt_alive():
-                return None, "bpftrace stopped before printing it"
-            if stopping():
-                return None, "the recording was stopped while waiting for it"
-            if time.monotonic() >= deadline:
-                return None, f"bpftrace did not print it within {SNAPSHOT_TIMEOUT_S:.0f} s"
-            time.sleep(0.02)
+        """The engine's maps now: (Raw, None), or (None, why there is none)."""
+        from jvmos import engine as engine_mod
+        if not alive():
+            return None, "the engine stopped before handing it over"
+        ev = self.engine.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
+        if ev is None:
+            return None, (f"the engine did not hand it over within {SNAPSHOT_TIMEOUT_S:.0f} s"
+                          if alive() else "the engine stopped before handing it over")
+        raw = engine_mod.to_raw(ev, self.plan)
+        # the engine's lost-event counters are cumulative
+        self.lost_events = sum((getattr(raw, "engine_lost", None) or {}).values())
+        return raw, None
 
-    def start(self, bt_alive: Callable[[], bool]) -> None:
+    def start(self, alive: Callable[[], bool]) -> None:
         """The first snapshot, when tracing begins: interval 1 is measured from it."""
         self.t0 = time.monotonic()
-        self.take(0.0, bt_alive, None)
+        self.take(0.0, alive, None)
 
-    def take(self, t_s: float, bt_alive: Callable[[], bool], index: Optional[int],
+    def take(self, t_s: float, alive: Callable[[], bool], index: Optional[int],
              stopping: Callable[[], bool] = lambda: False) -> bool:
         """A snapshot at t_s seconds into the recording; with an index, the interval since
         the previous snapshot is printed and kept. False if no snapshot came. An error in
         the interval's figures is kept in `skipped`: it never ends the recording."""
-        raw, why = self.snapshot(bt_alive, stopping)
+        raw, why = self.snapshot(alive, stopping)
         cpu = self.cpu_now()
         if raw is None:
             self.skipped.append(f"no snapshot at {t_s:.1f} s: {why}")
@@ -258,11 +222,11 @@ class LiveView:
 
     # ---- the loop
     def run(self, session, root: int, duration: Optional[float], load) -> bool:
-        """Intervals until --count, --duration, a signal, the load's end, bpftrace dying or
+        """Intervals until --count, --duration, a signal, the load's end, the engine dying or
         the target exiting (said in `ended`). Returns True when the target exited. The
         caller took the first snapshot (start()) when tracing began."""
         t0 = self.t0
-        bt_alive = lambda: session.bt is None or session.bt.poll() is None  # noqa: E731
+        alive = self.engine.alive
         stopping = lambda: session.interrupted is not None  # noqa: E731
         end = None if duration is None else t0 + duration
         i = 0
@@ -276,8 +240,8 @@ class LiveView:
             if session.interrupted is not None:
                 self.ended = "stopped by a signal"
                 return False
-            if not bt_alive():
-                self.ended = "bpftrace stopped"
+            if not alive():
+                self.ended = "the engine stopped"
                 return False
             if load is not None and not load.is_alive():
                 self.ended = "the driven load ended"
@@ -286,37 +250,9 @@ class LiveView:
                 self.ended = "--duration elapsed"
                 return False
             i += 1
-            self.take(time.monotonic() - t0, bt_alive, i, stopping)
+            self.take(time.monotonic() - t0, alive, i, stopping)
             if end is not None and time.monotonic() >= end:
                 self.ended = "--duration elapsed"
                 return False
         self.ended = f"--count {self.count} intervals"
         return False
-
-
-class EngineLiveView(LiveView):
-    """The live view of a --engine bpf recording: each snapshot is the engine's maps, asked
-    for over its stdin and handed back as numbers (no text is parsed), turned into the same
-    Raw the analyzers read. Works for a launched command as for an attached pid."""
-
-    def __init__(self, engine, plan, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.engine, self.plan = engine, plan
-
-    def _read_lines(self) -> None:
-        return None
-
-    def snapshot(self, bt_alive: Callable[[], bool],
-                 stopping: Callable[[], bool] = lambda: False) -> tuple:
-        from jvmos import engine as engine_mod
-        if not self.engine.alive():
-            return None, "the engine stopped before handing it over"
-        self._requested += 1
-        ev = self.engine.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
-        if ev is None:
-            return None, (f"the engine did not hand it over within {SNAPSHOT_TIMEOUT_S:.0f} s"
-                          if self.engine.alive() else "the engine stopped before handing it over")
-        self._received += 1
-        raw = engine_mod.to_raw(ev, self.plan)
-        self.lost_events = sum((getattr(raw, "engine_lost", None) or {}).values())
-        return raw, None

@@ -1,29 +1,33 @@
-"""`jvmos record`: run or attach to a JVM, trace it with bpftrace, write a run directory.
+"""`jvmos record`: run or attach to a JVM, trace it with the compiled engine (probes/*.bpf.c
+loaded by build/jvmos-engine, jvmos.engine), write a run directory.
 
 A run directory holds:
-  manifest.json   what was traced and how (written first with status "running")
-  probes.bt       the exact script bpftrace ran
-  raw/bpftrace.json, raw/bpftrace.stderr   the probe output, untouched
-  summary.json    written last and atomically; its "status" says whether the run completed
+  manifest.json     what was traced and how (written first with status "running")
+  probes.plan.json  the exact plan the engine ran (programs, attach points, constants)
+  raw/engine.json, raw/engine.stderr   the engine's final maps as it handed them, and its log
+  summary.json      written last and atomically; its "status" says whether the run completed
+Recordings made before the bpftrace engine was retired (probes.bt, raw/bpftrace.json) are still
+read by `jvmos report` and scripts/reanalyse.py.
 
 Statuses (summary.json and manifest.json; the one place they are defined, see STATUSES). A
 recording is `complete` only when nothing below applies; when several apply the status is the
 first in this order, and `warnings` gives every reason with its figures:
 
-  failed          bpftrace stopped (or could not start/attach) before the run ended, or the
+  failed          the engine stopped (or could not start/attach) before the run ended, or the
                   sampler could not be loaded/stopped: figures missing or cover part of the run
-  truncated       bpftrace was stopped at the end but did not exit cleanly (non-zero status,
-                  killed after a timeout), printed no END output, or its output did not parse
+  truncated       the engine handed over no final maps after the stop, or some of its map
+                  entries could not be read
   interrupted     SIGINT/SIGTERM stopped a launched command (or came before tracing started:
                   the command never ran, or stopped the recording of a load an experiment
                   drives); in attach mode the signal is otherwise the normal way to stop
   load_failed     the load driven during an attach recording raised an error
   target_exited   attach mode: the traced pid exited before the recording ended
   command_failed  the launched command exited non-zero (figures valid for what it did)
-  events_lost     bpftrace reported lost events (its output buffer overflowed)
+  events_lost     the engine counted lost events (a full map, a skipped program run)
   partial         probes that apply to the target were skipped (symbols not found)
-  complete        bpftrace exited 0 after the stop signal, its END output is there and parsed
-                  without errors, and the target ran until the end (or exited 0, launch mode)
+  complete        the engine handed over its final maps after the stop and closed every link,
+                  they read without errors, and the target ran until the end (or exited 0,
+                  launch mode)
   running         (manifest.json only) the recording has not ended, or jvmos itself died
 Returns without an entry (a call in progress when tracing began) are warned about with their
 count but leave the status alone: their calls are counted, only their time is missing.
@@ -32,7 +36,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import signal
 import sys
 import threading
@@ -46,15 +49,11 @@ from jvmos import calibrate as cal
 from jvmos.catalogue import (DEFAULT_LAYERS, LAYERS, OPTIONAL_SYMBOL_PREFIXES, TIMED_SPAN_LAYERS,
                              Mode)
 from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
-                  symbols, usdt_probes)
-from jvmos.probegen import render
+                  symbols)
 from jvmos import sampling
 from jvmos import cputime
-from jvmos import scope as scope_mod
-from jvmos.session import (ATTACH_TIMEOUT_S, MAPS_TIMEOUT_S, OutputTail, Session, alive,
-                           start_counting,
-                           stop_counting)
-from jvmos.tools import bpftrace, bpftrace_version, ensure_tracefs, host_info
+from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
+from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
 @dataclass
@@ -64,16 +63,12 @@ class Options:
     duration: Optional[float] = None
     layers: Sequence[str] = tuple(DEFAULT_LAYERS)
     mode: str = "time"                 # time: entry+return probes; count: entry probes only;
-                                       # sample: async-profiler only, no bpftrace
+                                       # sample: async-profiler only, no BPF probes
     sample: bool = False               # with time/count: also sample with async-profiler
-    # process: uprobes trap only in the traced processes (jvmos.scope); host: bpftrace's own
-    # attachment, which traps in every process that maps the library
+    # process: uprobes trap only in the traced processes (uprobe_multi links with their pid)
+    # and libc's wrappers stand for the syscalls where a layer allows; host: the syscall
+    # tracepoints, which see every call the kernel serves (see each probes/*.bpf.c)
     scope: str = "process"
-    # bpf: the compiled engine (probes/*.bpf.c loaded by build/jvmos-engine, jvmos.engine),
-    # the default where it can run; bpftrace: probes/*.bt run by bpftrace. JVMOS_ENGINE sets
-    # it for every recording of a command (an experiment's too), --engine for one
-    engine: str = field(default_factory=lambda: __import__(
-        "jvmos.engine", fromlist=["default_engine"]).default_engine())
     out: Optional[Path] = None
     jdks: Sequence[str] = ()           # JDK homes to probe when the command does not say
     platform: Optional[str] = None
@@ -159,37 +154,6 @@ def settle(reasons: List[tuple], warnings: List[str], log) -> tuple:
         warnings.append(why)
         log(f"warning: {why}")
     return status, next((why for st, why in reasons if st == status), None)
-
-
-def bpftrace_reasons(*, stopped_early: bool, rc: Optional[int], raw) -> List[tuple]:
-    """What bpftrace's exit and output say about a recording, as (status, why) pairs.
-
-    Its output is whole when, after the stop signal, it printed every map and then common.bt's
-    end marker (raw.maps_printed; jvmos then kills it rather than wait a minute for its
-    uprobes' detach, rc None), or when it exited 0 after printing its END maps."""
-    out = []
-    if stopped_early:
-        out.append(("failed", f"bpftrace stopped before the end of the run (exit status {rc}): "
-                              "the figures cover part of it"))
-    elif raw.maps_printed:
-        pass
-    elif rc is None:
-        out.append(("truncated", "bpftrace did not exit after the stop signal and was killed: "
-                                 "its output is incomplete"))
-    elif rc != 0:
-        out.append(("truncated", f"bpftrace exited with status {rc} after the stop signal: "
-                                 "its output may be incomplete"))
-    if "@end_ns" not in raw.maps and not stopped_early and rc is not None \
-            and not raw.maps_printed:
-        out.append(("truncated", "bpftrace's END output is missing: the maps it prints at the "
-                                 "end were not (all) written"))
-    if raw.errors:
-        out.append(("truncated", f"{len(raw.errors)} line(s) of bpftrace's output did not "
-                                 f"parse (first: {raw.errors[0]})"))
-    if raw.lost_events:
-        out.append(("events_lost", f"bpftrace lost {raw.lost_events} events (its output buffer "
-                                   "overflowed): output actions of the probes may be missing"))
-    return out
 
 
 def missed_warnings(raw) -> List[str]:
@@ -315,63 +279,6 @@ class _Tree(threading.Thread):
             self.stop.wait(0.1)
 
 
-class _Holds:
-    """The traced children that common.bt stopped at their exec (--scope process): bpftrace
-    prints "jvmos-held PID" for each; jvmos opens the uprobes for that pid and lets it go
-    (SIGCONT). Only those pids are ever resumed, and every one of them is, also when the
-    recording fails."""
-
-    def __init__(self, raw_path: Path, scoper, bt_pid: int, t0: dict, log):
-        self.scoper, self.bt_pid, self.t0, self.log = scoper, bt_pid, t0, log
-        self.tail = OutputTail(raw_path)
-        self.held: List[int] = []          # held, not let go yet
-        self.lock = threading.Lock()
-
-    def _read(self) -> List[int]:
-        return [int(m) for m in re.findall(rb"jvmos-held (\d+)", self.tail.read())]
-
-    def poll(self) -> None:
-        with self.lock:
-            self.held += [p for p in self._read() if p not in self.held]
-            for p in list(self.held):
-                try:
-                    if p not in self.scoper.pids:
-                        _scope_late(self.scoper, self.bt_pid, [p], self.t0, self.log, held=True)
-                finally:
-                    self._go(p)
-
-    def _go(self, p: int) -> None:
-        try:
-            os.kill(p, signal.SIGCONT)
-        except OSError:
-            pass
-        self.held.remove(p)
-
-    def release_all(self, also: Sequence[int] = ()) -> None:
-        """Let every held child go, probed or not (the end of the recording, or an error);
-        also: pids known held from elsewhere (the @held map printed at the stop)."""
-        with self.lock:
-            self.held += [p for p in list(self._read()) + list(also) if p not in self.held]
-            for p in list(self.held):
-                self._go(p)
-
-
-def _scope_late(scoper, bt_pid: int, pids: List[int], t0: dict, log, held=False) -> None:
-    """A process that joined the traced tree during the recording (a child that forked): its
-    uprobes are opened now, and the manifest says from when (one that starts a program is held
-    at its exec until probed: _Holds)."""
-    for p in pids:
-        try:
-            n = scoper.attach(bt_pid, [p])
-        except (JvmosError, OSError) as e:
-            log(f"warning: cannot scope the uprobes to child pid {p}: {e}")
-            scoper.late.append({"pid": p, "error": str(e)})
-            continue
-        if n and p in scoper.pids:
-            scoper.late.append({"pid": p, "uprobes": n, "held_at_exec": held,
-                                "after_ms": round((time.monotonic_ns() - t0["ns"]) / 1e6, 1)})
-
-
 def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     """Which libjvm.so files to attach to, decided before anything starts."""
     if opts.jdks:
@@ -406,44 +313,6 @@ def _targets(opts: Options, warnings: List[str]) -> List[Jvm]:
     return jvms
 
 
-def _ensure_calibrated(platform, platform_file, jvms, log, mode="time", engine="bpftrace"):
-    """Calibrate what is missing (once per machine, once per JDK), keeping what is there.
-    engine bpf: bpftrace's probe costs are not needed (the engine's are measured apart),
-    but for --mode count's JNI copy model, which is measured with them."""
-    if platform is None:
-        log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
-            "first (once; 'jvmos calibrate --force' redoes it)")
-        platform = cal.calibrate_copy(jvms, log=log)
-        cal.save(platform_file, platform)
-    nio = platform["copy"].setdefault("nio_heap_to_direct", {})
-    for j in [j for j in jvms if str(j.home) not in nio]:
-        log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
-        nio[str(j.home)] = cal.calibrate_nio(j)
-        cal.save(platform_file, platform)   # at once: kept if a later step fails
-    if engine == "bpf" and mode != "count":
-        return platform
-    if not platform.get("probes") or cal.probes_incomplete(platform["probes"]):
-        log(f"no (or an incomplete) probe-cost calibration in {platform_file}: measuring it "
-            "once (a few minutes)")
-        platform["probes"] = cal.calibrate_probes(log=log)
-        cal.save(platform_file, platform)   # at once: kept if a later step fails
-    # HotSpot's USDT probes replace the JNI symbol uprobes where a JDK has them: their cost
-    # per hit is measured per JDK (a calibration made before jvmos used them lacks it)
-    from jvmos.probecost import calibrate_usdt, usdt_capable
-    usdt = platform["probes"].setdefault("usdt", {})
-    for j in [j for j in jvms if str(j.home) not in usdt and usdt_capable(j)]:
-        log(f"no USDT probe-cost calibration for JDK {j.version}: measuring it once")
-        usdt.update(calibrate_usdt(platform["probes"], jvms=[j], trials=3, log=log))
-        cal.save(platform_file, platform)   # at once: kept if a later step fails
-    if mode == "count":
-        jr = platform["copy"].setdefault("jni_region", {})
-        for j in [j for j in jvms if str(j.home) not in jr]:
-            log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
-            jr[str(j.home)] = cal.calibrate_jni(j, platform["probes"], log=log)
-            cal.save(platform_file, platform)   # at once: kept if a later step fails
-    return platform
-
-
 def check_options(opts: Options) -> None:
     """Argument errors, said before anything runs or is written."""
     for layer in opts.layers:
@@ -459,15 +328,7 @@ def check_options(opts: Options) -> None:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
     from jvmos import engine as engine_mod
-    if opts.engine not in engine_mod.ENGINES:
-        raise JvmosError(f"unknown engine '{opts.engine}' (known: "
-                         f"{', '.join(engine_mod.ENGINES)})")
-    if opts.engine == "bpf":
-        bad = engine_mod.unsupported(opts.layers)
-        if bad:
-            raise JvmosError(f"--engine bpf has no compiled {', '.join(bad)} layer yet "
-                             f"(compiled: {', '.join(engine_mod.LAYERS)}); use --engine "
-                             "bpftrace for it")
+    engine_mod.check_env()
     if opts.count is not None and opts.interval is None:
         raise JvmosError("--count needs --interval (the number of intervals to print)")
     if opts.metrics_file is not None and opts.interval is None:
@@ -476,10 +337,6 @@ def check_options(opts: Options) -> None:
         if not math.isfinite(opts.interval) or opts.interval <= 0:
             raise JvmosError(f"--interval must be a positive number of seconds, not "
                              f"{opts.interval:g}")
-        if opts.pid is None and opts.engine != "bpf":
-            raise JvmosError("--interval applies to --pid only with --engine bpftrace (the "
-                             "live view of a running JVM); --engine bpf also takes it for a "
-                             "launched command")
         if opts.count is not None and opts.count <= 0:
             raise JvmosError(f"--count must be a positive number of intervals, not {opts.count}")
         if Mode.parse(opts.mode) == "sample":
@@ -507,8 +364,8 @@ def _can_load_bpf() -> bool:
 
 
 def record(opts: Options) -> Result:
-    """One recording: options checked, then (bpftrace modes) prepared, traced and concluded;
-    --mode sample has its own path without bpftrace (_record_sampled)."""
+    """One recording: options checked, then (probe modes) prepared, traced and concluded;
+    --mode sample has its own path without BPF probes (_record_sampled)."""
     log = opts.log or (lambda m: print(m, file=sys.stderr))
     check_options(opts)
     if opts.mode == "sample":
@@ -517,18 +374,15 @@ def record(opts: Options) -> Result:
         raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): it loads "
                          "BPF programs; run it as root, or use --mode sample")
     run = _prepare(opts, log)
-    if opts.engine == "bpf":
-        _trace_engine(run)
-    else:
-        _trace(run)
+    _trace_engine(run)
     return _conclude(run)
 
 
 @dataclass
 class _Run:
-    """What a bpftrace recording carries from one phase to the next: _prepare (targets,
-    calibration, script, manifest), _trace (the tracing session) and _conclude (status,
-    summary, run directory)."""
+    """What a recording carries from one phase to the next: _prepare (targets, calibration,
+    plan, manifest), _trace_engine (the tracing session) and _conclude (status, summary, run
+    directory)."""
     opts: Options
     log: Callable[[str], None]
     warnings: List[str]
@@ -537,14 +391,13 @@ class _Run:
     platform_file: Path
     platform: Optional[dict]
     script: object
-    scoper: object
     missing: List[str]
     manifest: dict
     raw_path: Path
-    # set by _trace
+    plan: object
+    # set by _trace_engine
     root: Optional[int] = None
     child: object = None
-    holds: object = None
     tree: object = None
     wall_ns: int = 0
     target_cpu: Optional[dict] = None
@@ -552,26 +405,19 @@ class _Run:
     target_gone: bool = False
     load_error: List[Exception] = field(default_factory=list)
     sample_error: Optional[str] = None
-    bt_stopped_early: bool = False
-    bt_rc: Optional[int] = None
+    stopped_early: bool = False
+    engine_rc: Optional[int] = None
     sig: Optional[int] = None
-    # --engine bpf: the plan, the engine's final maps as Raw, what ended it
-    plan: object = None
+    # the engine's final maps as Raw, what ended it
     engine_raw: object = None
     engine_end: Optional[str] = None
 
 
 def _prepare(opts: Options, log) -> _Run:
-    """Everything decided before anything runs: the JVMs to probe, the calibration, the
-    script (scoped to the traced processes), the run directory and its first manifest."""
+    """Everything decided before anything runs: the JVMs to probe, the engine's plan, the
+    calibration, the run directory and its first manifest."""
     from jvmos import engine as engine_mod
-    if opts.engine == "bpf":
-        engine_mod.check_built(opts.layers)     # one clear error before anything starts
-    else:
-        bpftrace()      # found on PATH, or one clear error before anything starts
-        why = engine_mod.unavailable()
-        if why and not os.environ.get("JVMOS_ENGINE"):
-            log(f"note: recording with bpftrace: {why}")
+    engine_mod.check_built(opts.layers)     # one clear error before anything starts
     ensure_tracefs()
     warnings: List[str] = []
     for layer in (opts.layers if opts.mode == "count" else []):
@@ -583,15 +429,12 @@ def _prepare(opts: Options, log) -> _Run:
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
             "LIBC": [libc] if libc else []}
-    plan = None
-    if opts.engine == "bpf":
-        # the root pid is known once the command is launched (or now, --pid): the plan is
-        # completed then; built here, before a run directory is made or a calibration
-        # started, so that what the JVM's libraries cannot give (a layer with no probe
-        # there) is refused first; kept for its probe list, the manifest and the errors
-        plan = engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode,
-                                     scope=opts.scope, root=opts.pid or 0,
-                                     counting=opts.pid is None)
+    # the root pid is known once the command is launched (or now, --pid): the plan is
+    # completed then; built here, before a run directory is made or a calibration started,
+    # so that what the JVM's libraries cannot give (a layer with no probe there) is refused
+    # first; kept for its probe list, the manifest and the errors
+    plan = engine_mod.build_plan(opts.layers, libs, symbols, mode=opts.mode, scope=opts.scope,
+                                 root=opts.pid or 0, counting=opts.pid is None)
     out = prepare_out(opts.out or default_out("record"))
     for w in warnings:
         log(f"warning: {w}")
@@ -599,34 +442,11 @@ def _prepare(opts: Options, log) -> _Run:
     platform_file = cal.platform_path(opts.platform)
     platform = cal.load(platform_file)
     if opts.calibrate_if_missing:
-        platform = _ensure_calibrated(platform, platform_file, jvms, log, opts.mode,
-                                      opts.engine)
+        platform = cal.ensure_calibrated(platform, platform_file, jvms, list(opts.layers),
+                                         opts.mode, log)
     cal.validate_platform(platform)     # a bad calibration stops here, before tracing starts
-    if opts.engine == "bpf" and opts.calibrate_if_missing:
-        from jvmos import enginecost
-        if enginecost.incomplete(platform.get("engine_probes"), list(opts.layers)):
-            log(f"no (or an incomplete) probe-cost calibration of the compiled engine for "
-                f"{','.join(opts.layers)} in {platform_file}: measuring it once (a minute)")
-            got = enginecost.calibrate(trials=3, log=log, layers=list(opts.layers))
-            platform["engine_probes"] = enginecost.merge(platform.get("engine_probes"), got)
-            cal.save(platform_file, platform)
 
-    if plan is not None:
-        script = plan.script
-    else:
-        script = render(opts.layers, libs, symbols, mode=opts.mode, usdt_of=usdt_probes,
-                        scope=opts.scope, live=opts.interval is not None)
-    scoper = None
-    if opts.engine == "bpf":
-        pass        # the engine scopes its uprobes to the traced processes itself
-    elif opts.scope == "process" and script.uprobe_count + script.usdt_count:
-        why = scope_mod.available()
-        if why:
-            raise JvmosError(f"--scope process: {why}; use --scope host (uprobes then trap in "
-                             "every process that maps the library)")
-        decoys = scope_mod.decoys_for(p for paths in libs.values() for p in paths)
-        script.text = scope_mod.retarget(script.text, {r: d for d, r in decoys.items()})
-        scoper = scope_mod.Scope(decoys)
+    script = plan.script
     missing = [m for m in script.missing
                if not m.rsplit(":", 1)[-1].startswith(OPTIONAL_SYMBOL_PREFIXES)
                and "(library not found)" not in m]
@@ -634,9 +454,9 @@ def _prepare(opts: Options, log) -> _Run:
         log(f"warning: symbol not found, its probe is skipped: {m}")
     try:
         (out / "raw").mkdir(exist_ok=True)
-        (out / ("probes.plan.json" if plan is not None else "probes.bt")).write_text(script.text)
+        (out / "probes.plan.json").write_text(script.text)
     except OSError as e:
-        raise JvmosError(f"cannot write the probe script to {out}: {e.strerror or e}", 1)
+        raise JvmosError(f"cannot write the engine's plan to {out}: {e.strerror or e}", 1)
     manifest = {
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "target": "launch" if opts.cmd else "attach",
@@ -644,29 +464,26 @@ def _prepare(opts: Options, log) -> _Run:
         "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample,
         "scope": opts.scope, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(),
-        "engine": ({"name": "bpf", "version": engine_mod.version(),
-                    "objects_sha256": engine_mod.object_hashes(plan),
-                    "plan": "probes.plan.json"} if plan is not None else
-                   {"name": "bpftrace", "compiled_engine": engine_mod.unavailable()
-                    or "available (not chosen: --engine bpftrace or JVMOS_ENGINE)"}),
-        "bpftrace": bpftrace_version() if plan is None else None,
+        "engine": {"name": "bpf", "version": engine_mod.version(),
+                   "objects_sha256": engine_mod.object_hashes(plan),
+                   "plan": "probes.plan.json"},
         "probes": {"attached": script.attached, "missing": script.missing,
                    "uprobes": script.uprobe_count, "tracepoints": script.tracepoint_count,
                    "addresses": script.addresses, "aliases": script.aliases,
                    "usdt": script.usdt_count, "kinds": script.kinds,
                    "usdt_skipped": script.usdt_skipped,
-                   # probes.bt is not kept with reference results: its hash says which it was
+                   # the plan is not kept with reference results: its hash says which it was
                    "script_sha256": hashlib.sha256(script.text.encode()).hexdigest(),
                    "libc": str(libc) if libc else None,
-                   "scope": scoper.as_dict() if scoper else {"mode": opts.scope}},
+                   "scope": {"mode": opts.scope}},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
     }
 
     return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,
-                platform_file=platform_file, platform=platform, script=script, scoper=scoper,
+                platform_file=platform_file, platform=platform, script=script,
                 missing=missing, manifest=manifest, plan=plan,
-                raw_path=out / "raw" / ("engine.json" if plan is not None else "bpftrace.json"))
+                raw_path=out / "raw" / "engine.json")
 
 
 def _launch_or_attach(session: Session, opts: Options, out: Path) -> int:
@@ -708,193 +525,8 @@ def _stop_sampler(opts: Options, jvms: List[Jvm], out: Path, log) -> Optional[st
     return None
 
 
-def _trace(run: _Run) -> None:
-    """The tracing session: the command launched at the gate (or the pid attached), bpftrace
-    started and ready, the uprobes scoped, the recording waited for, then stopped and torn
-    down (see jvmos.session)."""
-    opts, log, out, script, scoper, jvms, manifest = (run.opts, run.log, run.out, run.script,
-                                                      run.scoper, run.jvms, run.manifest)
-    # from here on a signal is a request to stop, said in the status (before tracing starts:
-    # the command never runs); the session cleans up on every path
-    session = Session(log)
-    t0_box = {"ns": time.monotonic_ns()}
-    holds = None
-    tree = None
-    raw_path = run.raw_path
-    err_path = out / "raw" / "bpftrace.stderr"
-    with session:
-        try:
-                _save(out / "manifest.json", manifest, out)
-                # launch mode: the child waits at the gate until the probes are attached
-                root = _launch_or_attach(session, opts, out)
-                child = session.child
-                t_attach = time.time()
-                # --unsafe: common.bt stops a traced child at exec (signal()) until its uprobes
-                # are open
-                bt = session.start_bpftrace(out / "probes.bt",
-                                            [root, os.getpid(), "1" if scoper else "0",
-                                             "1" if opts.pid is not None else "0"],
-                                            raw_path, err_path, unsafe=opts.scope == "process")
-
-                def abort(msg, status="failed", code=1):
-                    session.close_gate()       # the command never starts
-                    if bt.poll() is None:
-                        session.let_die()
-                    manifest["status"] = status
-                    manifest["error"] = msg
-                    manifest["end_time"] = _now_iso()
-                    _save(out / "manifest.json", manifest, out)
-                    raise JvmosError(msg, code)
-
-                session.wait_ready(raw_path, err_path, abort, launched=bool(opts.cmd))
-                if scoper is not None:
-                    # bpftrace's uprobes sit on decoys: open them for the traced process only
-                    try:
-                        if os.environ.get("JVMOS_BPF_STATS") == "1":
-                            scoper.enable_stats()      # the kernel counts each program's runs
-                        scoper.attach(bt.pid, [root])
-                    except (JvmosError, OSError) as e:
-                        abort(f"cannot scope the uprobes to pid {root}: {e}" +
-                              ("; the command never ran" if opts.cmd else ""))
-                    if not scoper.pids:
-                        abort(f"pid {root} exited before its uprobes could be opened",
-                              "target_exited")
-                attach_s = time.time() - t_attach
-                manifest["attach_seconds"] = round(attach_s, 2)
-                manifest["start_time"] = _now_iso()
-                _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
-                log(f"tracing pid {root} ({script.uprobe_count} uprobes, {script.tracepoint_count} "
-                    f"tracepoints, attached in {attach_s:.1f}s)" +
-                    (f" for {opts.duration}s" if opts.duration else "") +
-                    ("; Ctrl-C to stop" if opts.pid else ""))
-                if opts.sample and opts.pid is not None:
-                    if not jvms:
-                        abort(f"--sample needs a JVM: pid {opts.pid} is not one")
-                    try:
-                        sampling.attach_start(jvms[0], opts.pid)
-                    except JvmosError as e:
-                        abort(str(e))
-                if scoper is not None:
-                    holds = _Holds(raw_path, scoper, bt.pid, t0_box, log)
-                tree = _Tree(root, on_new=(lambda pids: _scope_late(scoper, bt.pid, pids, t0_box,
-                                                                     log))
-                             if scoper is not None else None,
-                             on_poll=holds.poll if holds is not None else None)
-                # the target's CPU time during the recording: attach mode polls the tree's CPU
-                # clocks; launch mode reads the gate's clock here and the rusage when the command
-                # is reaped
-                cpu_watch = cputime.TreeCpu(root, tree=True, interval=0.2) if child is None else None
-                cpu_at_t0 = None if child is None else cputime.cpu_or_none(child.pid)
-                t0 = time.monotonic_ns()
-                t0_box["ns"] = t0
-                if cpu_watch is not None:
-                    cpu_watch.start()
-                # the kernel's run counts of the scoped programs as counting starts (with
-                # JVMOS_BPF_STATS=1): every run before the start signal was filtered out
-                runs_at_start = (scoper.run_counts() if scoper is not None
-                                 and scoper.stats_fd is not None else None)
-                live = None
-                if opts.interval is not None:
-                    live = _live_view(run, tree, cpu_watch)
-                    live.start(lambda: bt.poll() is None)   # starts the counting too
-                elif opts.pid is not None:
-                    start_counting()    # every probe is open: the figures begin now
-                session.release()
-                tree.start()
-                exit_code = None
-                target_gone = False
-                load_error = []
-                load = session.run_load(opts.workload, load_error)
-                if child is not None:
-                    exit_code, cpu_at_end, cpu_rusage = session.wait_command()
-                elif live is not None:
-                    target_gone = _run_live(run, live, session, root, load)
-                else:
-                    target_gone = session.wait_attached(root, opts.duration, load)
-                wall_ns = time.monotonic_ns() - t0
-                target_cpu = (cpu_watch.stop() if cpu_watch is not None
-                              else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
-                sample_error = _stop_sampler(opts, jvms, out, log)
-                tree.stop.set()
-                tree.join()             # no scan may run while the scope closes
-                if holds is not None:
-                    holds.poll()        # one held since the last poll is probed and let go too
-                manifest["end_time"] = _now_iso()
-
-                # stop counting now (see common.bt); read the scoped programs' run counts at the
-                # same moment, and detach them (closing a uprobe waits for a grace period in the
-                # kernel: seconds for all of them, during which the target still traps but nothing
-                # counts); then stop bpftrace
-                stop_counting()
-                if holds is not None:
-                    holds.release_all()     # held between the last poll and the stop (none after)
-                if scoper is not None:
-                    # the programs' kernel run counts at the stop signal: bpftrace's user space
-                    # clears the traced pids a moment later, so counting goes on until then
-                    manifest["probes"]["scope"] = scoper.as_dict()
-                    for r in manifest["probes"]["scope"].get("program_runs") or []:
-                        r["runs_at_start"] = (None if runs_at_start is None
-                                              else runs_at_start.get(r["prog_id"], 0))
-
-                def close_scope():
-                    """Read the run counts again (counting has stopped once the maps are printed)
-                    and detach the scoped uprobes."""
-                    if scoper is None:
-                        return
-                    sc = manifest["probes"]["scope"]
-                    later = scoper.run_counts()
-                    for r in sc.get("program_runs") or []:
-                        r["runs_when_maps_printed"] = later.get(r["prog_id"])
-                    scoper.close(background=not opts.wait_teardown)
-                    sc["detached_by"] = ("a background process (it closes them after jvmos "
-                                         "returns; not awaited)" if scoper.detach_child
-                                         else "jvmos (awaited)")
-                    sc["detach_seconds"] = scoper.detach_s
-
-                bt_stopped_early = bt.poll() is not None
-                if bt_stopped_early:
-                    close_scope()
-                elif session.wait_maps_printed(raw_path):
-                    close_scope()
-                    down = session.let_die(wait=opts.wait_teardown)
-                    session.bt_abandoned = True
-                    if down is not None:
-                        manifest["teardown_seconds"] = down
-                    manifest["bpftrace_end"] = (
-                        "printed every map after the stop, then killed by jvmos (bpftrace would "
-                        "detach its uprobes one kernel grace period at a time before exiting; the "
-                        "kernel does it as the killed process exits, "
-                        + ("awaited: teardown_seconds)" if down is not None else "not awaited)"))
-                else:
-                    close_scope()
-                    manifest["sigint_resent"] = session.interrupt(timeout=300)
-                    manifest["bpftrace_end"] = (
-                        f"no end marker within {MAPS_TIMEOUT_S} s of the stop: SIGINT, then "
-                        + ("its own end-of-run output (exit status "
-                           f"{bt.returncode})" if bt.returncode != -signal.SIGKILL else
-                           "killed after 300 s without exiting"))
-                # None: killed by jvmos after the stop signal
-                bt_rc = None if (bt.returncode in (None, -signal.SIGKILL)
-                                 and not bt_stopped_early) else bt.returncode
-        finally:
-            if tree is not None and tree.is_alive():
-                tree.stop.set()
-                tree.join()
-            if scoper is not None and scoper.prog_fds:   # an error on the way: detach them too
-                scoper.detach()
-                manifest["probes"]["scope"] = scoper.as_dict()
-                scoper.close()
-            if holds is not None:                        # never leave a child stopped
-                holds.release_all()
-    run.__dict__.update(root=root, child=child, holds=holds, tree=tree, wall_ns=wall_ns,
-                        target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
-                        load_error=load_error, sample_error=sample_error,
-                        bt_stopped_early=bt_stopped_early, bt_rc=bt_rc,
-                        sig=session.interrupted)
-
-
 def _trace_engine(run: _Run) -> None:
-    """The tracing session of --engine bpf: the command launched at the gate (or the pid
+    """The tracing session: the command launched at the gate (or the pid
     attached), the engine started on the plan and ready (every probe open), counting started
     (attach mode), the recording waited for, then the engine stopped: counting ends, its final
     maps are read, every link is closed (a fraction of a second: one uprobe_multi link per
@@ -1041,8 +673,8 @@ def _trace_engine(run: _Run) -> None:
     run.__dict__.update(root=root, child=child, tree=tree, wall_ns=wall_ns,
                         target_cpu=target_cpu, exit_code=exit_code, target_gone=target_gone,
                         load_error=load_error, sample_error=sample_error,
-                        bt_stopped_early=stopped_early,
-                        bt_rc=eng.proc.returncode if eng is not None else None,
+                        stopped_early=stopped_early,
+                        engine_rc=eng.proc.returncode if eng is not None else None,
                         sig=session.interrupted)
 
 
@@ -1069,7 +701,7 @@ def engine_reasons(run: _Run) -> List[tuple]:
     from jvmos import engine as engine_mod
     out = []
     raw = run.engine_raw
-    if run.bt_stopped_early:
+    if run.stopped_early:
         out.append(("failed", f"the engine stopped before the end of the run: {run.engine_end}; "
                               "no figures were read"))
     elif raw is None:
@@ -1084,14 +716,14 @@ def engine_reasons(run: _Run) -> List[tuple]:
 
 
 def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) -> tuple:
-    """The compiled engine's calibrated probe costs (jvmos calibrate --engine bpf), and the
+    """The compiled engine's calibrated probe costs (jvmos calibrate --probes), and the
     warnings that go with them: none calibrated, or probes placed on an instruction class
     the calibration did not measure."""
     from jvmos import enginecost
     probes = (platform or {}).get("engine_probes")
     if enginecost.incomplete(probes, list(layers)):
         return None, ["the compiled engine's probe costs are not calibrated (jvmos calibrate "
-                      "--engine bpf): measured times are uncorrected and the probe effect unknown"]
+                      "--probes): measured times are uncorrected and the probe effect unknown"]
     warnings = []
     borrowed = sorted(k for k, v in probes.items() if isinstance(v, dict) and v.get("borrowed"))
     if borrowed:
@@ -1103,7 +735,7 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
         warnings.append("the engine's calibration did not resolve "
                         + ", ".join(sorted(probes["unresolved"]))
                         + " from the noise (mean not above 0): what needs them is unknown "
-                          "(re-run jvmos calibrate --engine bpf --force on a quieter machine)")
+                          "(re-run jvmos calibrate --probes on a quieter machine)")
     calibrated = {s.get("class") for s in (probes.get("placement") or {}).values()}
     # only probes that fired: one that never hit costs nothing, whatever its class
     hit = None
@@ -1126,19 +758,11 @@ def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
     """What summary.build needs besides the probes' output, for these processes: (its keyword
     arguments, the probe-cost warnings, {pid: JVM home})."""
     jvm_home_by_pid, ran = jvm_homes(pids, run.opts.pid, [str(j.home) for j in run.jvms])
-    if run.plan is not None:
-        # the compiled engine's own calibration: no figure is corrected with bpftrace's costs
-        probe_costs, probe_warnings = engine_probe_costs(
-            run.platform, run.opts.layers, run.manifest["probes"].get("sites"), run.engine_raw)
-        scope = run.opts.scope
-    else:
-        from jvmos.probecost import probes_for
-        probe_costs, probe_warnings = probes_for((run.platform or {}).get("probes"), run.script,
-                                                 ran)
-        scope = run.opts.scope if run.scoper is not None else "host"
+    probe_costs, probe_warnings = engine_probe_costs(
+        run.platform, run.opts.layers, run.manifest["probes"].get("sites"), run.engine_raw)
     kw = dict(addresses=run.script.addresses, costs=cal.costs_for(run.platform),
               jvms_by_pid=jvm_home_by_pid, probes=probe_costs, mode=run.opts.mode,
-              scope=scope)
+              scope=run.opts.scope)
     return kw, probe_warnings, jvm_home_by_pid
 
 
@@ -1150,7 +774,7 @@ def write_metrics_file(run: _Run, summary: dict) -> None:
                             export.prometheus_text(run.manifest, summary, run.out.name).encode())
 
 
-def _live_view(run: _Run, tree, cpu_watch, eng=None):
+def _live_view(run: _Run, tree, cpu_watch, eng):
     """The live view of an attach-mode recording (jvmos.live): snapshots summarized by the
     same analyzers as the end of the recording; OpenMetrics text each interval if asked."""
     from jvmos import live as live_mod
@@ -1168,13 +792,8 @@ def _live_view(run: _Run, tree, cpu_watch, eng=None):
 
     metrics = ((lambda summary: write_metrics_file(run, summary))
                if run.opts.metrics_file is not None else None)
-    if eng is not None:
-        return live_mod.EngineLiveView(eng, run.plan, run.out, run.raw_path, run.opts.interval,
-                                       run.opts.count, summarize, cpu_now, metrics=metrics)
-    return live_mod.LiveView(run.out, run.raw_path, run.opts.interval, run.opts.count,
-                             summarize, cpu_now,
-                             decoys=run.scoper.decoys if run.scoper is not None else None,
-                             metrics=metrics)
+    return live_mod.LiveView(eng, run.plan, run.out, run.raw_path, run.opts.interval,
+                             run.opts.count, summarize, cpu_now, metrics=metrics)
 
 
 def jvm_homes(processes: Dict[str, dict], attach_pid: Optional[int],
@@ -1193,25 +812,13 @@ def jvm_homes(processes: Dict[str, dict], attach_pid: Optional[int],
 def _conclude(run: _Run) -> Result:
     """The recording's status and why, its summary (the analyzers on the raw output), and the
     run directory's last files."""
-    opts, log, out, scoper, jvms, manifest = (run.opts, run.log, run.out, run.scoper, run.jvms,
-                                              run.manifest)
-    warnings, missing, holds, tree = run.warnings, run.missing, run.holds, run.tree
+    opts, log, out, jvms, manifest = run.opts, run.log, run.out, run.jvms, run.manifest
+    warnings, missing, tree = run.warnings, run.missing, run.tree
     child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
     load_error, target_cpu = run.load_error, run.target_cpu
     interrupted = {"sig": run.sig}
-    if run.plan is not None:
-        raw = run.engine_raw if run.engine_raw is not None else rawparse.Raw()
-    else:
-        raw = rawparse.parse_file(run.raw_path, decoys=scoper.decoys if scoper else None)
-    if holds is not None:
-        # a child held at its exec just before the stop whose printed line came after the
-        # marker (another CPU's buffer) is in @held: let it go too (only the traced tree's)
-        holds.release_all(also=[int(p) for (p,) in raw.keyed("@held")
-                                if p.isdigit() and int(p) in tree.pids])
-    if run.plan is not None:
-        reasons = engine_reasons(run)
-    else:
-        reasons = bpftrace_reasons(stopped_early=run.bt_stopped_early, rc=run.bt_rc, raw=raw)
+    raw = run.engine_raw if run.engine_raw is not None else rawparse.Raw()
+    reasons = engine_reasons(run)
     if run.sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))
     reasons += run_reasons(sig=interrupted["sig"], launched=child is not None,
@@ -1243,14 +850,6 @@ def _conclude(run: _Run) -> Result:
                         + f"): each one's uprobes were opened up to {gap:.1f} ms after its fork "
                           "was seen, so library calls a child made before that are not counted "
                           "(a child that starts a program is held at its exec until probed)")
-    for late in (scoper.late if scoper else []):
-        if late.get("held_at_exec"):
-            continue            # stopped at exec until probed: nothing was missed
-        warnings.append(f"pid {late['pid']} joined the traced processes during the recording: "
-                        + (f"its uprobes were opened {late['after_ms']:.0f} ms in, so its "
-                           "earlier library calls are not counted" if "error" not in late
-                           else f"its uprobes could not be opened ({late['error']}), so its "
-                           "library calls are not counted"))
     status, reason = settle(reasons, warnings, log)
     for why in missed_warnings(raw):
         warnings.append(why)
@@ -1286,8 +885,7 @@ def _conclude(run: _Run) -> Result:
     manifest.update({"status": status, "exit_code": exit_code, "processes": pids,
                      "attached_probe_count": raw.attached_probes, "warnings": warnings,
                      "wall_ns": wall_ns,
-                     ("engine_exit_status" if run.plan is not None else "bpftrace_exit_status"):
-                         run.bt_rc,
+                     "engine_exit_status": run.engine_rc,
                      "status_reason": reason})
     _finish(out, manifest, summary)
     if opts.metrics_file is not None:
@@ -1378,7 +976,7 @@ def merge_samples(summary: dict, samp: Optional[dict]) -> None:
 
 
 def _record_sampled(opts: Options, log) -> Result:
-    """--mode sample: async-profiler alone, no bpftrace (the lowest-overhead mode). The
+    """--mode sample: async-profiler alone, no BPF probes (the lowest-overhead mode). The
     statuses are those of the module docstring; a sampler that cannot be loaded or stopped
     is `failed`."""
     jvm = None

@@ -1,22 +1,21 @@
 """A tracing session: the one place where jvmos starts, watches and stops what it traces.
 
-`jvmos record` (launch, attach and sample modes) and the probe calibrations
-(jvmos/probecost.py) all go through it:
+`jvmos record` (launch, attach and sample modes), the probe calibrations (jvmos/enginecost.py)
+and the bpftrace tools that remain (the network counter, jvmos/netcount.py; the accuracy
+experiment's kernel sampler) all go through it:
 
   * signals: from the start of a session, SIGINT and SIGTERM are a request to stop (kept in
     `interrupted`), not an exception in the middle of a recording;
-  * the start gate: a launched command's process exists (its pid can be given to bpftrace)
+  * the start gate: a launched command's process exists (its pid can be given to the engine)
     but waits on a pipe until the probes are attached; EOF instead of a byte means "do not
     start" (the command never runs);
-  * bpftrace: started with the map limits every recording needs and killed with jvmos
-    (PR_SET_PDEATHSIG), ready when common.bt prints "jvmos-ready", stopped either by SIGINT
-    (its own end-of-run output) or, once common.bt's stop block has printed every map and its
-    end marker, by SIGKILL (bpftrace would detach its uprobes one kernel grace period at a
-    time before exiting);
+  * the probe process (`bt`: the engine, or a bpftrace tool): killed with jvmos
+    (PR_SET_PDEATHSIG); a bpftrace tool is ready when its script prints "jvmos-ready" and
+    stopped by SIGINT (its own end-of-run output);
   * one wait loop for what ends a recording: a launched command exiting, a duration elapsing,
-    an attached target exiting, a driven load finishing, bpftrace dying, or a signal;
-  * clean-up on every path: a command held at the gate gets EOF, a bpftrace left running is
-    killed, the signal handlers are restored.
+    an attached target exiting, a driven load finishing, the probe process dying, or a signal;
+  * clean-up on every path: a command held at the gate gets EOF, a probe process left running
+    is killed, the signal handlers are restored.
 """
 import os
 import signal
@@ -29,7 +28,6 @@ from typing import Callable, Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos import cputime
-from jvmos.analyzers import rawparse
 from jvmos.tools import bpftrace, interrupt_bpftrace
 
 # the gate a launched command waits at (run with `python -c GATE FD CMD...`)
@@ -44,10 +42,8 @@ GATE = ("import os, sys\n"
         "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[2], e.strerror))\n"
         "    os._exit(127)\n")
 
-READY = "jvmos-ready"           # common.bt's line once every probe is attached
+READY = "jvmos-ready"           # a bpftrace tool's line once every probe is attached
 ATTACH_TIMEOUT_S = 600
-# how long bpftrace may take, after the stop signal, to print every map and the end marker
-MAPS_TIMEOUT_S = 120
 # Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
 # run that starts thousands of threads; updates beyond the limit would be lost silently.
 MAP_KEYS_MAX = "16384"
@@ -79,21 +75,6 @@ def first_error(err_path: Path) -> str:
     except OSError:
         return "no output"
     return next((l for l in lines if "ERROR" in l), lines[0] if lines else "no output").strip()
-
-
-def stop_counting() -> None:
-    """The signal common.bt waits for: SIGURG (ignored by Python) sent by this jvmos to itself,
-    so that it ends this process's recording only, never another one running at the same
-    time."""
-    os.kill(os.getpid(), signal.SIGURG)
-
-
-def start_counting() -> None:
-    """The start signal of an attached recording (common.bt, $4 = 1), and the live view's
-    snapshot request (probegen.LIVE_BLOCK): SIGURG to this process's main thread with
-    tgkill(2), si_code SI_TKILL, which the stop block (a kill(2), SI_USER) ignores. The BPF
-    program runs as the signal is generated: counting has begun when this returns."""
-    signal.pthread_kill(threading.main_thread().ident, signal.SIGURG)
 
 
 class OutputTail:
@@ -248,20 +229,6 @@ class Session:
                 return
             if time.time() - t0 > timeout:
                 abort(f"bpftrace did not attach within {timeout:.0f}s", "failed", 1)
-            time.sleep(0.05)
-
-    def wait_maps_printed(self, raw_path: Path, timeout: float = MAPS_TIMEOUT_S) -> bool:
-        """True once bpftrace's output holds common.bt's end marker (every map printed after
-        the stop); False if bpftrace exits first or the marker is not there in `timeout` s."""
-        deadline = time.monotonic() + timeout
-        tail = OutputTail(raw_path)
-        marker = rawparse.MAPS_PRINTED.encode()
-        while True:
-            exited = self.bt.poll() is not None
-            if marker in tail.read():
-                return True
-            if exited or time.monotonic() >= deadline:
-                return False
             time.sleep(0.05)
 
     def let_die(self, wait: bool = False) -> Optional[float]:

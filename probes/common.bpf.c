@@ -1,6 +1,6 @@
 /*
  * common.bpf.c - the part of every compiled recording that decides which processes are traced
- * and what is known of them (the compiled counterpart of common.bt).
+ * and what is known of them.
  *
  * Loaded first by the engine (probes/engine); its maps (common.bpf.h) are shared with every
  * layer object. The engine puts the root process in `traced` (launch mode: the command held

@@ -59,8 +59,8 @@ struct {
 /* Per thread: running totals of the on-CPU ns and the hits of the outermost allocator calls
  * (malloc, calloc, ...) that have returned on it. Written by mem.bpf.c, read by threads.bpf.c
  * as a span begins and ends (the difference is the allocator time to leave out of the span,
- * and the hits to report beside it); zero when the mem layer is not loaded. The compiled
- * counterpart of common.bt's @alloc_ns/@alloc_hits. */
+ * and the hits to report beside it); zero when the mem layer is not loaded. mem.bpf.c
+ * forgets a thread's totals when the kernel frees the thread (sched_process_free). */
 struct jvmos_alloc_totals {
 	__u64 ns;
 	__u64 hits;

@@ -1,7 +1,9 @@
 /*
  * io.bpf.c - the I/O layer of jvmos, compiled: what it costs a JVM to move bytes across the
- * JVM-OS boundary. The same figures as io.bt, kept by BPF programs that the engine loads and
- * attaches itself (probes/engine), so that only the traced JVM pays for them.
+ * JVM-OS boundary. Kept by BPF programs that the engine loads and attaches itself
+ * (probes/engine), so that only the traced JVM pays for them. The analyzers read the figures
+ * as @calls/@bytes/@time[pid, category, probe], @path_bytes/@path_calls[pid, path, direction],
+ * @nio_confirmed[pid] and @missed[pid, what] (io.h lists the ids).
  *
  * Run through `jvmos record --engine bpf --layers io`. Which function each program is
  * attached to comes from the engine's plan (jvmos/engine.py): the programs here do not name
@@ -9,27 +11,43 @@
  * engine's ready line says which function, library and offset an id is) and, for the Region
  * copies, the element size (JVMOS_COOKIE_VALUE), so one program serves every element type.
  *
- * What it measures, and why these attach points (see io.bt for the longer story):
+ * What it measures, and why these attach points:
  *  - JNI copies (category jni_copy): entry probes (and, in --mode time, return probes) on
  *    libjvm's JNI functions that copy between the Java heap and native memory (paper section
- *    3, Table 2). Get/Set<T>ArrayRegion and Get/GetStringUTFRegion(env, array, start, len, buf):
- *    bytes = len x element size. Elements, Critical and String*Chars: calls and time only.
- *  - NIO path (nio_native, unsafe_copy_*): since JDK 11 sockets and NIO channels with heap
- *    buffers copy into a temporary direct buffer in Java and then call libnio's read/write
- *    natives; an entry probe on those natives marks the thread, and the thread's next I/O call
- *    is the NIO path. Unsafe_CopyMemory0 (the copy before the JIT intrinsifies it) is counted
- *    with its size, its 7th argument, on the stack.
+ *    3, Table 2). Get/Set<T>ArrayRegion(env, array, start, len, buf) and
+ *    GetString[UTF]Region(env, str, start, len, buf): bytes = len x element size.
+ *    GetStringUTFRegion's len counts UTF-16 chars, and the modified UTF-8 it writes takes at
+ *    least one byte per char, so its bytes (len x 1) are a lower bound. Elements, Critical and
+ *    String*Chars do not say how much they copy: calls and time only. On a stripped
+ *    libjvm.so, HotSpot's USDT probes of the same functions stand in (below).
+ *  - NIO path (nio_native, unsafe_copy_*): since JDK 11 Socket streams and NIO channels with
+ *    heap buffers copy into a temporary direct buffer in Java and then call libnio's
+ *    read/write natives. That copy is an Unsafe copy, which the JIT intrinsifies after
+ *    warm-up, out of every uprobe's sight; so an entry probe on the natives marks the thread,
+ *    and the thread's next I/O call is the NIO path. Unsafe_CopyMemory0 (the copy while it is
+ *    still interpreted or C1-compiled) is counted with its size, its 7th argument, on the
+ *    stack; when its destination is the buffer that the next NIO write sends, the copy is
+ *    "confirmed" (@nio_confirmed).
  *  - I/O calls (io_syscall): read, write, pread64, pwrite64, readv, writev, sendto, recvfrom,
- *    sendmsg, recvmsg, sendfile. With --scope process (default) on libc's wrappers, as uprobe
- *    pairs opened for the traced processes only; with --scope host on the syscall
- *    tracepoints, which return at once for every process that is not traced. Bytes are what
- *    the call returned (what the kernel really moved); time includes blocking.
+ *    sendmsg, recvmsg, sendfile (and libc's send and recv: wrappers of their own around the
+ *    sendto and recvfrom syscalls). With --scope process (default) on libc's wrappers, as
+ *    uprobe pairs opened for the traced processes only: an enabled syscall tracepoint sends
+ *    every syscall of every process on the host through the kernel's slow path, where a
+ *    uprobe traps in the probed process only. With --scope host on the syscall tracepoints,
+ *    which return at once for every process that is not traced. Bytes are what the call
+ *    returned (what the kernel really moved; an error, a wrapper's -1 or a negative ret,
+ *    counts 0); time includes blocking.
  *  - JNI path attribution: a write whose buffer the same thread's last Get<T>ArrayRegion
  *    filled, or a read whose buffer the thread next copies back with Set<T>ArrayRegion, took
- *    the JNI path (libjava's io_util.c).
+ *    the JNI path (libjava's io_util.c does exactly this).
  *  - Nesting: one per-thread depth covers JNI copies and I/O calls; only the outermost is
- *    timed (exclusive time, paper section 5.1). Entry programs read the clock last, return
- *    programs first: as little of the probes' own work as possible falls inside a span.
+ *    timed (exclusive time, paper section 5.1), so a write made inside a JNI copy counts its
+ *    calls and bytes but not its time. Entry programs read the clock last, return programs
+ *    first: as little of the probes' own work as possible falls inside a span.
+ *  - --mode count: the JNI copies' return probes are not attached (the plan) and their entries
+ *    open no span (timing = 0), so a copy costs one uprobe instead of a pair, and jvmos
+ *    prices its time with a calibrated cost model instead of the clock. The I/O calls keep
+ *    both ends (their bytes are the return value) and stay timed.
  *
  * Per-thread state is one struct in a hash keyed by thread id, deleted when the thread
  * exits. A full map loses a span, counted as JVMOS_LOST_THREAD_STATE; sums are atomic adds.

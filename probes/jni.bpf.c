@@ -1,7 +1,8 @@
 /*
  * jni.bpf.c - the JNI census layer of jvmos, compiled (paper Table 2): how often a JVM calls
- * into the JNI at all, per JNI function. The same figure as jni.bt, @calls[pid, "jni_call",
- * probe], kept by one BPF program that the engine attaches itself (probes/engine).
+ * into the JNI at all, per JNI function. One BPF program, which the engine attaches itself
+ * (probes/engine), keeps the one figure, read by the analyzers as @calls[pid, "jni_call",
+ * probe].
  *
  * Run through `jvmos record --engine bpf --layers jni`. The plan (jvmos/enginelayers/jni.py)
  * decides the attach points; each carries its probe id as the BPF cookie, the key of the sum:
@@ -11,8 +12,9 @@
  *  - where the symbol is missing (a stripped libjvm.so), HotSpot's USDT probe of the same
  *    function instead, hotspot_jni:<Function>__entry: its site is a nop in the function's
  *    body that runs once per call, and the notes that find it survive `strip`. Counting
- *    needs none of its arguments. A function with neither (GetModule has no USDT probe) is
- *    not counted on a stripped libjvm; the manifest lists what was attached, and how.
+ *    needs none of its arguments. A function with neither (GetModule and IsVirtualThread have
+ *    no USDT probe) is not counted on a stripped libjvm; the manifest lists what was
+ *    attached, and how.
  *  - when the io layer is loaded too, the copy functions (Get/Set<T>ArrayRegion, ...) are
  *    left to io.bpf.c, which times them, so that no function carries two probes; the
  *    analyzer (analyzers/census.py) adds io's calls to the census.

@@ -1,8 +1,9 @@
 /*
  * links.bpf.c - the links layer of jvmos, compiled: what it costs a JVM to establish an I/O
- * link (paper section 4: C_link for a network connection, C_file for a file). The same
- * figures as links.bt, kept by BPF programs that the engine loads and attaches itself
- * (probes/engine).
+ * link (paper section 4: C_link for a network connection, C_file for a file), kept by BPF
+ * programs that the engine loads and attaches itself (probes/engine). The analyzers read the
+ * figures as @calls/@time/@wall/@untimed[pid, category, probe], @ncalls[pid, category,
+ * "failed"], @missed[pid, what] and @hits[pid, "links:sched_switch"] (links.h lists the ids).
  *
  * Run through `jvmos record --engine bpf --layers links`. Which syscall or function each
  * program is attached to comes from the engine's plan (jvmos/enginelayers/links.py); every
@@ -13,12 +14,14 @@
  *   category link: accept, accept4 (server side) and connect (client side)
  *   category file: open, openat, openat2 and close (every descriptor: the kernel's close
  *                  does not say whether it closes a file or a socket)
- * Calls and time. A blocking accept or connect waits for its peer, and waiting is not a cost
- * of the link: the time is on-CPU time, the span from entry to exit minus the intervals the
- * thread spent switched out inside it (sched_switch out to sched_switch in); the whole span
- * is kept as wall_ns (@wall). A call with an error return (EAGAIN on a non-blocking socket,
- * ENOENT, EBADF) is counted apart as @ncalls[pid, cat, "failed"], untimed, as in links.bt;
- * connect's -EINPROGRESS (a non-blocking connect under way) is a link, not a failure.
+ * Calls and time. A blocking accept (Tomcat's acceptor thread blocks in accept) or connect
+ * waits for its peer, and waiting is not a cost of the link: the time is on-CPU time, the
+ * span from entry to exit minus the intervals the thread spent switched out inside it
+ * (sched_switch out to sched_switch in); the whole span is kept as wall_ns (@wall). A call
+ * with an error return (EAGAIN on a non-blocking socket, ENOENT, EBADF) is counted apart as
+ * @ncalls[pid, cat, "failed"] and never timed, so the link and file times are those of calls
+ * that made a link or opened or closed a descriptor; connect's -EINPROGRESS (a non-blocking
+ * connect under way) is a link, not a failure.
  *
  * Attach points, and why:
  *  - the syscall tracepoints syscalls:sys_enter_X / sys_exit_X (at both scopes, by default):
@@ -113,7 +116,7 @@ static __always_inline int link_exit(__u64 now, __u16 cat, __u16 probe, int ok)
 		jvmos_count(tgid, JVMOS_WHAT_MISSED, cat == JVMOS_CAT_LINK ?
 			    JVMOS_MISSED_LINK_NO_ENTRY : JVMOS_MISSED_FILE_NO_ENTRY, 1);
 	if (!ok) {
-		/* failed calls are counted, never timed (links.bt), with or without an entry */
+		/* failed calls are counted, never timed (see the top), with or without an entry */
 		s = jvmos_stat(tgid, cat, JVMOS_NAMED(JVMOS_NAME_FAILED));
 		if (s)
 			__sync_fetch_and_add(&s->calls, 1);

@@ -1,31 +1,43 @@
 /*
  * mem.bpf.c - the memory layer of jvmos, compiled: what the native allocator and the kernel's
- * memory services cost a JVM (paper section 3.3, Table 6). The same figures as mem.bt, with
- * the same meaning, kept by BPF programs that the engine (probes/engine) loads and attaches.
+ * memory services cost a JVM (paper section 3.3, Table 6), kept by BPF programs that the
+ * engine (probes/engine) loads and attaches. The analyzers read the figures as
+ * @calls/@bytes/@time[pid, category, probe], @ncalls[pid, "vm", "page_fault_user"],
+ * @ntime[pid, "malloc" | "vm", "off-CPU"], @grow_vm/@grow_malloc[pid, quarter-second],
+ * @missed[pid, what] and @hits[pid, "mem:sched_switch"] (mem.h lists the ids).
  *
  * Run through `jvmos record --engine bpf --layers mem`. Which function each program is
  * attached to comes from the plan (jvmos/enginelayers/mem.py); each uprobe carries its probe
  * id as BPF cookie, and an allocator's cookie also says which argument is the size it asks
  * for (JVMOS_MEM_SIZE_*), so one entry program serves every allocator.
  *
- * What it measures, and why these attach points (mem.bt tells the longer story):
- *  - category malloc: uprobe + uretprobe on libc's malloc, calloc, realloc, posix_memalign,
- *    aligned_alloc and memalign, the functions HotSpot's os::malloc and the JDK's native code
- *    call. Bytes are the size asked for (calloc: n x size). free is not probed: mem.bt says
- *    why, and jvmos estimates it from the blocks allocated. Two names at one address
- *    (aligned_alloc and memalign in glibc) are probed once, as the first.
- *  - category vm: brk, mmap, munmap, mprotect, madvise. With --scope process on libc's
- *    wrappers mmap, munmap, mprotect, madvise and sbrk (uprobe pairs in the traced processes
- *    only; the break moves through sbrk, whose increment is its bytes, a direct brk(2) is not
- *    seen there), with --scope host on the syscall tracepoints (bytes: the length argument;
- *    brk: how far the break moved, from the previous break the process got). User page
- *    faults (exceptions:page_fault_user, a raw BTF tracepoint): calls only, under the name
- *    page_fault_user (a fault has no exit event: jvmos costs it with a calibrated time).
+ * What it measures, and why these attach points:
+ *  - category malloc (the libc column of Table 6): uprobe + uretprobe on libc's malloc,
+ *    calloc, realloc, posix_memalign, aligned_alloc and memalign, the functions HotSpot's
+ *    os::malloc and the JDK's native code call. Bytes are the size asked for (calloc:
+ *    n x size). Two names at one address (aligned_alloc and memalign in glibc) are probed
+ *    once, as the first.
+ *  - free is not probed: its first instruction is its free(NULL) test, which the kernel
+ *    single-steps for a uprobe at the function's entry (8-32 us per hit measured, 1000 times
+ *    free's own cost). jvmos estimates it instead: every block allocated during the run is
+ *    taken as freed once, each free at the cost `jvmos calibrate` measured.
+ *  - category vm (the kernel column): brk, mmap, munmap, mprotect, madvise. With --scope
+ *    process on libc's wrappers mmap, munmap, mprotect, madvise and sbrk, as uprobe pairs in
+ *    the traced processes only (an enabled syscall tracepoint slows every syscall on the
+ *    host). The break moves through sbrk (malloc's way), whose increment is its bytes and
+ *    whose return value is the old break or -1; brk itself is not probed there, because sbrk
+ *    calls it and both would count, so a direct brk(2) is not seen at that scope. With
+ *    --scope host on the syscall tracepoints (bytes: the length argument; brk: how far the
+ *    break moved, from the previous break the process got). User page faults
+ *    (exceptions:page_fault_user, a raw BTF tracepoint): calls only, under the name
+ *    page_fault_user (a fault has no exit event: jvmos costs it with a calibrated per-fault
+ *    time and marks it estimated).
  *  - Time is on-CPU time: sched_switch (tp_btf) notes when a thread inside a timed allocator
- *    call or memory call is switched out and adds the interval until it runs again to its
- *    off-CPU time, which is left out of the call's time and reported as the "off-CPU" name
- *    of the malloc or vm category. A span whose off-CPU time exceeds it (a switch missed) is
- *    not timed: counted as missed, and its call as malloc_untimed.
+ *    call or memory call is switched out (preempted, or blocked on the mmap lock behind
+ *    another thread's page fault) and adds the interval until it runs again to its off-CPU
+ *    time, which is left out of the call's time and reported as the "off-CPU" name of the
+ *    malloc or vm category. A span whose off-CPU time exceeds it (a switch missed) is not
+ *    timed: counted as missed, and its call as malloc_untimed.
  *  - Nesting (paper section 5.1): one per-thread depth of allocator calls; only the outermost
  *    is timed. A memory call made inside an allocator call (malloc growing its arena) counts
  *    its calls and bytes but not its time, which the allocator call already holds; so an
@@ -35,12 +47,15 @@
  *    allocator call its on-CPU time to alloc_totals[tid].ns (common.bpf.h), which threads
  *    reads to leave allocator calls out of its spans; a freed thread's totals are forgotten
  *    (sched_process_free).
- *  - Heap growth: grow_vm / grow_malloc per quarter-second since the start of counting: a
- *    page (4096) per user page fault and the break's growth, and the bytes asked of the
- *    allocator.
+ *  - Heap growth: grow_vm / grow_malloc per quarter-second since the start of counting, to
+ *    show whether memory is obtained once during ramp-up (the paper's C_mem assumption) or
+ *    all along. grow_vm is what the kernel gave: a page (4096) per user page fault and the
+ *    break's growth; mmap lengths are left out, being address space, most of it reserved and
+ *    never touched. grow_malloc is the bytes asked of the allocator.
  *  - --mode count: allocator calls are counted, not timed (no return probe); at --scope
- *    process the memory calls too (sbrk keeps its return: its bytes are known there).
- *    The syscall tracepoints of --scope host stay timed, as in mem.bt.
+ *    process the memory calls too (sbrk keeps its return: its bytes are known there). At
+ *    --scope host the syscall tracepoints time the memory syscalls in --mode count too, as
+ *    the retired bpftrace script did, so that old and new recordings compare.
  *
  * Per-thread state is one struct in an LRU hash keyed by thread id, forgotten when the thread
  * is freed; a full map loses a span, counted as JVMOS_LOST_THREAD_STATE.
@@ -58,7 +73,7 @@
 #include "mem.h"
 
 #define MEM_BUCKET_NS	250000000ULL	/* the growth timeline's step: a quarter second */
-#define MEM_PAGE	4096		/* what a user page fault gives (mem.bt's figure) */
+#define MEM_PAGE	4096		/* what a user page fault gives: one base page */
 
 const volatile __u32 timing = 1;	/* 0 in --mode count: allocator and libc memory calls
 					 * are counted, not timed */
@@ -349,7 +364,7 @@ int libc_sbrk_ret(struct pt_regs *ctx)
 }
 
 /* --scope host: the syscall tracepoints (every process runs them; the untraced return at
- * the first line). Always timed, in --mode count too, as mem.bt's tracepoint blocks. */
+ * the first line). Always timed, in --mode count too (see the top). */
 SEC("tracepoint")
 int sys_vm_enter(struct trace_event_raw_sys_enter *ctx)
 {
@@ -417,8 +432,9 @@ int sys_brk_exit(struct trace_event_raw_sys_exit *ctx)
 /* ---- the scheduler, the page faults, the ends of programs and threads ---- */
 
 /* preempted or blocked inside an allocator call or a memory call timed on its own: not their
- * work. Every switch out of a traced thread is a hit (the probe effect); the switch in is
- * looked up for every thread, as mem.bt's second block (its state exists only if traced). */
+ * work. Every switch out of a traced thread is a hit (the probe effect); the thread switched
+ * in is looked up whatever its process: only a traced thread has state here, so for any
+ * other the lookup finds nothing. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(mem_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)

@@ -7,7 +7,10 @@
 #include "jvmos.h"
 
 /* stats: category. malloc_untimed and vm_timed count calls only, keyed by the probe of the
- * malloc / vm figure they qualify (mem.bt's @calls[pid, "malloc_untimed" | "vm_timed", probe]) */
+ * malloc / vm figure they qualify, read as @calls[pid, "malloc_untimed" | "vm_timed", probe]:
+ * the outermost allocator calls whose span went untimed (a switch missed), and the memory
+ * calls timed on their own (outside allocator calls). The analyzers subtract one probe
+ * window per timed call, so they need to know how many calls were timed. */
 #define JVMOS_CAT_MALLOC		(JVMOS_BASE_MEM + 1)
 #define JVMOS_CAT_MALLOC_UNTIMED	(JVMOS_BASE_MEM + 2)
 #define JVMOS_CAT_VM			(JVMOS_BASE_MEM + 3)

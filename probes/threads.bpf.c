@@ -1,8 +1,12 @@
 /*
  * threads.bpf.c - the threads layer of jvmos, compiled: what the native threading stack costs
  * a JVM (paper section 3.2.1, Tables 4 and 5), plus native synchronization and context
- * switches (sections 3.2.2 and 3.4.1). The same figures as threads.bt, with the same span
- * rules, kept by BPF programs that the engine loads and attaches itself (probes/engine).
+ * switches (sections 3.2.2 and 3.4.1), kept by BPF programs that the engine loads and
+ * attaches itself (probes/engine). The analyzers read almost every figure by name, as
+ * @ncalls/@ntime[pid, category, what] (threads.h); the others are @calls[pid,
+ * "thread_create", probe] (the clone syscalls), @nhits[pid, "thread_nested_alloc", span]
+ * (the allocator probe hits inside each kind of span, for the probe-effect correction),
+ * @thr_incl[pid], @csw[pid, tid, kind], @missed[pid, what] and @hits[pid, "threads:..."].
  *
  * Run through `jvmos record --engine bpf --layers threads`. Which function each uprobe is on
  * comes from the engine's plan (jvmos/enginelayers/threads.py): libjvm's JVM_StartThread,
@@ -10,45 +14,65 @@
  * --mode time) a return program. The syscall tracepoints are attached as the plan lists them;
  * the sched_* programs are BTF raw tracepoints (tp_btf), attached with the object.
  *
- * The layers of one Java thread's creation, and where each is entered (see threads.bt for the
- * longer story; every rule below is that file's):
- *   jvm     JVM_StartThread (Thread.start0's native): entry to return, on the creating thread
- *   libc    pthread_create: entry to return, on the creating thread
+ * The layers of one Java thread's creation, and where each is entered:
+ *   Java    Thread.<init> and Thread.start() up to the start0 native: not probed. The workload
+ *           times it, and jvmos subtracts what the JVM part took: JVM_StartThread's inclusive
+ *           time, @thr_incl[pid]
+ *   jvm     JVM_StartThread (start0's native: the JavaThread's allocation, os::create_thread):
+ *           entry to return, on the creating thread
+ *   libc    pthread_create (the stack, cached or mmap'ed, TLS/TCB set-up, clone3): entry to
+ *           return, on the creating thread
  *   kernel  the syscalls made inside those spans (clone, clone3, mmap, munmap, mprotect,
  *           madvise, rseq, set_robust_list, rt_sigprocmask, prctl, sched_getaffinity,
- *           gettid): their on-CPU time
+ *           gettid): their on-CPU time. The time a syscall spends switched out (mmap waiting
+ *           for the mmap lock while other threads fault pages in, say) is waiting, reported
+ *           as thread_wait
  * and of the new thread:
  *   libc    start_thread's prologue, from the thread's first switch-in (after
- *           sched_wakeup_new) to thread_native_entry; a start-up span still open after 1 ms is
- *           not a thread_native_entry start and is dropped at the thread's next span syscall
- *           ("libc start abandoned") or switch-in; and its epilogue, from thread_native_entry's
- *           return to the exit syscall
- *   jvm     JavaThread::exit, entry to return
+ *           sched_wakeup_new) to thread_native_entry. A thread that does not start through
+ *           thread_native_entry (the launcher's main thread, a native library's thread)
+ *           would keep this span open for life, so one still open after 1 ms is dropped at
+ *           the thread's next span syscall ("libc start abandoned") or switch-in; and its
+ *           epilogue, from thread_native_entry's return to the exit syscall
+ *   jvm     JavaThread::exit (the JVM's teardown of the thread), entry to return
  *   kernel  the syscalls inside those spans, and exit: sys_enter_exit to each switch-out after
- *           it, counted once the task is freed (sched_process_free)
- * Each span's time is exclusive: it leaves out the spans, span syscalls, futex calls and
- * allocator calls (alloc_totals, written by the mem layer; zero without it) nested in it, and
- * the time its thread was switched out (reported as thread_wait "off-CPU in a span"). Spans
- * are "java" for a thread cloned inside JVM_StartThread, "internal" otherwise.
+ *           it (do_exit and the final schedule), counted once the task is freed
+ *           (sched_process_free)
+ * Each span's time is exclusive (paper section 5.1: no thread is counted in two probes at
+ * once) and on-CPU: it leaves out the spans, span syscalls, futex calls and allocator calls
+ * (alloc_totals, written by the mem layer; zero without it) nested in it, and the time its
+ * thread was switched out (reported as thread_wait "off-CPU in a span"). A futex inside a
+ * span is waiting for another thread (inside JVM_StartThread, the parent waiting for the
+ * child to initialize): it is reported as thread_wait, as is the new thread's delay to its
+ * first run (sched_wakeup_new to its first switch-in), not as work of any layer. Spans are
+ * "java" for a thread cloned inside JVM_StartThread (a java.lang.Thread), "internal" for the
+ * JVM's own threads (GC, compiler, ...).
  *
  * Also: every futex syscall of a traced thread (category sync: wait, wake, other; inside a
  * span also thread_wait), every switch out of a traced thread (@csw[pid, tid, voluntary or
- * involuntary], as sched_switch's formatted prev_state & 0xff says), and in --mode time the
- * run-queue wait of a traced thread from its wakeup or preemption to its next switch-in
- * (category runq).
+ * involuntary]: voluntary when it blocked, involuntary when it was preempted; csw_voluntary()
+ * below), and in --mode time the run-queue wait of a traced thread (category runq): from its
+ * wakeup or preemption to its next switch-in, the time it was runnable but not running
+ * (scheduler latency).
  *
- * --mode count keeps what threads.bt keeps there: the figures of the lines threads.bt marks
- * "time" are not kept (timing = 0), its return uprobes are not attached (the plan), and its
- * "time: only" blocks (sched_wakeup, the run-queue wait) return at once. With no
- * JVM_StartThread span open, every pthread_create is then labelled internal, as in threads.bt.
+ * Cost: four uprobe pairs per Java thread, a tracepoint pair per thread-related syscall and
+ * per futex of the traced JVM (futex is frequent under contention), and the sched_switch,
+ * sched_wakeup and sched_wakeup_new programs for every task on the machine (a few map
+ * lookups for a task that is not traced; a wakeup of a traced thread is a hit of this layer).
+ *
+ * --mode count: the spans are not timed (timing = 0), their return uprobes are not attached
+ * (the plan), and sched_wakeup and the run-queue wait return at once. What stays: the calls
+ * of JVM_StartThread and pthread_create, the clone calls, futex calls and time, the context
+ * switches, the first-run delay and the kernel exit. With no JVM_StartThread span open, every
+ * pthread_create is labelled internal and no thread is marked java. These are the figures
+ * the retired bpftrace script kept in --mode count, so that old and new recordings compare.
  *
  * Per-thread state is one struct in a hash keyed by thread id, created for a traced thread,
- * or for the new task a traced thread wakes; it is deleted when the kernel frees the task
- * (not at its exit: the kernel-exit span runs to the task's last switch-out; threads.bt
- * forgets only some of its maps there, the rest would outlive the thread and meet a later
- * thread that reuses its id). A full map loses a span, counted as JVMOS_LOST_THREAD_STATE; a
- * return whose entry was not seen is counted as JVMOS_MISSED_THREAD_SPAN_NO_ENTRY (threads.bt
- * skips it silently). Sums are atomic adds.
+ * or for the new task a traced thread wakes. All of it is deleted when the kernel frees the
+ * task (not at its exit: the kernel-exit span runs to the task's last switch-out), so a later
+ * thread that reuses the id starts from nothing. A full map loses a span, counted as
+ * JVMOS_LOST_THREAD_STATE; a return whose entry was not seen (the call was in progress when
+ * counting began) is counted as JVMOS_MISSED_THREAD_SPAN_NO_ENTRY. Sums are atomic adds.
  *
  * What breaks when the JDK or kernel changes: the symbols thread_native_entry(Thread*) (a
  * static function of os_linux.cpp: its mangled name, in libjvm's full symbol table) and
@@ -78,7 +102,8 @@ const volatile __u32 timing = 1;	/* 0 in --mode count: the spans are not timed *
 #define RUNQ_WOKEN		1
 #define RUNQ_PREEMPTED		2
 
-/* what threads.bt keeps in its @..[tid] scratch maps; 0 is "not set", as there */
+/* a thread's state between its events; 0 is "not set" (a span is open while its start time
+ * is set) */
 struct thr_state {
 	__u64 jvm_start_ns;		/* JVM_StartThread's entry */
 	__u64 libc_create_ns;		/* pthread_create's entry */
@@ -169,7 +194,7 @@ static __always_inline void alloc_now(__u32 tid, __u64 *ns, __u64 *hits)
 }
 
 /* @ncalls[pid, cat, name] += calls; @ntime[pid, cat, name] += ns (a signed amount: a sum
- * that comes out negative is read back as such and dropped by the summary, as bpftrace's) */
+ * that comes out negative is read back as negative, and the summary drops it) */
 static __always_inline void named(__u32 tgid, __u16 cat, __u16 name, __u64 calls, __s64 ns)
 {
 	struct jvmos_stat_val *s = jvmos_stat(tgid, cat, JVMOS_NAMED(name));
@@ -406,7 +431,8 @@ int thr_jvm_exit_ret(struct pt_regs *ctx)
 SEC("uretprobe.multi")
 int thr_native_entry_ret(struct pt_regs *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();		/* where threads.bt reads it: first */
+	__u64 now = bpf_ktime_get_ns();		/* first, as in every return program, though a
+						 * span begins here */
 	__u32 tgid = jvmos_tgid(), tid = cur_tid();
 	struct thr_state *t;
 
@@ -613,12 +639,14 @@ int thr_futex_exit(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
-/* ---- sched_switch: threads.bt's six blocks on it, in their order, in one program ---- */
+/* ---- sched_switch: every rule of this layer that a switch triggers, in one program (the
+ * steps below, in this order) ---- */
 
-/* what sched_switch's formatted prev_state & 0xff says (threads.bt's test): the kernel
- * (__trace_sched_switch_state) reports a preempted task as TASK_REPORT_MAX (0x100), and
- * otherwise 1 << (fls(state) - 1) of the task's reportable state, 0 for a running one: a
- * switch is voluntary when that is not 0 */
+/* Whether a switch is voluntary: the rule @csw has always used is that the sched_switch
+ * tracepoint's formatted prev_state, & 0xff, is not 0. The raw tracepoint passes the state
+ * unformatted, so this redoes the kernel's formatting (__trace_sched_switch_state): a
+ * preempted task is reported as TASK_REPORT_MAX (0x100), any other as
+ * 1 << (fls(state) - 1) of its reportable state, 0 for a running one. */
 static __always_inline int csw_voluntary(bool preempt, struct task_struct *prev,
 					 unsigned int prev_state)
 {
@@ -727,8 +755,10 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 }
 
 /* ---- run-queue wait (--mode time): a traced thread seen switching out before is woken.
- * A lower bound, as in threads.bt: a thread's waits count from its first switch-out in the
- * recording. The hit is charged to the woken thread's process. ---- */
+ * A lower bound: a thread's waits count from its first switch-out in the recording, and a
+ * wakeup that comes while its thread still runs is dropped at the thread's next switch-out.
+ * The hit costs the waker's CPU (often another traced thread, sometimes the load generator
+ * or a softirq) but is charged to the woken thread's process. ---- */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(thr_wakeup, struct task_struct *p)
 {

@@ -1,7 +1,7 @@
 /*
  * threads.h - the threads layer's ids (threads.bpf.c; mirrored by jvmos/enginelayers/threads.py).
  *
- * Almost every figure of this layer is keyed by a name, not by a probe (bpftrace's
+ * Almost every figure of this layer is keyed by a name, not by a probe (the analyzers'
  * @ncalls/@ntime/@nhits[pid, category, what]): JVMOS_NAME_* is the "what". A name that comes
  * in a java and an internal flavour has the java one first and the internal one right after
  * it (threads.bpf.c picks `name + !java`).

@@ -13,10 +13,17 @@ JVMOS = [sys.executable, "-m", "jvmos.cli"]
 
 
 def can_trace() -> str:
+    """Why the tests that record cannot run here ("" when they can): root, the compiled
+    engine (built, a kernel with BTF), and bpftrace, the independent witness some tests run
+    beside it."""
     if os.geteuid() != 0:
         return "needs root"
+    from jvmos import engine
+    why = engine.unavailable()
+    if why:
+        return f"needs the compiled engine: {why}"
     if not shutil.which("bpftrace"):
-        return "needs bpftrace"
+        return "needs bpftrace (the witness)"
     return ""
 
 
@@ -60,13 +67,6 @@ def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
         time.sleep(0.02)
     p.kill()
     raise AssertionError(f"the bpftrace witness did not attach within {timeout:.0f} s")
-
-
-@pytest.fixture
-def bpftrace_engine(monkeypatch):
-    """The recordings of this test use bpftrace (`--engine bpftrace`): the test is about that
-    engine's own files and behaviour (probes.bt, raw/bpftrace.json, its scoping and stop)."""
-    monkeypatch.setenv("JVMOS_ENGINE", "bpftrace")
 
 
 def run_jvmos(args, timeout=900, env=None, **kw):

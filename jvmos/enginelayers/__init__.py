@@ -16,7 +16,7 @@ A layer module defines:
   constants(ctx)          {constant: value} for its object
   plan(ctx)               adds its uprobes and tracepoints to the plan (ctx: engine.PlanBuilder)
   CALIBRATIONS            [enginecost.Calibration]: the probe costs of its kinds, measured
-                          on workloads/c/probecal by `jvmos calibrate --engine bpf`
+                          on workloads/c/probecal by `jvmos calibrate --probes`
 Ids live in the layer's block, so layers never collide.
 """
 import importlib

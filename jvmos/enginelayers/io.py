@@ -31,7 +31,7 @@ def region_size(fn: str) -> int:
     if fn == "GetStringRegion":
         return 2
     if fn == "GetStringUTFRegion":
-        return 1            # a lower bound, as in io.bt: len counts UTF-16 chars
+        return 1            # a lower bound: len counts UTF-16 chars, each >= 1 byte of UTF-8
     for t, size in PRIMITIVES.items():
         if fn in (f"Get{t}ArrayRegion", f"Set{t}ArrayRegion"):
             return size

@@ -1,5 +1,6 @@
 """The mem layer, compiled (probes/mem.bpf.c, probes/mem.h): the libc allocator, the kernel's
-memory calls, user page faults and the off-CPU time inside them, with mem.bt's maps and keys."""
+memory calls, user page faults and the off-CPU time inside them, under the map names and keys
+the analyzers read (probes/mem.bpf.c lists them)."""
 from jvmos.catalogue import MEM_ALLOCATOR, MEM_LIBC_WRAPPERS, MEM_SYSCALLS
 from jvmos.enginecalib import Calibration
 
@@ -39,9 +40,9 @@ HEADER_NAMES = {
 TP_BTF = ("sched_switch", "page_fault_user", "sched_process_exec", "sched_process_free")
 
 # The costs of this layer's probe kinds (analyzers/mem.py KINDS), measured with these
-# programs on probecal as bpftrace's are with mem.bt (jvmos/probecost.py LAYER_COSTS).
-# probecal's jvmos_probe_target stands in for malloc (no side effects, one argument).
-# mem:vm_syscall_upair is charged with the minimal uprobe pair (borrowed, as under bpftrace).
+# programs on probecal. probecal's jvmos_probe_target stands in for malloc (no side
+# effects, one argument). mem:vm_syscall_upair is charged with the minimal uprobe pair
+# (borrowed).
 CALIBRATIONS = [
     Calibration("malloc_mem_time_hit", "call", 200_000, ("mem",), ("mem:malloc_pair",),
                 "mem.bpf.c's alloc_entry + alloc_ret on probecal's function (as malloc)",
@@ -80,8 +81,9 @@ def plan(ctx) -> None:
                 ctx.uprobe("LIBC", sym, "libc_vm", "libc_vm_ret" if timed else None,
                            has_bytes=True)
     else:
-        # both ends are named, as mem.bt's blocks are keyed by their own probe: calls and
-        # bytes at the entry (brk: bytes at the exit), time and vm_timed at the exit
+        # both ends get a probe id: each figure is keyed by the tracepoint that records it,
+        # calls and bytes by the enter one (brk's bytes by its exit), time and vm_timed by
+        # the exit
         for sc in MEM_SYSCALLS:
             brk = sc == "brk"
             ctx.tracepoint("syscalls", f"sys_enter_{sc}",

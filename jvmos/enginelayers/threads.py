@@ -2,13 +2,13 @@
 and exit split into libc, kernel and the JVM's part (thread_create, thread_jvm), the waiting
 around it (thread_wait), futex (sync), run-queue wait (runq) and context switches (@csw).
 
-Attach points, as threads.bt's: uprobes on libjvm's JVM_StartThread, thread_native_entry and
-JavaThread::exit and libc's pthread_create (their return probes in --mode time only, as
-threads.bt's uretprobes are dropped in --mode count); the tracepoints of the syscalls made
-while a thread is created, starts and exits (catalogue.THREAD_SPAN_SYSCALLS) and of futex;
-sched_switch, sched_wakeup, sched_wakeup_new and sched_process_free as BTF raw tracepoints
-(attached with the object, not listed in the plan). Only clone's and clone3's enter
-tracepoints key a figure (@calls[pid, "thread_create", probe]), so only they get a probe id.
+Attach points: uprobes on libjvm's JVM_StartThread, thread_native_entry and JavaThread::exit
+and libc's pthread_create (their return probes in --mode time only); the tracepoints of the
+syscalls made while a thread is created, starts and exits (catalogue.THREAD_SPAN_SYSCALLS) and
+of futex; sched_switch, sched_wakeup, sched_wakeup_new and sched_process_free as BTF raw
+tracepoints (attached with the object, not listed in the plan). Only clone's and clone3's
+enter tracepoints key a figure (@calls[pid, "thread_create", probe]), so only they get a
+probe id.
 """
 from jvmos.catalogue import THREAD_SPAN_SYSCALLS, THREAD_SYMBOLS
 from jvmos.enginecalib import Calibration
@@ -20,8 +20,8 @@ BASE = 256
 CATEGORIES = {"thread_create": BASE + 1, "thread_jvm": BASE + 2, "thread_wait": BASE + 3,
               "sync": BASE + 4, "runq": BASE + 5, "thread_nested_alloc": BASE + 6}
 
-# name id -> (the "what" of bpftrace's maps, the map its calls go to, the map its time goes
-# to); the header's JVMOS_NAME_* of each, for the catalogue test
+# name id -> (the "what" key of the analyzers' maps, the map its calls go to, the map its time
+# goes to); the header's JVMOS_NAME_* of each, for the catalogue test
 _CT = ("@ncalls", "@ntime")
 _NAMES = [
     ("START", "start", _CT),                                    # thread_jvm
@@ -75,9 +75,8 @@ HEADER_NAMES = {
 }
 
 # the costs of the kinds analyzers/threads.py names (KINDS): its own programs on probecal's
-# loops, as jvmos/probecost.py's LAYER_COSTS measures threads.bt's. threads:uprobe,
-# threads:uretprobe and the tracepoint kinds borrow the engine's minimal uprobe, uprobe_pair
-# and tracepoint (enginecost.KEYS), as they do under bpftrace.
+# loops. threads:uprobe, threads:uretprobe and the tracepoint kinds borrow the engine's
+# minimal uprobe, uprobe_pair and tracepoint (enginecost.KEYS).
 CALIBRATIONS = [
     Calibration("sched_switch_threads_hit", "yield", 100_000, ("threads",),
                 ("threads:sched_switch",),
@@ -96,7 +95,7 @@ UPROBES = (("LIBJVM", "JVM_StartThread", "thr_jvm_start", "thr_jvm_start_ret"),
            ("LIBJVM", "_ZL19thread_native_entryP6Thread", "thr_native_entry",
             "thr_native_entry_ret"),
            ("LIBJVM", "_ZN10JavaThread4exitEbNS_8ExitTypeE", "thr_jvm_exit", "thr_jvm_exit_ret"))
-# the catalogue's list is threads.bt's (kept in step with it)
+# the plan probes exactly the catalogue's THREAD_SYMBOLS (kept in step with it)
 assert {s for ph, s, _, _ in UPROBES} == {s for syms in THREAD_SYMBOLS.values() for s in syms}
 
 

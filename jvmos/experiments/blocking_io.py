@@ -96,7 +96,7 @@ def main(argv) -> int:
                  "probe_cost_per_hit_ns), with its 95% interval; observed = recorded loop - "
                  "bare loop (median); goal: ratio within ±25%.")
     notes.append("JNI copy and write(2) times are measured between two probes, minus hits x the "
-                 "calibrated probe window of the engine that recorded (jvmos calibrate --probes, or --engine bpf); summary.json keeps the raw "
+                 "calibrated probe window of the engine that recorded (jvmos calibrate --probes); summary.json keeps the raw "
                  "value, the hits and a 95% interval. NIO and copyin times are estimated: bytes x "
                  "calibrated per-byte cost.")
     write_outputs(out, "table3", [table], results, notes)

@@ -146,9 +146,10 @@ def engines_note(out: Path) -> Optional[str]:
         engines.setdefault(e, []).append(m.parent.name)
     if not engines:
         return None
+    # bpftrace: recordings made before its probe scripts were retired (issue 23)
     what = {"bpftrace": "bpftrace 0.17 running probes/*.bt",
-            "bpf": "jvmos's compiled engine (--engine bpf: probes/*.bpf.c on cilium/ebpf), "
-                   "its own probe-cost calibration"}
+            "bpf": "jvmos's compiled engine (probes/*.bpf.c on cilium/ebpf), its own "
+                   "probe-cost calibration"}
     if len(engines) == 1:
         e = next(iter(engines))
         return f"probes: {what.get(e, e)}, every recording"
@@ -156,12 +157,10 @@ def engines_note(out: Path) -> Optional[str]:
             "; ".join(f"{what.get(e, e)} for {', '.join(r)}" for e, r in sorted(engines.items())))
 
 
-def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] = (),
-                  compares_engines: bool = False):
-    """compares_engines: the experiment puts the engines side by side on purpose (overhead),
-    each row naming its own."""
-    note = ("probes: both engines, side by side; each row names its own" if compares_engines
-            else engines_note(out))
+def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] = ()):
+    """The experiment's tables (markdown and CSV), notes and results (JSON), with the note of
+    which probe engine made its recordings."""
+    note = engines_note(out)
     if note:
         notes = list(notes) + [note]
         results = dict(results, probe_engine=note)

@@ -5,20 +5,26 @@ One invocation, every figure side by side:
     GetByteArrayRegion and one write(2) per iteration) and a Java loop of native allocations
     (NativeAlloc: one direct ByteBuffer, i.e. one libc malloc, per iteration), run bare and under
     each configuration; the cost per operation is (loop time under probes - bare loop time) / N.
-  - the cost floor: minimal bpftrace scripts that count (uprobe count() + tracepoint count())
-    or time (uprobe/uretprobe and sys_enter/sys_exit pairs with sum()) the same JNI copies and
-    write(2) calls, attached host-wide as bpftrace does, and scoped to the traced process as
-    jvmos does (jvmos.scope).
+  - the cost floor: minimal compiled programs (probes/calib.bpf.c: the traced-process filter
+    and one count, or a clock pair) on the same JNI copy and libc write the io layer probes,
+    attached by the engine for the traced process only, at the probe points of each mode.
+  - what merely enabling a syscall tracepoint costs every other process (one idle program on
+    getppid), and the tax of the threads and links layers' syscall tracepoints, interleaved.
   - jvmos itself: each layer in --mode count and --mode time, with --scope process (default)
-    and --scope host (bpftrace's own attachment, the behaviour before scoping), and --mode sample.
+    and --scope host (the syscall tracepoints), a full recording (every layer at once), and
+    --mode sample.
   - a bystander beside every run: an unrelated C process (workloads/c/bystander) doing 10-byte
     write(2) calls and malloc+free pairs while the probes are attached; its time per call is
     compared with the same loop beside the untraced JVM (the control row). Only rounds that
     ended while the traced loop was still running count (both clocks are CLOCK_MONOTONIC).
 
-Goals (issue 12), printed as reached or not, never asserted: a bystander slowed by less than
-5% in every row of jvmos; jvmos --mode count within 1.2x of the minimal counting script's cost
-per write, and --mode time within 1.2x of the minimal timing script's, at the same scope.
+Goals (issues 12 and 23), printed as reached or not, never asserted: a bystander slowed by less
+than 5% in every row of jvmos; jvmos --mode count within 1.2x of the minimal compiled counter's
+cost per write, and --mode time within 1.2x of the minimal compiled timing pair's; a full
+recording's set-up and teardown each within 1 s.
+
+The rows measured with bpftrace's probe scripts before they were retired (issue 23) are kept in
+results/overhead/overhead.md, beside the engine's of the same run.
 """
 import argparse
 import json
@@ -32,16 +38,14 @@ from typing import Dict, List, Optional
 
 from jvmos import JvmosError
 from jvmos import record as rec
-from jvmos import scope as scope_mod
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
-from jvmos.session import Session
 from jvmos.tools import IO_JAR, c_program, jar
 from jvmos.experiments.common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
 
 EXAMPLES = """\
 examples:
-  jvmos run overhead                       # every layer and mode, both scopes (~40 min)
+  jvmos run overhead                       # every layer and mode, both scopes
   jvmos run overhead --quick               # the io layer, the floors, one full recording
   jvmos run overhead --layers io,mem --writes 2000000 --out /tmp/ovh
 """
@@ -51,7 +55,6 @@ MIN_ROUNDS = 3          # bystander rounds beside a loop below which no verdict 
 FLOOR_GOAL = 1.2
 LAYERS_ALL = ("io", "mem", "threads", "links")
 FULL_LAYERS = ("io", "threads", "links", "mem")
-from jvmos.engine import LAYERS as ENGINE_LAYERS  # noqa: E402 (the compiled layers)
 
 
 def parse(argv):
@@ -70,11 +73,6 @@ def parse(argv):
     p.add_argument("--quick", action="store_true",
                    help="io layer only (count and time at process scope, host scope once), "
                         "the floors, and the engine's full recording")
-    p.add_argument("--engines", default="bpftrace,bpf",
-                   help="the engines whose rows are measured, with their floors (default "
-                        "bpftrace,bpf)")
-    p.add_argument("--no-engine", dest="no_engine", action="store_true",
-                   help="leave out the compiled engine's rows (= --engines bpftrace)")
     p.add_argument("--no-paired", dest="paired", action="store_false",
                    help="compare every row's bystander with the one control row only, not "
                         "with a control run just before it (faster, noisier)")
@@ -83,13 +81,6 @@ def parse(argv):
     p.add_argument("--no-full", dest="full", action="store_false",
                    help="leave out the full recording (io,threads,links,mem together)")
     a = p.parse_args(argv)
-    engines = ["bpftrace"] if a.no_engine else [e.strip() for e in a.engines.split(",")
-                                                if e.strip()]
-    bad = [e for e in engines if e not in ("bpftrace", "bpf")]
-    if bad or not engines:
-        p.error(f"unknown engine(s) {', '.join(bad) or '(none)'} (known: bpftrace, bpf)")
-    a.engines = engines
-    a.engine = "bpf" in engines
     if a.tax_rounds is None:
         a.tax_rounds = 2 if a.quick else 6
     if a.tax_rounds < 0:
@@ -151,7 +142,7 @@ class Bystander:
             inside = [r for r in rs if (loop_end_ns is None or r["end_ns"] <= loop_end_ns)
                       and (loop_start_ns is None or r["start_ns"] >= loop_start_ns)]
             # CPU time, not wall time: on a 2-core machine the bystander also waits for a CPU
-            # while the traced JVM, bpftrace or a sampler run, which is not what a probe costs it
+            # while the traced JVM, the engine or a sampler run, which is not what a probe costs it
             out[loop] = {"ns_per_call": statistics.median(r["cpu_ns"] / r["count"] for r in inside)
                          if inside else None,
                          "wall_ns_per_call": statistics.median(r["ns"] / r["count"] for r in inside)
@@ -172,67 +163,6 @@ def merged(*per_calls: Dict[str, dict]) -> Dict[str, dict]:
 
 
 # ---------------------------------------------------------------------------- the floor
-def ref_script(kind: str, libjvm: str, libc: Optional[str]) -> str:
-    """The minimal script that measures the same events as the io layer's JNI copy and write:
-    at host scope on the write(2) tracepoints, at process scope (libc given) on libc's write,
-    as jvmos probes it there (a syscall tracepoint cannot be scoped)."""
-    head = 'BEGIN { printf("jvmos-ready\\n"); }\n'
-    w_in = f"uprobe:{libc}:write" if libc else "tracepoint:syscalls:sys_enter_write"
-    w_out = f"uretprobe:{libc}:write" if libc else "tracepoint:syscalls:sys_exit_write"
-    if kind == "count":
-        return head + (f"uprobe:{libjvm}:jni_GetByteArrayRegion /pid == $1/ {{ @jni = count(); }}\n"
-                       f"{w_in} /pid == $1/ {{ @write = count(); }}\n")
-    return head + (
-        f"uprobe:{libjvm}:jni_GetByteArrayRegion /pid == $1/ {{ @j0[tid] = nsecs; }}\n"
-        f"uretprobe:{libjvm}:jni_GetByteArrayRegion /@j0[tid]/ "
-        "{ @jni = sum(nsecs - @j0[tid]); delete(@j0[tid]); }\n"
-        f"{w_in} /pid == $1/ {{ @w0[tid] = nsecs; }}\n"
-        f"{w_out} /@w0[tid]/ "
-        "{ @write = sum(nsecs - @w0[tid]); delete(@w0[tid]); }\n"
-        "END { clear(@j0); clear(@w0); }\n")
-
-
-def run_ref(kind: str, scope: str, cmd: List[str], libjvm: Path, run_dir: Path) -> dict:
-    """The traced loop under a minimal script, with a bystander beside it."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lib, libc = str(libjvm), None
-    scoper = None
-    if scope == "process":
-        decoys = scope_mod.decoys_for([libjvm, libc_of()])
-        lib, libc = list(decoys)
-        scoper = scope_mod.Scope(decoys)
-    script = run_dir / "ref.bt"
-    script.write_text(ref_script(kind, lib, libc))
-    out_path = run_dir / "bpftrace.json"
-    err_path = run_dir / "bpftrace.stderr"
-
-    def abort(msg, status, code):
-        raise JvmosError(f"the reference script did not attach ({msg}); see {err_path}")
-
-    with Session() as ses:
-        try:
-            ses.launch(cmd, stdout=run_dir / "stdout.txt")
-            ses.start_bpftrace(script, [ses.child.pid], out_path, err_path)
-            ses.wait_ready(out_path, err_path, abort, launched=True, timeout=120)
-            if scoper is not None:
-                scoper.attach(ses.bt.pid, [ses.child.pid])
-            by = Bystander().start()
-            ses.release()
-            code, _, _ = ses.wait_command(watch_bpftrace=False, timeout=900)
-            by.join()
-        finally:
-            if scoper is not None:
-                scoper.close()      # awaited: the next configuration starts clean
-            if ses.child is not None and ses.child.poll() is None:
-                ses.child.kill()
-            if ses.bt is not None and ses.bt.poll() is None:
-                ses.interrupt(timeout=120)
-    if code != 0:
-        raise JvmosError(f"the traced loop failed under the {kind} reference script")
-    stdout = (run_dir / "stdout.txt").read_text(errors="replace")
-    return {"workload": last_json(stdout), "bystander": by, "raw": out_path.read_text()}
-
-
 def idle_tracepoints(names) -> List[dict]:
     """calib.bpf.c's minimal program (the traced-set filter and a count) on these syscall
     tracepoints, as the engine's extra tracepoints."""
@@ -363,24 +293,17 @@ def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
                                  workload=None if "by" in box else beside,
                                  log=lambda m: log(f"  [{name}] {m}"),
                                  # the next configuration's bystander must not meet this
-                                 # recording's probes (a host-scope one's syscall tracepoints
-                                 # stay on until bpftrace has closed them)
+                                 # recording's probes
                                  wait_teardown=True, **kw))
     box["by"].join()
     if res.status != "complete":
         raise JvmosError(f"recording {name} ended {res.status}: {res.reason}")
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    sc = manifest.get("probes", {}).get("scope") or {}
-    # set-up: until every probe was open; teardown: until every probe was gone (awaited,
-    # wait_teardown): bpftrace's own exit plus the scoped uprobes' detach, or the engine's
-    teardown = manifest.get("teardown_seconds")
-    if sc.get("detach_seconds") is not None:
-        teardown = (teardown or 0) + sc["detach_seconds"]
+    # set-up: until every probe was open; teardown: the engine closing its links (awaited)
     return {"workload": last_json((run_dir / "stdout.txt").read_text()), "bystander": box["by"],
             "run_dir": str(run_dir.relative_to(out)), "summary": res.summary,
-            "scope": manifest.get("probes", {}).get("scope"),
-            "attach_seconds": manifest.get("attach_seconds"), "teardown_seconds": teardown,
-            "engine": (manifest.get("engine") or {}).get("name", "bpftrace")}
+            "attach_seconds": manifest.get("attach_seconds"),
+            "teardown_seconds": manifest.get("teardown_seconds")}
 
 
 # ---------------------------------------------------------------------------- the table
@@ -474,62 +397,41 @@ def main(argv) -> int:
                  "bystander_error": by.error})
 
     libjvm = jvm.libjvm
-    ref_scopes = ("process", "host") if "bpftrace" in a.engines else ()
+    # the compiled floor: the same two probe points, minimal programs, the engine's links
     for kind in ("count", "time"):
-        for sc in ref_scopes:
-            log(f"minimal {kind} script, {sc} scope")
-            got = between_controls(f"the minimal {kind} script", lambda: run_ref(
-                kind, sc, loops["write"][0], libjvm, out / "runs" / f"ref-{kind}-{sc}"))
-            add(f"minimal {kind} script", f"ref-{kind}", "write", sc, got)
-
-    if a.engine:
-        # the compiled floor: the same two probe points, minimal programs, the engine's links
-        for kind in ("count", "time"):
-            log(f"minimal compiled {kind} programs (engine), process scope")
-            got = between_controls(f"the minimal compiled {kind} programs",
-                                   lambda: run_ref_engine(kind, loops["write"][0], libjvm))
-            add(f"minimal compiled {kind} programs", f"ref-{kind}-bpf", "write", "process", got,
-                {"attach_seconds": got[0]["attach_seconds"]})
-        log("an idle syscall tracepoint (engine): getppid, called by neither loop")
-        # the loop is not slowed by a probe it never hits: the control's length, so that the
-        # bystander's rounds run beside it
-        got = between_controls("the idle syscall tracepoint",
-                               lambda: run_idle_tracepoint(ctl_cmd))
-        # its loop is the control's: added per write against the control row's loop
-        add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
-            got, {"attach_seconds": got[0]["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
+        log(f"minimal compiled {kind} programs, process scope")
+        got = between_controls(f"the minimal compiled {kind} programs",
+                               lambda: run_ref_engine(kind, loops["write"][0], libjvm))
+        add(f"minimal compiled {kind} programs", f"ref-{kind}", "write", "process", got,
+            {"attach_seconds": got[0]["attach_seconds"]})
+    log("an idle syscall tracepoint: getppid, called by neither loop")
+    # the loop is not slowed by a probe it never hits: the control's length, so that the
+    # bystander's rounds run beside it
+    got = between_controls("the idle syscall tracepoint", lambda: run_idle_tracepoint(ctl_cmd))
+    # its loop is the control's: added per write against the control row's loop
+    add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
+        got, {"attach_seconds": got[0]["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
 
     configs = []
     for layer in a.layers:
         loop = "alloc" if layer == "mem" else "write"
         for mode in ("count", "time"):
             for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
-                if "bpftrace" in a.engines:
-                    configs.append((layer, loop, mode, sc, "bpftrace"))
-                if a.engine and layer in ENGINE_LAYERS:
-                    configs.append((layer, loop, mode, sc, "bpf"))
+                configs.append((layer, loop, mode, sc))
     if a.full:
         # a full recording, every layer at once, on the write loop: its set-up and teardown
-        # (goal for the engine: <= 1 s each) and what it costs the bystander; bpftrace's
-        # beside it outside --quick (its teardown alone takes a minute or more)
-        for engine in a.engines:
-            if engine == "bpftrace" and a.quick:
-                continue
-            if engine == "bpf" and not all(x in ENGINE_LAYERS for x in LAYERS_ALL):
-                continue
-            configs.append((",".join(FULL_LAYERS), "write", "count", "process", engine))
-    for layer, loop, mode, sc, engine in configs:
-        tag = "" if engine == "bpftrace" else " --engine bpf"
+        # (goal: <= 1 s each) and what it costs the bystander
+        configs.append((",".join(FULL_LAYERS), "write", "count", "process"))
+    for layer, loop, mode, sc in configs:
         short = "full" if "," in layer else layer
-        name = f"jvmos {short} {mode} {sc}" + (" bpf" if tag else "")
+        name = f"jvmos {short} {mode} {sc}"
         log(name)
         got = between_controls(name, lambda: run_jvmos(
             name.replace(" ", "-"), loops[loop][0], out, layers=layer.split(","), mode=mode,
-            scope=sc, engine=engine))
+            scope=sc))
         r = got[0]
-        add(f"jvmos{tag} --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
-            {"layer": layer, "mode": mode, "run_dir": r["run_dir"], "engine": engine,
-             "uprobes_scoped": (r["scope"] or {}).get("uprobes_scoped"),
+        add(f"jvmos --layers {layer} --mode {mode}", f"jvmos-{mode}", loop, sc, got,
+            {"layer": layer, "mode": mode, "run_dir": r["run_dir"],
              "attach_seconds": r["attach_seconds"], "teardown_seconds": r["teardown_seconds"]})
     log("jvmos --mode sample")
     got = between_controls("--mode sample",
@@ -556,21 +458,19 @@ def main(argv) -> int:
             r["bystander"][b]["baseline"] = how if base else None
             r["bystander"][b]["slowdown_pct"] = (None if v is None or not base
                                                  else 100.0 * (v - base) / base)
-    # each engine against its own floor: bpftrace's rows against the minimal scripts, the
-    # compiled engine's against the minimal compiled programs (same probe points, same scope)
+    # against the minimal compiled programs at the same probe points (process scope only)
     floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
-             if r["kind"].startswith("ref-")}
+             if r["kind"] in ("ref-count", "ref-time")}
     for r in rows:
         if r["kind"] in ("jvmos-count", "jvmos-time"):
             r["floor_ratio"] = None     # the floor is at the io layer's probe points only
         if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
-            key = r["mode"] + ("-bpf" if r.get("engine") == "bpf" else "")
-            f = floor.get((key, r["scope"]))
+            f = floor.get((r["mode"], r["scope"]))
             r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
     tables = []
-    if a.engine and a.tax_rounds:
+    if a.tax_rounds:
         log(f"the syscall-tracepoint tax: {a.tax_rounds} interleaved rounds")
         tax = results["tracepoint_tax"] = tracepoint_tax(a.tax_rounds)
         tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
@@ -631,10 +531,12 @@ def main(argv) -> int:
         "added per op: (loop time under the configuration - bare loop time) / iterations, from "
         "the loop's own clock; the write loop makes one JNI GetByteArrayRegion and one write(2) "
         "per op, the allocation loop one malloc (and the direct buffer's bookkeeping).",
-        "vs floor: added per write over the minimal script's, at the same scope (count mode vs "
-        "the counting script, time mode vs the timing script). At process scope jvmos "
-        "--mode count keeps each I/O call's return probe (its bytes are the return value), "
-        "where the minimal counting script has entry probes only.",
+        "vs floor: added per write over the minimal compiled programs', at process scope (count "
+        "mode vs the counting programs, time mode vs the timing pair), at the probe points of "
+        "the mode: count, the JNI copy's entry and libc write's entry and return (jvmos "
+        "--mode count reads an I/O call's bytes from its return value); time, entry and "
+        "return on both. The floor's programs are calib.bpf.c's: the traced-process filter "
+        "and one count, or a clock pair.",
         "bystander: median CPU ns per call (its own user + system time, which holds any trap "
         "into a probe; waiting for a CPU is left out) over the rounds that ended while the "
         "traced loop was still running, shown as 'ns, rounds vs baseline (slowdown)'; no "
@@ -647,21 +549,17 @@ def main(argv) -> int:
            if a.paired else "The baseline is the control row")
         + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
         f"malloc+free beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",
-        "scope process: uprobes trap only in the traced process (jvmos.scope); scope host: "
-        "bpftrace's own attachment, which traps in every process that maps the library. Syscall "
-        "and scheduler tracepoints are host-wide at either scope: every process's events run "
-        "through them.",
+        "scope process: uprobes trap only in the traced process (uprobe_multi links with its "
+        "pid), libc's wrappers stand for the io and mem layers' syscalls; scope host: those "
+        "layers' syscall tracepoints instead. Syscall and scheduler tracepoints are host-wide "
+        "at either scope: every process's events run through them, and the untraced return "
+        "at the first line.",
         "one run per configuration on a shared 2-core machine: differences of a few percent "
         "are within its noise.",
-        "--engine bpf rows: jvmos's compiled probes (probes/*.bpf.c) loaded by its engine, "
-        "uprobe_multi links for the traced process only, each uprobe on an emulated "
-        "instruction where one comes first; their floor is the minimal compiled programs "
-        "(calib.bpf.c: the traced-process filter and one count, or a clock pair) at the same "
-        "probe points as the mode (count: the JNI copy's entry and libc write's entry and "
-        "return; time: entry and return on both). set-up: seconds until every probe was open "
-        "(the manifest's attach_seconds); teardown: seconds until every probe was gone, "
-        "awaited (bpftrace: its exit after the maps, plus the scoped uprobes' detach; the "
-        "engine: closing its links). Goal for the engine: each <= 1 s.",
+        "jvmos rows: the compiled probes (probes/*.bpf.c) loaded by jvmos's engine, each "
+        "uprobe on an emulated instruction where one comes first. set-up: seconds until every "
+        "probe was open (the manifest's attach_seconds: loading and placement included); "
+        "teardown: seconds until every link was closed, awaited. Goal: each <= 1 s.",
         "one idle syscall tracepoint: a minimal compiled program on sys_enter_getppid, which "
         "neither loop calls. While any syscall tracepoint is enabled the kernel sends every "
         "syscall of every task on the host through its slow path (syscall_regfunc marks each "
@@ -669,7 +567,7 @@ def main(argv) -> int:
         "tracepoint (threads, links, and every layer at --scope host) puts on the host, "
         "whatever its programs do. Its scope says so: host.",
         f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
-        "count mode, process scope (bpftrace's outside --quick only).",
+        "count mode, process scope.",
     ]
     if tables:
         notes.append("the tracepoint tax (second table): each arm's programs are calib.bpf.c's "
@@ -679,8 +577,7 @@ def main(argv) -> int:
                      "the machine's drift falls on each alike. What the bystander pays is the "
                      "kernel's syscall slow path, which every task takes while any syscall "
                      "tracepoint is enabled.")
-    write_outputs(out, "overhead", [t] + tables, _jsonable(results), notes,
-                  compares_engines=len(a.engines) > 1)
+    write_outputs(out, "overhead", [t] + tables, _jsonable(results), notes)
     print(t.markdown())
     for x in tables:
         print(x.markdown())

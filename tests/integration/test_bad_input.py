@@ -3,7 +3,6 @@ import errno
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,11 +20,18 @@ def test_pid_that_does_not_exist():
     assert "no process with pid 999999999" in line
 
 
-@pytest.mark.usefixtures("bpftrace_engine")
-def test_bpftrace_missing_from_path(tmp_path):
+def test_probes_not_built(tmp_path):
     line = one_error_line(run_jvmos(["record", "--out", str(tmp_path / "x"), "--", "/bin/true"],
-                                    env={"PATH": str(tmp_path)}))
-    assert "bpftrace not found" in line
+                                    env={"JVMOS_ENGINE_OBJECTS": str(tmp_path / "none")}))
+    assert "probes are not built" in line and "make build" in line
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_retired_bpftrace_engine_is_refused(tmp_path):
+    line = one_error_line(run_jvmos(["record", "--out", str(tmp_path / "x"), "--", "/bin/true"],
+                                    env={"JVMOS_ENGINE": "bpftrace"}))
+    assert "JVMOS_ENGINE=bpftrace" in line and "retired" in line
+    assert not (tmp_path / "x").exists()
 
 
 def test_unknown_layer(tmp_path):
@@ -99,7 +105,7 @@ def test_argument_errors_are_one_line(tmp_path, args, says):
     assert not out.exists()
 
 
-# ---- with root and bpftrace ------------------------------------------------------------------
+# ---- with root and the engine ----------------------------------------------------------------
 
 needs_tracing = pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")
 IO_JAR = ROOT / "workloads/java/io/target/jvmos-io.jar"
@@ -118,19 +124,6 @@ def loop(n, target="/dev/null"):
 
 def read_json(path):
     return json.loads(path.read_text())
-
-
-def bpftrace_of(out):
-    """pids of bpftrace processes still running the probe script of the run in out."""
-    found = []
-    for p in os.listdir("/proc"):
-        try:
-            cmd = open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
-        except OSError:
-            continue
-        if "bpftrace" in cmd and str(out / "probes.bt") in cmd:
-            found.append(int(p))
-    return found
 
 
 @needs_tracing
@@ -210,49 +203,6 @@ def test_pid_that_exits_mid_recording(platform_file, tmp_path):
 
 
 @needs_tracing
-@pytest.mark.usefixtures("bpftrace_engine")
-def test_sigint_before_tracing_starts_the_command_never_runs(platform_file, tmp_path):
-    out = tmp_path / "early"
-    mark = tmp_path / "written-by-the-command"
-    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--"] + loop(10, target=mark),
-                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_manifest(out, started=False)
-    # manifest.json is written once the stop signal is handled and before bpftrace starts;
-    # attaching the JVM's uprobes takes seconds
-    rec.send_signal(signal.SIGINT)
-    o, e = rec.communicate(timeout=600)
-    r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
-    line = one_error_line(r)
-    assert "interrupted before tracing started; the command never ran" in line
-    assert r.returncode == 130
-    m = read_json(out / "manifest.json")
-    assert m["status"] == "interrupted" and m["start_time"] is None
-    assert not (out / "summary.json").exists(), "nothing was measured: no summary"
-    assert not mark.exists(), "the command must not have run"
-    assert not bpftrace_of(out), "bpftrace is stopped with the recording"
-
-
-@needs_tracing
-@pytest.mark.usefixtures("bpftrace_engine")
-def test_bpftrace_that_cannot_attach(platform_file, tmp_path):
-    """bpftrace refuses to attach more probes than BPFTRACE_MAX_PROBES (its own setting, which
-    jvmos passes through to it): a real attach failure, no test hook in jvmos."""
-    out = tmp_path / "noattach"
-    mark = tmp_path / "written-by-the-command"
-    r = run_jvmos(["record", "--out", str(out), "--"] + loop(10, target=mark),
-                  env={"BPFTRACE_MAX_PROBES": "1"})
-    line = one_error_line(r)
-    assert "bpftrace failed before tracing started" in line and "Can't attach to" in line
-    assert "the command never ran" in line
-    m = read_json(out / "manifest.json")
-    assert m["status"] == "failed" and "Can't attach to" in m["error"]
-    assert not (out / "summary.json").exists()
-    assert not mark.exists()
-    assert (out / "raw" / "bpftrace.stderr").stat().st_size > 0     # bpftrace's words are kept
-
-
-@needs_tracing
-@pytest.mark.usefixtures("bpftrace_engine")
 def test_out_on_a_full_filesystem(platform_file, tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
@@ -278,10 +228,11 @@ def test_out_on_a_full_filesystem(platform_file, tmp_path):
         r = subprocess.CompletedProcess(rec.args, rec.returncode, o, e)
         line = one_error_line(r)
         assert "No space left on device" in line and str(out) in line
-        # what was written before is intact: the manifest of the started run, bpftrace's files
+        # what was written before is intact: the manifest of the started run, the plan, the
+        # engine's log
         assert (out / "manifest.json").read_text() == started
         assert read_json(out / "manifest.json")["status"] == "running"
-        assert (out / "raw" / "bpftrace.stderr").exists() and (out / "raw" / "bpftrace.json").exists()
+        assert (out / "probes.plan.json").exists() and (out / "raw" / "engine.stderr").exists()
         assert not (out / "summary.json").exists()
         assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
     finally:
@@ -320,26 +271,3 @@ def test_non_root_user_is_told_root_is_needed_first(args):
     line = one_error_line(r)
     assert "needs root (or CAP_BPF with CAP_PERFMON)" in line, r.stderr
     assert r.stderr.strip() == line, "the one line is all that is said"
-
-
-@needs_tracing
-@pytest.mark.usefixtures("bpftrace_engine")
-def test_bpftrace_killed_mid_recording_is_failed(platform_file, tmp_path):
-    out = tmp_path / "killed"
-    jvm, rec = attach_to_a_busy_jvm(out)
-    try:
-        time.sleep(1)
-        (bt,) = bpftrace_of(out)
-        os.kill(bt, signal.SIGKILL)             # no END: its maps are gone with it
-        o, e = rec.communicate(timeout=600)
-        line = one_error_line(subprocess.CompletedProcess(rec.args, rec.returncode, o, e))
-        assert "recording failed: bpftrace stopped before the end of the run (exit status -9)" \
-            in line
-        s = read_json(out / "summary.json")
-        m = read_json(out / "manifest.json")
-        assert s["status"] == m["status"] == "failed"
-        assert m["bpftrace_exit_status"] == -9
-        assert jvm.poll() is None, "the JVM is not harmed"
-    finally:
-        jvm.kill()
-        jvm.wait()

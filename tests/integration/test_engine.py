@@ -1,4 +1,4 @@
-"""The compiled engine (`jvmos record --engine bpf`) on real processes, with bpftrace as the
+"""The compiled engine (`jvmos record`) on real processes, with bpftrace as the
 independent witness: two implementations count the same events, and must agree exactly.
 
   - a C loop of 100,000 write(2): the engine's count of write calls (libc's wrapper at
@@ -90,7 +90,7 @@ def test_write_loop_agrees_with_bpftrace(platform_file, tmp_path, scope, mode):
                 "@n = count(); @b = sum(args->ret > 0 ? args->ret : 0);")
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--scope", scope, "--mode", mode,
+        r = run_jvmos(["record", "--scope", scope, "--mode", mode,
                        "--out", str(out), "--", str(prog), "--mode", "write", "--iterations",
                        str(WRITES)], timeout=600)
     finally:
@@ -143,7 +143,7 @@ def test_jni_copies_agree_with_bpftrace_attached(platform_file, tmp_path):
     try:
         libjvm = _libjvm_of(target.pid)
         w = Witness(tmp_path, f"uprobe:{libjvm}:jni_GetByteArrayRegion /pid == {target.pid}/")
-        rec = subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--pid", str(target.pid),
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(target.pid),
                                         "--duration", "600", "--out", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT)
@@ -178,7 +178,7 @@ def test_children_are_held_at_exec_and_counted(platform_file, tmp_path):
     w = Witness(tmp_path, f'tracepoint:syscalls:sys_exit_write /comm == "{prog.name}"/')
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--out", str(out), "--", "sh", "-c",
+        r = run_jvmos(["record", "--out", str(out), "--", "sh", "-c",
                        f"{prog} --mode write --iterations 5000; "
                        f"{prog} --mode write --iterations 7000"], timeout=600)
     finally:
@@ -204,7 +204,7 @@ def test_sigkill_leaves_no_probe_behind(platform_file, tmp_path):
     prog = unique_copy(tmp_path)
     out = tmp_path / "rec"
     before = _links()
-    rec = subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(out), "--",
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--",
                                     str(prog), "--mode", "write", "--iterations", "400000000"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            cwd=ROOT)
@@ -234,7 +234,7 @@ def test_two_recordings_count_only_their_own(platform_file, tmp_path):
     progs = [unique_copy(tmp_path) for _ in range(2)]
     iters = [30_000, 50_000]
     outs = [tmp_path / f"rec{i}" for i in range(2)]
-    recs = [subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(o), "--",
+    recs = [subprocess.Popen(JVMOS + ["record", "--out", str(o), "--",
                                       str(p), "--mode", "write", "--iterations", str(n)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              cwd=ROOT)
@@ -264,7 +264,7 @@ def test_verifier_rejection_is_one_line(platform_file, tmp_path):
                         str(objs / "io.bpf.o")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     marker = tmp_path / "ran"
-    r = run_jvmos(["record", "--engine", "bpf", "--out", str(tmp_path / "rec"), "--",
+    r = run_jvmos(["record", "--out", str(tmp_path / "rec"), "--",
                    "sh", "-c", f"touch {marker}"],
                   env={"JVMOS_ENGINE_OBJECTS": str(objs)}, timeout=300)
     line = one_error_line(r)
@@ -278,7 +278,7 @@ def test_live_view_of_a_launched_command(platform_file, tmp_path):
     engine's maps, and the intervals' calls add up to no more than the whole recording's."""
     prog = unique_copy(tmp_path)
     out = tmp_path / "rec"
-    r = run_jvmos(["record", "--engine", "bpf", "--interval", "0.5", "--out", str(out), "--",
+    r = run_jvmos(["record", "--interval", "0.5", "--out", str(out), "--",
                    str(prog), "--mode", "write", "--iterations", "3000000"], timeout=600)
     assert r.returncode == 0, r.stderr
     tl = json.loads((out / "timeline.json").read_text())
@@ -294,7 +294,7 @@ def test_engine_killed_mid_recording_is_failed(platform_file, tmp_path):
     manifest says what ended it; the command is let run to its end."""
     prog = unique_copy(tmp_path)
     out = tmp_path / "rec"
-    rec = subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(out), "--",
+    rec = subprocess.Popen(JVMOS + ["record", "--out", str(out), "--",
                                     str(prog), "--mode", "write", "--iterations", "3000000"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -322,7 +322,7 @@ def test_a_jvm_with_2000_threads(platform_file, tmp_path):
     classes = tmp_path / "classes"
     subprocess.run(["javac", "-d", str(classes), str(MANY)], check=True, timeout=300)
     out = tmp_path / "rec"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "io,threads", "--out", str(out),
+    r = run_jvmos(["record", "--layers", "io,threads", "--out", str(out),
                    "--", java(), "-Xss256k", "-cp", str(classes), "ManyThreads", str(n),
                    str(k)], timeout=900)
     assert r.returncode == 0, r.stderr
@@ -342,7 +342,7 @@ def test_classic_uprobes_count_the_same(platform_file, tmp_path):
     w = Witness(tmp_path, f'tracepoint:syscalls:sys_exit_write /comm == "{prog.name}"/')
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--out", str(out), "--", str(prog),
+        r = run_jvmos(["record", "--out", str(out), "--", str(prog),
                        "--mode", "write", "--iterations", "20000"],
                       env={"JVMOS_ENGINE_CLASSIC": "1"}, timeout=600)
     finally:
@@ -363,7 +363,7 @@ def test_two_jvms_recorded_at_once_count_only_their_own(platform_file, tmp_path)
     go.write_text("")           # no waiting: each JVM writes as soon as it starts
     ns = [3000, 7000]
     outs = [tmp_path / f"rec{i}" for i in range(2)]
-    recs = [subprocess.Popen(JVMOS + ["record", "--engine", "bpf", "--out", str(o), "--",
+    recs = [subprocess.Popen(JVMOS + ["record", "--out", str(o), "--",
                                       java(), "-cp", str(classes), "GatedWrites", str(go),
                                       str(n), "10"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -386,7 +386,7 @@ def test_many_short_children_are_all_let_go(platform_file, tmp_path):
     until its uprobes are open, and every one is let go (a SIGCONT that came before the
     deferred SIGSTOP once left a child stopped for good: make demo's antlr and its gofmt)."""
     out = tmp_path / "rec"
-    r = run_jvmos(["record", "--engine", "bpf", "--out", str(out), "--", "sh", "-c",
+    r = run_jvmos(["record", "--out", str(out), "--", "sh", "-c",
                    "i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done"], timeout=300)
     assert r.returncode == 0, r.stderr
     m = manifest(out)

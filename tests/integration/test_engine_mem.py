@@ -1,4 +1,4 @@
-"""The compiled mem layer (`jvmos record --engine bpf --layers mem`) on deterministic C
+"""The compiled mem layer (`jvmos record --layers mem`) on deterministic C
 workloads, with bpftrace as the independent witness: it counts the same events of the same
 program (a uniquely named copy: its comm) in maps of its own, and the counts must agree.
 
@@ -79,7 +79,7 @@ class Witness:
 
 def record(tmp_path: Path, args, *cmd) -> dict:
     out = tmp_path / f"rec-{secrets.token_hex(3)}"
-    r = run_jvmos(["record", "--engine", "bpf", "--layers", "mem", *args, "--out", str(out),
+    r = run_jvmos(["record", "--layers", "mem", *args, "--out", str(out),
                    "--", *map(str, cmd)], timeout=600)
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())

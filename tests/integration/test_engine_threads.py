@@ -1,4 +1,4 @@
-"""The compiled threads layer (`jvmos record --engine bpf --layers threads`) on real processes,
+"""The compiled threads layer (`jvmos record --layers threads`) on real processes,
 with bpftrace as the independent witness: both count the same events of the same process, and
 must agree exactly.
 
@@ -8,8 +8,7 @@ must agree exactly.
     the engine timed inside pthread_create against the witness's count of the same syscalls
     between its own pthread_create entry and return;
   - two threads yielding to each other: the engine's context switches per thread and kind
-    against sched_switch's formatted prev_state, as threads.bt reads it;
-  - the same JVM recorded with --engine bpftrace and --engine bpf: the same thread counts.
+    against sched_switch's formatted prev_state, as the kernel formats it for the tracepoint.
 """
 import json
 import secrets
@@ -129,7 +128,7 @@ def test_jvm_thread_creation_agrees_with_bpftrace(platform_file, tmp_path):
     w = Witness(tmp_path, script)
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--layers", "threads", "--out", str(out),
+        r = run_jvmos(["record", "--layers", "threads", "--out", str(out),
                        "--", jbin] + NOOP, timeout=600)
     finally:
         seen = w.stop()
@@ -173,7 +172,7 @@ def test_context_switches_agree_with_bpftrace(platform_file, tmp_path):
                           '= count(); }')
     out = tmp_path / "rec"
     try:
-        r = run_jvmos(["record", "--engine", "bpf", "--layers", "threads", "--out", str(out),
+        r = run_jvmos(["record", "--layers", "threads", "--out", str(out),
                        "--", str(prog), "--mode", "yield", "--iterations", "20000"],
                       timeout=600)
     finally:
@@ -193,28 +192,3 @@ def test_context_switches_agree_with_bpftrace(platform_file, tmp_path):
     # thread runnable nearly every time), each thread's last switch is voluntary (it is dead)
     assert sum(v for (_, kind), v in counted.items() if kind == "involuntary") > 20000
     assert {tid for tid, kind in counted if kind == "voluntary"} == {tid for tid, _ in counted}
-
-
-def test_same_thread_counts_as_bpftrace_engine(platform_file, tmp_path):
-    """One JVM program recorded by both engines: the thread counts the program decides agree
-    exactly; the one that timing decides (a start-up span reached or abandoned) is bounded."""
-    jbin = java()
-    got = {}
-    for engine in ("bpftrace", "bpf"):
-        out = tmp_path / engine
-        r = run_jvmos(["record", "--engine", engine, "--layers", "threads", "--out", str(out),
-                       "--", jbin] + NOOP, timeout=600)
-        assert r.returncode == 0, r.stderr
-        s = summary(out)
-        assert s["status"] == "complete", (engine, s.get("warnings"))
-        pid = jvm_pid(s)
-        got[engine] = thread_counts(s, pid)
-        # a new thread's start-up span is abandoned when it has not reached
-        # thread_native_entry 1 ms after its first run (timing, not the program, decides): its
-        # "libc start" is not counted, and the abandoned count says so
-        n = got[engine]
-        abandoned = s["by_pid"][pid]["categories"]["thread_create"]["abandoned_start_spans"]
-        assert n["JVM_StartThread"] - abandoned <= n.pop("libc start java") \
-            <= n["JVM_StartThread"], (engine, n, abandoned)
-    assert got["bpf"] == got["bpftrace"], got
-    assert got["bpf"]["JVM_StartThread"] > THREADS

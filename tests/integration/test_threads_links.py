@@ -1,4 +1,4 @@
-"""The threads and links layers and the platform constants, on real JVMs with real bpftrace."""
+"""The threads and links layers and the platform constants, on real JVMs with real probes."""
 import json
 import math
 

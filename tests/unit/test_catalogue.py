@@ -1,12 +1,15 @@
-"""The catalogue and the probe templates must agree: the analyzers read one, bpftrace runs the other."""
-import re
+"""The catalogue's own contracts (the plans are checked against it in test_catalogue_plans.py
+and test_engine_catalogue.py), and what is written from it: `jvmos record -h` and the README's
+layer table."""
+from pathlib import Path
 
 import pytest
 
+from jvmos import catalogue as cat
 from jvmos.catalogue import (CATEGORIES, GUARANTEED, GUARANTEED_IO, IO_SYSCALLS, JNI_BYTES_FROM_ARGS,
-                             JNI_COPY_FUNCTIONS, LAYERS, PRIMITIVES, SYSCALL_DIRECTION,
-                             is_jni_entry_point)
-from jvmos.probegen import PROBES_DIR, _expand_values
+                             JNI_COPY_FUNCTIONS, SYSCALL_DIRECTION, is_jni_entry_point)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("sym,yes", [
@@ -44,63 +47,29 @@ def test_categories():
     guaranteed = {c for names in GUARANTEED.values() for c in names}
     assert guaranteed <= set(CATEGORIES)
     assert not guaranteed & {"io_syscall", "thread_wait", "sync", "runq", "thread_jvm", "jni_call"}
-    for files in LAYERS.values():
-        for f in files:
-            assert (PROBES_DIR / f).is_file(), f
 
 
-# io.bt as jvmos writes it out: one Region block per element size (the sizes are given beside
-# the attach points of the template)
-IO_BT = _expand_values((PROBES_DIR / "io.bt").read_text(), "io.bt")
+def test_the_readmes_layer_table_is_the_catalogues():
+    readme = (ROOT / "README.md").read_text()
+    assert cat.layers_markdown() in readme, \
+        "README's layer table differs from catalogue.layers_markdown(): paste it again"
 
 
-def _blocks(text):
-    """[(attach points, body)] of a probe template."""
-    out = []
-    for m in re.finditer(r"((?:^(?:uprobe|uretprobe|tracepoint):\S+\n)+)(.*?)^\}", text, re.M | re.S):
-        out.append((m.group(1).split(), m.group(2)))
-    return out
+def test_record_help_lists_every_layer_with_its_cost():
+    from jvmos.cli import build_parser
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), pytest.raises(SystemExit):
+        build_parser().parse_args(["record", "-h"])
+    text = " ".join(buf.getvalue().split())
+    for layer in cat.LAYER_INFO.values():
+        assert f"{layer.name}: " in text and " ".join(layer.cost.split()) in text, layer.name
 
 
-def test_io_bt_probes_exactly_the_copy_functions():
-    entries = set(re.findall(r"^uprobe:@LIBJVM@:jni_(\w+?),?$", IO_BT, re.M))
-    returns = set(re.findall(r"^uretprobe:@LIBJVM@:jni_(\w+?),?$", IO_BT, re.M))
-    assert entries == set(JNI_COPY_FUNCTIONS)
-    assert returns == set(JNI_COPY_FUNCTIONS)
-
-
-def test_io_bt_counts_bytes_exactly_for_the_region_functions_with_their_element_size():
-    sized = {}
-    for aps, body in _blocks(IO_BT):
-        m = re.search(r'@bytes\[pid, "jni_copy", probe\] = sum\(\(uint64\)\(int32\)arg3 \* (\d)\)',
-                      body)
-        for ap in aps:
-            f = re.match(r"uprobe:@LIBJVM@:jni_(\w+?),?$", ap)
-            if f and m:
-                sized[f.group(1)] = int(m.group(1))
-    assert set(sized) == JNI_BYTES_FROM_ARGS
-    for f, size in sized.items():
-        prim = re.match(r"(?:Get|Set)(\w+?)ArrayRegion$", f)
-        if prim:
-            assert size == PRIMITIVES[prim.group(1)], f
-    assert sized["GetStringRegion"] == 2 and sized["GetStringUTFRegion"] == 1
-
-
-def test_io_bt_traces_exactly_the_catalogued_syscalls():
-    enters = set(re.findall(r"^tracepoint:syscalls:sys_enter_(\w+?),?$", IO_BT, re.M))
-    exits = set(re.findall(r"^tracepoint:syscalls:sys_exit_(\w+?),?$", IO_BT, re.M))
-    assert enters == exits == set(IO_SYSCALLS)
-
-
-def test_categories_the_probes_emit_are_known_to_the_analyzer():
-    emitted = set()
-    for f in PROBES_DIR.glob("*.bt"):
-        emitted |= set(re.findall(r'@(?:calls|bytes|time|wall|ncalls|ntime|nhits)\[[^,\]]+, "(\w+)", ',
-                                  f.read_text()))
-    # categories of the summary, plus the raw inputs the summary turns into them
-    assert emitted <= set(CATEGORIES) | {"unsafe_copy_out", "unsafe_copy_etc", "nio_native",
-                                         "vm_timed", "thread_nested_alloc",
-                                         "malloc_untimed"}
-    assert {"thread_create", "thread_jvm", "thread_wait", "sync", "runq", "link", "file", "malloc",
-            "vm"} <= emitted
-    assert {"jni_copy", "io_syscall", "jni_call", "nio_native", "unsafe_copy_out"} <= emitted
+def test_a_mode_is_checked_once_and_says_the_known_ones():
+    from jvmos import JvmosError
+    assert cat.Mode.parse("count") is cat.Mode.COUNT and cat.Mode.COUNT == "count"
+    with pytest.raises(JvmosError, match=r"unknown mode 'bogus' \(known: time, count, sample\)"):
+        cat.Mode.parse("bogus")
+    assert f"{cat.Mode.TIME}" == "time"

@@ -120,7 +120,7 @@ def test_a_layer_without_a_module_is_refused_in_one_line(monkeypatch):
     one line naming it, before anything is attached."""
     libs, syms = fake_libs()
     monkeypatch.delitem(MODULES, "threads", raising=False)
-    with pytest.raises(JvmosError, match="no compiled threads layer"):
+    with pytest.raises(JvmosError, match="unknown layer .threads."):
         eng.build_plan(["io", "threads"], libs, syms, root=1, counting=True)
 
 
@@ -146,7 +146,7 @@ def test_maps_become_the_analyzers_maps():
             "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
     raw = eng.to_raw(maps, plan)
     assert raw.maps_printed and not raw.errors
-    key = f"7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetByteArrayRegion"
+    key = "7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetByteArrayRegion"
     assert raw.maps["@calls"][key] == 10 and raw.maps["@bytes"][key] == 100
     assert raw.maps["@time"][key] == 5000
     # a function whose arguments give no size has no bytes, and no time when none was summed
@@ -209,11 +209,14 @@ def test_merge_unites_kinds_and_keeps_other_layers_costs():
     assert m["unresolved"] == {}        # resolved now
 
 
-def test_default_engine_follows_the_environment_and_availability(monkeypatch):
+def test_jvmos_engine_bpftrace_is_refused_in_one_line(monkeypatch):
+    """the bpftrace engine was retired: asking for it is an error that says so, and the only
+    engine's own name is still accepted (scripts written before keep working)"""
     monkeypatch.setenv("JVMOS_ENGINE", "bpftrace")
-    assert eng.default_engine() == "bpftrace"
+    with pytest.raises(JvmosError) as e:
+        eng.check_env()
+    assert "JVMOS_ENGINE=bpftrace" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setenv("JVMOS_ENGINE", "bpf")
+    eng.check_env()
     monkeypatch.delenv("JVMOS_ENGINE")
-    monkeypatch.setattr(eng, "unavailable", lambda: "no BTF here")
-    assert eng.default_engine() == "bpftrace"
-    monkeypatch.setattr(eng, "unavailable", lambda: None)
-    assert eng.default_engine() == "bpf"
+    eng.check_env()

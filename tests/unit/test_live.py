@@ -4,7 +4,7 @@ import json
 import pytest
 
 from jvmos import live
-from jvmos.probegen import SNAPSHOT_BEGIN, SNAPSHOT_END
+from jvmos.analyzers import rawparse
 
 
 def summary(cats: dict, g=None, by=None, probe=None):
@@ -86,48 +86,43 @@ def _rec(kind, data):
     return json.dumps({"type": kind, "data": data})
 
 
-def test_snapshot_reads_the_block_between_the_markers(tmp_path, monkeypatch):
-    raw = tmp_path / "bpftrace.json"
-    monkeypatch.setattr(live, "start_counting", lambda: None)
-    lines = [_rec("printf", "jvmos-ready\n"),
-             _rec("map", {"@calls": {"1,io_syscall,uprobe:/decoy/libc.so.6:write": 1}}),
-             _rec("printf", SNAPSHOT_BEGIN + "\n"),
-             _rec("map", {"@calls": {"1,io_syscall,uprobe:/decoy/libc.so.6:write": 5}}),
-             _rec("map", {"@bytes": {"1,io_syscall,uprobe:/decoy/libc.so.6:write": 50}}),
-             _rec("printf", SNAPSHOT_END + "\n"),
-             _rec("printf", SNAPSHOT_BEGIN + "\n")]      # the next one, not finished yet
-    raw.write_text("\n".join(lines) + "\n")
-    v = live.LiveView(tmp_path, raw, 1.0, None, summarize=None, cpu_now=lambda: None,
-                      decoys={"/decoy/libc.so.6": "/lib/libc.so.6"})
-    r, why = v.snapshot(lambda: True)
-    assert why is None and r.maps["@calls"] == {"1,io_syscall,uprobe:/lib/libc.so.6:write": 5}
-    assert r.maps["@bytes"] == {"1,io_syscall,uprobe:/lib/libc.so.6:write": 50}
-    assert not r.errors
-    # bpftrace gone before the next block ends: no snapshot, and why
-    assert v.snapshot(lambda: False) == (None, "bpftrace stopped before printing it")
+class FakeEngine:
+    """What the live view asks of the engine: alive(), and snapshot() -> its maps or None."""
+
+    def __init__(self, events):
+        self.events, self.up = list(events), True
+
+    def alive(self):
+        return self.up
+
+    def snapshot(self, timeout):
+        return self.events.pop(0) if self.events else None
 
 
-def test_a_late_block_is_not_taken_for_the_next_request(tmp_path, monkeypatch):
-    raw = tmp_path / "bpftrace.json"
-    monkeypatch.setattr(live, "start_counting", lambda: None)
-    monkeypatch.setattr(live, "SNAPSHOT_TIMEOUT_S", 0.05)
-    raw.write_text("")
-    v = live.LiveView(tmp_path, raw, 1.0, None, summarize=None, cpu_now=lambda: None)
-    assert v.snapshot(lambda: True)[1].startswith("bpftrace did not print it")
-    block = lambda n: [_rec("printf", SNAPSHOT_BEGIN + "\n"),  # noqa: E731
-                       _rec("map", {"@calls": {"1,io_syscall,x": n}}),
-                       _rec("map", {"@lost": 0}), _rec("printf", SNAPSHOT_END + "\n")]
-    lost = json.dumps({"type": "lost_events", "data": {"events": 3}})
-    raw.write_text("\n".join(block(1) + [lost] + block(2)) + "\n")
-    r, _ = v.snapshot(lambda: True)
-    assert r.maps["@calls"] == {"1,io_syscall,x": 2}          # the second request's block
-    assert v.lost_events == 3
+def test_snapshot_is_the_engines_maps_as_raw(tmp_path, monkeypatch):
+    from jvmos import engine as engine_mod
+
+    def to_raw(ev, plan):
+        r = rawparse.Raw()
+        r.maps["@calls"] = dict(ev["calls"])
+        r.engine_lost = dict(ev["lost"])
+        return r
+    monkeypatch.setattr(engine_mod, "to_raw", to_raw)
+    eng = FakeEngine([{"calls": {"1,io_syscall,x": 5}, "lost": {"thread_state": 2}}])
+    v = live.LiveView(eng, None, tmp_path, tmp_path / "engine.json", 1.0, None,
+                      summarize=None, cpu_now=lambda: None)
+    r, why = v.snapshot(eng.alive)
+    assert why is None and r.maps["@calls"] == {"1,io_syscall,x": 5}
+    assert v.lost_events == 2          # the engine's counters, cumulative
+    # alive but nothing handed over: no snapshot, and why
+    assert v.snapshot(eng.alive)[1].startswith("the engine did not hand it over within")
+    eng.up = False
+    assert v.snapshot(eng.alive) == (None, "the engine stopped before handing it over")
 
 
-def test_timeline_is_written_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(live, "start_counting", lambda: None)
-    v = live.LiveView(tmp_path, tmp_path / "raw.json", 2.0, 3, summarize=None,
-                      cpu_now=lambda: None)
+def test_timeline_is_written_whole(tmp_path):
+    v = live.LiveView(FakeEngine([]), None, tmp_path, tmp_path / "engine.json", 2.0, 3,
+                      summarize=None, cpu_now=lambda: None)
     v.intervals.append({"index": 1})
     v.skipped.append("no snapshot at 4.0 s")
     v.write()

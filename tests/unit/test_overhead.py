@@ -3,9 +3,9 @@ import json
 
 import pytest
 
+from jvmos import enginecost
 from jvmos.analyzers import overhead, rawparse
 from jvmos.experiments.common import probe_effect, probe_effect_cells, probe_effect_median
-from jvmos.probecost import LAYER_COSTS, per_hit
 
 
 def _raw(maps):
@@ -151,18 +151,11 @@ def test_an_uncalibrated_kind_is_unknown_never_zero():
     assert o["probe_overhead_ns"] is None and o["probe_hits"]["mem:page_fault"] == 500
 
 
-def test_per_hit_divides_by_the_hits_and_scales_the_bare_switches():
-    assert per_hit({"cpu_ns": 1_000_000}, {"cpu_ns": 1_500_000}, 1000) == 500
-    # yield: bare 1,000 switches in 2 ms; probed 1,100 switches in 2.75 ms, 1,100 hits:
-    # bare time for 1,100 switches = 2.2 ms, (2.75 - 2.2) ms / 1,100 = 500 ns
-    b = {"cpu_ns": 2_000_000, "switches": 1000}
-    p = {"cpu_ns": 2_750_000, "switches": 1100, "mode": "yield"}
-    assert per_hit(b, p, 1100, scale_by_switches=True) == pytest.approx(500)
-    with pytest.raises(Exception):
-        per_hit(b, p, 0)
-    # every layer cost key the calibration measures is a cost key some kind uses
-    used = {v[1] for v in overhead.KINDS.values()} | {v[2] for v in overhead.KINDS.values()}
-    assert set(LAYER_COSTS) <= used
+def test_every_layer_cost_the_engine_calibrates_is_one_a_kind_uses():
+    used = ({v[1] for v in overhead.KINDS.values()} | {v[2] for v in overhead.KINDS.values()}
+            | set(enginecost.KIND_KEYS.values()))
+    measured = {c.key for c in enginecost.layer_calibrations()}
+    assert measured and measured <= used, measured - used
 
 
 def test_probe_effect_columns():

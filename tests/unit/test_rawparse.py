@@ -3,7 +3,7 @@ import json
 import pytest
 
 from jvmos.analyzers import rawparse
-from jvmos.analyzers.rawparse import MAP_ARITY, Raw, parse_lines
+from jvmos.analyzers.rawparse import Raw, parse_lines
 
 from _unit_helpers import FIXTURE_NAMES, map_lines, recording
 
@@ -122,19 +122,6 @@ def test_parse_file_equals_parse_lines(tmp_path):
     p = tmp_path / "bpftrace.json"
     p.write_text("\n".join(lines) + "\n")
     assert rawparse.parse_file(p) == parse_lines(lines)
-
-
-def test_map_arity_matches_the_probe_scripts():
-    """Every map the probes print keyed by several fields is split with the right arity."""
-    import re
-    from jvmos.probegen import PROBES_DIR
-    seen = {}
-    for bt in PROBES_DIR.glob("*.bt"):
-        for name, keys in re.findall(r"(@\w+)\[([^\]]*)\]\s*=", bt.read_text()):
-            seen.setdefault(name, set()).add(len(keys.split(",")))
-    for name in ("@calls", "@bytes", "@time", "@path_bytes", "@path_calls", "@missed",
-                 "@nio_confirmed", "@exec", "@exit_ns"):
-        assert seen.get(name) == {MAP_ARITY[name]}, name
 
 
 def test_output_cut_off_in_the_middle_of_a_line_is_an_error(tmp_path):

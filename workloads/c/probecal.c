@@ -2,8 +2,8 @@
  * probecal: the target jvmos measures its own probe effect on (`jvmos calibrate --probes`).
  *
  * jvmos_probe_target() has the signature of a JNI Region copy (env, array, start, len, buf) and
- * copies len bytes, like jni_GetByteArrayRegion does; jvmos attaches the very probe blocks of
- * probes/io.bt to it, so what is measured is the real bookkeeping, not a toy probe.
+ * copies len bytes, like jni_GetByteArrayRegion does; jvmos attaches the very programs of
+ * probes/io.bpf.c to it, so what is measured is the real bookkeeping, not a toy probe.
  *
  *   probecal --mode call  --iterations N   N calls of jvmos_probe_target (a uprobe site)
  *   probecal --mode write --iterations N   N write(2) of 10 bytes to /dev/null (tracepoints)

@@ -1,0 +1,201 @@
+"""The JNI copy cost model (--mode count) measured with the compiled engine, and the order in
+which a recording calibrates what it lacks, with the engine's runs replaced by made-up maps:
+the arithmetic is checked by hand, no process is traced."""
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from jvmos import JvmosError, calibrate, enginecost
+from jvmos.analyzers import rawparse
+
+LIBJVM = Path("/jdk/lib/server/libjvm.so")
+JVM = SimpleNamespace(home=Path("/jdk"), libjvm=LIBJVM, libnio=None, version="17.0.99")
+NAME = f"uprobe:{LIBJVM}:jni_GetByteArrayRegion"
+WINDOW = {"mean_ns": 600.0, "ci95_ns": [500.0, 700.0]}
+PROBES = {"jni_copy_time_window": WINDOW,
+          "placement": {"probecal:jvmos_probe_target": {"class": "emulated"}}}
+SITE = {"path": str(LIBJVM), "symbol": "jni_GetByteArrayRegion", "insn": "push %rbp",
+        "class": "emulated"}
+
+
+def _raw(calls: int, time_ns: int):
+    # the engine's maps as to_raw gives them: GetByteArrayRegion, and another JNI copy
+    # function of the same libjvm that must not be counted
+    other = f"uprobe:{LIBJVM}:jni_GetStringRegion"
+    maps = {"@calls": {f"7,jni_copy,{NAME}": calls, f"7,jni_copy,{other}": 3},
+            "@time": {f"7,jni_copy,{NAME}": time_ns, f"7,jni_copy,{other}": 999}}
+    return rawparse.parse_lines([json.dumps({"type": "map", "data": {k: v}})
+                                 for k, v in maps.items()])
+
+
+@pytest.fixture
+def engine_runs(monkeypatch):
+    """run_cmd answering from a table {(writes, size): (calls, ns)}; records each command."""
+    table, seen = {}, []
+
+    def run_cmd(cmd, **kw):
+        writes, size = int(cmd[cmd.index("--iterations") + 1]), int(cmd[cmd.index("--size") + 1])
+        seen.append((writes, size, kw))
+        calls, ns = table[(writes, size)]
+        return "", _raw(calls, ns), {"event": "ready", "sites": [dict(SITE)]}
+
+    monkeypatch.setattr(enginecost, "run_cmd", run_cmd)
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})
+    monkeypatch.setattr(enginecost.eng, "version", lambda: "jvmos-engine (test)")
+    return SimpleNamespace(table=table, seen=seen)
+
+
+def test_the_model_is_a_line_through_two_sizes_minus_the_engines_window(engine_runs):
+    # the JVM's own copies: 7 calls, 14,000 ns; loops of 1,000 writes at 10 and 4,096 bytes
+    # take 650 and 1,059.6 ns per call traced: 50 and 459.6 ns once the 600 ns window is off
+    engine_runs.table.update({(0, 10): (7, 14_000), (1000, 10): (1007, 14_000 + 650_000),
+                              (1000, 4096): (1007, 14_000 + 1_059_600)})
+    m = enginecost.calibrate_jni_model(JVM, PROBES, sizes=(10, 4096), n=1000, trials=2,
+                                       log=lambda s: None)
+    assert m["points"] == [[10, pytest.approx(50.0)], [4096, pytest.approx(459.6)]]
+    assert m["ns_per_byte"] == pytest.approx(409.6 / 4086)
+    assert m["ns_per_call"] == pytest.approx(50.0 - 10 * 409.6 / 4086)
+    # the window's interval moves the intercept only: 100 ns either way here
+    lo, hi = m["ns_per_call_at_window_ci95_ends"]
+    assert (lo, hi) == (pytest.approx(m["ns_per_call"] - 100), pytest.approx(m["ns_per_call"] + 100))
+    assert m["loop_calls_by_size"] == {"10": [1000, 1000], "4096": [1000, 1000]}
+    assert m["traced_ns_per_call_by_size"] == {"10": [650.0, 650.0], "4096": [1059.6, 1059.6]}
+    assert m["calls_in_a_run_of_no_write"] == 7 and m["writes"] == 1000 and m["trials"] == 2
+    assert m["window"] == {"key": "jni_copy_time_window", "mean_ns": 600.0,
+                           "ci95_ns": [500.0, 700.0], "calibrated_on": "emulated",
+                           "probe_placed_on": "emulated"}
+    assert m["engine"] == "jvmos-engine (test)" and m["jdk_version"] == "17.0.99"
+    assert "jvmos-engine (test)" in m["what"] and "jni_copy_time_window (600.0 ns" in m["what"]
+    assert not m.get("ns_per_call_floored") and not m.get("ns_per_byte_floored")
+    # the io layer in --mode time on this libjvm, a run of no write first, sizes interleaved
+    assert [(w, s) for w, s, _ in engine_runs.seen] == [(0, 10), (1000, 10), (1000, 4096),
+                                                        (1000, 10), (1000, 4096)]
+    assert all(kw["layers"] == ["io"] and kw["run_mode"] == "time"
+               and kw["libs"]["LIBJVM"] == [LIBJVM] for _, _, kw in engine_runs.seen)
+
+
+def test_each_size_takes_the_median_of_its_trials(engine_runs, monkeypatch):
+    # three trials at each size; one run of each slowed by a whole 300 ns per call
+    runs = {10: iter([650_000, 950_000, 660_000]), 4096: iter([1_300_000, 1_000_000, 1_010_000])}
+
+    def run_cmd(cmd, **kw):
+        writes, size = int(cmd[cmd.index("--iterations") + 1]), int(cmd[cmd.index("--size") + 1])
+        if writes == 0:
+            return "", _raw(7, 0), {"event": "ready", "sites": [dict(SITE)]}
+        return "", _raw(writes + 7, next(runs[size])), {"event": "ready", "sites": [dict(SITE)]}
+
+    monkeypatch.setattr(enginecost, "run_cmd", run_cmd)
+    m = enginecost.calibrate_jni_model(JVM, PROBES, n=1000, trials=3, log=lambda s: None)
+    assert m["points"] == [[10, pytest.approx(60.0)], [4096, pytest.approx(410.0)]]
+    assert m["traced_ns_per_call_by_size"]["10"] == [650.0, 950.0, 660.0]
+
+
+def test_an_intercept_below_zero_within_the_windows_noise_is_floored(engine_runs):
+    # 590 ns per call traced at 10 bytes: 10 ns under the window's mean, inside its interval
+    engine_runs.table.update({(0, 10): (7, 0), (100, 10): (107, 59_000),
+                              (100, 4096): (107, 100_000)})
+    m = enginecost.calibrate_jni_model(JVM, PROBES, sizes=(10, 4096), n=100, log=lambda s: None)
+    assert m["ns_per_call"] == 0.0 and m["ns_per_call_floored"] and m["ns_per_call_fit"] < 0
+    assert m["ns_per_byte"] > 0
+
+
+@pytest.mark.parametrize("table,message", [
+    # a loop copy the probe missed: 999 of 1,000 counted beside the JVM's own 7
+    ({(0, 10): (7, 0), (1000, 10): (1006, 700_000)}, "999 jni_GetByteArrayRegion calls counted for 1,000 writes"),
+    # faster than the low end of the window's interval: the window or the run is wrong
+    ({(0, 10): (7, 0), (1000, 10): (1007, 400_000), (1000, 4096): (1007, 900_000)},
+     "less than the low end"),
+])
+def test_a_run_the_model_cannot_use_is_one_line(engine_runs, table, message):
+    engine_runs.table.update(table)
+    with pytest.raises(JvmosError, match=message) as e:
+        enginecost.calibrate_jni_model(JVM, PROBES, sizes=(10, 4096), n=1000, log=lambda s: None)
+    assert "\n" not in str(e.value)
+
+
+def test_a_window_calibrated_on_another_instruction_class_does_not_apply(engine_runs):
+    engine_runs.table.update({(0, 10): (7, 0)})
+    probes = dict(PROBES, placement={"probecal:jvmos_probe_target": {"class": "single-step"}})
+    with pytest.raises(JvmosError, match="window was calibrated on single-step"):
+        enginecost.calibrate_jni_model(JVM, probes, n=1000, log=lambda s: None)
+
+
+def test_why_no_model_can_be_measured(monkeypatch):
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})
+    assert enginecost.jni_model_unavailable(JVM, PROBES) is None
+    assert "not calibrated" in enginecost.jni_model_unavailable(JVM, {})
+    assert "not resolved" in enginecost.jni_model_unavailable(
+        JVM, {"unresolved": {"jni_copy_time_window": dict(WINDOW, mean_ns=-3.0)}})
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {})
+    assert "stripped" in enginecost.jni_model_unavailable(JVM, PROBES)
+    with pytest.raises(JvmosError, match="stripped"):
+        enginecost.calibrate_jni_model(JVM, PROBES, log=lambda s: None)
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})
+    for sizes in [(10,), (10, 10), (0, 10), (10, 20, 30)]:
+        with pytest.raises(JvmosError, match="two distinct positive sizes"):
+            enginecost.calibrate_jni_model(JVM, PROBES, sizes=sizes, log=lambda s: None)
+    with pytest.raises(JvmosError, match="of trials \\(not 0\\)"):
+        enginecost.calibrate_jni_model(JVM, PROBES, trials=0, log=lambda s: None)
+
+
+# ---------------------------------------------------------------- ensure_calibrated
+
+@pytest.fixture
+def steps(monkeypatch, tmp_path):
+    """Every measurement ensure_calibrated can start, replaced by a note of it."""
+    done = []
+    monkeypatch.setattr(calibrate, "calibrate_copy", lambda jvms, log=print: (
+        done.append("copy"), {"schema": calibrate.SCHEMA, "copy": {}})[1])
+    monkeypatch.setattr(calibrate, "calibrate_nio", lambda j: (
+        done.append(f"nio {j.version}"), {"ns_per_byte": 0.1})[1])
+    monkeypatch.setattr(enginecost, "calibrate", lambda trials, log, layers: (
+        done.append(f"engine {','.join(layers)}"),
+        {k: {"mean_ns": 1.0, "ci95_ns": [0.5, 1.5]} for k in enginecost.all_keys(layers)})[1])
+    monkeypatch.setattr(enginecost, "calibrate_jni_model", lambda j, probes, trials, log: (
+        done.append(f"jni {j.version}"), {"ns_per_call": 1.0, "ns_per_byte": 0.01})[1])
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})
+    return SimpleNamespace(done=done, file=tmp_path / "platform.json")
+
+
+def test_a_first_count_recording_measures_copy_then_engine_then_the_jni_model(steps):
+    p = calibrate.ensure_calibrated(None, steps.file, [JVM], ["io"], "count", log=lambda s: None)
+    assert steps.done == ["copy", "nio 17.0.99", "engine io", "jni 17.0.99"]
+    assert "probes" not in p                        # bpftrace's costs: never measured
+    assert p["copy"]["jni_region"] == {"/jdk": {"ns_per_call": 1.0, "ns_per_byte": 0.01}}
+    assert json.loads(steps.file.read_text()) == p  # saved
+    # again: nothing is missing, nothing is measured
+    steps.done.clear()
+    assert calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count",
+                                       log=lambda s: None) == p
+    assert steps.done == []
+
+
+def test_time_mode_and_layers_without_io_need_no_jni_model(steps):
+    p = calibrate.ensure_calibrated(None, steps.file, [JVM], ["io"], "time", log=lambda s: None)
+    p = calibrate.ensure_calibrated(p, steps.file, [JVM], ["threads"], "count",
+                                    log=lambda s: None)
+    assert steps.done == ["copy", "nio 17.0.99", "engine io", "engine threads"]
+    assert "jni_region" not in p["copy"]
+
+
+def test_a_jdk_that_cannot_have_a_model_is_said_and_skipped(steps, monkeypatch):
+    monkeypatch.setattr(enginecost, "symbols", lambda p: {})
+    said = []
+    p = calibrate.ensure_calibrated(None, steps.file, [JVM], ["io"], "count", log=said.append)
+    assert p["copy"]["jni_region"] == {} and "jni 17.0.99" not in steps.done
+    assert any("no JNI copy cost model for JDK 17.0.99" in s and "stripped" in s for s in said)
+
+
+def test_a_platform_without_bpftraces_probe_costs_is_valid():
+    calibrate.validate_platform({"schema": calibrate.SCHEMA, "copy": {},
+                                 "engine_probes": {"uprobe": {"mean_ns": 800.0}}})
+
+
+def test_calibrate_has_no_engine_option():
+    from jvmos.cli import build_parser
+    with pytest.raises(JvmosError, match="unrecognized arguments: --engine bpf"):
+        build_parser().parse_args(["calibrate", "--engine", "bpf"])
+    args = build_parser().parse_args(["calibrate", "--probes", "--trials", "3"])
+    assert args.probes and args.trials == 3 and not hasattr(args, "engine")

@@ -419,8 +419,8 @@ def build_parser():
 
     r = sub.add_parser("record", help="trace a command or a running JVM",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       usage="jvmos record [options] -- CMD ARGS...  |  jvmos record --pid PID [--duration S] "
-                             "[--interval S [--count N]]",
+                       usage="jvmos record [options] [--interval S [--count N]] -- CMD ARGS...  |  "
+                             "jvmos record --pid PID [--duration S] [--interval S [--count N]]",
                        epilog=RECORD_EXAMPLES)
     r.add_argument("--layers", default=",".join(DEFAULT_LAYERS), help=layers_help())
     r.add_argument("--out", help="run directory (default: results/runs/<time>-record)")
@@ -436,7 +436,8 @@ def build_parser():
     r.add_argument("--pid", type=int, help="attach to this running process")
     r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
     r.add_argument("--interval", type=float, metavar="S",
-                   help="with --pid: the live view: every S seconds, print the interval's "
+                   help="the live view (a launched command or --pid): every S seconds, print "
+                        "the interval's "
                         "calls, bytes and time per category and its guaranteed overhead as a "
                         "share of the target's CPU in the interval; kept in timeline.json")
     r.add_argument("--count", type=int, metavar="N",

@@ -621,7 +621,11 @@ def provenance_rows(m: dict, s: dict) -> List[Tuple[str, str]]:
         desc += f", {host['cpus']} CPUs"
     if desc:
         add(("host", esc(desc)))
-    if m.get("bpftrace"):
+    eng = m.get("engine") or {}
+    if eng.get("name") == "bpf":
+        add(("probe engine", esc("jvmos's compiled engine, " + str(eng.get("version") or "?")
+                                 + ("; " + eng["fallback"] if eng.get("fallback") else ""))))
+    if m.get("bpftrace"):           # a recording made before bpftrace was retired
         add(("bpftrace", esc(m["bpftrace"])))
     probes = m.get("probes") or {}
     if probes:
@@ -656,6 +660,10 @@ def provenance_rows(m: dict, s: dict) -> List[Tuple[str, str]]:
         add(("attach seconds", esc(f"{m['attach_seconds']} s")))
     if m.get("teardown_seconds") is not None:
         add(("teardown seconds", esc(f"{m['teardown_seconds']} s")))
+    if eng.get("end"):
+        add(("engine end", esc(eng["end"])))
+    if m.get("engine_exit_status") is not None:
+        add(("engine exit status", esc(m["engine_exit_status"])))
     if m.get("bpftrace_end"):
         add(("bpftrace end", esc(m["bpftrace_end"])))
     if m.get("bpftrace_exit_status") is not None:
@@ -673,7 +681,8 @@ def warnings_of(m: dict, s: dict) -> List[str]:
             out.append(str(w))
     t = s.get("totals") or {}
     if t.get("lost_events"):
-        out.append(f"bpftrace lost {t['lost_events']} events")
+        who = "bpftrace" if m.get("bpftrace") else "the probes"
+        out.append(f"{who} lost {t['lost_events']} events")
     for what, n in (t.get("missed_events") or {}).items():
         out.append(missed_note(what, n))
     return out

@@ -1,5 +1,5 @@
 // jvmos-engine: loads jvmos's compiled probes (probes/*.bpf.c) and attaches them to one traced
-// process tree, on behalf of `jvmos record --engine bpf` (jvmos/engine.py).
+// process tree, on behalf of `jvmos record` (jvmos/engine.py).
 //
 //	jvmos-engine PLAN.json
 //
@@ -718,7 +718,7 @@ func main() {
 		return
 	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: jvmos-engine PLAN.json (run by jvmos record --engine bpf) | --features")
+		fmt.Fprintln(os.Stderr, "usage: jvmos-engine PLAN.json (run by jvmos record) | --features")
 		os.Exit(2)
 	}
 	// SIGINT/SIGTERM to the engine alone: stop without maps (jvmos sends "stop" for the maps)

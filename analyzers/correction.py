@@ -191,27 +191,31 @@ def combine(parts: Iterable[dict]) -> dict:
 # Probe costs used (from `jvmos calibrate --probes`). The threads, links and mem layers have
 # no windows of their own: they borrow the io layer's, because their bookkeeping is of the
 # same kind, and every corrected figure names the window it borrowed in `probe_window_source`:
-#   pair_hit, pair_window   a uprobe+uretprobe pair with map bookkeeping (jni_copy_time_*)
+#   pair_hit, pair_window   a uprobe+uretprobe pair with map bookkeeping on a function symbol
+#                           (symbol_pair_time_*: the engine's pair on libc's write wrapper;
+#                           jni_copy_time_* in a platform file that lacks it)
 #   sys_hit, sys_window     a syscall tracepoint pair with bookkeeping (io_syscall_*)
 #   uprobe                  a bare entry uprobe
 # A span's raw time holds its own window, plus, for every probe nested in it, the part of
 # that probe's cost that falls outside the nested probe's own window (hit - window).
 
-PAIR_SOURCE = ("jni_copy_time_window (borrowed: same uprobe+uretprobe pair bookkeeping as "
-               "the io layer's JNI copy probes)")
+PAIR_SOURCE = ("symbol_pair_time_window where calibrated, else jni_copy_time_window (borrowed: "
+               "the same uprobe+uretprobe pair bookkeeping as the io layer's probes on a "
+               "function symbol)")
 SYS_SOURCE = ("io_syscall_window (borrowed: same tracepoint-pair bookkeeping as the io "
               "layer's syscall probes)")
 NESTED_SOURCE = ("; plus, for each probe nested in the span, its hit minus its window "
-                 "(jni_copy_time_hit - jni_copy_time_window, io_syscall_hit - "
+                 "(the symbol pair's hit - window, as above, and io_syscall_hit - "
                  "io_syscall_window; borrowed from the io layer's calibration)")
 
 
 def probe_costs(probes: Optional[dict]) -> Dict[str, Optional[float]]:
     """The calibrated costs the layers use; None for one that was not calibrated."""
     g = lambda k: probe_cost(probes, k)
-    # where the JNI copy probes were USDT probes, probecost.probes_for() replaced the
-    # jni_copy_time_* figures with the USDT ones and kept the symbol uprobe pair's under
-    # symbol_pair_*: the threads and mem layers' uprobe pairs are symbol uprobes
+    # the threads and mem layers' uprobe pairs are on function symbols: the symbol pair's
+    # costs where the platform file has them (the engine's calibration measures them on
+    # libc's write wrapper; for a bpftrace-era recording with USDT JNI probes,
+    # probecost.probes_for() kept the symbol pair's there), else the JNI copy pair's
     sym = lambda k: ("symbol_pair_" + k[len("jni_copy_"):]
                      if probes and ("symbol_pair_" + k[len("jni_copy_"):]) in probes else k)
     c = {"pair_hit": g(sym("jni_copy_time_hit")), "pair_window": g(sym("jni_copy_time_window")),

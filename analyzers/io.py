@@ -37,6 +37,24 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
                                                             "unsafe_copy_etc")))]
 
 
+def _model_resolution(model: Optional[dict]) -> str:
+    """What the JNI copy model's fit could not resolve from the probe window's noise, said
+    beside the estimate: a cost floored at 0, or a per-call cost whose values at the ends of
+    the window's 95% interval straddle 0."""
+    if not model:
+        return ""
+    out = []
+    for k in ("ns_per_call", "ns_per_byte"):
+        if model.get(k + "_floored"):
+            out.append(f"{k} fitted {model.get(k + '_fit', 0):.3g}, floored at 0")
+    ends = model.get("ns_per_call_at_window_ci95_ends")
+    if isinstance(ends, (list, tuple)) and len(ends) == 2 and None not in ends \
+            and ends[0] < 0 < ends[1]:
+        out.append(f"ns_per_call is not resolved from the probe window's noise: "
+                   f"{ends[0]:.0f} to {ends[1]:.0f} ns at the ends of the window's 95% interval")
+    return ("; the model's limits: " + "; ".join(out)) if out else ""
+
+
 def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]:
     if not model:
         return None
@@ -67,7 +85,8 @@ def categories(fns: dict, paths: dict, confirmed: int, costs: dict, jvm_key: Opt
             c["basis"] = ("--mode count: calls x ns_per_call + bytes x ns_per_byte of this JDK's "
                           "JNI Region copy, calibrated in --mode time with the probe window "
                           "subtracted (jvmos calibrate --probes)"
-                          + ("" if model else "; no calibration for this JDK"))
+                          + ("" if model else "; no calibration for this JDK")
+                          + _model_resolution(model))
             for f in c["functions"].values():
                 f["time_ns"] = None
         cats["jni_copy"] = c

@@ -166,6 +166,23 @@ def calibrate_jni_models(jvms: List[Jvm], engine_probes: dict, trials: int = 3,
     return out
 
 
+def jni_model_stale(model: Optional[dict], engine_probes: Optional[dict]) -> Optional[str]:
+    """Why a JNI copy cost model no longer fits this platform file's engine calibration (None
+    when it does): it subtracts a probe window, and a model made with another window (an older
+    engine calibration, or the retired bpftrace scripts') would estimate with a window the
+    recordings are not corrected with."""
+    if not model:
+        return "none"
+    win = (engine_probes or {}).get("jni_copy_time_window") or {}
+    used = model.get("window") or {}
+    if not model.get("engine"):
+        return "measured with the retired bpftrace scripts' probe window"
+    if used.get("mean_ns") != win.get("mean_ns"):
+        return (f"measured with a probe window of {used.get('mean_ns')} ns, the engine's "
+                f"calibration now says {win.get('mean_ns')} ns")
+    return None
+
+
 def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[Jvm],
                       layers: List[str], mode: str, log=print) -> dict:
     """What a recording of these layers in this mode needs and the platform file lacks,
@@ -194,12 +211,18 @@ def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[
     if mode == "count" and "io" in layers:
         # --mode count times no JNI copy: the io layer estimates them with this model
         jr = platform["copy"].setdefault("jni_region", {})
-        for j in [j for j in jvms if str(j.home) not in jr]:
+        for j in jvms:
+            stale = jni_model_stale(jr.get(str(j.home)), platform.get("engine_probes"))
+            if not stale:
+                continue
             why = jni_model_unavailable(j, platform.get("engine_probes"))
             if why:
                 log(f"note: no JNI copy cost model for JDK {j.version}: {why}")
+                jr.pop(str(j.home), None)       # never one that does not fit the window
                 continue
-            log(f"no JNI copy cost model for JDK {j.version}: measuring it once (--mode count)")
+            log(f"JNI copy cost model for JDK {j.version}: "
+                + ("measuring it once (--mode count)" if stale == "none"
+                   else f"measuring it again ({stale})"))
             jr[str(j.home)] = calibrate_jni(j, platform["engine_probes"], log=log)
             save(platform_file, platform)
     return platform
@@ -214,11 +237,12 @@ def costs_for(platform: Optional[dict]) -> dict:
 
 
 def validate_platform(platform: Optional[dict]) -> None:
-    """Check the probe costs and cost models of a platform file before they are used. A
-    platform file has "probes" (bpftrace's probe costs) only when it was calibrated before the
-    compiled engine was jvmos's only engine: absent is fine."""
+    """Check the probe costs and cost models of a platform file before they are used: the
+    compiled engine's probe costs (what recordings are corrected with) and the copy costs. A
+    "probes" section (bpftrace's probe costs, from before the engine was jvmos's only engine)
+    is not used by a recording and not checked here."""
     from jvmos.analyzers.correction import validate_costs, validate_probes
     if not platform:
         return
-    validate_probes(platform.get("probes"))
+    validate_probes(platform.get("engine_probes"))
     validate_costs(platform.get("copy"))

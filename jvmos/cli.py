@@ -179,6 +179,13 @@ def cmd_calibrate(args) -> int:
             engine_mod.check_built(engine_mod.LAYERS)
             existing["engine_probes"] = enginecost.merge(
                 existing.get("engine_probes"), enginecost.calibrate(args.trials, log=log))
+            # a JNI copy model made with the window just replaced no longer fits it: dropped,
+            # measured again by the next --mode count recording (or --every-jdk, --probes)
+            jr = existing["copy"].get("jni_region") or {}
+            for home in [h for h, m in jr.items()
+                         if cal.jni_model_stale(m, existing["engine_probes"])]:
+                del jr[home]
+                changed.append(f"JNI copy model of {home} dropped (its probe window changed)")
             cal.save(path, existing)    # at once: kept if the constants fail
             changed.append("the compiled engine's probe costs")
         chunk_changed = (args.chunk is not None and existing.get("constants")

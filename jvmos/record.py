@@ -23,11 +23,13 @@ first in this order, and `warnings` gives every reason with its figures:
   load_failed     the load driven during an attach recording raised an error
   target_exited   attach mode: the traced pid exited before the recording ended
   command_failed  the launched command exited non-zero (figures valid for what it did)
-  events_lost     the engine counted lost events (a full map, a skipped program run)
+  events_lost     the engine counted lost events (a full map, a lost fork/exec event, a
+                  program run the kernel skipped)
   partial         probes that apply to the target were skipped (symbols not found)
-  complete        the engine handed over its final maps after the stop and closed every link,
-                  they read without errors, and the target ran until the end (or exited 0,
-                  launch mode)
+  complete        the engine handed over its final maps after the stop, they read without
+                  errors, and the target ran until the end (or exited 0, launch mode); an
+                  engine that did not confirm closing its links is warned about (its exit
+                  closes them: no probe outlives it)
   running         (manifest.json only) the recording has not ended, or jvmos itself died
 Returns without an entry (a call in progress when tracing began) are warned about with their
 count but leave the status alone: their calls are counted, only their time is missing.
@@ -657,8 +659,13 @@ def _trace_engine(run: _Run) -> None:
                 manifest["teardown_seconds"] = round(eng.closed.get("detach_s", 0), 4)
             run.engine_end = ("stopped by jvmos: final maps read, every link closed"
                               if maps is not None and eng.closed is not None else
+                              "stopped by jvmos: final maps read; the engine did not confirm "
+                              "that it closed its links (its exit closes them)"
+                              if maps is not None else
                               f"exited before the stop: {eng.first_error()}" if stopped_early
                               else f"no final maps after the stop: {eng.first_error()}")
+            if maps is not None and eng.closed is None:
+                run.warnings.append(f"the engine {run.engine_end.split('; ', 1)[1]}")
             manifest["engine"]["end"] = run.engine_end
             manifest["engine"]["procs"] = eng.procs
             if eng.warnings:

@@ -47,7 +47,25 @@ def target_cpu_line(t: dict) -> str:
 def scope_line(manifest: dict) -> str:
     """Where the probes trapped: only in the traced processes, or in every process mapping
     the library (older recordings say nothing: they were host-wide)."""
-    sc = (manifest.get("probes") or {}).get("scope") or {}
+    eng = manifest.get("engine") or {}
+    probes = manifest.get("probes") or {}
+    if eng.get("name") == "bpf":
+        # the compiled engine opens every uprobe for the traced processes only, at either scope
+        kinds = probes.get("kinds") or {}
+        sys_tp = any(k.startswith("tracepoint:syscalls:") for k in kinds)
+        moved = sum(1 for x in probes.get("sites") or [] if x.get("shift"))
+        sc = manifest.get("scope") or (probes.get("scope") or {}).get("mode")
+        n = len(manifest.get("processes") or {})
+        return (f"scope {sc}: uprobes opened for the traced processes only"
+                + (f" ({n} process(es))" if n else "")
+                + (" as uprobe_multi links" if eng.get("uprobe_multi") else "")
+                + (f" ({eng['fallback']})" if eng.get("fallback") else "")
+                + ("; libc's wrappers stand for the io and mem syscalls" if sc == "process"
+                   else "; syscall tracepoints instead of libc's wrappers")
+                + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else "")
+                + ("; syscall tracepoints sent every syscall of the host through the slow path"
+                   if sys_tp else ""))
+    sc = probes.get("scope") or {}
     if sc.get("mode") == "process":
         moved = len(sc.get("sites_moved") or {})
         return (f"scope process: {sc.get('uprobes_scoped', 0)} uprobes opened for pid(s) "
@@ -63,6 +81,15 @@ def scope_line(manifest: dict) -> str:
                if sys_tp else ""))
 
 
+def engine_label(manifest: dict) -> str:
+    """Which probes made a recording: the compiled engine (its version), or the bpftrace of a
+    recording made before bpftrace's retirement."""
+    eng = manifest.get("engine") or {}
+    if eng.get("name") == "bpf":
+        return f"engine {eng.get('version') or '?'}"
+    return str(manifest.get("bpftrace") or "probe engine not recorded")
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -73,11 +100,11 @@ def render(run_dir) -> str:
                + (f": {s['status_reason']}" if s.get("status_reason") else ""))
     jv = ", ".join(f"JDK {j['version']} ({j['home']})" for j in manifest.get("jvms_probed", []))
     if manifest.get("mode") == "sample":
-        out.append(f"mode sample: {manifest.get('sampler')}; no bpftrace probes; "
+        out.append(f"mode sample: {manifest.get('sampler')}; no BPF probes; "
                    f"kernel {manifest['host']['kernel']}")
     else:
         out.append(f"JVMs probed: {jv or 'none'}; layers {','.join(manifest.get('layers', []))}; "
-                   f"mode {manifest.get('mode', 'time')}; {manifest.get('bpftrace')}; "
+                   f"mode {manifest.get('mode', 'time')}; {engine_label(manifest)}; "
                    f"kernel {manifest['host']['kernel']}")
         out.append(scope_line(manifest))
     t = s["totals"]
@@ -119,7 +146,8 @@ def render(run_dir) -> str:
     for w in s.get("warnings") or []:
         out.append(f"warning: {w}")
     if t.get("lost_events"):
-        out.append(f"warning: bpftrace lost {t['lost_events']} events")
+        who = "bpftrace" if manifest.get("bpftrace") else "the probes"
+        out.append(f"warning: {who} lost {t['lost_events']} events")
     for what, n in (t.get("missed_events") or {}).items():
         out.append(f"note: {missed_note(what, n)}")
     out.append("")

@@ -30,18 +30,23 @@ from jvmos import JvmosError
 from jvmos import cputime
 from jvmos.tools import bpftrace, interrupt_bpftrace
 
-# the gate a launched command waits at (run with `python -c GATE FD CMD...`)
+# the gate a launched command waits at (run with `python -c GATE GO_FD WAITING_FD CMD...`): it
+# says it is waiting (one byte on WAITING_FD, which its exec then closes) before it blocks on
+# GO_FD, so that the probes, attached after that byte, never see the interpreter's own start-up
 GATE = ("import os, sys\n"
-        "fd = int(sys.argv[1])\n"
+        "fd, waiting = int(sys.argv[1]), int(sys.argv[2])\n"
+        "os.set_inheritable(waiting, False)\n"
+        "os.write(waiting, b'w')\n"
         "go = os.read(fd, 1)\n"
         "os.close(fd)\n"
         "if not go: os._exit(125)\n"
         "try:\n"
-        "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+        "    os.execvp(sys.argv[3], sys.argv[3:])\n"
         "except OSError as e:\n"
-        "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[2], e.strerror))\n"
+        "    sys.stderr.write('jvmos: cannot run %s: %s\\n' % (sys.argv[3], e.strerror))\n"
         "    os._exit(127)\n")
 
+GATE_WAIT_S = 120              # how long a launched command's interpreter may take to reach the gate
 READY = "jvmos-ready"           # a bpftrace tool's line once every probe is attached
 ATTACH_TIMEOUT_S = 600
 # Per-thread maps (context switches per thread) outgrow bpftrace's default of 4096 keys in a
@@ -176,11 +181,21 @@ class Session:
             self.child = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env)
             return self.child.pid
         gate_r, self.gate_w = os.pipe()
+        waiting_r, waiting_w = os.pipe()
         try:
-            self.child = subprocess.Popen([sys.executable, "-c", GATE, str(gate_r)] + list(cmd),
-                                          pass_fds=(gate_r,), stdout=out, stderr=err, env=env)
+            self.child = subprocess.Popen(
+                [sys.executable, "-c", GATE, str(gate_r), str(waiting_w)] + list(cmd),
+                pass_fds=(gate_r, waiting_w), stdout=out, stderr=err, env=env)
         finally:
             os.close(gate_r)
+            os.close(waiting_w)
+        # until the gate waits (or died: EOF): its start-up is over before any probe attaches
+        try:
+            import select
+            if select.select([waiting_r], [], [], GATE_WAIT_S)[0]:
+                os.read(waiting_r, 1)
+        finally:
+            os.close(waiting_r)
         return self.child.pid
 
     def release(self) -> None:

@@ -140,9 +140,12 @@ def engines_note(out: Path) -> Optional[str]:
     engines = {}
     for m in sorted(Path(out).glob("runs/**/manifest.json")):
         try:
-            e = (json.loads(m.read_text()).get("engine") or {}).get("name", "bpftrace")
+            man = json.loads(m.read_text())
         except (OSError, ValueError):
             continue
+        if man.get("mode") == "sample":
+            continue            # async-profiler alone: no probe engine
+        e = (man.get("engine") or {}).get("name", "bpftrace")
         engines.setdefault(e, []).append(m.parent.name)
     if not engines:
         return None

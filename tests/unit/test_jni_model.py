@@ -142,6 +142,13 @@ def test_why_no_model_can_be_measured(monkeypatch):
 
 # ---------------------------------------------------------------- ensure_calibrated
 
+def model(probes):
+    """A JNI copy model as calibrate_jni_model makes it: the engine and the window it used."""
+    return {"ns_per_call": 1.0, "ns_per_byte": 0.01, "engine": "jvmos-engine (test)",
+            "window": {"key": "jni_copy_time_window",
+                       "mean_ns": probes["jni_copy_time_window"]["mean_ns"]}}
+
+
 @pytest.fixture
 def steps(monkeypatch, tmp_path):
     """Every measurement ensure_calibrated can start, replaced by a note of it."""
@@ -154,7 +161,7 @@ def steps(monkeypatch, tmp_path):
         done.append(f"engine {','.join(layers)}"),
         {k: {"mean_ns": 1.0, "ci95_ns": [0.5, 1.5]} for k in enginecost.all_keys(layers)})[1])
     monkeypatch.setattr(enginecost, "calibrate_jni_model", lambda j, probes, trials, log: (
-        done.append(f"jni {j.version}"), {"ns_per_call": 1.0, "ns_per_byte": 0.01})[1])
+        done.append(f"jni {j.version}"), model(probes))[1])
     monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})
     return SimpleNamespace(done=done, file=tmp_path / "platform.json")
 
@@ -163,13 +170,22 @@ def test_a_first_count_recording_measures_copy_then_engine_then_the_jni_model(st
     p = calibrate.ensure_calibrated(None, steps.file, [JVM], ["io"], "count", log=lambda s: None)
     assert steps.done == ["copy", "nio 17.0.99", "engine io", "jni 17.0.99"]
     assert "probes" not in p                        # bpftrace's costs: never measured
-    assert p["copy"]["jni_region"] == {"/jdk": {"ns_per_call": 1.0, "ns_per_byte": 0.01}}
+    assert p["copy"]["jni_region"] == {"/jdk": model(p["engine_probes"])}
     assert json.loads(steps.file.read_text()) == p  # saved
     # again: nothing is missing, nothing is measured
     steps.done.clear()
     assert calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count",
                                        log=lambda s: None) == p
     assert steps.done == []
+    # a model made with another window (an older engine calibration), or with bpftrace's
+    # (no engine named), no longer fits the engine's costs: measured again
+    for stale in (dict(model(p["engine_probes"]), window={"mean_ns": 123.0}),
+                  {"ns_per_call": 65.3, "ns_per_byte": 0.02}):
+        p["copy"]["jni_region"]["/jdk"] = stale
+        calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count", log=lambda s: None)
+        assert steps.done == ["jni 17.0.99"] and p["copy"]["jni_region"]["/jdk"] == \
+            model(p["engine_probes"])
+        steps.done.clear()
 
 
 def test_time_mode_and_layers_without_io_need_no_jni_model(steps):
@@ -199,3 +215,15 @@ def test_calibrate_has_no_engine_option():
         build_parser().parse_args(["calibrate", "--engine", "bpf"])
     args = build_parser().parse_args(["calibrate", "--probes", "--trials", "3"])
     assert args.probes and args.trials == 3 and not hasattr(args, "engine")
+
+
+def test_the_count_estimate_says_what_the_model_could_not_resolve():
+    from jvmos.analyzers.io import _model_resolution
+    assert _model_resolution(None) == "" and _model_resolution({"ns_per_call": 5.0}) == ""
+    said = _model_resolution({"ns_per_call": 63.8, "ns_per_call_at_window_ci95_ends": [-43.2, 170.8],
+                              "ns_per_byte": 0.0, "ns_per_byte_floored": True,
+                              "ns_per_byte_fit": -0.001})
+    assert "ns_per_byte fitted -0.001, floored at 0" in said
+    assert "ns_per_call is not resolved from the probe window's noise: -43 to 171 ns" in said
+    # resolved: both ends on one side of 0
+    assert _model_resolution({"ns_per_call_at_window_ci95_ends": [10.0, 90.0]}) == ""

@@ -1,1 +1,2 @@
-"""Analyzers: raw bpftrace output -> summary.json -> tables. Data flows one way."""
+"""Analyzers: the probes' raw maps (the engine's, or an older recording's bpftrace output) ->
+summary.json -> tables. Data flows one way."""

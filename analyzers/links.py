@@ -9,7 +9,7 @@ from jvmos.analyzers.correction import SYS_SOURCE, combine, correct_by_window, g
 
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
-# platform file's "probes" section)
+# platform file's "engine_probes" section; "probes" in files made before bpftrace retired)
 KINDS = {
     "links:syscall_pair": ("accept/connect/open/close: a sys_enter/sys_exit tracepoint pair",
                            "link_syscall_hit", "link_syscall_hit"),

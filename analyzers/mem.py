@@ -10,7 +10,7 @@ from jvmos.analyzers.correction import (PAIR_SOURCE, SYS_SOURCE, add, combine, c
 
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
-# platform file's "probes" section)
+# platform file's "engine_probes" section; "probes" in files made before bpftrace retired)
 KINDS = {
     "mem:malloc_pair": ("an allocator call: an entry probe (+ a return probe in --mode "
                         "time)", "malloc_mem_time_hit", "malloc_mem_count_hit"),

@@ -25,7 +25,7 @@ from jvmos.analyzers import census, io, links, mem, threads
 
 # kind -> (what one hit is, cost key in --mode time, cost key in --mode count), each layer's
 # own in its analyzer (io.KINDS, ...), the common programs' here. A cost key names an entry of the
-# platform file's "probes" section; "uretprobe" is derived (uprobe_pair - uprobe). Keys marked
+# platform file's "engine_probes" section (or "probes", bpftrace's); "uretprobe" is derived (uprobe_pair - uprobe). Keys marked
 # borrowed are the cost of a minimal probe of the same shape (one map update), not of that
 # kind's own blocks: the estimate says so per kind.
 COMMON_KINDS = {

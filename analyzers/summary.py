@@ -1,4 +1,4 @@
-"""raw bpftrace maps + platform constants -> summary.json (schema jvmos.summary/1).
+"""raw probe maps (rawparse.Raw) + platform constants -> summary.json (schema jvmos.summary/1).
 
 Each category carries `method`: "measured" (counted or timed by a probe), "estimated"
 (bytes x a calibrated cost, because the thing itself cannot be probed) or "sampled".

@@ -13,7 +13,7 @@ from jvmos.analyzers.correction import (NESTED_SOURCE, PAIR_SOURCE, SYS_SOURCE, 
 
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
 # probes of this layer, as analyzers/overhead.py charges them (cost keys name entries of the
-# platform file's "probes" section)
+# platform file's "engine_probes" section; "probes" in files made before bpftrace retired)
 KINDS = {
     "threads:sched_switch": ("a switch out of a traced thread: the threads layer's sched_switch program",
                              "sched_switch_threads_hit", "sched_switch_threads_hit"),

@@ -1,4 +1,5 @@
-"""jvmos: what the operating system costs a running JVM, measured with bpftrace."""
+"""jvmos: what the operating system costs a running JVM, measured with eBPF (its own compiled
+probes, probes/*.bpf.c, loaded by its engine)."""
 import os
 from pathlib import Path
 

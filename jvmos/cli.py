@@ -13,8 +13,8 @@ examples:
   jvmos record --pid 4242 --duration 30          # attach to a running JVM for 30 s (Ctrl-C ends early)
   jvmos record --pid 4242 --interval 2 --count 5  # live: a block of lines every 2 s, five times
   jvmos record --layers io,jni --out /tmp/r1 -- java -jar server.jar
-                                                 # add the JNI census (adds ~30 s of attach time and
-                                                 # one uprobe hit per JNI call: slows JNI-heavy code)
+                                                 # add the JNI census (~240 uprobes, attached in a fraction
+                                                 # of a second; a hit per JNI call: slows JNI-heavy code)
   jvmos record --mode count -- java -jar app.jar # entry probes only: counts, the cheapest probes
   jvmos report /tmp/r1                           # read the run again later
 
@@ -414,7 +414,7 @@ def build_parser():
     p = Parser(
         prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure what the operating system costs a running JVM (eBPF: jvmos's "
-                    "compiled probes, or bpftrace's scripts).",
+                    "compiled probes).",
         epilog="verbs: doctor, record, report, calibrate, predict, run.  'jvmos VERB -h' has examples.")
     p.add_argument("--version", action="version", version=f"jvmos {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB")

@@ -100,20 +100,24 @@ def checks() -> List[Tuple[str, str, str, str]]:
     sc = Path("/sys/kernel/tracing/events/syscalls/sys_enter_write")
     add("syscall tracepoints", sc.exists(), "syscalls:sys_enter_write" if sc.exists() else "missing",
         "kernel needs CONFIG_FTRACE_SYSCALLS")
+    # the kernel's BPF, tracepoints and uprobes, tried with bpftrace where it is installed
+    # (warnings: jvmos record needs the engine, whose own load is checked below)
     if bt and root:
         ok, detail = _bt('BEGIN { printf("bpf-ok"); exit(); }')
-        add("BPF syscall", ok and "bpf-ok" in detail, "a BPF program loaded" if ok else detail,
-            "kernel needs CONFIG_BPF_SYSCALL and BPF allowed (not in a restricted container)")
+        add("BPF syscall (via bpftrace)", ok and "bpf-ok" in detail, "a BPF program loaded" if ok else detail,
+            "kernel needs CONFIG_BPF_SYSCALL and BPF allowed (not in a restricted container)",
+            warn_only=True)
         ok, detail = _bt('tracepoint:syscalls:sys_enter_getpid { } BEGIN { exit(); }')
-        add("tracepoint attach", ok, "syscalls:sys_enter_getpid attached" if ok else detail,
-            "run privileged; check /sys/kernel/tracing permissions")
+        add("tracepoint attach (via bpftrace)", ok, "syscalls:sys_enter_getpid attached" if ok else detail,
+            "run privileged; check /sys/kernel/tracing permissions", warn_only=True)
         libc = next((p for p in maps_of(os.getpid()) if re.search(r"/libc[.-]", p)), None)
         if libc:
             ok, detail = _bt(f'uprobe:{libc}:getpid {{ }} BEGIN {{ exit(); }}')
-            add("uprobes", ok, f"uprobe on {libc}:getpid attached" if ok else detail,
-                "kernel needs CONFIG_UPROBE_EVENTS")
+            add("uprobes (via bpftrace)", ok, f"uprobe on {libc}:getpid attached" if ok else detail,
+                "kernel needs CONFIG_UPROBE_EVENTS", warn_only=True)
         else:
-            add("uprobes", False, "could not find libc in this process's maps", "")
+            add("uprobes (via bpftrace)", False, "could not find libc in this process's maps", "",
+                warn_only=True)
     _engine_rows(add, root)
     libc = libc_of()
     if libc:

@@ -81,10 +81,7 @@ class Options:
     log: object = None
     # with --pid: a load to drive while tracing; the recording ends when it returns
     workload: Optional[Callable[[], None]] = None
-    # wait until every probe is gone from the target before returning (experiments that run
-    # the same load bare right after; the uprobes' detach takes ~0.1-0.25 s each)
-    wait_teardown: bool = False
-    # with --pid: the live view (jvmos.live): a snapshot every `interval` s, `count` of them
+    # the live view (jvmos.live; a launched command or --pid): a snapshot every `interval` s, `count` of them
     # (None: until the recording ends); metrics_file: OpenMetrics text rewritten each interval
     interval: Optional[float] = None
     count: Optional[int] = None
@@ -216,14 +213,12 @@ LAUNCHERS = ("java", "javaw")
 
 
 class _Tree(threading.Thread):
-    """Polls the traced process tree: pids, their commands and the libjvm.so each maps.
-    on_new(pids) is called with the processes that joined the tree since the last poll."""
+    """Polls the traced process tree: pids, their commands and the libjvm.so each maps (the
+    engine follows the tree itself; this is what the manifest and the analyzers read)."""
 
-    def __init__(self, root: int, on_new=None, on_poll=None):
+    def __init__(self, root: int):
         super().__init__(daemon=True)
         self.root = root
-        self.on_new = on_new
-        self.on_poll = on_poll          # called after every poll (the held children)
         self.pids: Dict[int, dict] = {}
         self.stop = threading.Event()
 
@@ -245,9 +240,6 @@ class _Tree(threading.Thread):
                 if pp in tree and p not in tree:
                     tree.add(p)
                     changed = True
-        new = [p for p in tree if p not in self.pids and p != self.root]
-        if new and self.on_new is not None:
-            self.on_new(sorted(new))
 
         for p in tree:
             info = self.pids.setdefault(p, {"pid": p})
@@ -276,8 +268,6 @@ class _Tree(threading.Thread):
                 self.scan()
             except OSError:
                 pass
-            if self.on_poll is not None:
-                self.on_poll()
             self.stop.wait(0.1)
 
 
@@ -330,7 +320,8 @@ def check_options(opts: Options) -> None:
             raise JvmosError(f"--duration must be a positive number of seconds, not "
                              f"{opts.duration}")
     from jvmos import engine as engine_mod
-    engine_mod.check_env()
+    if Mode.parse(opts.mode) != "sample":       # async-profiler alone needs no probe engine
+        engine_mod.check_env()
     if opts.count is not None and opts.interval is None:
         raise JvmosError("--count needs --interval (the number of intervals to print)")
     if opts.metrics_file is not None and opts.interval is None:
@@ -749,6 +740,14 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
     if raw is not None:
         hit = {k[2].split(":", 1)[1] for k, v in raw.keyed("@calls").items()
                if v and len(k) == 3 and k[2].startswith(("uprobe:", "usdt:"))}
+    usdt = sorted({k[2].split(":")[-1] for k, v in (raw.keyed("@calls").items() if raw else [])
+                   if v and len(k) == 3 and k[2].startswith("usdt:")})
+    if usdt:
+        warnings.append(f"{len(usdt)} probe(s) that fired were HotSpot USDT probes (a libjvm "
+                        f"without those symbols: {', '.join(usdt[:3])}"
+                        + (f" and {len(usdt) - 3} more" if len(usdt) > 3 else "")
+                        + "): they are charged and corrected at the symbol uprobes' calibrated "
+                          "costs, which were not measured on a USDT site")
     other = sorted({f"{s['symbol']} ({s.get('insn')})" for s in ready_sites or []
                     if s.get("class") not in calibrated
                     and (hit is None or f"{s['path']}:{s['symbol']}" in hit)})

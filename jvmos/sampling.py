@@ -56,7 +56,7 @@ def _jcmd(jvm: Jvm, pid: int, args: str) -> str:
         last = next((l for l in lines if "Exception" in l), lines[-1] if lines else "no output")
         raise JvmosError(f"cannot load async-profiler into pid {pid} (is attach disabled with "
                          f"-XX:+DisableAttachMechanism?): {last.strip()}; "
-                         "the bpftrace modes (--mode time or count) still work")
+                         "the probe modes (--mode time or count) still work")
     return out
 
 

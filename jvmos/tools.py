@@ -39,16 +39,8 @@ def bpftrace() -> str:
     return p
 
 
-def bpftrace_version() -> str:
-    try:
-        out = subprocess.run([bpftrace(), "--version"], capture_output=True, text=True, timeout=30)
-        return out.stdout.strip() or out.stderr.strip()
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unknown ({e})"
-
-
 def ensure_tracefs() -> None:
-    """Mount tracefs (and debugfs) when they are not: bpftrace needs them for tracepoints."""
+    """Mount tracefs (and debugfs) when they are not: tracepoints are found through them."""
     if os.path.exists("/sys/kernel/tracing/events") or \
             os.path.exists("/sys/kernel/debug/tracing/events"):
         return

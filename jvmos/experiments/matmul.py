@@ -30,8 +30,8 @@ ALGORITHMS = ("spa", "mca")
 DEFAULT_SIZES = "100,200,300,400,500"
 QUICK_SIZES = "60,120"
 MAX_N = 1000                 # seed 001's largest matrix
-# one algorithm by default: every recording of 1 + k JVMs costs about a minute of the kernel
-# detaching uprobes (k + 1 scoped sets and bpftrace's own, ~0.1 s each), whatever it records
+# one algorithm by default: each boundary recording starts 1 + k JVMs and drives a whole run
+# under the probes (the default keeps make demo short)
 DEFAULT_BOUNDARY = "spa:100"
 QUICK_BOUNDARY = "spa:60"
 REFERENCE = "socket"         # the t-tests compare every other mechanism with this one
@@ -415,7 +415,7 @@ def main(argv) -> int:
                "worker_start_delay_ms": a.worker_start_delay_ms, "loc": loc,
                "sequential": {}, "cells": {}, "boundary": {}}
     # progress weights: a cell's time grows with n^3 (the products) on top of a fixed cost
-    # (starting k + 1 JVMs); a boundary pair costs about two minutes of attach and detach
+    # (starting k + 1 JVMs); a boundary recording counts 30 units (a rough share for the bar)
     weight = lambda n: 1 + (n / 100) ** 3  # noqa: E731
     total = sum(weight(n) * (1 + len(a.mechanisms) * len(a.algorithms)) for n in a.sizes) \
         + 30 * len(a.boundary)

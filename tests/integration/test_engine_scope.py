@@ -1,0 +1,58 @@
+"""The engine's uprobes trap only in the traced processes: bystanders on the same host, a C
+malloc loop and a second JVM of the same JDK making JNI copies, never run the probes.
+
+The kernel is asked, not the programs' own counts: with the plan's `stats` on, the engine turns
+on the kernel's per-program run counters (BPF_ENABLE_STATS) and hands back each program's run
+count. A program that a bystander trapped into would have run once per bystander call
+(2,000,000 mallocs, 300,000 JNI copies), far beyond the traced JVM's own calls, which the same
+programs counted for its pid. (What replaced the decoy libraries' test when bpftrace retired.)"""
+import subprocess
+
+import pytest
+
+from conftest import ROOT, can_trace
+from jvmos import enginecost
+from jvmos.jdk import discover_jdks, libc_of
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+IO_JAR = ROOT / "workloads/java/io/target/jvmos-io.jar"
+BYSTANDER = ROOT / "workloads/c/build/bystander"
+MALLOCS = 2_000_000
+JNI_COPIES = 300_000
+
+
+def test_bystanders_never_run_the_probes(tmp_path):
+    jdk = discover_jdks()[0]
+    java = str(jdk.home / "bin/java")
+    loop = [java, "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo", "--size", "10",
+            "--target", "/dev/null"]
+    done = {}
+
+    def bystanders():
+        # while the traced JVM runs (it loops for 6 s): both bystanders end well before it
+        done["malloc"] = subprocess.run([str(BYSTANDER), "--loop", "malloc", "--count",
+                                         str(MALLOCS)], capture_output=True, timeout=300)
+        done["jvm"] = subprocess.run(loop + ["--iterations", str(JNI_COPIES)],
+                                     capture_output=True, timeout=300)
+    libs = {"LIBJVM": [jdk.libjvm], "LIBNIO": [jdk.libnio] if jdk.libnio else [],
+            "LIBC": [libc_of()]}
+    _, raw, _ = enginecost.run_cmd(loop + ["--iterations", "100000000000", "--seconds", "6"],
+                                   layers=["io", "mem"], run_mode="count", libs=libs,
+                                   workload=bystanders, stats=True)
+    assert done["malloc"].returncode == 0 and done["jvm"].returncode == 0
+    runs = {k: v[0] for k, v in raw.prog_stats.items()}
+    calls = raw.keyed("@calls")
+    traced_copies = sum(int(v) for (pid, cat, probe), v in calls.items()
+                        if cat == "jni_copy" and probe.endswith(":jni_GetByteArrayRegion"))
+    traced_mallocs = sum(int(v) for (pid, cat, probe), v in calls.items() if cat == "malloc")
+    assert traced_copies > 1000 and len({pid for (pid, _, _) in calls}) == 1, calls
+    # every run of the copy program is one of the traced JVM's copies (the other Region
+    # copies share the program: a small margin), none of the bystander JVM's 300,000
+    jni_runs = runs.get("io:jni_get_region", 0)
+    print("runs", runs, "traced copies", traced_copies, "traced mallocs", traced_mallocs)
+    assert traced_copies <= jni_runs < traced_copies + 10_000, (jni_runs, traced_copies)
+    # the allocator's entry program ran for the traced JVM's calls only, not the 2,000,000
+    alloc_runs = runs.get("mem:alloc_entry", 0)
+    assert traced_mallocs <= alloc_runs < traced_mallocs + 10_000, (alloc_runs, traced_mallocs)

@@ -71,7 +71,7 @@ def test_every_jdk_fills_in_a_missing_jni_model_with_the_engine(platform_file, j
     m = got["copy"]["jni_region"][str(jdk17.home)]
     assert m["writes"] == enginecost.JNI_MODEL_WRITES and m["ns_per_byte"] >= 0
     assert m["window"]["mean_ns"] == got["engine_probes"]["jni_copy_time_window"]["mean_ns"]
-    assert f"no JNI copy cost model for JDK {jdk17.version}" in r.stderr
+    assert f"JNI copy cost model for JDK {jdk17.version}: measuring it once" in r.stderr
     # nothing of bpftrace's was measured, nor printed
     assert got.get("probes") == data.get("probes")
     assert "engine probe costs" in r.stdout and "bpftrace" not in r.stdout

@@ -352,9 +352,26 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     doc = {"objects": {k: str(v) for k, v in objs.items() if k in order}, "order": order,
            "constants": constants, "root_pid": root, "counting": counting,
            "uprobes": ctx.uprobes, "tracepoints": ctx.tps, "place": place, "follow": follow,
-           "classic": classic}
+           "classic": classic,
+           # for the analyzers, not the engine: how each probe id reads back (plan_of_file
+           # rebuilds the Plan from a run directory's probes.plan.json)
+           "analysis": {"names": {str(k): v for k, v in sorted(ctx.names.items())},
+                        "bytes_ids": sorted(ctx.bytes_ids)}}
     script.text = json.dumps(doc, indent=1)
     return Plan(doc=doc, names=ctx.names, bytes_ids=ctx.bytes_ids, script=script)
+
+
+def plan_of_file(path: Path) -> Plan:
+    """The Plan of a finished recording, from its probes.plan.json: enough for to_raw to read
+    the recording's raw/engine.json again (scripts/reanalyse.py), without the libraries."""
+    from jvmos.probelist import ProbeList
+    try:
+        doc = json.loads(Path(path).read_text())
+        a = doc["analysis"]
+        return Plan(doc=doc, names={int(k): v for k, v in a["names"].items()},
+                    bytes_ids=set(a["bytes_ids"]), script=ProbeList(text=json.dumps(doc)))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise JvmosError(f"{path}: not an engine plan jvmos can read back ({e})")
 
 
 # ---- from the engine's maps to the analyzers' ----

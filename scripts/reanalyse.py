@@ -3,7 +3,8 @@
 
 A check for changes that must not move any figure (a refactoring): run it before and after on
 the same results tree and platform file, then `diff -r` the two output folders. For each run
-directory (one with manifest.json and raw/bpftrace.json) it writes
+directory (one with manifest.json and the raw probe output: raw/engine.json with the
+probes.plan.json it was made with, or a bpftrace-era raw/bpftrace.json) it writes
 
   <name>.summary.json  the summary rebuilt from the raw probe output, the manifest's record of
                        the recording (addresses, processes, mode, scope, status, wall time) and
@@ -28,7 +29,7 @@ from types import SimpleNamespace
 
 
 def rebuild(run: Path, platform: dict) -> dict:
-    from jvmos import calibrate as cal, cputime
+    from jvmos import calibrate as cal
     from jvmos.analyzers import rawparse, summary as summ
     from jvmos.probecost import probes_for
     from jvmos.record import jvm_homes
@@ -47,6 +48,11 @@ def rebuild(run: Path, platform: dict) -> dict:
                    addresses=script.addresses, costs=cal.costs_for(platform),
                    jvms_by_pid=homes, exit_code=m.get("exit_code"), probes=probe_costs,
                    mode=m.get("mode", "time"), scope="process" if scoped else "host")
+    return _totals(s, m, committed)
+
+
+def _totals(s: dict, m: dict, committed: dict) -> dict:
+    from jvmos import cputime
     t = committed.get("totals") or {}
     target = {"cpu_ns": t.get("target_cpu_ns"), "complete": t.get("target_cpu_complete"),
               "method": t.get("target_cpu_method")}
@@ -57,6 +63,28 @@ def rebuild(run: Path, platform: dict) -> dict:
     except Exception as e:          # an older signature: the check compares like with like
         s["totals"]["overhead_totals_error"] = repr(e)
     return s
+
+
+def rebuild_engine(run: Path, platform: dict) -> dict:
+    """A recording of the compiled engine, from its final maps and its plan: corrected with
+    the engine's probe costs of the platform file given."""
+    from jvmos import calibrate as cal, engine as eng
+    from jvmos.analyzers import summary as summ
+    from jvmos.record import engine_probe_costs, jvm_homes
+    m = json.loads((run / "manifest.json").read_text())
+    committed = json.loads((run / "summary.json").read_text())
+    plan = eng.plan_of_file(run / "probes.plan.json")
+    raw = eng.to_raw(json.loads((run / "raw" / "engine.json").read_text()), plan)
+    homes, _ = jvm_homes(m.get("processes") or {}, m.get("attach_pid"),
+                         [j["home"] for j in m.get("jvms_probed", [])])
+    probes = m.get("probes") or {}
+    probe_costs, _ = engine_probe_costs(platform, m.get("layers") or [], probes.get("sites"),
+                                        raw)
+    s = summ.build(raw, wall_ns=m["wall_ns"], status=m["status"],
+                   addresses=probes.get("addresses") or {}, costs=cal.costs_for(platform),
+                   jvms_by_pid=homes, exit_code=m.get("exit_code"), probes=probe_costs,
+                   mode=m.get("mode", "time"), scope=m.get("scope") or "process")
+    return _totals(s, m, committed)
 
 
 def main(argv=None) -> int:
@@ -79,9 +107,11 @@ def main(argv=None) -> int:
             (out / f"{name}.report.txt").write_text(report.render(run) + "\n")
         except Exception as e:
             (out / f"{name}.report.txt").write_text(f"error: {e!r}\n")
-        if (run / "raw" / "bpftrace.json").exists():
+        made = (rebuild_engine if (run / "raw" / "engine.json").exists() else
+                rebuild if (run / "raw" / "bpftrace.json").exists() else None)
+        if made is not None:
             try:
-                s = rebuild(run, platform)
+                s = made(run, platform)
                 text = json.dumps(s, indent=1, default=str)     # key order kept: summary.json has it
             except Exception as e:
                 text = f"error: {e!r}"

@@ -1,6 +1,7 @@
 """The compiled engine's catalogue: probes/jvmos.h (what the BPF programs write) and
 jvmos/engine.py (how jvmos reads it) must say the same, every program a plan names must exist
 in the C, and the engine's maps must become the maps the analyzers read."""
+import json
 import re
 from pathlib import Path
 
@@ -164,6 +165,27 @@ def test_maps_become_the_analyzers_maps():
     neg = dict(maps, stats=[[7, c["io_syscall"], by_sym["write"], 1, 0, (1 << 64) - 5, 0, 0]])
     r = eng.to_raw(neg, plan)
     assert r.negative and list(r.maps["@time"].values()) == [-5]
+
+
+def test_a_finished_recordings_maps_read_back_from_its_plan_file(tmp_path):
+    """probes.plan.json (what the engine was given) is enough to read raw/engine.json again,
+    without the libraries: the same Raw as at the end of the recording."""
+    libs, syms = fake_libs()
+    plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
+                          counting=True)
+    w = eng.WHAT_IDS
+    jni = next(u["id"] for u in plan.doc["uprobes"] if u["symbol"] == "jni_GetByteArrayRegion")
+    maps = {"stats": [[7, io_layer.CATEGORIES["jni_copy"], jni, 10, 100, 5000, 0, 0]],
+            "counts": [[7, w["missed"], io_layer.MISSED["syscall_no_entry"], 1]],
+            "procs": [], "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
+    (tmp_path / "probes.plan.json").write_text(json.dumps(plan.doc))
+    back = eng.plan_of_file(tmp_path / "probes.plan.json")
+    assert back.names == plan.names and back.bytes_ids == plan.bytes_ids
+    a, b = eng.to_raw(maps, plan), eng.to_raw(maps, back)
+    assert a.maps == b.maps and not b.errors and b.maps["@calls"]
+    (tmp_path / "old.json").write_text(json.dumps({"uprobes": []}))     # no "analysis"
+    with pytest.raises(JvmosError, match="not an engine plan jvmos can read back"):
+        eng.plan_of_file(tmp_path / "old.json")
 
 
 def test_every_bpf_program_file_says_what_it_measures():

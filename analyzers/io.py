@@ -43,6 +43,8 @@ def _model_resolution(model: Optional[dict]) -> str:
     the window's 95% interval straddle 0."""
     if not model:
         return ""
+    if model.get("unresolved"):
+        return f"; the model is unresolved, the copies' time unknown: {model['unresolved']}"
     out = []
     for k in ("ns_per_call", "ns_per_byte"):
         if model.get(k + "_floored"):
@@ -56,7 +58,7 @@ def _model_resolution(model: Optional[dict]) -> str:
 
 
 def _fit_cost(model: Optional[dict], calls: int, nbytes: int) -> Optional[float]:
-    if not model:
+    if not model or "ns_per_byte" not in model:     # none, or unresolved
         return None
     return calls * model.get("ns_per_call", 0.0) + nbytes * model["ns_per_byte"]
 

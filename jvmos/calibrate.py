@@ -147,8 +147,14 @@ def calibrate_copy(jvms: List[Jvm], trials: int = 5, log=print) -> dict:
 def calibrate_jni(jvm: Jvm, engine_probes: dict, trials: int = 3, log=print) -> dict:
     """This JDK's JNI copy cost model (copy.jni_region[home]), measured with the compiled
     engine and corrected with its calibrated window (engine_probes: the platform file's)."""
-    from jvmos.enginecost import calibrate_jni_model
-    return calibrate_jni_model(jvm, engine_probes, trials=trials, log=log)
+    from jvmos.enginecost import JniModelUnresolved, calibrate_jni_model
+    try:
+        return calibrate_jni_model(jvm, engine_probes, trials=trials, log=log)
+    except JniModelUnresolved as e:
+        # kept as unresolved (with why): --mode count then says the copies' time is unknown,
+        # and the model is measured again only when the window changes
+        log(f"note: no JNI copy cost model for JDK {jvm.version}: {e}")
+        return e.unresolved
 
 
 def calibrate_jni_models(jvms: List[Jvm], engine_probes: dict, trials: int = 3,

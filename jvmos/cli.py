@@ -229,6 +229,10 @@ def print_platform(existing: dict) -> None:
               f"(95% CI {lo:.4f}..{hi:.4f}), {m['ns_per_call']:.1f} ns per copy  [{home}]{_floored(m)}")
     print("paper (Solaris, 2008): 10 µs per 100 bytes copied = 100 ns/byte")
     for home, m in c.get("jni_region", {}).items():
+        if m.get("unresolved"):
+            print(f"JNI Region copy, JDK {m.get('jdk_version')}: unresolved ({m['unresolved']})  "
+                  f"[{home}]")
+            continue
         print(f"JNI Region copy, JDK {m.get('jdk_version')}: {m['ns_per_call']:.1f} ns per call "
               f"+ {m['ns_per_byte']:.4f} ns/byte  [{home}]{_floored(m)}")
     for key in ("malloc_call", "free_call", "page_fault"):

@@ -465,6 +465,17 @@ def _region_copies(raw, libjvm: Path):
     return calls, time_ns
 
 
+class JniModelUnresolved(JvmosError):
+    """The JNI copy model's runs were measured, but the probe window's noise swallows them
+    (a traced copy took less than the window's low end): no model can be made from them.
+    `unresolved` is what the platform file keeps instead, so that it is not measured again
+    until the window changes."""
+
+    def __init__(self, msg: str, unresolved: dict):
+        super().__init__(msg)
+        self.unresolved = unresolved
+
+
 def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_MODEL_WRITES,
                         trials: int = JNI_MODEL_TRIALS, log=print) -> dict:
     """The cost of one GetByteArrayRegion on this JDK as ns_per_call + bytes x ns_per_byte:
@@ -520,12 +531,18 @@ def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_M
     for size in sizes:
         traced_per_call = statistics.median(traced_by_size[str(size)])
         if traced_per_call < window_ci[0]:
-            raise JvmosError(f"JNI copy calibration on {jvm.home}: {size}-byte copies took "
-                             f"{traced_per_call:.0f} ns per call traced (median of {trials} "
-                             f"trials), less than the low end of the engine's calibrated "
-                             f"window's 95% interval ({window_ci[0]:.0f} ns): the window or "
-                             "these runs are wrong; recalibrate on a quieter machine ('jvmos "
-                             "calibrate --probes')")
+            why = (f"{size}-byte copies took {traced_per_call:.0f} ns per call traced (median "
+                   f"of {trials} trials), less than the low end of the engine's calibrated "
+                   f"window's 95% interval ({window_ci[0]:.0f} ns): the window's noise "
+                   "swallows the copy ('jvmos calibrate --probes' on a quieter machine measures "
+                   "both again)")
+            raise JniModelUnresolved(
+                f"JNI copy calibration on {jvm.home}: {why}",
+                {"unresolved": why, "jdk_version": jvm.version, "engine": eng.version(),
+                 "traced_ns_per_call_by_size": {k: statistics.median(v) for k, v in
+                                                traced_by_size.items() if v},
+                 "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
+                            "ci95_ns": list(window_ci)}})
         pts.append([size, traced_per_call - window_ns])
     (s0, t0), (s1, t1) = pts
     slope = (t1 - t0) / (s1 - s0)

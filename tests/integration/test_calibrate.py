@@ -28,13 +28,22 @@ def jdk17():
 def test_jni_copy_model_of_jdk17_measured_with_the_engine(platform_file, jdk17):
     probes = json.loads(platform_file.read_text())["engine_probes"]
     said = []
-    m = enginecost.calibrate_jni_model(jdk17, probes, n=WRITES, trials=2, log=said.append)
+    w = probes["jni_copy_time_window"]
+    try:
+        m = enginecost.calibrate_jni_model(jdk17, probes, n=WRITES, trials=2, log=said.append)
+    except enginecost.JniModelUnresolved as e:
+        # the window's noise swallowed a copy on this run: no model, and why, with the window
+        # and the traced times that show it (one traced median below the window's low end)
+        u = e.unresolved
+        assert u["window"]["mean_ns"] == w["mean_ns"] and u["engine"].startswith("jvmos-engine")
+        assert min(u["traced_ns_per_call_by_size"].values()) < w["ci95_ns"][0], u
+        assert "less than the low end" in u["unresolved"]
+        return
     # every write of each loop seen, once: the run's copies minus the JVM's own
     assert m["loop_calls_by_size"] == {"10": [WRITES] * 2, "4096": [WRITES] * 2}
     assert m["writes"] == WRITES and m["trials"] == 2 and m["calls_in_a_run_of_no_write"] >= 0
     assert m["jdk_version"] == jdk17.version
     # the window that was taken off, and from which engine
-    w = probes["jni_copy_time_window"]
     assert m["window"]["key"] == "jni_copy_time_window"
     assert m["window"]["mean_ns"] == w["mean_ns"] and m["window"]["ci95_ns"] == w["ci95_ns"]
     assert m["window"]["probe_placed_on"]
@@ -69,9 +78,14 @@ def test_every_jdk_fills_in_a_missing_jni_model_with_the_engine(platform_file, j
     assert r.returncode == 0, r.stderr
     got = json.loads(copy.read_text())
     m = got["copy"]["jni_region"][str(jdk17.home)]
-    assert m["writes"] == enginecost.JNI_MODEL_WRITES and m["ns_per_byte"] >= 0
     assert m["window"]["mean_ns"] == got["engine_probes"]["jni_copy_time_window"]["mean_ns"]
     assert f"JNI copy cost model for JDK {jdk17.version}: measuring it once" in r.stderr
+    if m.get("unresolved"):
+        # the window's noise swallowed a copy: kept as unresolved, said, and not an error
+        assert f"note: no JNI copy cost model for JDK {jdk17.version}" in r.stderr
+        assert f"JNI Region copy, JDK {jdk17.version}: unresolved" in r.stdout
+    else:
+        assert m["writes"] == enginecost.JNI_MODEL_WRITES and m["ns_per_byte"] >= 0
     # nothing of bpftrace's was measured, nor printed
     assert got.get("probes") == data.get("probes")
     assert "engine probe costs" in r.stdout and "bpftrace" not in r.stdout

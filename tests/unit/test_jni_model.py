@@ -227,3 +227,34 @@ def test_the_count_estimate_says_what_the_model_could_not_resolve():
     assert "ns_per_call is not resolved from the probe window's noise: -43 to 171 ns" in said
     # resolved: both ends on one side of 0
     assert _model_resolution({"ns_per_call_at_window_ci95_ends": [10.0, 90.0]}) == ""
+
+
+def test_a_model_the_window_swallows_is_kept_unresolved_and_not_measured_again(steps, monkeypatch):
+    """A traced copy below the window's low end makes no model: the platform file keeps why,
+    a count-mode estimate says the copies' time is unknown, and the same window does not
+    trigger a new measurement (a new window does)."""
+    from jvmos.analyzers.io import _fit_cost, _model_resolution
+    p = calibrate.ensure_calibrated(None, steps.file, [JVM], ["io"], "time", log=lambda s: None)
+    win = p["engine_probes"]["jni_copy_time_window"]["mean_ns"]
+
+    def swallowed(j, probes, trials, log):
+        steps.done.append(f"jni {j.version}")
+        raise enginecost.JniModelUnresolved("JNI copy calibration on /jdk: too noisy", {
+            "unresolved": "10-byte copies took 683 ns per call traced ...", "engine": "e",
+            "window": {"mean_ns": probes["jni_copy_time_window"]["mean_ns"]}})
+    monkeypatch.setattr(enginecost, "calibrate_jni_model", swallowed)
+    steps.done.clear()
+    said = []
+    p = calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count", log=said.append)
+    m = p["copy"]["jni_region"]["/jdk"]
+    assert steps.done == ["jni 17.0.99"] and m["unresolved"] and m["window"]["mean_ns"] == win
+    assert any("note: no JNI copy cost model for JDK 17.0.99" in s for s in said)
+    assert _fit_cost(m, 10, 100) is None
+    assert _model_resolution(m).startswith("; the model is unresolved, the copies' time unknown")
+    calibrate.validate_platform(p)
+    steps.done.clear()
+    calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count", log=lambda s: None)
+    assert steps.done == []
+    p["engine_probes"]["jni_copy_time_window"]["mean_ns"] = win + 1
+    calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count", log=lambda s: None)
+    assert steps.done == ["jni 17.0.99"]

@@ -40,7 +40,7 @@ def _num(x) -> bool:
 
 def validate_probes(probes: Optional[dict]) -> None:
     """Raise JvmosError (one line) when a calibrated probe cost cannot be used: zero,
-    negative or not a number, a window larger than its hit, or a 95% interval that does not
+    negative or not a number (but a window the calibration floored at 0, flagged), a window larger than its hit, or a 95% interval that does not
     hold its mean. Absent figures are allowed (their corrections are then unknown)."""
     if not probes:
         return
@@ -49,7 +49,10 @@ def validate_probes(probes: Optional[dict]) -> None:
         if entry is None:
             continue
         mean = entry.get("mean_ns") if isinstance(entry, dict) else None
-        if not _num(mean) or mean <= 0:
+        # a window not resolved from 0 is floored there by the calibration, and says so
+        floored_window = key.endswith("_window") and isinstance(entry, dict) \
+            and entry.get("floored") and mean == 0
+        if not _num(mean) or (mean <= 0 and not floored_window):
             raise JvmosError(f"calibration error: probe cost {key} is {mean!r} ns; a calibrated "
                              f"probe cost must be a positive number (re-run jvmos calibrate "
                              f"--probes)")

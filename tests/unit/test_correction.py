@@ -268,3 +268,16 @@ def test_count_mode_estimates_jni_copy_time_from_the_model():
     assert s["totals"]["mode"] == "count"
     # probe effect in count mode: 5 JNI entries x 1,200 + 20 syscall pairs x 900 = 24,000
     assert s["totals"]["probe_overhead_ns"] == pytest.approx(24_000)
+
+
+def test_a_window_floored_at_zero_by_the_calibration_is_usable_and_labelled():
+    """io_syscall_window came out -2.2 ns [-110, 106] in a CI calibration: a window is not
+    negative, so the calibration floors it at 0 with the interval's upper end kept, flagged;
+    validation accepts that (and still refuses a 0 that is not flagged, or a floored hit)."""
+    from jvmos.analyzers.correction import validate_probes
+    floored = {"mean_ns": 0.0, "ci95_ns": [0.0, 105.6], "floored": True, "fit_mean_ns": -2.2}
+    validate_probes(dict(PROBES, io_syscall_window=floored))
+    with pytest.raises(JvmosError, match="must be a positive number"):
+        validate_probes(dict(PROBES, io_syscall_window=dict(floored, floored=False)))
+    with pytest.raises(JvmosError, match="must be a positive number"):
+        validate_probes(dict(PROBES, io_syscall_hit=floored))

@@ -383,7 +383,6 @@ class _Run:
     out: Path
     platform_file: Path
     platform: Optional[dict]
-    script: object
     missing: List[str]
     manifest: dict
     raw_path: Path
@@ -474,7 +473,7 @@ def _prepare(opts: Options, log) -> _Run:
     }
 
     return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,
-                platform_file=platform_file, platform=platform, script=script,
+                platform_file=platform_file, platform=platform,
                 missing=missing, manifest=manifest, plan=plan,
                 raw_path=out / "raw" / "engine.json")
 
@@ -579,8 +578,6 @@ def _trace_engine(run: _Run) -> None:
                 log(f"warning: {ev['fallback']}")
             moved = sum(1 for x in sites if x.get("shift"))
             stepped = sorted({x["symbol"] for x in sites if x.get("class") == "single-stepped"})
-            manifest["start_time"] = _now_iso()
-            _save(out / "manifest.json", manifest, out)  # a reader can see tracing has begun
             log(f"tracing pid {root} with the compiled engine ({ev.get('uprobes', 0)} uprobes, "
                 f"{ev.get('tracepoints', 0)} tracepoints, attached in {attach_s:.2f}s; "
                 f"{moved} probe(s) moved onto an emulated instruction"
@@ -602,6 +599,10 @@ def _trace_engine(run: _Run) -> None:
                 cpu_watch.start()
             if opts.pid is not None and not eng.start():
                 abort(f"the engine did not start counting: {eng.first_error()}")
+            # a reader can see tracing has begun: the probes count from here (attach mode
+            # counts from the engine's start, a launched command from its first instruction)
+            manifest["start_time"] = _now_iso()
+            _save(out / "manifest.json", manifest, out)
             live = None
             if opts.interval is not None:
                 live = _live_view(run, tree, cpu_watch, eng)
@@ -760,15 +761,20 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
     return probes, warnings
 
 
-def _summary_inputs(run: _Run, pids: Dict[str, dict]) -> tuple:
-    """What summary.build needs besides the probes' output, for these processes: (its keyword
-    arguments, the probe-cost warnings, {pid: JVM home})."""
-    jvm_home_by_pid, ran = jvm_homes(pids, run.opts.pid, [str(j.home) for j in run.jvms])
-    probe_costs, probe_warnings = engine_probe_costs(
-        run.platform, run.opts.layers, run.manifest["probes"].get("sites"), run.engine_raw)
-    kw = dict(addresses=run.script.addresses, costs=cal.costs_for(run.platform),
-              jvms_by_pid=jvm_home_by_pid, probes=probe_costs, mode=run.opts.mode,
-              scope=run.opts.scope)
+def summary_inputs(platform: Optional[dict], manifest: dict, pids: Dict[str, dict],
+                   raw=None) -> tuple:
+    """What summary.build needs besides the probes' output, for these processes of the
+    recording the manifest describes (the recording's end, its live view, and
+    scripts/reanalyse.py reading it again): (its keyword arguments, the probe-cost warnings,
+    {pid: JVM home}). raw: the engine's final maps (which probes fired), None while live."""
+    probes = manifest.get("probes") or {}
+    jvm_home_by_pid, _ = jvm_homes(pids, manifest.get("attach_pid"),
+                                   [j["home"] for j in manifest.get("jvms_probed") or []])
+    probe_costs, probe_warnings = engine_probe_costs(platform, manifest.get("layers") or [],
+                                                     probes.get("sites"), raw)
+    kw = dict(addresses=probes.get("addresses") or {}, costs=cal.costs_for(platform),
+              jvms_by_pid=jvm_home_by_pid, probes=probe_costs,
+              mode=manifest.get("mode", "time"), scope=manifest.get("scope") or "process")
     return kw, probe_warnings, jvm_home_by_pid
 
 
@@ -786,7 +792,8 @@ def _live_view(run: _Run, tree, cpu_watch, eng):
     from jvmos import live as live_mod
 
     def summarize(raw, wall_ns):
-        kw, _, _ = _summary_inputs(run, {str(p): i for p, i in tree.pids.items()})
+        kw, _, _ = summary_inputs(run.platform, run.manifest,
+                                  {str(p): i for p, i in tree.pids.items()}, run.engine_raw)
         s = summ.build(raw, wall_ns=wall_ns, status="running", exit_code=None, **kw)
         return s
 
@@ -861,7 +868,8 @@ def _conclude(run: _Run) -> Result:
         warnings.append(why)
         log(f"note: {why}")
     pids = {str(p): info for p, info in tree.pids.items()}
-    kw, probe_warnings, jvm_home_by_pid = _summary_inputs(run, pids)
+    kw, probe_warnings, jvm_home_by_pid = summary_inputs(run.platform, manifest, pids,
+                                                         run.engine_raw)
     warnings.extend(probe_warnings)
     try:
         summary = summ.build(raw, wall_ns=wall_ns, status=status, exit_code=exit_code, **kw)

@@ -10,6 +10,7 @@ made with the retired bpftrace scripts was corrected with their own windows).
 from typing import Dict, List, Optional, Tuple
 
 from jvmos.analyzers.correction import combine, correct_by_window, probe_ci, probe_cost
+from jvmos.analyzers.stats import floored_notes
 from jvmos.catalogue import JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
 
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
@@ -45,10 +46,7 @@ def _model_resolution(model: Optional[dict]) -> str:
         return ""
     if model.get("unresolved"):
         return f"; the model is unresolved, the copies' time unknown: {model['unresolved']}"
-    out = []
-    for k in ("ns_per_call", "ns_per_byte"):
-        if model.get(k + "_floored"):
-            out.append(f"{k} fitted {model.get(k + '_fit', 0):.3g}, floored at 0")
+    out = floored_notes(model)
     ends = model.get("ns_per_call_at_window_ci95_ends")
     if isinstance(ends, (list, tuple)) and len(ends) == 2 and None not in ends \
             and ends[0] < 0 < ends[1]:

@@ -42,6 +42,13 @@ def linfit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float]:
     return my - b * mx, b
 
 
+def floored_notes(model: dict) -> list:
+    """What floor_fit did to a model, one phrase per floored cost ("ns_per_byte fitted -0.001,
+    floored at 0"): printed beside the model wherever it is shown or used."""
+    return [f"{k} fitted {model[k + '_fit']:.3g}, floored at 0"
+            for k in ("ns_per_call", "ns_per_byte") if model.get(k + "_floored")]
+
+
 def floor_fit(model: dict, key: str) -> dict:
     """A fitted cost below 0 (noise around a small intercept or slope) is not a cost: it is
     floored at 0, flagged (`<key>_floored`), its fit kept (`<key>_fit`, and its interval), and

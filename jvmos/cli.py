@@ -211,8 +211,8 @@ def cmd_calibrate(args) -> int:
 
 def _floored(m: dict) -> str:
     """What print_platform adds after a model with a fitted cost floored at 0."""
-    fl = [f"{k} fitted {m[k + '_fit']:.3g}, floored at 0" for k in ("ns_per_call", "ns_per_byte")
-          if m.get(k + "_floored")]
+    from jvmos.analyzers.stats import floored_notes
+    fl = floored_notes(m)
     return f"  ({'; '.join(fl)})" if fl else ""
 
 

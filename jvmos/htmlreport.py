@@ -623,7 +623,8 @@ def provenance_rows(m: dict, s: dict) -> List[Tuple[str, str]]:
         add(("host", esc(desc)))
     eng = m.get("engine") or {}
     if eng.get("name") == "bpf":
-        add(("probe engine", esc("jvmos's compiled engine, " + str(eng.get("version") or "?")
+        from jvmos.report import engine_label
+        add(("probe engine", esc(engine_label(m)
                                  + ("; " + eng["fallback"] if eng.get("fallback") else ""))))
     if m.get("bpftrace"):           # a recording made before bpftrace was retired
         add(("bpftrace", esc(m["bpftrace"])))

@@ -152,8 +152,7 @@ class LiveView:
         self.ended: Optional[str] = None
 
     # ---- snapshots
-    def snapshot(self, alive: Callable[[], bool],
-                 stopping: Callable[[], bool] = lambda: False) -> tuple:
+    def snapshot(self, alive: Callable[[], bool]) -> tuple:
         """The engine's maps now: (Raw, None), or (None, why there is none)."""
         from jvmos import engine as engine_mod
         if not alive():
@@ -172,12 +171,11 @@ class LiveView:
         self.t0 = time.monotonic()
         self.take(0.0, alive, None)
 
-    def take(self, t_s: float, alive: Callable[[], bool], index: Optional[int],
-             stopping: Callable[[], bool] = lambda: False) -> bool:
+    def take(self, t_s: float, alive: Callable[[], bool], index: Optional[int]) -> bool:
         """A snapshot at t_s seconds into the recording; with an index, the interval since
         the previous snapshot is printed and kept. False if no snapshot came. An error in
         the interval's figures is kept in `skipped`: it never ends the recording."""
-        raw, why = self.snapshot(alive, stopping)
+        raw, why = self.snapshot(alive)
         cpu = self.cpu_now()
         if raw is None:
             self.skipped.append(f"no snapshot at {t_s:.1f} s: {why}")
@@ -227,7 +225,6 @@ class LiveView:
         caller took the first snapshot (start()) when tracing began."""
         t0 = self.t0
         alive = self.engine.alive
-        stopping = lambda: session.interrupted is not None  # noqa: E731
         end = None if duration is None else t0 + duration
         i = 0
         while self.count is None or i < self.count:
@@ -250,7 +247,7 @@ class LiveView:
                 self.ended = "--duration elapsed"
                 return False
             i += 1
-            self.take(time.monotonic() - t0, alive, i, stopping)
+            self.take(time.monotonic() - t0, alive, i)
             if end is not None and time.monotonic() >= end:
                 self.ended = "--duration elapsed"
                 return False

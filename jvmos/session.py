@@ -151,7 +151,6 @@ class Session:
         self.cmd: List[str] = []
         self.gate_w: Optional[int] = None
         self.bt: Optional[subprocess.Popen] = None
-        self.bt_abandoned = False       # killed after printing its maps: reaped elsewhere
         self._old = {}
 
     # ---- signals and clean-up
@@ -165,7 +164,7 @@ class Session:
         for s, h in self._old.items():
             signal.signal(s, h)
         self.close_gate()
-        if self.bt is not None and not self.bt_abandoned and self.bt.poll() is None:
+        if self.bt is not None and self.bt.poll() is None:
             self.let_die()          # an error on the way: never leave it running
         return False
 
@@ -246,21 +245,15 @@ class Session:
                 abort(f"bpftrace did not attach within {timeout:.0f}s", "failed", 1)
             time.sleep(0.05)
 
-    def let_die(self, wait: bool = False) -> Optional[float]:
-        """SIGKILL bpftrace. A killed bpftrace still closes its uprobes (a grace period each)
-        before it is gone: reaped in the background, or awaited with wait (returns the
-        seconds that took)."""
+    def let_die(self) -> None:
+        """SIGKILL the probe process, reaped in the background (a killed bpftrace still closes
+        its uprobes, a grace period each, before it is gone)."""
         bt = self.bt
         try:
             bt.kill()
         except ProcessLookupError:
             pass
-        if not wait:
-            threading.Thread(target=bt.wait, name="reap-bpftrace", daemon=True).start()
-            return None
-        t0 = time.monotonic()
-        bt.wait()
-        return round(time.monotonic() - t0, 2)
+        threading.Thread(target=bt.wait, name="reap-probes", daemon=True).start()
 
     def interrupt(self, timeout: float = 300) -> int:
         """SIGINT bpftrace and wait for its own end-of-run output (tools.interrupt_bpftrace);

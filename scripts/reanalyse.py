@@ -68,22 +68,16 @@ def _totals(s: dict, m: dict, committed: dict) -> dict:
 def rebuild_engine(run: Path, platform: dict) -> dict:
     """A recording of the compiled engine, from its final maps and its plan: corrected with
     the engine's probe costs of the platform file given."""
-    from jvmos import calibrate as cal, engine as eng
+    from jvmos import engine as eng
     from jvmos.analyzers import summary as summ
-    from jvmos.record import engine_probe_costs, jvm_homes
+    from jvmos.record import summary_inputs
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     plan = eng.plan_of_file(run / "probes.plan.json")
     raw = eng.to_raw(json.loads((run / "raw" / "engine.json").read_text()), plan)
-    homes, _ = jvm_homes(m.get("processes") or {}, m.get("attach_pid"),
-                         [j["home"] for j in m.get("jvms_probed", [])])
-    probes = m.get("probes") or {}
-    probe_costs, _ = engine_probe_costs(platform, m.get("layers") or [], probes.get("sites"),
-                                        raw)
-    s = summ.build(raw, wall_ns=m["wall_ns"], status=m["status"],
-                   addresses=probes.get("addresses") or {}, costs=cal.costs_for(platform),
-                   jvms_by_pid=homes, exit_code=m.get("exit_code"), probes=probe_costs,
-                   mode=m.get("mode", "time"), scope=m.get("scope") or "process")
+    kw, _, _ = summary_inputs(platform, m, m.get("processes") or {}, raw)
+    s = summ.build(raw, wall_ns=m["wall_ns"], status=m["status"], exit_code=m.get("exit_code"),
+                   **kw)
     return _totals(s, m, committed)
 
 

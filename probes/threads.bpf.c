@@ -31,8 +31,9 @@
  *   libc    start_thread's prologue, from the thread's first switch-in (after
  *           sched_wakeup_new) to thread_native_entry. A thread that does not start through
  *           thread_native_entry (the launcher's main thread, a native library's thread)
- *           would keep this span open for life, so one still open after 1 ms is dropped at
- *           the thread's next span syscall ("libc start abandoned") or switch-in; and its
+ *           would keep this span open for life, so one that ran 1 ms on the CPU (or is
+ *           100 ms old) is dropped, and counted, at the thread's next span syscall or
+ *           switch-in ("libc start abandoned"); and its
  *           epilogue, from thread_native_entry's return to the exit syscall
  *   jvm     JavaThread::exit (the JVM's teardown of the thread), entry to return
  *   kernel  the syscalls inside those spans, and exit: sys_enter_exit to each switch-out after
@@ -87,7 +88,12 @@
 
 const volatile __u32 timing = 1;	/* 0 in --mode count: the spans are not timed */
 
-#define ABANDON_NS	1000000ULL	/* a start-up span older than this is not a JVM start */
+/* A start-up span that has run this long on the CPU is not a JVM start (start_thread's prologue
+ * takes microseconds); one open this long by the wall clock, running or not, is dropped too, so
+ * that a native thread that never makes a span syscall does not keep it open for life. A Java
+ * thread preempted in its prologue for longer than 1 ms (a loaded machine) is kept. */
+#define ABANDON_NS	1000000ULL
+#define ABANDON_WALL_NS	100000000ULL
 
 /* task states, as 6.x's include/linux/sched.h defines them (for csw_voluntary) */
 #define THR_TASK_REPORT		0x7f
@@ -226,6 +232,13 @@ static __always_inline void own_span_begin(struct thr_state *t, __u32 tid)
 {
 	t->own_span_nested_ns = 0;
 	alloc_now(tid, &t->own_alloc_ns, &t->own_alloc_hits);
+}
+
+/* the start-up span, abandoned: counted as such, never silently lost */
+static __always_inline void start_abandon(struct thr_state *t, __u32 tgid)
+{
+	t->libc_start_ns = 0;
+	named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_START_ABANDONED, 1, 0);
 }
 
 /* the exclusive time of an own span that began at `start` and ends at `now` (and the
@@ -509,10 +522,12 @@ static __always_inline void span_syscall_exit(__u64 now, __u32 tgid, struct thr_
 	on = d - t->span_syscall_offcpu_ns;	/* kernel work: the syscall's on-CPU time */
 	t->span_syscall_offcpu_ns = 0;
 	/* a thread that does not start through thread_native_entry would keep its start-up span
-	 * open for life: one older than 1 ms is abandoned, and this syscall is not counted */
-	if (t->libc_start_ns && now - t->libc_start_ns > ABANDON_NS) {
-		t->libc_start_ns = 0;
-		named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_START_ABANDONED, 1, 0);
+	 * open for life: one that ran 1 ms on the CPU before this syscall (or is 100 ms old) is
+	 * abandoned, and this syscall is not counted */
+	if (t->libc_start_ns &&
+	    (t->span_syscall_ns - t->libc_start_ns - t->own_span_nested_ns > ABANDON_NS ||
+	     now - t->libc_start_ns > ABANDON_WALL_NS)) {
+		start_abandon(t, tgid);
 		t->span_syscall_ns = 0;
 		return;
 	}
@@ -706,8 +721,18 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 	/* ... to the switch-in: not the layer's work, left out like a nested syscall */
 	if (tn && tn->span_switch_out_ns) {
 		d = now - tn->span_switch_out_ns;
-		if (tn->libc_start_ns && now - tn->libc_start_ns > ABANDON_NS)
-			tn->libc_start_ns = 0;	/* not a thread_native_entry start */
+		/* not a thread_native_entry start: its on-CPU age (up to its switch-out) or its
+		 * age by the wall clock says so */
+		if (tn->libc_start_ns && !tn->span_syscall_ns &&
+		    (tn->span_switch_out_ns - tn->libc_start_ns - tn->own_span_nested_ns >
+		     ABANDON_NS || now - tn->libc_start_ns > ABANDON_WALL_NS)) {
+			start_abandon(tn, tn->span_switch_out_pid);
+			if (!span_open(tn)) {	/* its off-CPU time was no span's */
+				tn->span_switch_out_ns = 0;
+				tn->span_switch_out_pid = 0;
+				goto switches;
+			}
+		}
 		if (tn->span_syscall_ns)
 			/* inside a span syscall: its kernel time leaves it out; the span
 			 * subtracts the whole syscall anyway */
@@ -723,6 +748,7 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 		tn->span_switch_out_ns = 0;
 		tn->span_switch_out_pid = 0;
 	}
+switches:
 	/* the context switches of traced threads, and where their run-queue waits begin */
 	prev_tgid = BPF_CORE_READ(prev, tgid);
 	if (bpf_map_lookup_elem(&traced, &prev_tgid)) {

@@ -119,3 +119,20 @@ def pct_change(r_p: float, r_q: float) -> float:
     if r_p == 0:
         raise ValueError("the reference response time is 0")
     return 100.0 * (r_q - r_p) / r_p
+
+
+def welch_diff_ci(xs: Sequence[float], ys: Sequence[float], level: float = 0.95) -> dict:
+    """mean(xs) - mean(ys) with its Welch t interval (unequal variances, Welch-Satterthwaite
+    degrees of freedom; scipy's ttest_ind(equal_var=False).confidence_interval) and the
+    two-sided p of H0: equal means. Needs two values in each sample."""
+    from scipy import stats as st
+    if len(xs) < 2 or len(ys) < 2:
+        raise ValueError("a Welch interval needs two values in each sample")
+    d = sum(xs) / len(xs) - sum(ys) / len(ys)
+    if max(xs) == min(xs) and max(ys) == min(ys):
+        return {"diff": d, "ci": [d, d], "p": 1.0 if d == 0 else 0.0, "n": [len(xs), len(ys)],
+                "level": level, "method": "Welch t (no variance in either sample)"}
+    r = st.ttest_ind(xs, ys, equal_var=False)
+    ci = r.confidence_interval(confidence_level=level)
+    return {"diff": d, "ci": [float(ci.low), float(ci.high)], "p": float(r.pvalue),
+            "n": [len(xs), len(ys)], "level": level, "method": "Welch t"}

@@ -60,6 +60,11 @@ def combine(reps: List[dict]) -> dict:
     return L
 
 
+# C_nt is fitted only from this many thread creations (over the levels fitted), else the
+# calibrated C_nt stands (the shop's Tomcat pool starts a handful of threads per run)
+MIN_THREADS_FIT = 100
+
+
 def _count(L: dict, key: str) -> float:
     return L["counts"].get(key, 0) or 0
 
@@ -101,13 +106,20 @@ def _ratio_fit(xs: List[float], ys: List[float]) -> float:
     return sum(x * y for x, y in zip(xs, ys)) / den if den else 0.0
 
 
-def _shared_fit(levels: List[dict]) -> Dict[str, float]:
+def _shared_fit(levels: List[dict], fallback_nt: float) -> Dict[str, float]:
     """The terms both models fit alike: I/O against I/O operations, threads against threads
-    created (0 when no level created one)."""
+    created; C_nt only from MIN_THREADS_FIT creations or more, else the calibrated
+    `fallback_nt` (C_nt_fitted_from says which)."""
+    n_thr = sum(_count(L, "threads_created") for L in levels)
+    fitted = n_thr >= MIN_THREADS_FIT
     return {"C_io_chunk": _ratio_fit([_io_ops(L) for L in levels],
                                      [_cost_us(L, "io") for L in levels]),
             "C_nt": _ratio_fit([_count(L, "threads_created") for L in levels],
-                               [_cost_us(L, "threads") for L in levels])}
+                               [_cost_us(L, "threads") for L in levels]) if fitted
+            else fallback_nt,
+            "C_nt_fitted_from": (f"{n_thr:.0f} thread creations" if fitted else
+                                 f"calibrated: only {n_thr:.0f} thread creations "
+                                 f"(< {MIN_THREADS_FIT}) to fit it from")}
 
 
 def _shared_terms(f: Dict[str, float], L: dict) -> float:
@@ -128,9 +140,7 @@ def fit(levels: List[dict], fallback: model.Constants) -> Dict[str, float]:
     measured on-CPU, and changed the held-out errors by 1-3 points: residual absorption, not a
     constant of the platform. Futex waits are mostly blocking (4.9-99 s of thread time per
     0.3-2.4 s recording), which is why synchronization is not in the real cost."""
-    out = _shared_fit(levels)
-    if not any(_count(L, "threads_created") for L in levels):
-        out["C_nt"] = fallback.C_nt
+    out = _shared_fit(levels, fallback.C_nt)
     out["C_link"] = _ratio_fit([_count(L, "accepts") for L in levels],
                                [_cost_us(L, "links") for L in levels])
     out["C_mem"] = mem_constant(levels)
@@ -153,7 +163,7 @@ def _lstsq2(x1: List[float], x2: List[float], ys: List[float]):
     return _ratio_fit(x1, ys), 0.0
 
 
-def fit_extended(levels: List[dict]):
+def fit_extended(levels: List[dict], fallback_nt: float):
     """jvmos's extended model, fitted resource by resource (µs): I/O and threads as in the
     paper's terms; links = accepts x C_link + files opened x C_file; memory, instead of one
     constant C_mem, = allocator calls x C_malloc + user page faults x C_pf + C_vm (the memory
@@ -165,7 +175,7 @@ def fit_extended(levels: List[dict]):
     if any(v is None for L in levels for v in L["mem_parts"].values()):
         return None     # a part's time unknown (not calibrated): nothing to fit it to
     mem = lambda L, part: L["mem_parts"].get(part, 0.0) / 1e3
-    f = _shared_fit(levels)
+    f = _shared_fit(levels, fallback_nt)
     f["C_link"], f["C_file"] = _lstsq2([_count(L, "accepts") for L in levels],
                                        [_count(L, "files_opened") for L in levels],
                                        [_cost_us(L, "links") for L in levels])
@@ -217,12 +227,12 @@ def analyze(results: dict, k: model.Constants) -> None:
         L["loo_fit"] = f
         L["loo_estimate_us"] = predict_fitted(f, L)
         L["loo_diff_pct"] = diff_pct(real, L["loo_estimate_us"])
-        fx = fit_extended(others)
+        fx = fit_extended(others, k.C_nt)
         L["loo_ext_fit"] = fx
         L["loo_ext_estimate_us"] = predict_extended(fx, L) if fx else None
         L["loo_ext_diff_pct"] = diff_pct(real, L["loo_ext_estimate_us"]) if fx else None
     results["fit_all"] = fit(levels, k)
-    results["fit_all_extended"] = fit_extended(levels)
+    results["fit_all_extended"] = fit_extended(levels, k.C_nt)
     worst = max(abs(L["loo_diff_pct"]) for L in levels if L["loo_diff_pct"] is not None)
     results["worst_held_out_error_pct"] = worst
     results["goal_met"] = worst <= GOAL_PCT

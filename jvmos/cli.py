@@ -267,12 +267,67 @@ examples:
   jvmos predict --from-run results/tomcat/runs/40x40
                                      # the workload a recording counted, predicted and compared
                                      # (its measured memory cost is not an input: give --mem-ms)
+  jvmos predict --from-run RUN --what-if thread-pool,keep-alive --keep 8
+                                     # what a pool of 8 and keep-alive would save this run
 """
+
+
+def cmd_what_if(args) -> int:
+    """jvmos predict --from-run RUN --what-if NAME[,NAME]: the saving of each change."""
+    from jvmos import calibrate as cal
+    from jvmos.heuristic import whatif
+    from jvmos.report import load_run
+    names = [x.strip() for x in args.what_if.split(",") if x.strip()]
+    bad = [x for x in names if x not in whatif.WHAT_IFS]
+    if bad or not names:
+        raise JvmosError(f"unknown --what-if {', '.join(bad) or '(empty)'} (known: "
+                         f"{', '.join(whatif.WHAT_IFS)})")
+    if not args.from_run:
+        raise JvmosError("--what-if needs --from-run RUN_DIR (the recording whose counts it "
+                         "removes)")
+    if args.keep < 0:
+        raise JvmosError("--keep must not be negative")
+    path = cal.platform_path(args.platform)
+    platform = cal.load(path)
+    if not platform:
+        raise JvmosError(f"no platform file at {path}: run 'jvmos calibrate'")
+    _, summary = load_run(args.from_run)
+    jdks = sorted({v.get("jvm") for v in (summary.get("by_pid") or {}).values() if v.get("jvm")})
+    jdk = jdks[0] if len(jdks) == 1 else None
+    res = [whatif.from_run(n, summary, platform, jdk, args.keep) for n in names]
+    if args.json:
+        print(json.dumps({"run": str(args.from_run), "platform": str(path), "what_if": res},
+                         indent=2))
+        return 0
+    ms = lambda us: f"{us / 1e3:,.3f} ms"
+    print(f"what-if for {args.from_run} (constants: {path})")
+    for r in res:
+        w = whatif.WHAT_IFS[r["what_if"]]
+        lo, hi = r["predicted_ci95_us"]
+        print(f"{r['what_if']}: {w.change} [{r['term']}]")
+        print(f"  removes {r['removed']:,} of {r['counted']:,} {r['count_what']}"
+              + (f" (keeping {r['keep']:,})" if r["keep"] else ""))
+        print(f"  predicted saving {ms(r['predicted_us'])} (95% interval {ms(lo)} .. {ms(hi)}; "
+              f"{r['interval_method']}); {r['bound']}")
+        if "scaled_from_intervention_us" in r:
+            slo, shi = r["scaled_from_intervention_ci95_us"]
+            print(f"  scaled from the intervention (its measured CPU saving per use, x this "
+                  f"run's count; an estimate from jvmos's server, not a measurement of this "
+                  f"application): {ms(r['scaled_from_intervention_us'])} (95% interval "
+                  f"{ms(slo)} .. {ms(shi)})")
+        print(f"  on this machine: {r['validation']['status']}"
+              + (f" (jvmos run interventions, {r['validation']['date']}: measured "
+                 f"{r['validation']['measured_cpu_ms']:,.2f} ms of CPU where "
+                 f"{r['validation']['predicted_ms']:,.2f} ms were predicted, n="
+                 f"{r['validation']['trials']} per arm)" if "date" in r["validation"] else ""))
+    return 0
 
 
 def cmd_predict(args) -> int:
     from jvmos.heuristic import model
     from jvmos import calibrate as cal
+    if args.what_if:
+        return cmd_what_if(args)
     inline = {"C_nt": args.c_nt, "C_link": args.c_link, "C_io_chunk": args.c_io_chunk,
               "C_file": args.c_file}
     flag = lambda name: "--" + name.lower().replace("_", "-")
@@ -552,6 +607,15 @@ def build_parser():
     pr.add_argument("--mem-ms", type=float, help="C_mem in ms (default 0, as the paper)")
     pr.add_argument("--exec-time-ms", type=float, help="the workload's execution time T, for "
                                                        "the speedup T / (T - C_os)")
+    pr.add_argument("--what-if", metavar="CHANGE[,CHANGE]",
+                    help="with --from-run: the saving of a change to the application, one term "
+                         "of C_os each: thread-pool, keep-alive, direct-buffers, bigger-chunks, "
+                         "file-handles, pretouch, reuse-native-buffers (and whether jvmos run "
+                         "interventions validated it on this machine)")
+    pr.add_argument("--keep", type=int, default=0,
+                    help="with --what-if thread-pool, keep-alive or file-handles: the uses the "
+                         "change keeps (a pool's threads, the connections kept alive, the "
+                         "files kept open; default 0)")
     pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
     pr.set_defaults(func=cmd_predict)
 

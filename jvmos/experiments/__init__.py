@@ -1,7 +1,7 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, ipc, jni_census,
-                               matmul, memory, overhead, serialization, server, threads,
-                               tomcat)
+from jvmos.experiments import (accuracy, blocking_io, chat, heuristic, interventions, ipc,
+                               jni_census, matmul, memory, overhead, serialization, server,
+                               threads, tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -16,5 +16,6 @@ EXPERIMENTS = {
     "serialization": serialization.main,
     "matmul": matmul.main,
     "heuristic": heuristic.main,
+    "interventions": interventions.main,
     "overhead": overhead.main,
 }

@@ -100,7 +100,7 @@ def test_mem_parts_unknown_stays_unknown():
 def test_extended_fit_refuses_levels_with_an_unknown_memory_part():
     from jvmos.heuristic.fit import fit_extended
     L = {"mem_parts": {"malloc_ns": None, "page_fault_ns": 1.0, "vm_syscall_ns": 1.0}}
-    assert fit_extended([L, L]) is None
+    assert fit_extended([L, L], 80.0) is None
 
 
 def test_repeats_keep_an_unknown_memory_part_unknown():
@@ -118,7 +118,7 @@ def test_repeats_keep_an_unknown_memory_part_unknown():
     assert L["mem_parts"]["malloc_ns"] is None
     assert L["probe_overhead_ns"] is None       # unknown in one repeat: not the median of 0, 3
     assert L["mem_parts"]["page_fault_ns"] == 2e6
-    assert fit_extended([L, L]) is None
+    assert fit_extended([L, L], 80.0) is None
 
 
 def test_table6_says_unknown_and_leaves_it_out_of_the_average():

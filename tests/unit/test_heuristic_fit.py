@@ -27,13 +27,19 @@ def level(conns, threads, futex, mem_us=TRUE["C_mem"], scale=1.0):
 
 
 def test_a_model_that_holds_exactly_is_recovered_and_predicts_held_out_levels():
-    levels = [level(100, 3, 400), level(500, 12, 1300), level(1000, 2, 1600),
-              level(2000, 17, 2300), level(3500, 8, 2800)]
+    # 310 thread creations in all: enough (MIN_THREADS_FIT) for C_nt to be fitted
+    levels = [level(100, 30, 400), level(500, 120, 1300), level(1000, 20, 1600),
+              level(2000, 90, 2300), level(3500, 50, 2800)]
     f = hf.fit(levels, Constants(C_nt=1, C_link=1, C_io_chunk=1))
     for k in ("C_nt", "C_link", "C_io_chunk", "C_mem"):
         assert f[k] == pytest.approx(TRUE[k])
+    assert f["C_nt_fitted_from"] == "310 thread creations"
     # no synchronization term: the real cost holds no synchronization time
-    assert set(f) == {"C_nt", "C_link", "C_io_chunk", "C_mem"}
+    assert set(f) == {"C_nt", "C_link", "C_io_chunk", "C_mem", "C_nt_fitted_from"}
+    # fewer than 100 creations: the calibrated C_nt stands, and the fit says so
+    few = hf.fit([level(100, 3, 400), level(500, 12, 1300)], Constants(C_nt=77, C_link=1,
+                                                                       C_io_chunk=1))
+    assert few["C_nt"] == 77 and few["C_nt_fitted_from"].startswith("calibrated: only 15")
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
     hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
     assert results["worst_held_out_error_pct"] == pytest.approx(0.0, abs=1e-9)
@@ -106,7 +112,7 @@ def mem_level(conns, threads, files):
 def test_extended_model_predicts_a_memory_cost_that_grows_with_the_load():
     levels = [mem_level(100, 3, 26), mem_level(500, 12, 46), mem_level(1000, 2, 68),
               mem_level(2000, 17, 92), mem_level(3500, 8, 96)]
-    fx = hf.fit_extended(levels)
+    fx = hf.fit_extended(levels, 80.0)
     assert fx["C_link"] == pytest.approx(8.0) and fx["C_file"] == pytest.approx(12.0)
     assert fx["C_malloc"] == pytest.approx(0.5) and fx["C_pf"] == pytest.approx(1.4)
     assert fx["C_vm"] == pytest.approx(300.0)
@@ -119,7 +125,7 @@ def test_extended_model_predicts_a_memory_cost_that_grows_with_the_load():
 
 
 def test_extended_model_needs_the_memory_split():
-    assert hf.fit_extended([level(100, 3, 400), level(500, 12, 1300)]) is None
+    assert hf.fit_extended([level(100, 3, 400), level(500, 12, 1300)], 80.0) is None
     results = {"levels": {str(i): level(c, 3, 10) for i, c in enumerate((100, 500, 1000))}}
     hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=0.35))
     assert results["worst_held_out_error_extended_pct"] is None
@@ -127,6 +133,8 @@ def test_extended_model_needs_the_memory_split():
 
 def test_repeats_keep_the_memory_split_and_a_finished_run_can_be_analyzed_again(tmp_path):
     import json
+    # 3 threads per level: no fit sees 100 creations, and the calibrated C_nt (the model's
+    # 100 µs here) stands
     reps = {c: [mem_level(c, 3, 20), mem_level(c, 3, 20), mem_level(c, 3, 20)]
             for c in (100, 500, 1000, 2000)}
     L = hf.combine(reps[100])
@@ -134,7 +142,7 @@ def test_repeats_keep_the_memory_split_and_a_finished_run_can_be_analyzed_again(
     # a run written before the analysis existed: levels as measured, repeats kept
     results = {"levels": {str(c): {**hf.combine(r), "mem_parts": None} for c, r in reps.items()},
                "repeat": 3, "jdk_label": "jdk", "page_bytes": 65536,
-               "constants_us": {"C_nt": {"mean_us": 75.0, "ci95_us": [70, 80]},
+               "constants_us": {"C_nt": {"mean_us": 100.0, "ci95_us": [90, 110]},
                                 "C_link": {"mean_us": 6.0, "ci95_us": [5, 7]},
                                 "C_io_chunk": {"mean_us": 0.8, "ci95_us": [0.7, 0.9]}}}
     for x in results["levels"].values():
@@ -209,9 +217,11 @@ def test_eq1_takes_c_mem_from_the_other_levels_worked_by_hand():
     # the paper's terms fitted on A and B only, C predicted (µs):
     #   C_io = (1000*600 + 2000*1100) / (1000^2 + 2000^2) = 2,800,000 / 5,000,000 = 0.56
     #   C_link = (100*250 + 200*420) / (100^2 + 200^2) = 109,000 / 50,000 = 2.18
-    #   C_nt = (2*30 + 1*12) / (2^2 + 1^2) = 72 / 5 = 14.4;  C_mem = median(1000, 2000) = 1500
-    #   C: 3 x 14.4 + 400 x 2.18 + 4000 x 0.56 + 1500 = 43.2 + 872 + 2240 + 1500 = 4655.2
-    assert C["loo_estimate_us"] == pytest.approx(4655.2)
+    #   C_nt: A and B created 3 threads, fewer than 100: not fitted, the calibrated 10 stands
+    #   C_mem = median(1000, 2000) = 1500
+    #   C: 3 x 10 + 400 x 2.18 + 4000 x 0.56 + 1500 = 30 + 872 + 2240 + 1500 = 4642
+    assert C["loo_fit"]["C_nt"] == 10.0
+    assert C["loo_estimate_us"] == pytest.approx(4642.0)
     # the worst error of the eq. 1 column is that of the leave-one-out estimates
     errs = [abs(L["counted_diff_pct"]) for L in (A, B, C)]
     assert results["worst_counted_error_pct"] == pytest.approx(max(errs))

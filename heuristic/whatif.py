@@ -1,0 +1,184 @@
+"""What-if: the saving one change to an application would bring, predicted from what the probes
+counted and this machine's calibrated constants, one term of C_os at a time.
+
+Each change removes uses of one OS service. The prediction is (uses removed) x (the calibrated
+cost of one use), and its interval is the count times the ends of that constant's 95%
+interval (the count is what the probes saw, exact; the interval is the constant's only).
+`jvmos run interventions` makes each change for real, measures the saving, and records in the
+platform file whether the measurement fell inside the predicted interval on this machine;
+`jvmos predict --from-run RUN --what-if NAME` prints that status beside the prediction.
+
+  thread-pool           C_nt           native threads started (pthread_create)
+  keep-alive            C_link         connections accepted (accept, accept4)
+  direct-buffers        C_I/Ochunk's   bytes the JDK copies from heap arrays into temporary
+                        NIO copy       direct buffers before socket and file I/O (the io
+                                       layer's nio_copy estimate: every libnio write or read is
+                                       taken as such a copy)
+  bigger-chunks         C_I/Ochunk     blocking writes (eq. 4 prices each chunk at C_I/Ochunk)
+  file-handles          C_file         files opened (open, openat, openat2)
+  pretouch              C_mem, faults  user page faults (first touches), moved out of the run
+  reuse-native-buffers  C_mem, malloc  allocator calls (malloc, calloc, realloc, *memalign)
+                                       and one free per block, at the calibrated costs of one
+                                       malloc and one free
+"""
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from jvmos import JvmosError
+from jvmos.heuristic import model
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    name: str
+    term: str                 # the term of C_os it removes
+    change: str               # the change, for a user
+    count_key: str            # model.counts_from_summary's key (or "nio_copy_bytes")
+    count_what: str           # what the count is
+    unit: str                 # what one unit of the constant is
+
+
+WHAT_IFS: Dict[str, WhatIf] = {w.name: w for w in (
+    WhatIf("thread-pool", "C_nt", "a bounded thread pool instead of a thread per task",
+           "threads_created", "native threads started (pthread_create)", "µs per thread"),
+    WhatIf("keep-alive", "C_link", "keep-alive connections instead of one per request",
+           "accepts", "connections accepted (accept, accept4)", "µs per connection"),
+    WhatIf("direct-buffers", "C_I/Ochunk (NIO copy)",
+           "I/O from a reused direct ByteBuffer instead of heap arrays",
+           "nio_copy_bytes", "bytes copied heap -> temporary direct buffer (io layer's "
+           "nio_copy estimate)", "ns per byte + ns per copy"),
+    WhatIf("bigger-chunks", "C_I/Ochunk", "fewer, larger writes for the same bytes",
+           "io_writes", "blocking writes (write, writev, sendto, sendmsg, pwrite64)",
+           "µs per chunk (eq. 4)"),
+    WhatIf("file-handles", "C_file", "one file handle kept open instead of open/close per use",
+           "files_opened", "files opened (open, openat, openat2)", "µs per open + close"),
+    WhatIf("pretouch", "C_mem (page faults)",
+           "-XX:+AlwaysPreTouch: the heap's first touches at start-up, not in the run",
+           "page_faults", "user page faults", "µs per fault (first touch)"),
+    WhatIf("reuse-native-buffers", "C_mem (allocator)",
+           "a reused native buffer instead of malloc/free per call",
+           "malloc_calls", "allocator calls (malloc, calloc, realloc, *memalign), one free "
+           "each", "ns per malloc + free"),
+)}
+
+
+# the changes that keep some uses (a pool its threads, keep-alive its connections, a cache its
+# open files): --keep applies to them only
+KEEPS = ("thread-pool", "keep-alive", "file-handles")
+
+
+def counts(s: dict) -> dict:
+    """model.counts_from_summary plus the NIO copy estimate's bytes and copies."""
+    c = model.counts_from_summary(s)
+    nio = (s.get("categories") or {}).get("nio_copy") or {}
+    c["nio_copy_bytes"] = nio.get("bytes") or 0
+    c["nio_copy_calls"] = nio.get("calls") or 0
+    return c
+
+
+def _ci(c: Optional[dict], key: str) -> Optional[Tuple[float, float]]:
+    v = (c or {}).get(key + "_ci95")
+    return (float(v[0]), float(v[1])) if v else None
+
+
+def constant(name: str, platform: dict, jdk_home: Optional[str] = None) -> dict:
+    """The calibrated cost of one use removed by what-if NAME, µs: mean and 95% interval,
+    and where it comes from. JvmosError when the platform file lacks it."""
+    w = WHAT_IFS[name]
+    k = (platform or {}).get("constants") or {}
+    cp = (platform or {}).get("copy") or {}
+    if w.term in ("C_nt", "C_link", "C_file", "C_I/Ochunk"):
+        key = "C_io_chunk" if w.term == "C_I/Ochunk" else w.term
+        c = k.get(key)
+        if not c:
+            raise JvmosError(f"what-if {name}: the platform file has no {key}: run "
+                             f"'jvmos calibrate'")
+        return {"mean_us": c["mean_us"], "ci95_us": list(c["ci95_us"]),
+                "source": f"platform constant {key} ({c.get('what', '')})"}
+    if name == "direct-buffers":
+        by_jdk = cp.get("nio_heap_to_direct") or {}
+        c = by_jdk.get(jdk_home) if jdk_home else None
+        if c is None and len(by_jdk) >= 1 and not jdk_home:
+            c = next(iter(by_jdk.values()))
+        if not c:
+            raise JvmosError(f"what-if direct-buffers: no calibrated heap->direct copy cost for "
+                             f"{jdk_home or 'any JDK'}: run 'jvmos calibrate'")
+        lo, hi = _ci(c, "ns_per_byte") or (c["ns_per_byte"],) * 2
+        clo, chi = _ci(c, "ns_per_call") or (c.get("ns_per_call", 0.0),) * 2
+        return {"ns_per_byte": c["ns_per_byte"], "ns_per_byte_ci95": [max(0.0, lo), hi],
+                "ns_per_call": c.get("ns_per_call", 0.0),
+                "ns_per_call_ci95": [max(0.0, clo), chi],
+                "source": f"calibrated heap->direct copy of {jdk_home or 'the JDK'} "
+                          f"({c.get('what', '')})"}
+    if name == "pretouch":
+        c = cp.get("page_fault")
+        parts = [c]
+    else:
+        parts = [cp.get("malloc_call"), cp.get("free_call")]
+    if not all(parts):
+        raise JvmosError(f"what-if {name}: the platform file lacks the calibrated memory costs: "
+                         f"run 'jvmos calibrate'")
+    mean = sum(p["ns_per_call"] for p in parts)
+    los = sum(max(0.0, (_ci(p, "ns_per_call") or (p["ns_per_call"],) * 2)[0]) for p in parts)
+    his = sum((_ci(p, "ns_per_call") or (p["ns_per_call"],) * 2)[1] for p in parts)
+    return {"mean_us": mean / 1e3, "ci95_us": [los / 1e3, his / 1e3],
+            "source": " + ".join(p.get("what", "") for p in parts) + " (calibrated)"}
+
+
+def predict(name: str, removed: float, platform: dict, jdk_home: Optional[str] = None,
+            removed_calls: float = 0.0) -> dict:
+    """The saving of removing `removed` uses (for direct-buffers: bytes, with `removed_calls`
+    copies), µs, with its interval from the constant's."""
+    if name not in WHAT_IFS:
+        raise JvmosError(f"unknown what-if '{name}' (known: {', '.join(WHAT_IFS)})")
+    k = constant(name, platform, jdk_home)
+    if name == "direct-buffers":
+        f = lambda b, c: (removed * b + removed_calls * c) / 1e3
+        mean = f(k["ns_per_byte"], k["ns_per_call"])
+        lo = f(k["ns_per_byte_ci95"][0], k["ns_per_call_ci95"][0])
+        hi = f(k["ns_per_byte_ci95"][1], k["ns_per_call_ci95"][1])
+    else:
+        mean = removed * k["mean_us"]
+        lo, hi = removed * k["ci95_us"][0], removed * k["ci95_us"][1]
+    if removed < 0:
+        lo, hi = hi, lo
+    return {"what_if": name, "term": WHAT_IFS[name].term, "removed": removed,
+            "removed_calls": removed_calls if name == "direct-buffers" else None,
+            "count_what": WHAT_IFS[name].count_what, "predicted_us": mean,
+            "predicted_ci95_us": [lo, hi], "constant": k,
+            "interval_method": "the count x the ends of the constant's calibrated 95% interval"}
+
+
+def validation(platform: dict, name: str) -> dict:
+    """What `jvmos run interventions` found for this what-if on this machine (stored in the
+    platform file), or that it was not run."""
+    v = ((platform or {}).get("interventions") or {}).get(name)
+    if not v:
+        return {"status": "not validated on this machine (run 'jvmos run interventions')"}
+    return v
+
+
+def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0) -> dict:
+    """A user's recording: the saving if every counted use but `keep` were removed (an upper
+    bound: a pool keeps its threads, keep-alive its connections, a cache its open files)."""
+    c = counts(s)
+    w = WHAT_IFS[name]
+    if name == "direct-buffers":
+        removed, calls = c["nio_copy_bytes"], c["nio_copy_calls"]
+    else:
+        removed, calls = max(0, c[w.count_key] - (keep if name in KEEPS else 0)), 0.0
+    keep = keep if name in KEEPS else 0
+    res = predict(name, removed, platform, jdk_home, calls)
+    res["counted"] = c[w.count_key]
+    res["keep"] = keep
+    res["bound"] = ("upper bound: every counted use but --keep is taken as removable; "
+                    "the change's own costs are not in it")
+    v = res["validation"] = validation(platform, name)
+    per = v.get("measured_cpu_per_use_us")
+    if per is not None:
+        # the intervention's measured saving per use removed, applied to this run's count:
+        # what the change saved per use in jvmos's own server, not a measurement of this run
+        res["scaled_from_intervention_us"] = removed * per
+        res["scaled_from_intervention_ci95_us"] = [removed * x for x in
+                                                   v["measured_cpu_per_use_ci95_us"]]
+    return res

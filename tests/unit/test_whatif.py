@@ -1,0 +1,133 @@
+"""The what-if arithmetic (heuristic/whatif.py) and the interventions' verdict and storage."""
+import json
+
+import pytest
+
+from jvmos import JvmosError
+from jvmos.analyzers.stats import welch_diff_ci
+from jvmos.experiments import interventions as iv
+from jvmos.heuristic import whatif
+
+PLATFORM = {
+    "schema": None,
+    "constants": {"C_nt": {"mean_us": 80.0, "ci95_us": [70.0, 90.0]},
+                  "C_link": {"mean_us": 7.0, "ci95_us": [5.0, 9.0]},
+                  "C_file": {"mean_us": 2.5, "ci95_us": [2.0, 3.0]},
+                  "C_io_chunk": {"mean_us": 0.9, "ci95_us": [0.8, 1.0]}},
+    "copy": {"page_fault": {"ns_per_call": 1500.0, "ns_per_call_ci95": [1300.0, 1700.0]},
+             "malloc_call": {"ns_per_call": 30.0, "ns_per_call_ci95": [20.0, 40.0]},
+             "free_call": {"ns_per_call": 20.0, "ns_per_call_ci95": [-5.0, 30.0]},
+             "nio_heap_to_direct": {"/jdk": {"ns_per_byte": 0.02, "ns_per_byte_ci95": [0.01, 0.03],
+                                             "ns_per_call": 5.0, "ns_per_call_ci95": [-2.0, 8.0]}}},
+}
+
+
+def summary(**cats):
+    return {"categories": cats, "totals": {"context_switches": 0}}
+
+
+def test_term_constants_price_the_count():
+    p = whatif.predict("thread-pool", 100, PLATFORM)
+    assert p["predicted_us"] == pytest.approx(8000.0)
+    assert p["predicted_ci95_us"] == pytest.approx([7000.0, 9000.0])
+    assert whatif.predict("bigger-chunks", 10, PLATFORM)["predicted_us"] == pytest.approx(9.0)
+
+
+def test_memory_constants_sum_and_floor_their_low_ends():
+    p = whatif.predict("reuse-native-buffers", 1000, PLATFORM)
+    # malloc + free per call, µs; free's negative low end is floored at 0
+    assert p["predicted_us"] == pytest.approx(50.0)
+    assert p["predicted_ci95_us"] == pytest.approx([20.0, 70.0])
+    assert whatif.predict("pretouch", 10, PLATFORM)["predicted_us"] == pytest.approx(15.0)
+
+
+def test_direct_buffers_are_priced_per_byte_and_per_copy():
+    p = whatif.predict("direct-buffers", 1_000_000, PLATFORM, "/jdk", removed_calls=100)
+    assert p["predicted_us"] == pytest.approx((1e6 * 0.02 + 100 * 5.0) / 1e3)
+    assert p["predicted_ci95_us"] == pytest.approx([(1e6 * 0.01) / 1e3,
+                                                    (1e6 * 0.03 + 100 * 8.0) / 1e3])
+    with pytest.raises(JvmosError, match="no calibrated heap->direct"):
+        whatif.predict("direct-buffers", 1, PLATFORM, "/other-jdk")
+
+
+def test_a_negative_count_keeps_its_interval_ordered():
+    p = whatif.predict("keep-alive", -10, PLATFORM)
+    lo, hi = p["predicted_ci95_us"]
+    assert lo <= p["predicted_us"] <= hi and hi == pytest.approx(-50.0)
+
+
+def test_missing_constants_and_unknown_names_are_refused():
+    with pytest.raises(JvmosError, match="no C_nt"):
+        whatif.predict("thread-pool", 1, {"constants": {}})
+    with pytest.raises(JvmosError, match="lacks the calibrated memory costs"):
+        whatif.predict("pretouch", 1, {"constants": {}, "copy": {}})
+    with pytest.raises(JvmosError, match="unknown what-if"):
+        whatif.predict("faster", 1, PLATFORM)
+
+
+def test_from_run_keeps_only_where_a_change_keeps():
+    s = summary(thread_create={"calls": 30}, vm={"page_faults": 100},
+                link={"syscalls": {"accept": {"calls": 12}}},
+                nio_copy={"calls": 4, "bytes": 4096})
+    t = whatif.from_run("thread-pool", s, PLATFORM, None, keep=8)
+    assert (t["counted"], t["removed"], t["keep"]) == (30, 22, 8)
+    f = whatif.from_run("pretouch", s, PLATFORM, None, keep=8)
+    assert (f["removed"], f["keep"]) == (100, 0)
+    d = whatif.from_run("direct-buffers", s, PLATFORM, "/jdk", keep=8)
+    assert (d["removed"], d["removed_calls"]) == (4096, 4)
+    assert t["validation"]["status"].startswith("not validated")
+    assert "scaled_from_intervention_us" not in t
+
+
+def test_from_run_scales_a_stored_validation():
+    p = dict(PLATFORM, interventions={"keep-alive": {
+        "status": "not validated: no: measured 10.00x the prediction", "date": "2026-11-26",
+        "measured_cpu_per_use_us": 70.0, "measured_cpu_per_use_ci95_us": [60.0, 80.0]}})
+    s = summary(link={"syscalls": {"accept": {"calls": 11}}})
+    t = whatif.from_run("keep-alive", s, p, None, keep=1)
+    assert t["scaled_from_intervention_us"] == pytest.approx(700.0)
+    assert t["scaled_from_intervention_ci95_us"] == pytest.approx([600.0, 800.0])
+
+
+def test_welch_interval_holds_the_difference():
+    a, b = [10.0, 12.0, 11.0, 13.0], [5.0, 6.0, 7.0, 6.5]
+    w = welch_diff_ci(a, b)
+    assert w["diff"] == pytest.approx(11.5 - 6.125)
+    assert w["ci"][0] < w["diff"] < w["ci"][1] and w["n"] == [4, 4] and w["p"] < 0.01
+    same = welch_diff_ci([1.0, 1.0], [1.0, 1.0])
+    assert same["ci"] == [0.0, 0.0] and same["p"] == 1.0
+    with pytest.raises(ValueError):
+        welch_diff_ci([1.0], [1.0, 2.0])
+
+
+def pred(mean, lo, hi):
+    return {"predicted_us": mean, "predicted_ci95_us": [lo, hi]}
+
+
+def test_verdicts():
+    inside = iv.verdict(pred(100, 80, 120), {"diff": 110e3, "ci": [90e3, 130e3]})
+    assert inside["inside"] and inside["text"] == "yes"
+    over = iv.verdict(pred(100, 80, 120), {"diff": 300e3, "ci": [250e3, 350e3]})
+    assert not over["inside"] and over["ratio"] == pytest.approx(3.0)
+    assert over["text"] == "no: measured 3.00x the prediction"
+    noise = iv.verdict(pred(100, 80, 120), {"diff": 10e3, "ci": [-50e3, 70e3]})
+    assert not noise["significant"] and "not significant" in noise["text"]
+
+
+def test_store_verdicts(tmp_path):
+    f = tmp_path / "platform.json"
+    from jvmos import calibrate as cal
+    cal.save(f, dict(PLATFORM, schema=cal.SCHEMA))
+    r = {"name": "keep-alive", "verdict": {"inside": False, "text": "no: measured 2.00x the "
+                                           "prediction", "ratio": 2.0},
+         "prediction": {"predicted_us": 100.0, "terms": {"keep-alive": {"removed": 10}}},
+         "measured_cpu": {"diff": 200e3, "ci": [150e3, 250e3]}}
+    results = {"interventions": [r, {"name": "combined"}], "trials": 10, "jdk": "/jdk",
+               "date": "2026-11-26", "out": "x"}
+    iv.store_verdicts(results, f)
+    v = json.loads(f.read_text())["interventions"]
+    assert set(v) == {"keep-alive"}
+    k = v["keep-alive"]
+    assert k["status"].startswith("not validated: no: measured 2.00x")
+    assert k["measured_cpu_per_use_us"] == pytest.approx(20.0)
+    assert k["measured_cpu_per_use_ci95_us"] == pytest.approx([15.0, 25.0])

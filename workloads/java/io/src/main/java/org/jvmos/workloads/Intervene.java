@@ -41,8 +41,9 @@ import java.util.zip.Inflater;
  *   <li>{@code --chunk BYTES}: the size of each write (the same bytes in more or fewer writes)
  *   <li>{@code --file-mode none|per-request|kept}: per request, 4 KiB read from {@code --file}
  *       through a RandomAccessFile opened and closed for the request, or one kept open per thread
- *   <li>{@code --inflate none|per-call|reused}: per request, a fixed 16 KiB block inflated by a
- *       new Inflater (zlib's state malloc'ed and freed each time) or by one reused per thread
+ *   <li>{@code --inflate none|per-call|reused}: per request, {@code --inflate-count} times, a
+ *       fixed 1 KiB block inflated by a new Inflater (zlib's stream, state and window malloc'ed
+ *       and freed each time) or by one reused per thread
  *   <li>{@code --garbage-kb N}: per request, N KiB of short-lived arrays (young-generation pages
  *       first touched in the run unless {@code -XX:+AlwaysPreTouch} touched them at start-up)
  * </ul>
@@ -55,11 +56,12 @@ public final class Intervene extends Workload {
 
     private static final int HEADER = 16;
     private static final int FILE_READ = 4096;
-    private static final int INFLATED = 16384;
+    private static final int INFLATED = 1024;
 
     Intervene() {
         super(List.of("port-file", "threads", "pool", "response", "chunk", "buffer", "file",
-                      "file-mode", "inflate", "garbage-kb", "max-seconds"), List.of());
+                      "file-mode", "inflate", "inflate-count", "garbage-kb", "max-seconds"),
+              List.of());
     }
 
     public static void main(String[] args) {
@@ -74,6 +76,7 @@ public final class Intervene extends Workload {
     private File file;
     private long fileBlocks;
     private String inflate;
+    private int inflateCount;
     private int garbageKb;
     private byte[] payload;
     private byte[] compressed;
@@ -96,6 +99,7 @@ public final class Intervene extends Workload {
         fileMode = cli.string("file-mode", "none");
         String path = cli.string("file", "");
         inflate = cli.string("inflate", "none");
+        inflateCount = cli.intValue("inflate-count", 1, 1, 1024);
         garbageKb = cli.intValue("garbage-kb", 0, 0, 1 << 20);
         int maxSeconds = cli.intValue("max-seconds", 600, 1, 86400);
         check("threads", threads, "per-connection", "pool", "virtual");
@@ -185,7 +189,7 @@ public final class Intervene extends Workload {
                 + ", got '" + v + "'");
     }
 
-    /** A fixed, partly compressible 16 KiB block, deflated once at start-up. */
+    /** A fixed, partly compressible 1 KiB block, deflated once at start-up. */
     private static byte[] compressedBlock() {
         byte[] plain = new byte[INFLATED];
         Random r = new Random(7);
@@ -301,7 +305,7 @@ public final class Intervene extends Workload {
             }
             crc.update(fileBuf.array(), 0, FILE_READ);
         }
-        if (inflated != null) {
+        for (int i = 0; inflated != null && i < inflateCount; i++) {
             Inflater inf = inflate.equals("reused") ? keptInflater.get() : null;
             if (inf == null) {
                 inf = new Inflater();

@@ -118,7 +118,7 @@ def _shared_fit(levels: List[dict], fallback_nt: float) -> Dict[str, float]:
                                [_cost_us(L, "threads") for L in levels]) if fitted
             else fallback_nt,
             "C_nt_fitted_from": (f"{n_thr:.0f} thread creations" if fitted else
-                                 f"calibrated: only {n_thr:.0f} thread creations "
+                                 f"calibrated: only {n_thr:.0f} thread creation(s) "
                                  f"(< {MIN_THREADS_FIT}) to fit it from")}
 
 

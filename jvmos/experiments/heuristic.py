@@ -327,6 +327,10 @@ def notes_for(results) -> List[str]:
              if spreads else [])
     met = lambda ok: "met" if ok else "NOT met"
     worst_of = lambda key: ("—" if results.get(key) is None else f"{results[key]:.1f}%")
+    nt = (results.get("fit_all") or {}).get("C_nt_fitted_from")
+    noise = noise + ([f"C_nt in the fits: {nt} (it is fitted only from 100 thread creations or "
+                      f"more over the levels fitted; the held-out fits see fewer levels)."]
+                     if nt else [])
     return noise + [
         "real cost = the guaranteed overhead the probes measured while the load ran (I/O "
         "copies, native thread creation, allocator and kernel memory services, accept and "

@@ -39,7 +39,7 @@ def test_a_model_that_holds_exactly_is_recovered_and_predicts_held_out_levels():
     # fewer than 100 creations: the calibrated C_nt stands, and the fit says so
     few = hf.fit([level(100, 3, 400), level(500, 12, 1300)], Constants(C_nt=77, C_link=1,
                                                                        C_io_chunk=1))
-    assert few["C_nt"] == 77 and few["C_nt_fitted_from"].startswith("calibrated: only 15")
+    assert few["C_nt"] == 77 and few["C_nt_fitted_from"].startswith("calibrated: only 15 thread creation(s)")
     results = {"levels": {str(i): L for i, L in enumerate(levels)}}
     hf.analyze(results, Constants(C_nt=100, C_link=8, C_io_chunk=3.5))
     assert results["worst_held_out_error_pct"] == pytest.approx(0.0, abs=1e-9)

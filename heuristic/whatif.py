@@ -36,29 +36,32 @@ class WhatIf:
     count_key: str            # model.counts_from_summary's key (or "nio_copy_bytes")
     count_what: str           # what the count is
     unit: str                 # what one unit of the constant is
+    layer: str = ""           # the recording layer that counts it
 
 
 WHAT_IFS: Dict[str, WhatIf] = {w.name: w for w in (
     WhatIf("thread-pool", "C_nt", "a bounded thread pool instead of a thread per task",
-           "threads_created", "native threads started (pthread_create)", "µs per thread"),
+           "threads_created", "native threads started (pthread_create)", "µs per thread",
+           "threads"),
     WhatIf("keep-alive", "C_link", "keep-alive connections instead of one per request",
-           "accepts", "connections accepted (accept, accept4)", "µs per connection"),
+           "accepts", "connections accepted (accept, accept4)", "µs per connection", "links"),
     WhatIf("direct-buffers", "C_I/Ochunk (NIO copy)",
            "I/O from a reused direct ByteBuffer instead of heap arrays",
            "nio_copy_bytes", "bytes copied heap -> temporary direct buffer (io layer's "
-           "nio_copy estimate)", "ns per byte + ns per copy"),
+           "nio_copy estimate)", "ns per byte + ns per copy", "io"),
     WhatIf("bigger-chunks", "C_I/Ochunk", "fewer, larger writes for the same bytes",
            "io_writes", "blocking writes (write, writev, sendto, sendmsg, pwrite64)",
-           "µs per chunk (eq. 4)"),
+           "µs per chunk (eq. 4)", "io"),
     WhatIf("file-handles", "C_file", "one file handle kept open instead of open/close per use",
-           "files_opened", "files opened (open, openat, openat2)", "µs per open + close"),
+           "files_opened", "files opened (open, openat, openat2)", "µs per open + close",
+           "links"),
     WhatIf("pretouch", "C_mem (page faults)",
            "-XX:+AlwaysPreTouch: the heap's first touches at start-up, not in the run",
-           "page_faults", "user page faults", "µs per fault (first touch)"),
+           "page_faults", "user page faults", "µs per fault (first touch)", "mem"),
     WhatIf("reuse-native-buffers", "C_mem (allocator)",
            "a reused native buffer instead of malloc/free per call",
            "malloc_calls", "allocator calls (malloc, calloc, realloc, *memalign), one free "
-           "each", "ns per malloc + free"),
+           "each", "ns per malloc + free", "mem"),
 )}
 
 
@@ -73,7 +76,12 @@ def counts(s: dict) -> dict:
     nio = (s.get("categories") or {}).get("nio_copy") or {}
     c["nio_copy_bytes"] = nio.get("bytes") or 0
     c["nio_copy_calls"] = nio.get("calls") or 0
+    sc = ((s.get("categories") or {}).get("io_syscall") or {}).get("syscalls") or {}
+    c["io_write_bytes"] = sum((sc.get(k) or {}).get("bytes") or 0 for k in WRITES)
     return c
+
+
+WRITES = ("write", "writev", "sendto", "sendmsg", "pwrite64")
 
 
 def _ci(c: Optional[dict], key: str) -> Optional[Tuple[float, float]]:
@@ -158,22 +166,46 @@ def validation(platform: dict, name: str) -> dict:
     return v
 
 
+def jvm_of_run(summary: dict, pid: Optional[int] = None) -> Tuple[dict, Optional[str], str]:
+    """The part of a recording a what-if reads: one JVM's categories (by_pid), its JDK home
+    and its pid. JvmosError when the recording holds several JVMs and no pid picks one, or
+    the pid is not in it."""
+    by = summary.get("by_pid") or {}
+    jvms = {p: v for p, v in by.items() if v.get("jvm")}
+    if pid is not None:
+        v = by.get(str(pid))
+        if v is None:
+            raise JvmosError(f"pid {pid} is not in the recording (its processes: "
+                             f"{', '.join(sorted(by)) or 'none'})")
+        return {"categories": v["categories"], "totals": {}}, v.get("jvm"), str(pid)
+    if len(jvms) > 1:
+        raise JvmosError(f"the recording holds {len(jvms)} JVMs (pids {', '.join(sorted(jvms))}): "
+                         f"give --pid to choose one")
+    if len(jvms) == 1:
+        p, v = next(iter(jvms.items()))
+        return {"categories": v["categories"], "totals": {}}, v["jvm"], p
+    return summary, None, "every process of the recording"
+
+
 def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0) -> dict:
-    """A user's recording: the saving if every counted use but `keep` were removed (an upper
-    bound: a pool keeps its threads, keep-alive its connections, a cache its open files)."""
+    """A user's recording (one JVM's part of it, jvm_of_run): the saving if every counted use
+    but `keep` were removed (an upper bound: a pool keeps its threads, keep-alive its
+    connections, a cache its open files)."""
     c = counts(s)
     w = WHAT_IFS[name]
     if name == "direct-buffers":
         removed, calls = c["nio_copy_bytes"], c["nio_copy_calls"]
     else:
-        removed, calls = max(0, c[w.count_key] - (keep if name in KEEPS else 0)), 0.0
-    keep = keep if name in KEEPS else 0
+        keep = min(keep, c[w.count_key]) if name in KEEPS else 0
+        removed, calls = c[w.count_key] - keep, 0.0
     res = predict(name, removed, platform, jdk_home, calls)
     res["counted"] = c[w.count_key]
     res["keep"] = keep
     res["bound"] = ("upper bound: every counted use but --keep is taken as removable; "
                     "the change's own costs are not in it")
-    v = res["validation"] = validation(platform, name)
+    v = res["validation"] = dict(validation(platform, name))
+    if v.get("jdk") and jdk_home and v["jdk"] != jdk_home:
+        v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"
     per = v.get("measured_cpu_per_use_us")
     if per is not None:
         # the intervention's measured saving per use removed, applied to this run's count:

@@ -291,16 +291,23 @@ def cmd_what_if(args) -> int:
     platform = cal.load(path)
     if not platform:
         raise JvmosError(f"no platform file at {path}: run 'jvmos calibrate'")
-    _, summary = load_run(args.from_run)
-    jdks = sorted({v.get("jvm") for v in (summary.get("by_pid") or {}).values() if v.get("jvm")})
-    jdk = jdks[0] if len(jdks) == 1 else None
-    res = [whatif.from_run(n, summary, platform, jdk, args.keep) for n in names]
+    manifest, summary = load_run(args.from_run)
+    layers = set(manifest.get("layers") or [])
+    missing = sorted({f"{n} needs the {whatif.WHAT_IFS[n].layer} layer" for n in names
+                      if whatif.WHAT_IFS[n].layer not in layers})
+    if missing:
+        raise JvmosError(f"{args.from_run} was recorded with layers "
+                         f"{', '.join(sorted(layers)) or 'none'}: {'; '.join(missing)}")
+    part, jdk, who = whatif.jvm_of_run(summary, args.pid)
+    res = [whatif.from_run(n, part, platform, jdk, args.keep) for n in names]
     if args.json:
-        print(json.dumps({"run": str(args.from_run), "platform": str(path), "what_if": res},
-                         indent=2))
+        print(json.dumps({"run": str(args.from_run), "pid": who, "platform": str(path),
+                          "status": summary.get("status"), "what_if": res}, indent=2))
         return 0
     ms = lambda us: f"{us / 1e3:,.3f} ms"
-    print(f"what-if for {args.from_run} (constants: {path})")
+    print(f"what-if for {args.from_run}, pid {who} (constants: {path})")
+    if summary.get("status") != "complete":
+        print(f"  note: the recording ended {summary.get('status')}: its counts may be short")
     for r in res:
         w = whatif.WHAT_IFS[r["what_if"]]
         lo, hi = r["predicted_ci95_us"]
@@ -616,6 +623,8 @@ def build_parser():
                     help="with --what-if thread-pool, keep-alive or file-handles: the uses the "
                          "change keeps (a pool's threads, the connections kept alive, the "
                          "files kept open; default 0)")
+    pr.add_argument("--pid", type=int, help="with --what-if: the JVM of the recording to read "
+                                            "(needed when it holds several)")
     pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
     pr.set_defaults(func=cmd_predict)
 

@@ -157,7 +157,7 @@ def term_by_term(results: dict, out: Path) -> Optional[Table]:
               f"it ({results['jdk_label']}; ms)",
               ["load", "term", "count", "eq. 1 predicted", "eq. 6 (paper) predicted",
                "measured by the probes", "estimated (not in the error)", "eq. 1 diff",
-               "eq. 6 diff"])
+               "eq. 6 diff", "eq. 6 - measured"])
     out_tbt = {}
     count_of = {"threads": lambda c: c.get("threads_created") or 0,
                 "links": lambda c: (c.get("accepts") or 0) + (c.get("files_opened") or 0),
@@ -190,14 +190,18 @@ def term_by_term(results: dict, out: Path) -> Optional[Table]:
                    _ms(a["measured_us"]) if not a["estimated_only"] else "— (nothing measured)",
                    _ms(a["estimated_us"]),
                    est_only if a["estimated_only"] else _pct(a["diff_pct"]),
-                   est_only if a["estimated_only"] else _pct(b["diff_pct"])],
+                   est_only if a["estimated_only"] else _pct(b["diff_pct"]),
+                   "—" if a["estimated_only"] else _ms(b["predicted_us"] - b["measured_us"])],
                   [name, term, n, a["predicted_us"] / 1e3, b["predicted_us"] / 1e3,
-                   a["measured_us"] / 1e3, a["estimated_us"] / 1e3, a["diff_pct"], b["diff_pct"]])
+                   a["measured_us"] / 1e3, a["estimated_us"] / 1e3, a["diff_pct"], b["diff_pct"],
+                   None if a["estimated_only"] else (b["predicted_us"] - b["measured_us"]) / 1e3])
         o = out_tbt[name]
         t.add([name, f"**sum of {', '.join(s1['terms'])}**", "", _ms(tot1), _ms(tot6), _ms(real),
-               _ms(o["estimated_total_us"]), _pct(o["eq1_diff_pct"]), _pct(o["eq6_diff_pct"])],
+               _ms(o["estimated_total_us"]), _pct(o["eq1_diff_pct"]), _pct(o["eq6_diff_pct"]),
+               _ms(tot6 - real)],
               [name, "all", None, tot1 / 1e3, tot6 / 1e3, real / 1e3,
-               o["estimated_total_us"] / 1e3, o["eq1_diff_pct"], o["eq6_diff_pct"]])
+               o["estimated_total_us"] / 1e3, o["eq1_diff_pct"], o["eq6_diff_pct"],
+               (tot6 - real) / 1e3])
     results["term_by_term"] = out_tbt
     return t
 
@@ -266,7 +270,8 @@ def _estimate(L: dict, key: str):
 
 
 def table7(results) -> Table:
-    heads = ["load", "connections", "real cost (probes; no synchronization time)",
+    heads = ["load", "connections", "real cost (probes: measured + estimated; no "
+             "synchronization time)",
              "repeats: min..max", "C_mem from the other levels (median)"]
     for _, label in T7_COLUMNS:
         heads += [label, "diff"]
@@ -305,7 +310,12 @@ def table_fit(results) -> Table:
             ("C_malloc (per allocator call)", "C_malloc", None),
             ("C_pf (per user page fault)", "C_pf", None),
             ("C_vm (memory syscalls, a constant)", "C_vm", None)]
-    num = lambda d, key: f"{d[key]:.4g}" if key in d else "—"
+    def num(d, key):
+        if key not in d:
+            return "—"
+        if key == "C_nt" and str(d.get("C_nt_fitted_from", "")).startswith("calibrated"):
+            return f"— (not fitted: {d['C_nt_fitted_from']})"
+        return f"{d[key]:.4g}"
     for label, key, paper in rows:
         cv = k.get(key)
         ctxt = (f"{cv['mean_us']:.3g} ({cv['ci95_us'][0]:.3g}..{cv['ci95_us'][1]:.3g})"

@@ -45,7 +45,7 @@ from jvmos.analyzers.stats import welch_diff_ci
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.experiments.common import (Progress, jdk_label, last_json, log, out_dir, select_jdks,
                                       write_outputs)
-from jvmos.heuristic import whatif
+from jvmos.heuristic import terms, whatif
 from jvmos.tools import IO_JAR, c_program, jar
 
 EXAMPLES = """\
@@ -59,6 +59,7 @@ attached after the warm-up, in --mode time, with every layer (io, threads, links
 """
 
 HEAP = ["-Xms512m", "-Xmx512m"]
+PAUSE_S = 0.5       # between the warm-up and the timed requests, in trials (recordings attach)
 # every arm is recorded with every layer in --mode time: the counts of the term, and what the
 # probes measured of each resource's OS time, which tells a miss's cause (the OS's part of a
 # use priced wrongly, or work outside the OS removed with it)
@@ -137,14 +138,17 @@ def parse(argv):
     p.add_argument("--quick", action="store_true", help="10 trials per arm, half the requests")
     p.add_argument("--no-store", dest="store", action="store_false",
                    help="do not record the verdicts in the platform file (they are recorded "
-                        "there only from runs of at least 10 trials per arm)")
+                        "there only from full-size runs: at least 10 trials per arm, not "
+                        "--quick, --requests-scale 1)")
     a = p.parse_args(argv)
     a.trials = a.trials if a.trials is not None else (10 if a.quick else 20)
     if a.trials < 2:
         p.error("--trials must be at least 2 (an interval needs two values per arm)")
     if a.requests_scale <= 0:
         p.error("--requests-scale must be positive")
-    a.only = NAMES if not a.only else [x.strip() for x in a.only.split(",") if x.strip()]
+    if a.only is not None and not [x for x in a.only.split(",") if x.strip()]:
+        p.error("--only needs at least one intervention")
+    a.only = NAMES if a.only is None else [x.strip() for x in a.only.split(",") if x.strip()]
     bad = [x for x in a.only if x not in NAMES]
     if bad:
         p.error(f"unknown intervention(s) {', '.join(bad)} (known: {', '.join(NAMES)})")
@@ -184,15 +188,21 @@ class Server:
                 raise JvmosError(f"the intervention server exited ({self.proc.returncode}) "
                                  f"before listening; see {d}/server-stderr.txt")
             if time.monotonic() - t0 > 120:
-                self.stop()
-                raise JvmosError("the intervention server did not listen within 120 s")
+                self.proc.kill()
+                self.proc.wait()
+                self.err.close()
+                raise JvmosError("the intervention server did not listen within 120 s; see "
+                                 f"{d}/server-stderr.txt")
             time.sleep(0.02)
         self.port = int(self.port_file.read_text().strip())
 
     def load(self, n: int, quit: bool = False) -> dict:
         cmd = [str(c_program("reqload")), str(self.port), str(n), str(self.st["response"]),
                self.st["client"], "quit" if quit else "stay", "600"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=660)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=660)
+        except subprocess.TimeoutExpired:
+            raise JvmosError("the intervention client did not finish within 660 s")
         res = last_json(r.stdout)
         if r.returncode != 0 or not res:
             tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
@@ -206,7 +216,10 @@ class Server:
             raise JvmosError(f"the intervention server is gone: {e} (see "
                              f"{self.dir}/server-stderr.txt)")
 
-    def stop(self) -> None:
+    def stop(self, quiet: bool = False) -> None:
+        """Stop the server with a 'Q' request (killed if that fails). An exit other than 0 is an
+        error, unless this killed it or `quiet` (another error is already being reported)."""
+        killed = False
         if self.proc.poll() is None:
             try:
                 self.load(0, quit=True)
@@ -214,8 +227,9 @@ class Server:
             except (JvmosError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+                killed = True
         self.err.close()
-        if self.proc.returncode not in (0, None):
+        if not (killed or quiet) and self.proc.returncode not in (0, None):
             raise JvmosError(f"the intervention server exited {self.proc.returncode}; see "
                              f"{self.dir}/server-stderr.txt")
 
@@ -227,13 +241,18 @@ def warmup_of(n: int) -> int:
 def trial(java: str, st: dict, d: Path, data_file: Path, n: int) -> dict:
     """One unprobed trial: a fresh server, the warm-up, then the timed requests."""
     srv = Server(java, st, d, data_file)
+    ok = False
     try:
         srv.load(warmup_of(n))
+        # the pause a recording's attach makes between warm-up and timed requests, so that
+        # both windows start alike (the JIT's queue after the warm-up, say)
+        time.sleep(PAUSE_S)
         c0 = srv.cpu_ns()
         res = srv.load(n)
         c1 = srv.cpu_ns()
+        ok = True
     finally:
-        srv.stop()
+        srv.stop(quiet=not ok)
     return {"cpu_ns": c1 - c0, "wall_ns": res["seconds"] * 1e9, "fnv": res["fnv"],
             "bytes": res["bytes"]}
 
@@ -242,14 +261,16 @@ def recorded(java: str, st: dict, d: Path, data_file: Path, n: int, layers, plat
     """One recorded arm: jvmos attached after the warm-up, for the timed requests only."""
     srv = Server(java, st, d, data_file)
     box = {}
+    ok = False
     try:
         srv.load(warmup_of(n))
         res = rec.record(rec.Options(pid=srv.proc.pid, layers=list(layers), mode="time",
                                      out=d / "rec", platform=platform,
                                      workload=lambda: box.setdefault("load", srv.load(n)),
                                      log=lambda m: log(f"  [{d.name}] {m}")))
+        ok = True
     finally:
-        srv.stop()
+        srv.stop(quiet=not ok)
     if res.status != "complete":
         raise JvmosError(f"the recording of {d.name} ended {res.status}: {res.reason}")
     pid = str(srv.proc.pid)
@@ -258,97 +279,144 @@ def recorded(java: str, st: dict, d: Path, data_file: Path, n: int, layers, plat
         raise JvmosError(f"the recording of {d.name} holds nothing of the server (pid {pid})")
     s = {"categories": by["categories"], "totals": {}}
     return {"run_dir": str(res.run_dir), "counts": whatif.counts(s), "fnv": box["load"]["fnv"],
-            # what the probes measured of the OS's cost, by resource (corrected, time mode)
-            "os_ns_by_resource": by.get("guaranteed_by_resource") or {}}
+            # what the probes measured of the OS's cost, by term (corrected, time mode), and
+            # what they only estimated (counts x calibrated costs), apart
+            "os_parts_ns": terms.parts_of(s)}
 
 
 def predicted(spec: Spec, ca: dict, cb: dict, platform: dict, jdk_home: str) -> dict:
     """The saving predicted from the two arms' counts, one term or (combined) their sum."""
     names = spec.what_ifs or (spec.name,)
-    terms = {}
+    tm = {}
     for name in names:
         w = whatif.WHAT_IFS[name]
         if name == "direct-buffers":
             # the probes cannot tell a write from a direct buffer from one through a temporary
-            # direct buffer (the copy is an intrinsic, not a call): the nio_copy estimate counts
-            # arm B's writes as copies too. Arm A copies every byte it writes from the heap.
-            removed, calls = ca["nio_copy_bytes"], ca["nio_copy_calls"]
+            # direct buffer (the copy is an intrinsic, not a call): their nio_copy estimate is
+            # the same in both arms. Arm A copies every byte it writes from a heap array (the
+            # server's design), so the count is arm A's written bytes, in its write calls.
+            removed, calls = ca["io_write_bytes"], ca["io_writes"]
         else:
             removed, calls = ca[w.count_key] - cb[w.count_key], 0
-        terms[name] = whatif.predict(name, removed, platform, jdk_home, calls)
-        terms[name]["count_a"], terms[name]["count_b"] = ca[w.count_key], cb[w.count_key]
-    total = sum(t["predicted_us"] for t in terms.values())
-    lo = sum(t["predicted_ci95_us"][0] for t in terms.values())
-    hi = sum(t["predicted_ci95_us"][1] for t in terms.values())
-    return {"terms": terms, "predicted_us": total, "predicted_ci95_us": [lo, hi],
-            "interval_method": terms[names[0]]["interval_method"] + (
-                "; summed over the terms, ends with ends (no cancellation assumed)"
+        tm[name] = whatif.predict(name, removed, platform, jdk_home, calls)
+        tm[name]["count_a"], tm[name]["count_b"] = ca[w.count_key], cb[w.count_key]
+        if name == "direct-buffers":
+            tm[name]["count_basis"] = ("arm A's bytes written (probes' count), each copied "
+                                          "from a heap array by the JDK: the probes cannot see "
+                                          "that copy (an intrinsic); their nio_copy estimate "
+                                          f"was {ca['nio_copy_bytes']:,} bytes in arm A and "
+                                          f"{cb['nio_copy_bytes']:,} in arm B")
+    total = sum(t["predicted_us"] for t in tm.values())
+    lo = sum(t["predicted_ci95_us"][0] for t in tm.values())
+    hi = sum(t["predicted_ci95_us"][1] for t in tm.values())
+    return {"terms": tm, "predicted_us": total, "predicted_ci95_us": [lo, hi],
+            "interval_method": tm[names[0]]["interval_method"] + (
+                "; summed over the terms, low ends and high ends (conservative: wider than a "
+                "95% interval if the constants' errors are independent)"
                 if len(names) > 1 else "")}
 
 
 def verdict(pred: dict, cpu: dict) -> dict:
+    """inside: the mean measured CPU saving lies in the predicted interval (issue 24's test);
+    overlap: the measured 95% interval meets the predicted one; inconclusive: the measured
+    interval holds 0 (no saving shown, whatever its mean)."""
     lo, hi = pred["predicted_ci95_us"]
-    m = cpu["diff"] / 1e3
-    significant = not (cpu["ci"][0] <= 0 <= cpu["ci"][1])
+    m, mlo, mhi = cpu["diff"] / 1e3, cpu["ci"][0] / 1e3, cpu["ci"][1] / 1e3
+    significant = not (mlo <= 0 <= mhi)
     inside = lo <= m <= hi
+    overlap = mlo <= hi and lo <= mhi
     ratio = m / pred["predicted_us"] if pred["predicted_us"] else None
-    if inside:
-        text = "yes"
-    elif not significant:
-        text = "no: the measured difference is not significant (its interval holds 0)"
+    if not significant:
+        kind, text = "inconclusive", ("inconclusive: the measured saving's interval holds 0"
+                                      + (" (and overlaps the prediction)" if overlap else ""))
+    elif inside:
+        kind, text = "inside", "yes"
+    elif overlap:
+        kind, text = "overlap", (f"no, but the intervals overlap (measured mean "
+                                 f"{ratio:.2f}x the prediction)" if ratio is not None
+                                 else "no, but the intervals overlap")
     else:
-        text = (f"no: measured {ratio:.2f}x the prediction" if ratio is not None
-                else "no: nothing was predicted")
-    return {"inside": inside, "significant": significant, "ratio": ratio, "text": text,
-            "rule": "inside when the mean measured CPU saving lies in the predicted 95% interval"}
+        kind, text = "miss", (f"no: measured {ratio:.2f}x the prediction" if ratio is not None
+                              else "no: nothing was predicted")
+    return {"inside": inside and significant, "overlap": overlap, "significant": significant,
+            "kind": kind, "ratio": ratio, "text": text,
+            "rule": "inside when the measured CPU saving is significant (its Welch 95% interval "
+                    "excludes 0) and its mean lies in the predicted interval"}
 
 
 def run_one(spec: Spec, a, java: str, jdk_home: str, platform: dict, platform_file: Path,
             out: Path, data_file: Path, bar: Progress) -> dict:
+    """One intervention. A failure part-way keeps what was finished (status "failed", its
+    reason, the recordings and trials so far) and is re-raised by the caller at the end."""
     n = max(10, int(spec.requests * (0.5 if a.quick else 1.0) * a.requests_scale))
     d = out / spec.name
     st = {arm: arm_settings(spec, arm) for arm in "AB"}
+    r = {"name": spec.name, "change": spec.change, "requests": n, "resource": spec.resource,
+         "warmup_requests": warmup_of(n), "pause_before_timed_s": PAUSE_S, "status": "running",
+         "arms": {x: {"settings": st[x],
+                      "server": server_cmd(java, st[x], Path("PORT_FILE"), data_file),
+                      "cpu_ns": [], "wall_ns": []} for x in "AB"}, "order": []}
     log(f"{spec.name}: {spec.change}; {n:,} timed requests, {a.trials} trials per arm")
-    rec_ = {arm: recorded(java, st[arm], d / f"recorded-{arm}", data_file, n, LAYERS,
-                          str(platform_file)) for arm in "AB"}
+    try:
+        _run_one(spec, a, java, jdk_home, platform, platform_file, d, data_file, bar, n, st, r)
+    except JvmosError as e:
+        r["status"], r["reason"] = "failed", str(e)
+        raise InterventionFailed(r) from e
+    r["status"] = "complete"
+    return r
+
+
+class InterventionFailed(Exception):
+    def __init__(self, record: dict):
+        super().__init__(record.get("reason"))
+        self.record = record
+
+
+def _run_one(spec, a, java, jdk_home, platform, platform_file, d, data_file, bar, n, st, r):
+    rec_ = {}
+    for arm in "AB":
+        rec_[arm] = recorded(java, st[arm], d / f"recorded-{arm}", data_file, n, LAYERS,
+                             str(platform_file))
+        r["arms"][arm].update(recording=rec_[arm]["run_dir"], counts=rec_[arm]["counts"],
+                              os_parts_ns=rec_[arm]["os_parts_ns"])
     bar.step(2)
     ca, cb = rec_["A"]["counts"], rec_["B"]["counts"]
-    pred = predicted(spec, ca, cb, platform, jdk_home)
+    pred = r["prediction"] = predicted(spec, ca, cb, platform, jdk_home)
+    # every count that changed between the arms, not only the one the prediction prices
+    r["count_changes"] = {k: ca[k] - cb[k] for k in sorted(ca)
+                          if isinstance(ca.get(k), (int, float)) and
+                          isinstance(cb.get(k), (int, float)) and ca[k] != cb[k]}
     rng = random.Random(a.seed * 1009 + NAMES.index(spec.name))
-    trials = {"A": [], "B": []}
-    order = []
+    answers = {rec_[x]["fnv"] for x in "AB"}
     for i in range(a.trials):
         pair = rng.sample(["A", "B"], 2)
-        order.append("".join(pair))
+        r["order"].append("".join(pair))
         for arm in pair:
-            trials[arm].append(trial(java, st[arm], d / f"trial-{arm}", data_file, n))
+            t = trial(java, st[arm], d / f"trial-{arm}", data_file, n)
+            r["arms"][arm]["cpu_ns"].append(t["cpu_ns"])
+            r["arms"][arm]["wall_ns"].append(t["wall_ns"])
+            r["bytes_per_trial"] = t["bytes"]
+            answers.add(t["fnv"])
             bar.step()
-    answers = {t["fnv"] for arm in "AB" for t in trials[arm]} | {rec_[x]["fnv"] for x in "AB"}
-    if len(answers) != 1:
-        raise JvmosError(f"{spec.name}: the arms did not give the same answers (client "
-                         f"checksums {sorted(answers)}): the intervention changed the work")
-    cpu = welch_diff_ci([t["cpu_ns"] for t in trials["A"]], [t["cpu_ns"] for t in trials["B"]])
-    wall = welch_diff_ci([t["wall_ns"] for t in trials["A"]], [t["wall_ns"] for t in trials["B"]])
-    v = verdict(pred, cpu)
+        if len(answers) != 1:
+            raise JvmosError(f"{spec.name}: the arms did not give the same answers (client "
+                             f"checksums {sorted(answers)}): the intervention changed the work")
+    r["answers"] = next(iter(answers))
+    A, B = r["arms"]["A"], r["arms"]["B"]
+    cpu = r["measured_cpu"] = welch_diff_ci(A["cpu_ns"], B["cpu_ns"])
+    r["measured_wall"] = welch_diff_ci(A["wall_ns"], B["wall_ns"])
+    v = r["verdict"] = verdict(pred, cpu)
     log(f"  predicted {pred['predicted_us'] / 1e3:.2f} ms [{pred['predicted_ci95_us'][0] / 1e3:.2f}, "
         f"{pred['predicted_ci95_us'][1] / 1e3:.2f}]; measured CPU {cpu['diff'] / 1e6:.2f} ms "
         f"[{cpu['ci'][0] / 1e6:.2f}, {cpu['ci'][1] / 1e6:.2f}]: {v['text']}")
-    os_a, os_b = rec_["A"]["os_ns_by_resource"], rec_["B"]["os_ns_by_resource"]
-    res_names = sorted(set(os_a) | set(os_b)) if spec.resource == "all" else [spec.resource]
-    os_removed = {k: (os_a.get(k) or 0.0) - (os_b.get(k) or 0.0) for k in res_names}
-    return {"name": spec.name, "change": spec.change, "requests": n, "resource": spec.resource,
-            "probe_measured_os_removed_ns": os_removed,
-            "probe_measured_os_removed_total_ns": sum(os_removed.values()),
-            "warmup_requests": warmup_of(n), "arms": {x: {"settings": st[x],
-                                                          "server": server_cmd(java, st[x], Path("PORT_FILE"), data_file),
-                                                          "recording": rec_[x]["run_dir"],
-                                                          "counts": rec_[x]["counts"],
-                                                          "os_ns_by_resource": rec_[x]["os_ns_by_resource"],
-                                                          "cpu_ns": [t["cpu_ns"] for t in trials[x]],
-                                                          "wall_ns": [t["wall_ns"] for t in trials[x]]}
-                                                      for x in "AB"},
-            "order": order, "answers": next(iter(answers)), "bytes_per_trial": trials["A"][0]["bytes"],
-            "prediction": pred, "measured_cpu": cpu, "measured_wall": wall, "verdict": v}
+    # what the probes measured of the term's OS time in arm A minus arm B, and apart what they
+    # only estimated (counts x calibrated costs: the same constants as the prediction)
+    names = list(terms.TERMS) if spec.resource == "all" else [spec.resource]
+    pa, pb = rec_["A"]["os_parts_ns"], rec_["B"]["os_parts_ns"]
+    r["os_removed_terms"] = names
+    r["os_removed_measured_ns"] = sum(pa[t]["measured_ns"] - pb[t]["measured_ns"] for t in names)
+    r["os_removed_estimated_ns"] = sum(pa[t]["estimated_ns"] - pb[t]["estimated_ns"]
+                                       for t in names)
 
 
 def ms_ci(mean_ns: float, ci_ns) -> str:
@@ -356,70 +424,118 @@ def ms_ci(mean_ns: float, ci_ns) -> str:
 
 
 def removed_text(r: dict) -> str:
-    terms = r["prediction"]["terms"]
-    if len(terms) > 1:
-        return "; ".join(f"{k} {fmt_count(t['removed'])}" for k, t in terms.items())
-    (k, t), = terms.items()
+    tm = r["prediction"]["terms"]
+    if len(tm) > 1:
+        return "; ".join(f"{k} {fmt_count(t['removed'])}" for k, t in tm.items())
+    (k, t), = tm.items()
     if k == "direct-buffers":
-        return f"{fmt_count(t['removed'])} bytes copied (in {fmt_count(t['removed_calls'])} copies; estimate)"
-    return f"{fmt_count(t['removed'])} {t['count_what']} ({fmt_count(t['count_a'])} -> {fmt_count(t['count_b'])})"
+        return (f"{fmt_count(t['removed'])} bytes written from heap arrays, in "
+                f"{fmt_count(t['removed_calls'])} writes (each copied by the JDK; invisible "
+                f"to the probes)")
+    return (f"{fmt_count(t['removed'])} {t['count_what']} ({fmt_count(t['count_a'])} -> "
+            f"{fmt_count(t['count_b'])})")
+
+
+OTHER_COUNTS = ("threads_created", "accepts", "files_opened", "io_writes", "io_reads",
+                "malloc_calls", "page_faults", "futex")
+
+
+def other_changes(r: dict) -> str:
+    """The counts that changed between the arms besides the priced one (A - B)."""
+    priced = {whatif.WHAT_IFS[k].count_key for k in r["prediction"]["terms"]}
+    ch = [(k, v) for k, v in (r.get("count_changes") or {}).items()
+          if k in OTHER_COUNTS and k not in priced]
+    return ", ".join(f"{k} {v:+,}" for k, v in ch) or "none"
 
 
 def tables(results: dict) -> list:
     t = Table(f"Interventions: predicted and measured savings ({results['jdk_label']}, "
               f"{results['trials']} unprobed trials per arm; ms of server CPU / client wall time "
               f"over the timed requests)",
-              ["intervention", "term", "count removed", "predicted saving, ms [95%]",
-               "OS time removed, as the probes measured it, ms",
+              ["intervention", "term", "count removed (probes, A -> B)",
+               "predicted saving, ms [95%]",
+               "OS time removed: measured by the probes, ms (+ estimated, ms)",
                "measured CPU saving, ms [95%]", "measured wall saving, ms [95%]",
-               "measured CPU per use removed", "inside?"])
+               "measured CPU saving / count removed", "other counts changed (A - B)",
+               "inside?"])
     for r in results["interventions"]:
+        if r.get("status") != "complete":
+            continue
         p, c, w = r["prediction"], r["measured_cpu"], r["measured_wall"]
-        terms = p["terms"]
-        removed = sum(x["removed"] for x in terms.values()) if len(terms) == 1 else None
-        per = (f"{c['diff'] / removed / 1e3:,.3g} µs" if removed and r["name"] != "direct-buffers"
-               else (f"{c['diff'] / removed:,.3g} ns/byte" if removed else "—"))
-        t.add([r["name"], ", ".join(x["term"] for x in terms.values()) if len(terms) == 1 else "all",
-               removed_text(r),
-               f"{p['predicted_us'] / 1e3:,.2f} [{p['predicted_ci95_us'][0] / 1e3:,.2f}, "
-               f"{p['predicted_ci95_us'][1] / 1e3:,.2f}]",
-               f"{r['probe_measured_os_removed_total_ns'] / 1e6:,.2f} ({', '.join(r['probe_measured_os_removed_ns'])})",
-               ms_ci(c["diff"], c["ci"]), ms_ci(w["diff"], w["ci"]), per, r["verdict"]["text"]])
+        tm = p["terms"]
+        per = per_use(r, c["diff"])
+        per_txt = ("—" if per is None else
+                   f"{per * 1e3:,.3g} ns/byte" if "direct-buffers" in tm else f"{per:,.3g} µs")
+        pred_txt = (f"{p['predicted_us'] / 1e3:,.2f} [{p['predicted_ci95_us'][0] / 1e3:,.2f}, "
+                    f"{p['predicted_ci95_us'][1] / 1e3:,.2f}]"
+                    + (" (ends summed)" if len(tm) > 1 else ""))
+        t.add([r["name"], ", ".join(x["term"] for x in tm.values()) if len(tm) == 1 else "all",
+               removed_text(r), pred_txt,
+               f"{r['os_removed_measured_ns'] / 1e6:,.2f} (+ {r['os_removed_estimated_ns'] / 1e6:,.2f}) "
+               f"[{', '.join(r['os_removed_terms'])}]",
+               ms_ci(c["diff"], c["ci"]), ms_ci(w["diff"], w["ci"]), per_txt,
+               other_changes(r), r["verdict"]["text"]])
     return [t]
 
 
 def summary_notes(results: dict) -> List[str]:
-    rs = [r for r in results["interventions"] if r["name"] != "combined"]
+    done = [r for r in results["interventions"] if r.get("status") == "complete"]
     notes = [f"skipped: {x}" for x in results.get("skipped") or []]
+    notes += [f"FAILED: {r['name']}: {r.get('reason')} (its finished recordings and trials are "
+              f"in the JSON)" for r in results["interventions"] if r.get("status") != "complete"]
+    rs = [r for r in done if r["name"] != "combined"]
     if rs:
         k = sum(r["verdict"]["inside"] for r in rs)
-        notes.append(f"{k} of {len(rs)} single interventions fell inside their predicted "
-                     f"interval (issue 24's goal: at least 5 of the 6 terms).")
-    comb = next((r for r in results["interventions"] if r["name"] == "combined"), None)
+        ov = sum(r["verdict"]["overlap"] and r["verdict"]["significant"] for r in rs)
+        inc = sum(r["verdict"]["kind"] == "inconclusive" for r in rs)
+        tested = sorted({x["term"] for r in rs for x in r["prediction"]["terms"].values()})
+        notes.append(f"{k} of {len(rs)} single interventions (testing {len(tested)} terms: "
+                     f"{', '.join(tested)}) fell inside their predicted interval; {ov} had "
+                     f"intervals that overlap it; {inc} were inconclusive (issue 24's goal: "
+                     f"inside for at least 5 of 6 terms).")
+    comb = next((r for r in done if r["name"] == "combined"), None)
     if comb:
-        p, c = comb["prediction"]["predicted_us"] * 1e3, comb["measured_cpu"]["diff"]
-        notes.append(f"combined: measured CPU saving {c / 1e6:,.2f} ms against the summed "
-                     f"prediction {p / 1e6:,.2f} ms: {100 * (c - p) / p:+.1f}% of the prediction "
-                     f"(goal: within 10%)." if p else "combined: nothing predicted")
+        p, c = comb["prediction"]["predicted_us"] * 1e3, comb["measured_cpu"]
+        if p:
+            notes.append(
+                f"combined: measured CPU saving {c['diff'] / 1e6:,.2f} ms [{c['ci'][0] / 1e6:,.2f}, "
+                f"{c['ci'][1] / 1e6:,.2f}] against the summed prediction {p / 1e6:,.2f} ms: "
+                f"{abs(100 * (c['diff'] - p) / p):.1f}% {'above' if c['diff'] > p else 'below'} "
+                f"the prediction (goal: within 10%). Its terms are priced from the whole-arm "
+                f"counts (every malloc or fault the changes removed, whichever change removed "
+                f"it), and bigger-chunks' C_I/Ochunk holds NIO copy costs that direct-buffers "
+                f"prices as well.")
     notes += [
-        "OS time removed, as the probes measured it: the guaranteed overhead of the term's "
-        "resource (all resources for combined) in arm A's recording minus arm B's, corrected "
-        "for the probe effect: near the prediction but far from the measured saving, the "
-        "change removed work outside the OS as well; far from the prediction, the constant "
-        "prices the OS's part of a use wrongly for this workload.",
-        "count removed: what the probes counted in arm A minus arm B, each recorded once "
-        "(--mode time, every layer, attached after the warm-up, the timed requests only); direct-buffers: "
-        "arm A's NIO copy estimate (the probes cannot tell the arms' writes apart).",
+        "count removed: what the probes counted in arm A minus arm B, each arm recorded once "
+        "(--mode time, every layer, attached after the same warm-up, the timed requests only); "
+        "direct-buffers: arm A's bytes written (the probes cannot see the JDK's heap -> "
+        "temporary direct buffer copy, an intrinsic; their nio_copy estimate is the same in "
+        "both arms).",
         "predicted: count removed x the calibrated constant (jvmos calibrate); its interval is "
-        "the count times the ends of the constant's 95% interval.",
+        "the count times the ends of the constant's 95% interval (the count is exact, from one "
+        "recording per arm).",
+        "OS time removed: what the probes measured of the term's resource (the I/O term: its "
+        "JNI copies; threads: thread creation; links: accept/connect/open/close; memory: "
+        "allocator calls and memory syscalls) in arm A minus arm B, corrected for the probe "
+        "effect; in parentheses, what they only estimated (NIO and kernel copies, page "
+        "faults, frees: counts x calibrated costs, the prediction's own constants). Near the "
+        "prediction but far from the measured saving: the change removed work outside the OS "
+        "too; far from the prediction: the constant prices the OS's part of a use wrongly here.",
         "measured: mean(arm A) - mean(arm B) over unprobed trials, Welch's 95% t interval "
         "(scipy), n per arm as the title says; arms in pairs of random order, a fresh server "
-        "each; CPU is the server's process CPU clock (every thread), wall the client's.",
-        "inside: the mean measured CPU saving lies in the predicted interval. A miss is kept: "
-        "the constants price only the OS's part of a use, while the change also removes the "
-        "JVM's and the library's own work around it (see REPRODUCTION.md).",
-        "left out, as an OS-less JVM would not remove them either way: the scheduler, the "
-        "kernel's network stack, the client's side of each connection.",
+        f"each, {PAUSE_S:g} s between warm-up and timed requests (as a recording's attach); CPU "
+        "is the server's process CPU clock (every thread), wall the client's.",
+        "measured CPU saving / count removed: the whole saving (every change in the other "
+        "counts, and the JVM's own work, included) divided by the priced count: not the cost "
+        "of one use.",
+        "inside: the measured saving is significant (its interval excludes 0) and its mean lies "
+        "in the predicted interval. A miss is kept: the constants price only the OS's part of "
+        "a use, while a change also removes the JVM's and the library's work around it "
+        "(see REPRODUCTION.md).",
+        "in the measurement but in no prediction: the kernel's TCP/loopback work done in the "
+        "server's context (handshakes, teardowns, per-packet work), the scheduler's and the "
+        "futex hand-offs between threads. Not in either: the client's side of each connection "
+        "(another process).",
     ]
     return notes
 
@@ -428,7 +544,9 @@ def figure(results: dict, out: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    rs = results["interventions"]
+    rs = [r for r in results["interventions"] if r.get("status") == "complete"]
+    if not rs:
+        return
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rs) + 1.4))
     for i, r in enumerate(rs):
         p, c = r["prediction"], r["measured_cpu"]
@@ -468,19 +586,22 @@ def store_verdicts(results: dict, platform_file: Path) -> Optional[str]:
     platform = cal.load(platform_file) or {}
     v = platform.setdefault("interventions", {})
     for r in results["interventions"]:
-        if r["name"] not in whatif.WHAT_IFS:
+        if r["name"] not in whatif.WHAT_IFS or r.get("status") != "complete":
             continue            # combined, virtual-threads: no what-if of their own
         p, c = r["prediction"], r["measured_cpu"]
         v[r["name"]] = {
             "status": ("validated: the measured saving fell inside the prediction"
                        if r["verdict"]["inside"] else "not validated: " + r["verdict"]["text"]),
+            "kind": r["verdict"]["kind"],
             "inside": r["verdict"]["inside"], "ratio_measured_to_predicted": r["verdict"]["ratio"],
             "predicted_ms": p["predicted_us"] / 1e3, "measured_cpu_ms": c["diff"] / 1e6,
             "measured_cpu_ci95_ms": [x / 1e6 for x in c["ci"]], "trials": results["trials"],
             "measured_cpu_per_use_us": per_use(r, c["diff"]),
-            "measured_cpu_per_use_ci95_us": [per_use(r, x) for x in c["ci"]],
+            "measured_cpu_per_use_ci95_us": sorted(per_use(r, x) for x in c["ci"])
+            if per_use(r, c["ci"][0]) is not None else None,
             "per_use_unit": "byte" if r["name"] == "direct-buffers" else "use",
-            "jdk": results["jdk"], "date": results["date"], "source": results["out"]}
+            "jdk": results["jdk"], "jdk_label": results["jdk_label"],
+            "date": results["date"], "source": results["out"], "commit": results.get("commit")}
     cal.save(platform_file, platform)
     return str(platform_file)
 
@@ -505,32 +626,61 @@ def main(argv) -> int:
     c_program("reqload")
     jar(IO_JAR)
     out = out_dir(a.out, "interventions")
-    data_file = out / "data.bin"
+    data_file = out / ".data.bin"
     data_file.write_bytes(random.Random(3).randbytes(FILE_BYTES))
     feature = int(jvm.version.split(".")[0]) if jvm.version.split(".")[0].isdigit() else 0
     specs = [s for s in SPECS if s.name in a.only and feature >= s.min_jdk]
     skipped = [f"{s.name}: needs JDK {s.min_jdk}+ (this is {jvm.version}; give --jdk)"
                for s in SPECS if s.name in a.only and feature < s.min_jdk]
+    if not specs:
+        raise JvmosError("nothing to run: " + "; ".join(skipped))
     for x in skipped:
         log(f"skipped {x}")
     results = {"experiment": "interventions", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "trials": a.trials, "seed": a.seed, "quick": a.quick,
                "date": time.strftime("%Y-%m-%d"), "out": str(out),
-               "platform": str(platform_file), "skipped": skipped, "interventions": []}
+               "platform": str(platform_file), "commit": git_commit(),
+               "requests_scale": a.requests_scale, "skipped": skipped, "interventions": []}
+    failed = []
     try:
         with Progress(len(specs) * (2 * a.trials + 2), "interventions", unit="run") as bar:
             for spec in specs:
-                results["interventions"].append(
-                    run_one(spec, a, java, str(jvm.home), platform, platform_file, out,
-                            data_file, bar))
+                try:
+                    results["interventions"].append(
+                        run_one(spec, a, java, str(jvm.home), platform, platform_file, out,
+                                data_file, bar))
+                except InterventionFailed as e:
+                    # kept with what it finished; the others still run
+                    results["interventions"].append(e.record)
+                    failed.append(f"{spec.name}: {e.record.get('reason')}")
+                    log(f"  FAILED: {e.record.get('reason')}")
     finally:
         data_file.unlink(missing_ok=True)
         if results["interventions"]:
             save(out, results)
     figure(results, out)
-    if a.store and a.trials >= 10:
+    # verdicts into the platform file: only from a full-size run of 10 trials or more
+    if a.store and a.trials >= 10 and not a.quick and a.requests_scale == 1.0:
         results["stored_in"] = store_verdicts(results, platform_file)
         save(out, results)
     print((out / "interventions.md").read_text())
     log(f"results: {out}")
+    if failed:
+        raise JvmosError(f"{len(failed)} intervention(s) failed ({'; '.join(failed)}); the "
+                         f"others' results are in {out}")
     return 0
+
+
+def git_commit() -> Optional[str]:
+    """The commit of the code that made the results (None outside a git checkout)."""
+    from jvmos import ROOT
+    try:
+        r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                           text=True, timeout=10)
+        d = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    return r.stdout.strip() + ("+uncommitted changes" if d.stdout.strip() else "")

@@ -7,6 +7,7 @@ import statistics
 import pytest
 
 from conftest import can_trace, run_jvmos
+from jvmos.jdk import discover_jdks
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -25,7 +26,12 @@ def test_interventions_smallest(platform_file, tmp_path):
     res = json.loads((out / "interventions.json").read_text())
     assert [x["name"] for x in res["interventions"]] == ["keep-alive", "reuse-native-buffers",
                                                          "combined"]
+    assert res["commit"] and res["skipped"] == []
     for iv in res["interventions"]:
+        assert iv["status"] == "complete"
+        assert iv["verdict"]["kind"] in ("inside", "overlap", "miss", "inconclusive")
+        assert isinstance(iv["os_removed_measured_ns"], float)
+        assert isinstance(iv["count_changes"], dict)
         n = iv["requests"]
         a, b = iv["arms"]["A"], iv["arms"]["B"]
         assert len(a["cpu_ns"]) == len(b["cpu_ns"]) == 2 and len(iv["order"]) == 2
@@ -73,3 +79,16 @@ def test_interventions_smallest(platform_file, tmp_path):
     assert w["counted"] == n and w["removed"] == n - 1
     assert w["predicted_us"] == pytest.approx((n - 1) * platform["constants"]["C_link"]["mean_us"])
     assert w["validation"]["status"].startswith("not validated on this machine")
+
+
+def test_interventions_refuse_what_cannot_run(platform_file, tmp_path):
+    """Nothing to run is one line and a non-zero exit, before any server starts."""
+    r = run_jvmos(["run", "interventions", "--only", ",", "--out", str(tmp_path / "a")])
+    assert r.returncode != 0 and "--only needs at least one intervention" in r.stderr
+    old = [j for j in discover_jdks() if j.version.split(".")[0].isdigit()
+           and int(j.version.split(".")[0]) < 21]
+    if old:
+        r = run_jvmos(["run", "interventions", "--only", "virtual-threads", "--jdk",
+                       str(old[0].home), "--out", str(tmp_path / "b")])
+        assert r.returncode != 0 and "nothing to run: virtual-threads: needs JDK 21+" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr

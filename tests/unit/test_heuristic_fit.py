@@ -258,7 +258,7 @@ def test_table7_says_what_each_estimate_uses():
     t = h.table7(results)
     assert "eq. 1: calibrated constants, counted workload, C_mem from the other levels" in t.headers
     assert "eq. 1 with this level's measured memory (not a prediction)" in t.headers
-    assert "real cost (probes; no synchronization time)" in t.headers
+    assert "real cost (probes: measured + estimated; no synchronization time)" in t.headers
     row = dict(zip(t.headers, t.rows[0]))
     assert row["C_mem from the other levels (median)"] == "4.00"           # 4000 µs, in ms
     assert row["eq. 1: calibrated constants, counted workload, C_mem from the other levels"] \

@@ -65,12 +65,27 @@ def test_missing_constants_and_unknown_names_are_refused():
         whatif.predict("faster", 1, PLATFORM)
 
 
+def test_a_recordings_jvm_is_chosen_and_several_are_refused():
+    one = {"categories": {}, "by_pid": {"7": {"jvm": "/jdk", "categories": {
+        "thread_create": {"calls": 5}}}, "8": {"categories": {}}}}
+    part, jdk, pid = whatif.jvm_of_run(one)
+    assert (jdk, pid) == ("/jdk", "7") and part["categories"]["thread_create"]["calls"] == 5
+    two = {"by_pid": {"7": {"jvm": "/a", "categories": {}}, "9": {"jvm": "/b", "categories": {}}}}
+    with pytest.raises(JvmosError, match="holds 2 JVMs"):
+        whatif.jvm_of_run(two)
+    assert whatif.jvm_of_run(two, 9)[1] == "/b"
+    with pytest.raises(JvmosError, match="pid 5 is not in the recording"):
+        whatif.jvm_of_run(two, 5)
+
+
 def test_from_run_keeps_only_where_a_change_keeps():
     s = summary(thread_create={"calls": 30}, vm={"page_faults": 100},
                 link={"syscalls": {"accept": {"calls": 12}}},
                 nio_copy={"calls": 4, "bytes": 4096})
     t = whatif.from_run("thread-pool", s, PLATFORM, None, keep=8)
     assert (t["counted"], t["removed"], t["keep"]) == (30, 22, 8)
+    # a keep above the count keeps them all
+    assert whatif.from_run("keep-alive", s, PLATFORM, None, keep=50)["keep"] == 12
     f = whatif.from_run("pretouch", s, PLATFORM, None, keep=8)
     assert (f["removed"], f["keep"]) == (100, 0)
     d = whatif.from_run("direct-buffers", s, PLATFORM, "/jdk", keep=8)
@@ -106,24 +121,29 @@ def pred(mean, lo, hi):
 
 def test_verdicts():
     inside = iv.verdict(pred(100, 80, 120), {"diff": 110e3, "ci": [90e3, 130e3]})
-    assert inside["inside"] and inside["text"] == "yes"
+    assert inside["inside"] and inside["kind"] == "inside" and inside["text"] == "yes"
     over = iv.verdict(pred(100, 80, 120), {"diff": 300e3, "ci": [250e3, 350e3]})
-    assert not over["inside"] and over["ratio"] == pytest.approx(3.0)
+    assert not over["inside"] and over["kind"] == "miss" and over["ratio"] == pytest.approx(3.0)
     assert over["text"] == "no: measured 3.00x the prediction"
-    noise = iv.verdict(pred(100, 80, 120), {"diff": 10e3, "ci": [-50e3, 70e3]})
-    assert not noise["significant"] and "not significant" in noise["text"]
+    near = iv.verdict(pred(100, 80, 120), {"diff": 150e3, "ci": [110e3, 190e3]})
+    assert not near["inside"] and near["overlap"] and near["kind"] == "overlap"
+    # a mean inside the prediction is no validation when the interval holds 0
+    noise = iv.verdict(pred(100, 80, 120), {"diff": 100e3, "ci": [-50e3, 250e3]})
+    assert not noise["inside"] and noise["kind"] == "inconclusive"
+    assert noise["text"].startswith("inconclusive") and "overlaps" in noise["text"]
 
 
 def test_store_verdicts(tmp_path):
     f = tmp_path / "platform.json"
     from jvmos import calibrate as cal
     cal.save(f, dict(PLATFORM, schema=cal.SCHEMA))
-    r = {"name": "keep-alive", "verdict": {"inside": False, "text": "no: measured 2.00x the "
-                                           "prediction", "ratio": 2.0},
+    r = {"name": "keep-alive", "status": "complete",
+         "verdict": {"inside": False, "kind": "miss", "ratio": 2.0,
+                     "text": "no: measured 2.00x the prediction"},
          "prediction": {"predicted_us": 100.0, "terms": {"keep-alive": {"removed": 10}}},
          "measured_cpu": {"diff": 200e3, "ci": [150e3, 250e3]}}
     results = {"interventions": [r, {"name": "combined"}], "trials": 10, "jdk": "/jdk",
-               "date": "2026-11-26", "out": "x"}
+               "jdk_label": "openjdk-17", "date": "2026-11-26", "out": "x"}
     iv.store_verdicts(results, f)
     v = json.loads(f.read_text())["interventions"]
     assert set(v) == {"keep-alive"}

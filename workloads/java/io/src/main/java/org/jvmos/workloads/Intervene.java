@@ -83,8 +83,6 @@ public final class Intervene extends Workload {
     private final AtomicLong served = new AtomicLong();
     private volatile boolean stopping;
     private ServerSocketChannel server;
-    private final ThreadLocal<RandomAccessFile> keptFile = new ThreadLocal<>();
-    private final ThreadLocal<Inflater> keptInflater = new ThreadLocal<>();
     // a sink for the garbage, so that the JIT cannot drop the allocations
     private static volatile int sink;
 
@@ -207,8 +205,10 @@ public final class Intervene extends Workload {
         return out;
     }
 
-    /** A thread's buffers, made once per thread (not per connection): a connection costs its
-     *  socket, not these. */
+    /** A connection's buffers, borrowed from a shared pool and given back when it ends: made
+     *  once per connection served at the same time, whatever thread serves it, so that the
+     *  arms (a thread per connection or a pool, a connection per request or keep-alive) differ
+     *  in their threads and sockets, not in these allocations. */
     private final class Buffers {
         final ByteBuffer req = ByteBuffer.allocateDirect(1);
         final byte[] heap;
@@ -216,6 +216,8 @@ public final class Intervene extends Workload {
         final byte[] header = new byte[HEADER];
         final ByteBuffer fileBuf = fileMode.equals("none") ? null : ByteBuffer.allocate(FILE_READ);
         final byte[] inflated = inflate.equals("none") ? null : new byte[INFLATED];
+        RandomAccessFile keptFile;     // --file-mode kept: opened once, with these buffers
+        Inflater keptInflater;         // --inflate reused: made once, with these buffers
 
         Buffers() {
             if (direct) {
@@ -231,7 +233,8 @@ public final class Intervene extends Workload {
         }
     }
 
-    private final ThreadLocal<Buffers> buffers = ThreadLocal.withInitial(Buffers::new);
+    private final java.util.concurrent.ConcurrentLinkedQueue<Buffers> buffers =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     /** One connection: requests until the client closes it or says Q. */
     private final class Handler implements Runnable {
@@ -243,13 +246,12 @@ public final class Intervene extends Workload {
 
         @Override
         public void run() {
-            Buffers bufs = buffers.get();
+            Buffers polled = buffers.poll();
+            Buffers bufs = polled != null ? polled : new Buffers();
             ByteBuffer req = bufs.req;
             byte[] heap = bufs.heap;
             ByteBuffer out = bufs.out;
             byte[] header = bufs.header;
-            ByteBuffer fileBuf = bufs.fileBuf;
-            byte[] inflated = bufs.inflated;
             try (SocketChannel ch = c) {
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 while (true) {
@@ -263,7 +265,7 @@ public final class Intervene extends Workload {
                         return;
                     }
                     long n = served.getAndIncrement();
-                    long sum = work(n, fileBuf, inflated);
+                    long sum = work(n, bufs);
                     ByteBuffer.wrap(header).putLong(n).putLong(sum);
                     if (direct) {
                         out.clear();
@@ -278,21 +280,24 @@ public final class Intervene extends Workload {
                 if (!stopping) {
                     System.err.println("error: connection: " + e);
                 }
+            } finally {
+                buffers.add(bufs);
             }
         }
     }
 
     /** The request's work beside its I/O; the checksum of what it read and inflated. */
-    private long work(long n, ByteBuffer fileBuf, byte[] inflated)
-            throws IOException, DataFormatException {
+    private long work(long n, Buffers bufs) throws IOException, DataFormatException {
+        ByteBuffer fileBuf = bufs.fileBuf;
+        byte[] inflated = bufs.inflated;
         CRC32 crc = new CRC32();
         if (fileBuf != null) {
             long pos = (n % fileBlocks) * FILE_READ;
-            RandomAccessFile f = fileMode.equals("kept") ? keptFile.get() : null;
+            RandomAccessFile f = fileMode.equals("kept") ? bufs.keptFile : null;
             if (f == null) {
                 f = new RandomAccessFile(file, "r");
                 if (fileMode.equals("kept")) {
-                    keptFile.set(f);
+                    bufs.keptFile = f;
                 }
             }
             try {
@@ -306,11 +311,11 @@ public final class Intervene extends Workload {
             crc.update(fileBuf.array(), 0, FILE_READ);
         }
         for (int i = 0; inflated != null && i < inflateCount; i++) {
-            Inflater inf = inflate.equals("reused") ? keptInflater.get() : null;
+            Inflater inf = inflate.equals("reused") ? bufs.keptInflater : null;
             if (inf == null) {
                 inf = new Inflater();
                 if (inflate.equals("reused")) {
-                    keptInflater.set(inf);
+                    bufs.keptInflater = inf;
                 }
             } else {
                 inf.reset();

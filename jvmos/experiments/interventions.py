@@ -547,26 +547,37 @@ def figure(results: dict, out: Path) -> None:
     rs = [r for r in results["interventions"] if r.get("status") == "complete"]
     if not rs:
         return
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rs) + 1.4))
+    fig, ax = plt.subplots(figsize=(8.5, 0.6 * len(rs) + 2.0))
     for i, r in enumerate(rs):
         p, c = r["prediction"], r["measured_cpu"]
         lo, hi = (x / 1e3 for x in p["predicted_ci95_us"])
         ax.plot([lo, hi], [i + 0.12] * 2, color="tab:blue", lw=6, alpha=0.5,
-                label="predicted (95%)" if i == 0 else None)
+                label="predicted (95%; combined: the terms' ends summed)" if i == 0 else None)
         ax.plot([p["predicted_us"] / 1e3], [i + 0.12], "o", color="tab:blue")
         ax.errorbar([c["diff"] / 1e6], [i - 0.12], xerr=[[c["diff"] / 1e6 - c["ci"][0] / 1e6],
                                                         [c["ci"][1] / 1e6 - c["diff"] / 1e6]],
                     fmt="s", color="tab:red", capsize=3,
                     label="measured CPU saving (Welch 95%)" if i == 0 else None)
     ax.set_yticks(range(len(rs)), [r["name"] for r in rs])
-    ax.set_xscale("symlog", linthresh=1.0)
-    ax.axvline(0, color="grey", lw=0.8)
-    ax.set_xlabel("saving over the timed requests, ms of server CPU (symmetric log scale)")
+    ends = [x / 1e3 for r in rs for x in r["prediction"]["predicted_ci95_us"]] + \
+           [x / 1e6 for r in rs for x in r["measured_cpu"]["ci"]]
+    lo, hi = min(ends), max(ends)
+    if lo > 0:
+        ax.set_xscale("log")
+        ax.set_xlim(lo / 1.5, hi * 1.5)
+        scale = "log scale"
+    else:
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(lo * 1.5, hi * 1.5)
+        ax.axvline(0, color="grey", lw=0.8)
+        scale = "symmetric log scale"
+    ax.set_xlabel(f"saving over the timed requests, ms of server CPU ({scale})")
     ax.set_title(f"Interventions: predicted vs measured ({results['jdk_label']}, "
                  f"n={results['trials']} per arm)")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
+    height = fig.get_figheight()
+    fig.legend(loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1))
     for ext in ("png", "svg"):
         fig.savefig(out / f"interventions.{ext}", dpi=110)
     plt.close(fig)

@@ -194,7 +194,7 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     c = counts(s)
     w = WHAT_IFS[name]
     if name == "direct-buffers":
-        removed, calls = c["nio_copy_bytes"], c["nio_copy_calls"]
+        removed, calls, keep = c["nio_copy_bytes"], c["nio_copy_calls"], 0
     else:
         keep = min(keep, c[w.count_key]) if name in KEEPS else 0
         removed, calls = c[w.count_key] - keep, 0.0

@@ -89,7 +89,7 @@ def test_from_run_keeps_only_where_a_change_keeps():
     f = whatif.from_run("pretouch", s, PLATFORM, None, keep=8)
     assert (f["removed"], f["keep"]) == (100, 0)
     d = whatif.from_run("direct-buffers", s, PLATFORM, "/jdk", keep=8)
-    assert (d["removed"], d["removed_calls"]) == (4096, 4)
+    assert (d["removed"], d["removed_calls"], d["keep"]) == (4096, 4, 0)
     assert t["validation"]["status"].startswith("not validated")
     assert "scaled_from_intervention_us" not in t
 

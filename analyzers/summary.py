@@ -98,6 +98,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     incl = {k[0]: v for k, v in raw.keyed("@thr_incl").items()}
 
     by_pid = {}
+    offcpu_ns, offcpu_n = raw.keyed("@offcpu_ns"), raw.keyed("@offcpu_n")
     pids = sorted(set(fns) | set(pathmap) | set(execs), key=lambda p: int(p))
     for pid in pids:
         cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
@@ -108,6 +109,9 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         csw = threads.context_switches(raw.keyed("@csw"), pid)
         if csw:
             by_pid[pid]["context_switches"] = csw
+        off = threads.off_cpu(offcpu_ns, offcpu_n, pid)
+        if off:
+            by_pid[pid]["off_cpu"] = off
         grow = {k: mem.growth(raw.keyed(m), pid) for k, m in
                 (("vm_bytes", "@grow_vm"), ("malloc_bytes", "@grow_malloc"))}
         if any(grow.values()):
@@ -180,6 +184,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                                          "involuntary": sum(x["involuntary"] for x in sw),
                                          "threads": sum(x["threads"] for x in sw)}
                                         if sw else None),
+                   "off_cpu": threads.off_cpu_total({p: by_pid[p].get("off_cpu")
+                                                     for p in pids}),
                    "processes": len(pids),
                    "lost_events": raw.lost_events,
                    "missed_events": dict(missed),

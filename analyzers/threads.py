@@ -237,3 +237,104 @@ def context_switches(csw: Dict[tuple, int], pid: str, top: int = 10) -> Optional
             "involuntary": sum(v["involuntary"] for v in per.values()),
             "threads": len(per),
             "busiest_threads": {tid: v for tid, v in busiest[:top]}}
+
+
+# ---------------------------------------------------------------- off-CPU time (issue 25)
+
+# x86-64 syscall numbers of the syscalls a JVM waits in, and the boundary each belongs to
+# (arch/x86/entry/syscalls/syscall_64.tbl); any other is "syscall N", boundary "other syscall"
+SYSCALLS_X86_64 = {
+    0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprotect", 11: "munmap",
+    12: "brk", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
+    24: "sched_yield", 28: "madvise", 35: "nanosleep", 40: "sendfile", 42: "connect",
+    43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg", 48: "shutdown",
+    56: "clone", 60: "exit", 61: "wait4", 74: "fsync", 75: "fdatasync", 202: "futex",
+    230: "clock_nanosleep", 231: "exit_group", 232: "epoll_wait", 247: "waitid",
+    257: "openat", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 288: "accept4",
+    435: "clone3", 437: "openat2", 441: "epoll_pwait2",
+}
+OFFCPU_BOUNDARY = {
+    "io (read/write on a socket, pipe or file)": ("read", "write", "pread64", "pwrite64",
+                                                   "readv", "writev", "sendto", "recvfrom",
+                                                   "sendmsg", "recvmsg", "sendfile"),
+    "sync (futex, yield)": ("futex", "sched_yield"),
+    "link (accept, connect)": ("accept", "accept4", "connect", "shutdown"),
+    "file (open, close, fsync)": ("openat", "openat2", "close", "fsync", "fdatasync"),
+    "poll (epoll, poll, select)": ("epoll_wait", "epoll_pwait", "epoll_pwait2", "poll",
+                                   "ppoll", "select", "pselect6"),
+    "sleep": ("nanosleep", "clock_nanosleep"),
+    "memory (mmap, munmap, ...)": ("mmap", "munmap", "mprotect", "madvise", "brk"),
+    "threads and processes": ("clone", "clone3", "exit", "exit_group", "wait4", "waitid"),
+}
+_BOUNDARY_OF = {name: b for b, names in OFFCPU_BOUNDARY.items() for name in names}
+OUTSIDE_SYSCALL = "outside a syscall (a page fault's wait, or preempted in user code)"
+PREEMPTED = "run queue (preempted while runnable)"
+OFFCPU_BASIS = (
+    "from each switch-out of a traced thread to its next switch-in (sched_switch), while the "
+    "recording counted: blocked (a voluntary switch: the thread waited in the kernel) or "
+    "preempted (runnable, waiting in a run queue); by the syscall it was switched out in "
+    "(pt_regs->orig_ax with ax = -ENOSYS). A lower bound: a thread switched out when counting "
+    "began or still out when it ended is not counted. Waiting, not work: not part of the "
+    "guaranteed (on-CPU) overhead; summed over threads, it can exceed the wall time.")
+
+
+def syscall_name(x: int) -> Optional[str]:
+    """The name of engine key x (syscall number + 1; 0: not in a syscall)."""
+    if x <= 0:
+        return None
+    return SYSCALLS_X86_64.get(x - 1, f"syscall {x - 1}")
+
+
+def off_cpu(ns: Dict[tuple, int], n: Dict[tuple, int], pid: str) -> Optional[dict]:
+    """One process's off-CPU time from @offcpu_ns/@offcpu_n[pid, nr + 1, kind]: by boundary
+    (blocked in a syscall of that boundary; preempted apart) and by syscall."""
+    by_sys, by_b = {}, {}
+    total = blocked = preempted = switches = 0
+    for (p, x, kind), v in ns.items():
+        if p != pid:
+            continue
+        v, k = int(v), int(n.get((p, x, kind), 0))
+        name = syscall_name(int(x))
+        total += v
+        switches += k
+        s = by_sys.setdefault(name or "(not in a syscall)", {"blocked_ns": 0, "preempted_ns": 0,
+                                                 "switches": 0})
+        s["switches"] += k
+        if kind == "involuntary":
+            preempted += v
+            s["preempted_ns"] += v
+            b = PREEMPTED
+        else:
+            blocked += v
+            s["blocked_ns"] += v
+            b = OUTSIDE_SYSCALL if name is None else _BOUNDARY_OF.get(name, "other syscall")
+        e = by_b.setdefault(b, {"ns": 0, "switches": 0})
+        e["ns"] += v
+        e["switches"] += k
+    if not switches:
+        return None
+    order = lambda d, key: dict(sorted(d.items(), key=lambda kv: -kv[1][key]))
+    return {"total_ns": total, "blocked_ns": blocked, "preempted_ns": preempted,
+            "switches": switches, "lower_bound": True,
+            "by_boundary": order(by_b, "ns"),
+            "by_syscall": dict(sorted(by_sys.items(),
+                                      key=lambda kv: -(kv[1]["blocked_ns"] + kv[1]["preempted_ns"]))),
+            "basis": OFFCPU_BASIS}
+
+
+def off_cpu_total(per_pid: Dict[str, dict]) -> Optional[dict]:
+    """The processes' off-CPU sections summed (totals)."""
+    secs = [v for v in per_pid.values() if v]
+    if not secs:
+        return None
+    out = {"total_ns": 0, "blocked_ns": 0, "preempted_ns": 0, "switches": 0, "lower_bound": True,
+           "by_boundary": {}, "basis": OFFCPU_BASIS}
+    for s in secs:
+        for k in ("total_ns", "blocked_ns", "preempted_ns", "switches"):
+            out[k] += s[k]
+        for b, e in s["by_boundary"].items():
+            t = out["by_boundary"].setdefault(b, {"ns": 0, "switches": 0})
+            t["ns"] += e["ns"]
+            t["switches"] += e["switches"]
+    out["by_boundary"] = dict(sorted(out["by_boundary"].items(), key=lambda kv: -kv[1]["ns"]))
+    return out

@@ -126,6 +126,11 @@ def render(run_dir) -> str:
         cs = t["context_switches"]
         out.append(f"context switches: {cs['voluntary']:,} voluntary, {cs['involuntary']:,} "
                    f"involuntary, over {cs['threads']:,} threads")
+    off = t.get("off_cpu")
+    if off:
+        out.append(f"off-CPU time (waiting, not in the guaranteed overhead; a lower bound): "
+                   f"{fmt_ns(off['total_ns'])} over {off['switches']:,} switch-outs: blocked "
+                   f"{fmt_ns(off['blocked_ns'])}, preempted {fmt_ns(off['preempted_ns'])}")
     if t.get("probe_overhead_ns") is not None:
         out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
                    f"traced processes" + (f" (= {t['slowdown_pct']:.0f}% of their CPU time without the probes, "
@@ -175,6 +180,14 @@ def render(run_dir) -> str:
         if samp.get("flamegraphs"):
             out.append("flame graphs: " + ", ".join(samp["flamegraphs"]))
         out.append("")
+    if off:
+        ot = Table("Off-CPU time by boundary (all traced processes; threads' time summed: can "
+                   "exceed wall)", ["where the thread waited", "switch-outs", "time", "share"])
+        for b, e in off["by_boundary"].items():
+            ot.add([b, fmt_count(e["switches"]), fmt_ns(e["ns"]),
+                    f"{100 * e['ns'] / off['total_ns']:.1f}%" if off["total_ns"] else "—"])
+        out.append(ot.markdown())
+        out.append(f"off-CPU time (waiting): {off['basis']}")
     p = s.get("paths") or {}
     if p:
         pt = Table("I/O bytes by path", ["path", "syscalls", "bytes"])

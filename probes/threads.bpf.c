@@ -49,6 +49,11 @@
  * "java" for a thread cloned inside JVM_StartThread (a java.lang.Thread), "internal" for the
  * JVM's own threads (GC, compiler, ...).
  *
+ * Off-CPU time (either mode): from each switch-out of a traced thread to its next switch-in,
+ * by the syscall it was switched out in (syscall_of) and whether it blocked or was preempted:
+ * counts[tgid, JVMOS_WHAT_OFFCPU_NS/_N, kind, nr + 1] (@offcpu_ns, @offcpu_n; 0: not in a
+ * syscall). Waiting, not work: the analyzers keep it apart from the guaranteed overhead.
+ *
  * Also: every futex syscall of a traced thread (category sync: wait, wake, other; inside a
  * span also thread_wait), every switch out of a traced thread (@csw[pid, tid, voluntary or
  * involuntary]: voluntary when it blocked, involuntary when it was preempted; csw_voluntary()
@@ -132,6 +137,9 @@ struct thr_state {
 	__u64 span_switch_out_ns;	/* switched out inside a span */
 	__u64 wakeup_new_ns;		/* woken for its first run */
 	__u64 runq_ns;			/* runnable since (--mode time) */
+	__u64 off_since_ns;		/* switched out at (off-CPU time) */
+	__s32 off_nr;			/* the syscall it was in then, -1 none */
+	__u32 off_pid;			/* its process */
 	__u32 kernel_exit_pid;		/* the process of each of the events above: read where */
 	__u32 span_switch_out_pid;	/* the current task is another one (sched_switch) */
 	__u32 wakeup_new_pid;		/* the process that created the thread */
@@ -139,7 +147,8 @@ struct thr_state {
 	__u8 java_thread;		/* cloned inside JVM_StartThread */
 	__u8 futex_op;			/* FUTEX_*_OP */
 	__u8 runq_why;			/* RUNQ_* */
-	__u8 pad[5];
+	__u8 off_kind;			/* JVMOS_CSW_*: blocked or preempted */
+	__u8 pad[4];
 };
 
 /* A plain hash, not an LRU: an entry goes when the kernel frees its task (thr_free), and an
@@ -677,6 +686,23 @@ static __always_inline int csw_voluntary(bool preempt, struct task_struct *prev,
 	return state != 0;
 }
 
+/* The syscall a task being switched out is in, or -1. x86-64 keeps the syscall number in
+ * pt_regs->orig_ax and sets ax to -ENOSYS until the syscall returns; an interrupt leaves
+ * ~vector (negative) in orig_ax, but an exception with an error code (a page fault) leaves that
+ * code there, so orig_ax alone would read a fault's error code 4 or 6 as stat or lstat: both
+ * must hold. */
+static __always_inline __s32 syscall_of(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr, ax;
+
+	if (!regs)
+		return -1;
+	nr = BPF_CORE_READ(regs, orig_ax);
+	ax = BPF_CORE_READ(regs, ax);
+	return nr >= 0 && nr < 1024 && ax == -38 /* -ENOSYS */ ? (__s32)nr : -1;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -755,7 +781,16 @@ switches:
 		vol = csw_voluntary(preempt, prev, prev_state);
 		jvmos_count_x(prev_tgid, JVMOS_WHAT_CSW,
 			      vol ? JVMOS_CSW_VOLUNTARY : JVMOS_CSW_INVOLUNTARY, prev_tid, 1);
-		if (timing && (tp || (tp = state_new(prev_tid)))) {
+		/* off-CPU time, by the syscall the thread is switched out in (either mode) */
+		if (!tp)
+			tp = state_new(prev_tid);
+		if (tp) {
+			tp->off_nr = syscall_of(prev);
+			tp->off_pid = prev_tgid;
+			tp->off_kind = vol ? JVMOS_CSW_VOLUNTARY : JVMOS_CSW_INVOLUNTARY;
+			tp->off_since_ns = now;
+		}
+		if (timing && tp) {
 			tp->traced_tid = prev_tgid;
 			/* preempted: runnable, it waits in the run queue from now (a wakeup that
 			 * came while it ran is stale); blocked: no wait until its wakeup */
@@ -767,6 +802,14 @@ switches:
 				tp->runq_why = 0;
 			}
 		}
+	}
+	/* off-CPU time: from the switch-out above to this switch-in, by syscall and kind */
+	if (tn && tn->off_since_ns) {
+		jvmos_count_x(tn->off_pid, JVMOS_WHAT_OFFCPU_NS, tn->off_kind,
+			      (__u32)(tn->off_nr + 1), now - tn->off_since_ns);
+		jvmos_count_x(tn->off_pid, JVMOS_WHAT_OFFCPU_N, tn->off_kind,
+			      (__u32)(tn->off_nr + 1), 1);
+		tn->off_since_ns = 0;
 	}
 	/* run-queue wait (--mode time): runnable since its wakeup or preemption, until now */
 	if (timing && tn && tn->runq_ns) {

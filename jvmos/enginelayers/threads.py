@@ -60,7 +60,10 @@ NAMES = {BASE + 1 + i: (what, maps[0], maps[1]) for i, (_, what, maps) in enumer
 
 CSW = {1: "voluntary", 2: "involuntary"}
 WHATS = {BASE + 1: ("@thr_incl", lambda sub, x: "" if sub == 0 else None),
-         BASE + 2: ("@csw", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None)}
+         BASE + 2: ("@csw", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None),
+         # off-CPU time and switches by the syscall switched out in (x = nr + 1, 0: none)
+         BASE + 3: ("@offcpu_ns", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None),
+         BASE + 4: ("@offcpu_n", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None)}
 MISSED = {"thread_span_no_entry": BASE + 1}
 HITS = {"threads:uprobe": BASE + 1, "threads:uretprobe": BASE + 2,
         "threads:sched_wakeup_new": BASE + 3, "threads:sys_enter_exit": BASE + 4,
@@ -68,7 +71,8 @@ HITS = {"threads:uprobe": BASE + 1, "threads:uretprobe": BASE + 2,
 HEADER_NAMES = {
     **{f"CAT_{k.upper()}": v for k, v in CATEGORIES.items()},
     **{f"NAME_{h}": BASE + 1 + i for i, (h, _, _) in enumerate(_NAMES)},
-    "WHAT_THR_INCL": BASE + 1, "WHAT_CSW": BASE + 2,
+    "WHAT_THR_INCL": BASE + 1, "WHAT_CSW": BASE + 2, "WHAT_OFFCPU_NS": BASE + 3,
+    "WHAT_OFFCPU_N": BASE + 4,
     "CSW_VOLUNTARY": 1, "CSW_INVOLUNTARY": 2,
     **{f"MISSED_{k.upper()}": v for k, v in MISSED.items()},
     **{"HIT_" + k.replace(":", "_").upper(): v for k, v in HITS.items()},

@@ -99,7 +99,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
 
     by_pid = {}
     offcpu_ns, offcpu_n = raw.keyed("@offcpu_ns"), raw.keyed("@offcpu_n")
-    pids = sorted(set(fns) | set(pathmap) | set(execs), key=lambda p: int(p))
+    pids = sorted(set(fns) | set(pathmap) | set(execs) | {k[0] for k in offcpu_n},
+                  key=lambda p: int(p))
     for pid in pids:
         cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
                            costs, jvms_by_pid.get(pid), mode, probes, int(incl.get(pid, 0)))

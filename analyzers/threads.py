@@ -246,36 +246,52 @@ def context_switches(csw: Dict[tuple, int], pid: str, top: int = 10) -> Optional
 SYSCALLS_X86_64 = {
     0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprotect", 11: "munmap",
     12: "brk", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
-    24: "sched_yield", 28: "madvise", 35: "nanosleep", 40: "sendfile", 42: "connect",
-    43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg", 48: "shutdown",
-    56: "clone", 60: "exit", 61: "wait4", 74: "fsync", 75: "fdatasync", 202: "futex",
-    230: "clock_nanosleep", 231: "exit_group", 232: "epoll_wait", 247: "waitid",
-    257: "openat", 270: "pselect6", 271: "ppoll", 281: "epoll_pwait", 288: "accept4",
-    435: "clone3", 437: "openat2", 441: "epoll_pwait2",
+    24: "sched_yield", 26: "msync", 28: "madvise", 35: "nanosleep", 40: "sendfile",
+    42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
+    48: "shutdown", 56: "clone", 58: "vfork", 60: "exit", 61: "wait4", 72: "fcntl",
+    73: "flock", 74: "fsync", 75: "fdatasync", 77: "ftruncate", 202: "futex",
+    215: "epoll_wait_old", 217: "getdents64", 219: "restart_syscall", 230: "clock_nanosleep",
+    231: "exit_group", 232: "epoll_wait", 247: "waitid", 257: "openat", 262: "newfstatat",
+    270: "pselect6", 271: "ppoll", 275: "splice", 281: "epoll_pwait", 285: "fallocate",
+    288: "accept4", 295: "preadv", 296: "pwritev", 299: "recvmmsg", 307: "sendmmsg",
+    326: "copy_file_range", 327: "preadv2", 328: "pwritev2", 332: "statx", 435: "clone3",
+    437: "openat2", 441: "epoll_pwait2",
 }
 OFFCPU_BOUNDARY = {
-    "io (read/write on a socket, pipe or file)": ("read", "write", "pread64", "pwrite64",
-                                                   "readv", "writev", "sendto", "recvfrom",
-                                                   "sendmsg", "recvmsg", "sendfile"),
-    "sync (futex, yield)": ("futex", "sched_yield"),
-    "link (accept, connect)": ("accept", "accept4", "connect", "shutdown"),
-    "file (open, close, fsync)": ("openat", "openat2", "close", "fsync", "fdatasync"),
-    "poll (epoll, poll, select)": ("epoll_wait", "epoll_pwait", "epoll_pwait2", "poll",
-                                   "ppoll", "select", "pselect6"),
+    "io: blocked in read/write (socket, pipe or file)": (
+        "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+        "preadv2", "pwritev2", "sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg",
+        "sendmmsg", "sendfile", "splice", "copy_file_range"),
+    "sync: blocked in futex": ("futex",),
+    "link: blocked in accept or connect": ("accept", "accept4", "connect", "shutdown"),
+    "file: blocked in open, close, sync, lock or stat": (
+        "openat", "openat2", "close", "fsync", "fdatasync", "msync", "fcntl", "flock",
+        "ftruncate", "fallocate", "newfstatat", "statx", "getdents64"),
+    "poll: blocked in epoll, poll or select": (
+        "epoll_wait", "epoll_wait_old", "epoll_pwait", "epoll_pwait2", "poll", "ppoll",
+        "select", "pselect6"),
     "sleep": ("nanosleep", "clock_nanosleep"),
-    "memory (mmap, munmap, ...)": ("mmap", "munmap", "mprotect", "madvise", "brk"),
-    "threads and processes": ("clone", "clone3", "exit", "exit_group", "wait4", "waitid"),
+    "memory: blocked in mmap, munmap, ...": ("mmap", "munmap", "mprotect", "madvise", "brk"),
+    "threads and processes: blocked in clone, exit, wait": (
+        "clone", "clone3", "vfork", "exit", "exit_group", "wait4", "waitid"),
+    "a restarted wait (restart_syscall)": ("restart_syscall",),
 }
 _BOUNDARY_OF = {name: b for b, names in OFFCPU_BOUNDARY.items() for name in names}
-OUTSIDE_SYSCALL = "outside a syscall (a page fault's wait, or preempted in user code)"
-PREEMPTED = "run queue (preempted while runnable)"
+OUTSIDE_SYSCALL = ("blocked outside a syscall (a page fault, the syscall-exit work, a "
+                   "fatal signal's exit)")
+PREEMPTED = "preempted: runnable, in a run queue (sched_yield included)"
+STOPPED = "stopped: SIGSTOP or ptrace (jvmos's hold of an exec'd child until its probes attach)"
 OFFCPU_BASIS = (
     "from each switch-out of a traced thread to its next switch-in (sched_switch), while the "
-    "recording counted: blocked (a voluntary switch: the thread waited in the kernel) or "
-    "preempted (runnable, waiting in a run queue); by the syscall it was switched out in "
-    "(pt_regs->orig_ax with ax = -ENOSYS). A lower bound: a thread switched out when counting "
-    "began or still out when it ended is not counted. Waiting, not work: not part of the "
-    "guaranteed (on-CPU) overhead; summed over threads, it can exceed the wall time.")
+    "recording counted: blocked (it waited in the kernel; the time includes its wait for a "
+    "CPU after the wakeup), preempted (runnable, in a run queue; a sched_yield is one), or "
+    "stopped (SIGSTOP, ptrace: jvmos holds each exec'd child stopped until its probes "
+    "attach); blocked time by the syscall it was switched out in (pt_regs->orig_ax, while "
+    "ax = -ENOSYS; x86-64 numbers). intervals: switch-outs whose switch-in was seen. A lower "
+    "bound: a thread switched out when counting began or still out when it ended is not "
+    "counted. Waiting, not work: never part of the guaranteed (on-CPU) overhead; the runq "
+    "and thread_wait categories are parts of it (do not add them to it); summed over "
+    "threads, it can exceed the wall time.")
 
 
 def syscall_name(x: int) -> Optional[str]:
@@ -287,38 +303,39 @@ def syscall_name(x: int) -> Optional[str]:
 
 def off_cpu(ns: Dict[tuple, int], n: Dict[tuple, int], pid: str) -> Optional[dict]:
     """One process's off-CPU time from @offcpu_ns/@offcpu_n[pid, nr + 1, kind]: by boundary
-    (blocked in a syscall of that boundary; preempted apart) and by syscall."""
+    (blocked in a syscall of that boundary; preempted and stopped apart) and by syscall."""
     by_sys, by_b = {}, {}
-    total = blocked = preempted = switches = 0
+    tot = {"blocked": 0, "preempted": 0, "stopped": 0}
+    intervals = 0
     for (p, x, kind), v in ns.items():
-        if p != pid:
+        if p != pid or kind not in tot:
             continue
         v, k = int(v), int(n.get((p, x, kind), 0))
         name = syscall_name(int(x))
-        total += v
-        switches += k
-        s = by_sys.setdefault(name or "(not in a syscall)", {"blocked_ns": 0, "preempted_ns": 0,
-                                                 "switches": 0})
-        s["switches"] += k
-        if kind == "involuntary":
-            preempted += v
-            s["preempted_ns"] += v
+        tot[kind] += v
+        intervals += k
+        s = by_sys.setdefault(name or "(not in a syscall)",
+                              {"blocked_ns": 0, "preempted_ns": 0, "stopped_ns": 0,
+                               "intervals": 0})
+        s["intervals"] += k
+        s[f"{kind}_ns"] += v
+        if kind == "preempted":
             b = PREEMPTED
+        elif kind == "stopped":
+            b = STOPPED
         else:
-            blocked += v
-            s["blocked_ns"] += v
             b = OUTSIDE_SYSCALL if name is None else _BOUNDARY_OF.get(name, "other syscall")
-        e = by_b.setdefault(b, {"ns": 0, "switches": 0})
+        e = by_b.setdefault(b, {"ns": 0, "intervals": 0})
         e["ns"] += v
-        e["switches"] += k
-    if not switches:
+        e["intervals"] += k
+    if not intervals:
         return None
-    order = lambda d, key: dict(sorted(d.items(), key=lambda kv: -kv[1][key]))
-    return {"total_ns": total, "blocked_ns": blocked, "preempted_ns": preempted,
-            "switches": switches, "lower_bound": True,
-            "by_boundary": order(by_b, "ns"),
-            "by_syscall": dict(sorted(by_sys.items(),
-                                      key=lambda kv: -(kv[1]["blocked_ns"] + kv[1]["preempted_ns"]))),
+    total = sum(tot.values())
+    return {"total_ns": total, "blocked_ns": tot["blocked"], "preempted_ns": tot["preempted"],
+            "stopped_ns": tot["stopped"], "intervals": intervals, "lower_bound": True,
+            "by_boundary": dict(sorted(by_b.items(), key=lambda kv: -kv[1]["ns"])),
+            "by_syscall": dict(sorted(by_sys.items(), key=lambda kv: -sum(
+                v for k, v in kv[1].items() if k.endswith("_ns")))),
             "basis": OFFCPU_BASIS}
 
 
@@ -327,14 +344,15 @@ def off_cpu_total(per_pid: Dict[str, dict]) -> Optional[dict]:
     secs = [v for v in per_pid.values() if v]
     if not secs:
         return None
-    out = {"total_ns": 0, "blocked_ns": 0, "preempted_ns": 0, "switches": 0, "lower_bound": True,
-           "by_boundary": {}, "basis": OFFCPU_BASIS}
+    keys = ("total_ns", "blocked_ns", "preempted_ns", "stopped_ns", "intervals")
+    out = {**{k: 0 for k in keys}, "lower_bound": True, "by_boundary": {},
+           "basis": OFFCPU_BASIS}
     for s in secs:
-        for k in ("total_ns", "blocked_ns", "preempted_ns", "switches"):
+        for k in keys:
             out[k] += s[k]
         for b, e in s["by_boundary"].items():
-            t = out["by_boundary"].setdefault(b, {"ns": 0, "switches": 0})
+            t = out["by_boundary"].setdefault(b, {"ns": 0, "intervals": 0})
             t["ns"] += e["ns"]
-            t["switches"] += e["switches"]
+            t["intervals"] += e["intervals"]
     out["by_boundary"] = dict(sorted(out["by_boundary"].items(), key=lambda kv: -kv[1]["ns"]))
     return out

@@ -309,6 +309,9 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
     out["iterations"] = n
     out["trials"] = trials
     out["engine"] = eng.version()
+    # the programs the costs were measured on: a layer whose object changed since is
+    # measured again (incomplete)
+    out["objects_sha256"] = objects_sha256(layers)
     out["method"] = ("probecal run bare and under jvmos-engine in the same invocation, "
                      "interleaved per trial, its process CPU time over the loop compared; "
                      "per-hit cost = (probed - bare) / the hits the programs' maps counted; "
@@ -406,7 +409,7 @@ def merge(old: Optional[dict], new: dict) -> dict:
     out = dict(old or {}, **new)
     o = old or {}
     out["own_kinds"] = sorted(set(o.get("own_kinds") or ()) | set(new.get("own_kinds") or ()))
-    for k in ("kind_keys", "placement"):
+    for k in ("kind_keys", "placement", "objects_sha256"):
         out[k] = dict(o.get(k) or {}, **(new.get(k) or {}))
     unresolved = dict(o.get("unresolved") or {}, **(new.get("unresolved") or {}))
     # a cost resolved now is no longer unresolved
@@ -415,11 +418,37 @@ def merge(old: Optional[dict], new: dict) -> dict:
     return out
 
 
+def objects_sha256(layers: Optional[List[str]] = None) -> Dict[str, Optional[str]]:
+    """sha256 of the compiled objects (common and each layer's; None: every compiled layer)."""
+    import hashlib
+    from jvmos.enginelayers import MODULES
+    out = {}
+    for name, path in eng.objects_for([x for x in MODULES if layers is None
+                                       or x in layers]).items():
+        try:
+            out[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            out[name] = None
+    return out
+
+
+def stale_objects(probes: Optional[dict], layers: Optional[List[str]] = None) -> List[str]:
+    """The objects (of these layers, and common) whose programs changed since their costs
+    were measured, or whose costs name no object (measured before objects were recorded)."""
+    import os
+    if os.environ.get("JVMOS_ENGINE_OBJECTS"):
+        return []       # a developer's (or a test's) objects: not what any calibration measured
+    had = (probes or {}).get("objects_sha256") or {}
+    now = objects_sha256(layers)
+    return [k for k, v in now.items() if v is not None and had.get(k) != v]
+
+
 def incomplete(probes: Optional[dict], layers: Optional[List[str]] = None) -> bool:
     """The costs a recording of these layers needs (None: every compiled layer) are not all
-    there."""
-    return not probes or any(k not in probes and k not in (probes.get("unresolved") or {})
-                             for k in all_keys(layers))
+    there, or were measured on programs that have changed since."""
+    return (not probes or any(k not in probes and k not in (probes.get("unresolved") or {})
+                              for k in all_keys(layers))
+            or bool(stale_objects(probes, layers)))
 
 
 def print_summary(probes: dict) -> str:

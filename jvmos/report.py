@@ -129,8 +129,9 @@ def render(run_dir) -> str:
     off = t.get("off_cpu")
     if off:
         out.append(f"off-CPU time (waiting, not in the guaranteed overhead; a lower bound): "
-                   f"{fmt_ns(off['total_ns'])} over {off['switches']:,} switch-outs: blocked "
-                   f"{fmt_ns(off['blocked_ns'])}, preempted {fmt_ns(off['preempted_ns'])}")
+                   f"{fmt_ns(off['total_ns'])} in {off['intervals']:,} intervals: blocked "
+                   f"{fmt_ns(off['blocked_ns'])}, preempted {fmt_ns(off['preempted_ns'])}"
+                   + (f", stopped {fmt_ns(off['stopped_ns'])}" if off.get("stopped_ns") else ""))
     if t.get("probe_overhead_ns") is not None:
         out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
                    f"traced processes" + (f" (= {t['slowdown_pct']:.0f}% of their CPU time without the probes, "
@@ -182,9 +183,10 @@ def render(run_dir) -> str:
         out.append("")
     if off:
         ot = Table("Off-CPU time by boundary (all traced processes; threads' time summed: can "
-                   "exceed wall)", ["where the thread waited", "switch-outs", "time", "share"])
+                   "exceed wall)", ["where the thread waited", "intervals (switch-out to "
+                                    "switch-in)", "time", "share of the off-CPU total"])
         for b, e in off["by_boundary"].items():
-            ot.add([b, fmt_count(e["switches"]), fmt_ns(e["ns"]),
+            ot.add([b, fmt_count(e["intervals"]), fmt_ns(e["ns"]),
                     f"{100 * e['ns'] / off['total_ns']:.1f}%" if off["total_ns"] else "—"])
         out.append(ot.markdown())
         out.append(f"off-CPU time (waiting): {off['basis']}")

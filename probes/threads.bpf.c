@@ -105,6 +105,8 @@ const volatile __u32 timing = 1;	/* 0 in --mode count: the spans are not timed *
 #define THR_TASK_IDLE		0x402	/* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
 #define THR_TASK_RTLOCK_WAIT	0x1000
 #define THR_TASK_FROZEN		0x8000
+#define THR_TASK_STOPPED	0x4	/* __TASK_STOPPED */
+#define THR_TASK_TRACED		0x8	/* __TASK_TRACED */
 
 #define FUTEX_WAIT_OP		1
 #define FUTEX_WAKE_OP		2
@@ -121,7 +123,8 @@ struct thr_state {
 	__u64 libc_start_ns;		/* the new thread's first run */
 	__u64 jvm_exit_ns;		/* JavaThread::exit's entry */
 	__u64 libc_exit_ns;		/* thread_native_entry's return */
-	__u64 kernel_exit_ns;		/* the exit syscall, then each switch-out after it */
+	__u64 kernel_exit_ns;		/* the exit syscall, then each switch-in after it (0
+					 * while switched out: that is waiting, not exit work) */
 	__u64 jvm_start_nested_ns;	/* what each span leaves out of its time */
 	__u64 libc_create_nested_ns;
 	__u64 own_span_nested_ns;	/* the new thread's own spans: one open at a time */
@@ -147,8 +150,9 @@ struct thr_state {
 	__u8 java_thread;		/* cloned inside JVM_StartThread */
 	__u8 futex_op;			/* FUTEX_*_OP */
 	__u8 runq_why;			/* RUNQ_* */
-	__u8 off_kind;			/* JVMOS_CSW_*: blocked or preempted */
-	__u8 pad[4];
+	__u8 off_kind;			/* JVMOS_OFF_*: blocked, preempted or stopped */
+	__u8 exiting;			/* past its exit syscall */
+	__u8 pad[3];
 };
 
 /* A plain hash, not an LRU: an entry goes when the kernel frees its task (thr_free), and an
@@ -487,6 +491,7 @@ int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
 		t->libc_exit_ns = 0;
 	}
 	t->kernel_exit_pid = tgid;
+	t->exiting = 1;
 	t->kernel_exit_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -501,7 +506,7 @@ int BPF_PROG(thr_free, struct task_struct *p)
 
 	if (!t)
 		return 0;
-	if (t->kernel_exit_ns && counting())
+	if (t->exiting && counting())
 		named(t->kernel_exit_pid, JVMOS_CAT_THREAD_CREATE,
 		      JVMOS_NAME_KERNEL_EXIT_JAVA + !t->java_thread, 1, 0);
 	bpf_map_delete_elem(&threads_state, &tid);
@@ -687,10 +692,10 @@ static __always_inline int csw_voluntary(bool preempt, struct task_struct *prev,
 }
 
 /* The syscall a task being switched out is in, or -1. x86-64 keeps the syscall number in
- * pt_regs->orig_ax and sets ax to -ENOSYS until the syscall returns; an interrupt leaves
- * ~vector (negative) in orig_ax, but an exception with an error code (a page fault) leaves that
- * code there, so orig_ax alone would read a fault's error code 4 or 6 as stat or lstat: both
- * must hold. */
+ * pt_regs->orig_ax (interrupts and, since 5.8, exceptions leave -1 there) and ax = -ENOSYS
+ * until the syscall stores its result: a task switched out after that (in the syscall-exit
+ * work) is taken as outside a syscall. The numbers are x86-64's: a 32-bit task's syscalls
+ * would be named wrongly; an x32 one (>= 1024) is outside. */
 static __always_inline __s32 syscall_of(struct task_struct *task)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -732,13 +737,16 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 		tn->wakeup_new_ns = 0;
 		tn->wakeup_new_pid = 0;
 	}
-	/* kernel exit: from the exit syscall (then from each switch-out) to this switch-out */
-	if (tp && tp->kernel_exit_ns) {
+	/* kernel exit: from the exit syscall (then from each switch-in) to this switch-out; the
+	 * time switched out in between is waiting, not exit work */
+	if (tp && tp->exiting && tp->kernel_exit_ns) {
 		named(tp->kernel_exit_pid, JVMOS_CAT_THREAD_CREATE,
 		      JVMOS_NAME_KERNEL_EXIT_JAVA + !tp->java_thread, 0,
 		      (__s64)(now - tp->kernel_exit_ns));
-		tp->kernel_exit_ns = now;
+		tp->kernel_exit_ns = 0;
 	}
+	if (tn && tn->exiting)
+		tn->kernel_exit_ns = now;
 	/* off-CPU inside a span (outside a futex, which is subtracted whole): from here */
 	if (tp && span_open(tp) && !tp->futex_start_ns) {
 		tp->span_switch_out_ns = now;
@@ -787,7 +795,11 @@ switches:
 		if (tp) {
 			tp->off_nr = syscall_of(prev);
 			tp->off_pid = prev_tgid;
-			tp->off_kind = vol ? JVMOS_CSW_VOLUNTARY : JVMOS_CSW_INVOLUNTARY;
+			/* stopped (SIGSTOP, ptrace; jvmos's own hold of an exec'd child until its
+			 * probes attach) apart from blocked */
+			tp->off_kind = !vol ? JVMOS_OFF_PREEMPTED :
+				       (!preempt && (prev_state & (THR_TASK_STOPPED | THR_TASK_TRACED)))
+				       ? JVMOS_OFF_STOPPED : JVMOS_OFF_BLOCKED;
 			tp->off_since_ns = now;
 		}
 		if (timing && tp) {

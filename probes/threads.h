@@ -61,10 +61,13 @@
 /* counts: what */
 #define JVMOS_WHAT_THR_INCL		(JVMOS_BASE_THREADS + 1)	/* sub 0: @thr_incl[pid] */
 #define JVMOS_WHAT_CSW			(JVMOS_BASE_THREADS + 2)	/* sub JVMOS_CSW_*, x tid */
-/* off-CPU time of traced threads: sub JVMOS_CSW_* (blocked or preempted), x the syscall it was
- * switched out in + 1 (0: none) */
+/* off-CPU time of traced threads: sub JVMOS_OFF_* (blocked, preempted, stopped), x the syscall
+ * it was switched out in + 1 (0: none) */
 #define JVMOS_WHAT_OFFCPU_NS		(JVMOS_BASE_THREADS + 3)
 #define JVMOS_WHAT_OFFCPU_N		(JVMOS_BASE_THREADS + 4)
+#define JVMOS_OFF_BLOCKED		1
+#define JVMOS_OFF_PREEMPTED		2
+#define JVMOS_OFF_STOPPED		3
 
 #define JVMOS_CSW_VOLUNTARY		1
 #define JVMOS_CSW_INVOLUNTARY		2

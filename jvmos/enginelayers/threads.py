@@ -59,11 +59,12 @@ _NAMES = [
 NAMES = {BASE + 1 + i: (what, maps[0], maps[1]) for i, (_, what, maps) in enumerate(_NAMES)}
 
 CSW = {1: "voluntary", 2: "involuntary"}
+OFF = {1: "blocked", 2: "preempted", 3: "stopped"}
 WHATS = {BASE + 1: ("@thr_incl", lambda sub, x: "" if sub == 0 else None),
          BASE + 2: ("@csw", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None),
          # off-CPU time and switches by the syscall switched out in (x = nr + 1, 0: none)
-         BASE + 3: ("@offcpu_ns", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None),
-         BASE + 4: ("@offcpu_n", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None)}
+         BASE + 3: ("@offcpu_ns", lambda sub, x: f"{x},{OFF[sub]}" if sub in OFF else None),
+         BASE + 4: ("@offcpu_n", lambda sub, x: f"{x},{OFF[sub]}" if sub in OFF else None)}
 MISSED = {"thread_span_no_entry": BASE + 1}
 HITS = {"threads:uprobe": BASE + 1, "threads:uretprobe": BASE + 2,
         "threads:sched_wakeup_new": BASE + 3, "threads:sys_enter_exit": BASE + 4,
@@ -72,7 +73,7 @@ HEADER_NAMES = {
     **{f"CAT_{k.upper()}": v for k, v in CATEGORIES.items()},
     **{f"NAME_{h}": BASE + 1 + i for i, (h, _, _) in enumerate(_NAMES)},
     "WHAT_THR_INCL": BASE + 1, "WHAT_CSW": BASE + 2, "WHAT_OFFCPU_NS": BASE + 3,
-    "WHAT_OFFCPU_N": BASE + 4,
+    "WHAT_OFFCPU_N": BASE + 4, "OFF_BLOCKED": 1, "OFF_PREEMPTED": 2, "OFF_STOPPED": 3,
     "CSW_VOLUNTARY": 1, "CSW_INVOLUNTARY": 2,
     **{f"MISSED_{k.upper()}": v for k, v in MISSED.items()},
     **{"HIT_" + k.replace(":", "_").upper(): v for k, v in HITS.items()},

@@ -56,7 +56,11 @@ def test_interventions_smallest(platform_file, tmp_path):
                 assert t["predicted_us"] == pytest.approx(t["removed"] * k["mean_us"])
         v = iv["verdict"]
         lo, hi = p["predicted_ci95_us"]
-        assert v["inside"] == (lo <= iv["measured_cpu"]["diff"] / 1e3 <= hi)
+        c = iv["measured_cpu"]
+        significant = not (c["ci"][0] <= 0 <= c["ci"][1])
+        assert v["significant"] == significant
+        # inside only when the saving is significant and its mean lies in the prediction
+        assert v["inside"] == (significant and lo <= c["diff"] / 1e3 <= hi)
     ka = res["interventions"][0]["prediction"]["terms"]["keep-alive"]
     n = res["interventions"][0]["requests"]
     # the probes saw every timed request's connection in arm A, one kept-alive one in arm B

@@ -159,7 +159,8 @@ def steps(monkeypatch, tmp_path):
         done.append(f"nio {j.version}"), {"ns_per_byte": 0.1})[1])
     monkeypatch.setattr(enginecost, "calibrate", lambda trials, log, layers: (
         done.append(f"engine {','.join(layers)}"),
-        {k: {"mean_ns": 1.0, "ci95_ns": [0.5, 1.5]} for k in enginecost.all_keys(layers)})[1])
+        {**{k: {"mean_ns": 1.0, "ci95_ns": [0.5, 1.5]} for k in enginecost.all_keys(layers)},
+         "objects_sha256": enginecost.objects_sha256(layers)})[1])
     monkeypatch.setattr(enginecost, "calibrate_jni_model", lambda j, probes, trials, log: (
         done.append(f"jni {j.version}"), model(probes))[1])
     monkeypatch.setattr(enginecost, "symbols", lambda p: {"jni_GetByteArrayRegion": 0x10})

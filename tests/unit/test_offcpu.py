@@ -5,26 +5,30 @@ from jvmos.analyzers import threads as th
 def test_syscall_names_from_the_engines_key():
     assert th.syscall_name(0) is None                 # not in a syscall
     assert th.syscall_name(1) == "read" and th.syscall_name(203) == "futex"
+    assert th.syscall_name(220) == "restart_syscall"
     assert th.syscall_name(1000) == "syscall 999"
 
 
-def test_blocked_time_goes_to_its_boundary_and_preempted_apart():
-    ns = {("7", "1", "voluntary"): 300, ("7", "203", "voluntary"): 1000,
-          ("7", "203", "involuntary"): 50, ("7", "0", "voluntary"): 20,
-          ("7", "0", "involuntary"): 5, ("7", "233", "voluntary"): 7,
-          ("9", "1", "voluntary"): 999}
+def test_blocked_time_goes_to_its_boundary_preempted_and_stopped_apart():
+    ns = {("7", "1", "blocked"): 300, ("7", "203", "blocked"): 1000,
+          ("7", "203", "preempted"): 50, ("7", "0", "blocked"): 20,
+          ("7", "0", "preempted"): 5, ("7", "233", "blocked"): 7,
+          ("7", "60", "stopped"): 40, ("9", "1", "blocked"): 999}
     n = {k: 1 for k in ns}
-    n[("7", "203", "voluntary")] = 4
+    n[("7", "203", "blocked")] = 4
     off = th.off_cpu(ns, n, "7")
-    assert off["total_ns"] == 1382 and off["blocked_ns"] == 1327 and off["preempted_ns"] == 55
-    assert off["switches"] == 9
+    assert off["total_ns"] == 1422 and off["blocked_ns"] == 1327
+    assert off["preempted_ns"] == 55 and off["stopped_ns"] == 40 and off["intervals"] == 10
     b = off["by_boundary"]
-    assert b["sync (futex, yield)"] == {"ns": 1000, "switches": 4}
-    assert b["io (read/write on a socket, pipe or file)"]["ns"] == 300
+    assert b["sync: blocked in futex"] == {"ns": 1000, "intervals": 4}
+    assert b["io: blocked in read/write (socket, pipe or file)"]["ns"] == 300
     assert b[th.PREEMPTED]["ns"] == 55 and b[th.OUTSIDE_SYSCALL]["ns"] == 20
-    assert b["poll (epoll, poll, select)"]["ns"] == 7          # epoll_wait is 232
-    assert list(b)[0] == "sync (futex, yield)"                 # largest first
-    assert off["by_syscall"]["futex"] == {"blocked_ns": 1000, "preempted_ns": 50, "switches": 5}
+    assert b[th.STOPPED]["ns"] == 40                          # whatever syscall it was in
+    assert b["poll: blocked in epoll, poll or select"]["ns"] == 7   # epoll_wait is 232
+    assert list(b)[0] == "sync: blocked in futex"                 # largest first
+    assert sum(e["ns"] for e in b.values()) == off["total_ns"]
+    assert off["by_syscall"]["futex"] == {"blocked_ns": 1000, "preempted_ns": 50,
+                                          "stopped_ns": 0, "intervals": 5}
     assert th.off_cpu(ns, n, "8") is None
     tot = th.off_cpu_total({"7": off, "9": th.off_cpu(ns, n, "9"), "8": None})
-    assert tot["total_ns"] == 1382 + 999 and tot["switches"] == 10
+    assert tot["total_ns"] == 1422 + 999 and tot["intervals"] == 11

@@ -32,3 +32,16 @@ def test_blocked_time_goes_to_its_boundary_preempted_and_stopped_apart():
     assert th.off_cpu(ns, n, "8") is None
     tot = th.off_cpu_total({"7": off, "9": th.off_cpu(ns, n, "9"), "8": None})
     assert tot["total_ns"] == 1422 + 999 and tot["intervals"] == 11
+
+
+def test_a_negative_java_residual_is_not_resolved_never_a_figure():
+    from jvmos.experiments import threads as t
+    s = {"categories": {"thread_create": {"layers": {"java": {
+        "threads": 10, "jvm_ns": 1e5, "libc_ns": 1e5, "kernel_ns": 1e5}}},
+        "thread_jvm": {"start_inclusive_raw_ns": 5e5, "start_probe_outside_window_ns": 0},
+        "thread_wait": {}}, "totals": {}}
+    r = t.layer_row("x", s, {"start_ns_all_rounds": 4e5})
+    assert r["java_us"] is None and r["java_residual_us"] == -10.0
+    assert "not resolved" in r["java_unresolved"] and "overhead_pct" not in r
+    r = t.layer_row("x", s, {"start_ns_all_rounds": 6e5})
+    assert r["java_us"] == 10.0 and r["overhead_pct"] > 0

@@ -379,7 +379,7 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(thr_wakeup_new, struct task_struct *p)
 {
 	__u32 tgid = jvmos_tgid();
-	struct thr_state *t;
+	struct thr_state *t, *parent;
 
 	if (!jvmos_traced(tgid))
 		return 0;
@@ -388,6 +388,12 @@ int BPF_PROG(thr_wakeup_new, struct task_struct *p)
 	if (!t)
 		return 0;
 	t->wakeup_new_pid = tgid;
+	/* a thread cloned inside JVM_StartThread is a java.lang.Thread. Marked here, in its
+	 * creator's context before it can run: marked only at clone's return (below), a child
+	 * that reached thread_native_entry first on the other CPU was counted internal */
+	parent = state_of(cur_tid());
+	if (parent && parent->jvm_start_ns)
+		t->java_thread = 1;
 	t->wakeup_new_ns = bpf_ktime_get_ns();
 	return 0;
 }

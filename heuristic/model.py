@@ -130,6 +130,10 @@ def from_platform(platform: Optional[dict]) -> Optional[Constants]:
                      C_file=get("C_file"), ci95=ci)
 
 
+# the io layer's write syscalls: a blocking write is one I/O chunk (eq. 4)
+WRITE_SYSCALLS = ("write", "writev", "sendto", "sendmsg", "pwrite64")
+
+
 def counts_from_summary(s: dict) -> dict:
     """What the probes counted in a recording (summary.json), in the heuristic's terms."""
     cats = s["categories"]
@@ -138,7 +142,8 @@ def counts_from_summary(s: dict) -> dict:
     link = (cats.get("link") or {}).get("syscalls") or {}
     files = (cats.get("file") or {}).get("syscalls") or {}
     return {"accepts": sum(v["calls"] for k, v in link.items() if k.startswith("accept")),
-            "io_writes": calls(("write", "writev", "sendto", "sendmsg", "pwrite64")),
+            "io_writes": calls(WRITE_SYSCALLS),
+            "io_write_bytes": sum((sc.get(k) or {}).get("bytes") or 0 for k in WRITE_SYSCALLS),
             "io_reads": calls(("read", "readv", "recvfrom", "recvmsg", "pread64")),
             "io_syscalls": (cats.get("io_syscall") or {}).get("calls", 0),
             "io_bytes": (cats.get("io_syscall") or {}).get("bytes", 0),

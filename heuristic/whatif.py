@@ -76,12 +76,7 @@ def counts(s: dict) -> dict:
     nio = (s.get("categories") or {}).get("nio_copy") or {}
     c["nio_copy_bytes"] = nio.get("bytes") or 0
     c["nio_copy_calls"] = nio.get("calls") or 0
-    sc = ((s.get("categories") or {}).get("io_syscall") or {}).get("syscalls") or {}
-    c["io_write_bytes"] = sum((sc.get(k) or {}).get("bytes") or 0 for k in WRITES)
     return c
-
-
-WRITES = ("write", "writev", "sendto", "sendmsg", "pwrite64")
 
 
 def _ci(c: Optional[dict], key: str) -> Optional[Tuple[float, float]]:

@@ -142,11 +142,10 @@ struct thr_state {
 	__u64 runq_ns;			/* runnable since (--mode time) */
 	__u64 off_since_ns;		/* switched out at (off-CPU time) */
 	__s32 off_nr;			/* the syscall it was in then, -1 none */
-	__u32 off_pid;			/* its process */
 	__u32 kernel_exit_pid;		/* the process of each of the events above: read where */
 	__u32 span_switch_out_pid;	/* the current task is another one (sched_switch) */
 	__u32 wakeup_new_pid;		/* the process that created the thread */
-	__u32 traced_tid;		/* the thread's process, once seen switching out (time) */
+	__u32 traced_tid;		/* the thread's process, once seen switching out */
 	__u8 java_thread;		/* cloned inside JVM_StartThread */
 	__u8 futex_op;			/* FUTEX_*_OP */
 	__u8 runq_why;			/* RUNQ_* */
@@ -799,8 +798,8 @@ switches:
 		if (!tp)
 			tp = state_new(prev_tid);
 		if (tp) {
+			tp->traced_tid = prev_tgid;
 			tp->off_nr = syscall_of(prev);
-			tp->off_pid = prev_tgid;
 			/* stopped (SIGSTOP, ptrace; jvmos's own hold of an exec'd child until its
 			 * probes attach) apart from blocked */
 			tp->off_kind = !vol ? JVMOS_OFF_PREEMPTED :
@@ -809,7 +808,6 @@ switches:
 			tp->off_since_ns = now;
 		}
 		if (timing && tp) {
-			tp->traced_tid = prev_tgid;
 			/* preempted: runnable, it waits in the run queue from now (a wakeup that
 			 * came while it ran is stale); blocked: no wait until its wakeup */
 			if (!vol) {
@@ -823,9 +821,9 @@ switches:
 	}
 	/* off-CPU time: from the switch-out above to this switch-in, by syscall and kind */
 	if (tn && tn->off_since_ns) {
-		jvmos_count_x(tn->off_pid, JVMOS_WHAT_OFFCPU_NS, tn->off_kind,
+		jvmos_count_x(tn->traced_tid, JVMOS_WHAT_OFFCPU_NS, tn->off_kind,
 			      (__u32)(tn->off_nr + 1), now - tn->off_since_ns);
-		jvmos_count_x(tn->off_pid, JVMOS_WHAT_OFFCPU_N, tn->off_kind,
+		jvmos_count_x(tn->traced_tid, JVMOS_WHAT_OFFCPU_N, tn->off_kind,
 			      (__u32)(tn->off_nr + 1), 1);
 		tn->off_since_ns = 0;
 	}

@@ -608,8 +608,8 @@ def store_verdicts(results: dict, platform_file: Path) -> Optional[str]:
             "predicted_ms": p["predicted_us"] / 1e3, "measured_cpu_ms": c["diff"] / 1e6,
             "measured_cpu_ci95_ms": [x / 1e6 for x in c["ci"]], "trials": results["trials"],
             "measured_cpu_per_use_us": per_use(r, c["diff"]),
-            "measured_cpu_per_use_ci95_us": sorted(per_use(r, x) for x in c["ci"])
-            if per_use(r, c["ci"][0]) is not None else None,
+            "measured_cpu_per_use_ci95_us": (None if per_use(r, c["diff"]) is None
+                                             else sorted(per_use(r, x) for x in c["ci"])),
             "per_use_unit": "byte" if r["name"] == "direct-buffers" else "use",
             "jdk": results["jdk"], "jdk_label": results["jdk_label"],
             "date": results["date"], "source": results["out"], "commit": results.get("commit")}

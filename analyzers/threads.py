@@ -7,6 +7,7 @@ calibrated windows of its own and borrows the io layer's, naming them in
 """
 from typing import Dict, List, Optional, Tuple
 
+from jvmos.analyzers.syscalls_x86_64 import NAMES as _SYSCALL_NAMES
 from jvmos.analyzers.correction import (NESTED_SOURCE, PAIR_SOURCE, SYS_SOURCE, add, combine,
                                        correct, correct_by_window, get, mul, probe_costs,
                                        sub, sum_known)
@@ -241,41 +242,32 @@ def context_switches(csw: Dict[tuple, int], pid: str, top: int = 10) -> Optional
 
 # ---------------------------------------------------------------- off-CPU time (issue 25)
 
-# x86-64 syscall numbers of the syscalls a JVM waits in, and the boundary each belongs to
-# (arch/x86/entry/syscalls/syscall_64.tbl); any other is "syscall N", boundary "other syscall"
-SYSCALLS_X86_64 = {
-    0: "read", 1: "write", 3: "close", 7: "poll", 9: "mmap", 10: "mprotect", 11: "munmap",
-    12: "brk", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
-    24: "sched_yield", 26: "msync", 28: "madvise", 35: "nanosleep", 40: "sendfile",
-    42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
-    48: "shutdown", 56: "clone", 58: "vfork", 60: "exit", 61: "wait4", 72: "fcntl",
-    73: "flock", 74: "fsync", 75: "fdatasync", 77: "ftruncate", 202: "futex",
-    215: "epoll_wait_old", 217: "getdents64", 219: "restart_syscall", 230: "clock_nanosleep",
-    231: "exit_group", 232: "epoll_wait", 247: "waitid", 257: "openat", 262: "newfstatat",
-    270: "pselect6", 271: "ppoll", 275: "splice", 281: "epoll_pwait", 285: "fallocate",
-    288: "accept4", 295: "preadv", 296: "pwritev", 299: "recvmmsg", 307: "sendmmsg",
-    326: "copy_file_range", 327: "preadv2", 328: "pwritev2", 332: "statx", 435: "clone3",
-    437: "openat2", 441: "epoll_pwait2",
-}
+# x86-64 syscall numbers (every one: analyzers/syscalls_x86_64.py); the boundary of each one a
+# JVM waits in below, any other's boundary is "other syscall"
+SYSCALLS_X86_64 = _SYSCALL_NAMES
 OFFCPU_BOUNDARY = {
     "io: blocked in read/write (socket, pipe or file)": (
         "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
         "preadv2", "pwritev2", "sendto", "recvfrom", "sendmsg", "recvmsg", "recvmmsg",
         "sendmmsg", "sendfile", "splice", "copy_file_range"),
-    "sync: blocked in futex": ("futex",),
+    "sync: blocked in futex": ("futex", "futex_wait", "futex_waitv", "futex_requeue"),
     "link: blocked in accept or connect": ("accept", "accept4", "connect", "shutdown"),
     "file: blocked in open, close, sync, lock or stat": (
-        "openat", "openat2", "close", "fsync", "fdatasync", "msync", "fcntl", "flock",
-        "ftruncate", "fallocate", "newfstatat", "statx", "getdents64"),
+        "open", "openat", "openat2", "creat", "close", "fsync", "fdatasync", "msync", "fcntl", "flock",
+        "ftruncate", "fallocate", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64"),
     "poll: blocked in epoll, poll or select": (
         "epoll_wait", "epoll_wait_old", "epoll_pwait", "epoll_pwait2", "poll", "ppoll",
         "select", "pselect6"),
     "sleep": ("nanosleep", "clock_nanosleep"),
     "memory: blocked in mmap, munmap, ...": ("mmap", "munmap", "mprotect", "madvise", "brk"),
     "threads and processes: blocked in clone, exit, wait": (
-        "clone", "clone3", "vfork", "exit", "exit_group", "wait4", "waitid"),
-    "a restarted wait (restart_syscall)": ("restart_syscall",),
+        "clone", "clone3", "fork", "vfork", "execve", "execveat", "exit", "exit_group",
+        "wait4", "waitid"),
+    "signal: waiting for a signal": ("rt_sigsuspend", "pause", "rt_sigtimedwait"),
+    "a restarted wait (restart_syscall: a sleep, poll or futex wait resumed after a stop or "
+    "a signal)": ("restart_syscall",),
 }
+RESTARTED = next(b for b, names in OFFCPU_BOUNDARY.items() if names == ("restart_syscall",))
 _BOUNDARY_OF = {name: b for b, names in OFFCPU_BOUNDARY.items() for name in names}
 OUTSIDE_SYSCALL = ("blocked outside a syscall (a page fault, the syscall-exit work, a "
                    "fatal signal's exit)")

@@ -28,8 +28,11 @@ def test_sleeps_are_off_cpu_in_clock_nanosleep_and_the_shell_waits_in_wait4(plat
     s = json.loads((out / "summary.json").read_text())
     off = s["totals"]["off_cpu"]
     sleep = off["by_boundary"]["sleep"]
-    # three sleeps of 0.2 s, each one blocked in clock_nanosleep (or nanosleep)
-    assert 0.58e9 <= sleep["ns"] <= 0.9e9 and sleep["intervals"] >= 3, off
+    # three sleeps of 0.2 s, each one blocked in clock_nanosleep (or nanosleep). jvmos's hold
+    # of an exec'd child may stop it a moment late, inside its first sleep (CI saw 0.17 ms of
+    # it): the sleep is then interrupted and resumed by restart_syscall, its own boundary
+    restarted = off["by_boundary"].get(analyzers_threads().RESTARTED, {"ns": 0})
+    assert 0.58e9 <= sleep["ns"] + restarted["ns"] <= 0.9e9 and sleep["intervals"] >= 3, off
     # the shell blocked in wait4 for each child, at least as long as the child slept
     shell = off["by_boundary"]["threads and processes: blocked in clone, exit, wait"]
     assert shell["ns"] >= 0.58e9, off

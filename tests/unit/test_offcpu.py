@@ -45,3 +45,28 @@ def test_a_negative_java_residual_is_not_resolved_never_a_figure():
     assert "not resolved" in r["java_unresolved"] and "overhead_pct" not in r
     r = t.layer_row("x", s, {"start_ns_all_rounds": 6e5})
     assert r["java_us"] == 10.0 and r["overhead_pct"] > 0
+
+
+def test_syscall_table_matches_the_installed_kernel_header():
+    import re
+    from pathlib import Path
+    from jvmos.analyzers.syscalls_x86_64 import NAMES
+    header = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+    if not header.exists():
+        import pytest
+        pytest.skip("no x86-64 kernel header here")
+    found = {int(n): name for name, n in
+             re.findall(r"#define __NR_(\w+)\s+(\d+)", header.read_text())}
+    assert len(found) > 300
+    assert {n: NAMES.get(n) for n in found} == found
+
+
+def test_every_boundary_names_a_real_syscall_and_rt_sigsuspend_is_a_signal_wait():
+    t = th
+    names = set(t.SYSCALLS_X86_64.values())
+    for b, members in t.OFFCPU_BOUNDARY.items():
+        assert set(members) <= names, (b, set(members) - names)
+    # rt_sigsuspend (130) is where a shell's `wait` builtin blocks: named, not "syscall 130"
+    assert t.syscall_name(131) == "rt_sigsuspend"
+    assert t._BOUNDARY_OF["rt_sigsuspend"].startswith("signal")
+    assert t._BOUNDARY_OF["restart_syscall"] == t.RESTARTED

@@ -190,3 +190,86 @@ def attribute(stacks: List[Tuple[List[str], int]], interval_ns: int, top: int = 
                        for c, n in cats.most_common()},
         "top_call_sites": {c: [[s, n] for s, n in sites[c].most_common(top)] for c in cats},
     }
+
+
+# ---------------------------------------------------------------- waits (--sample --wall)
+
+# a waiting thread's innermost native frame (libc's wrapper of the syscall it blocks in,
+# after its __GI_/__libc_/__ prefixes) or Java frame, and the syscall that stands for it;
+# the boundary is then the off-CPU table's (analyzers/threads.OFFCPU_BOUNDARY)
+_WAIT_NATIVE = [
+    (re.compile(r"futex|pthread_cond_(timed)?wait|sem_(timed)?wait|pthread_mutex_lock"), "futex"),
+    (re.compile(r"^(clock_)?nanosleep$|^usleep$|^sleep$"), "clock_nanosleep"),
+    (re.compile(r"^(e?poll|epoll_wait|epoll_pwait2?|ppoll|p?select6?|select)$"), "poll"),
+    (re.compile(r"^accept4?$"), "accept"),
+    (re.compile(r"^connect$"), "connect"),
+    (re.compile(r"^(read|recv|recvfrom|recvmsg|readv|pread64|write|send|sendto|sendmsg|"
+                r"writev|pwrite64)$"), "read"),
+    (re.compile(r"^(open|openat64|openat|close|fsync|fdatasync)$"), "openat"),
+    (re.compile(r"^(waitpid|wait4|waitid)$"), "wait4"),
+]
+# (HotSpot's Thread.sleep parks on a futex: it is named by its libc frame, never by its Java
+# one, so that the boundary is the syscall's, as in the off-CPU table)
+_WAIT_JAVA = [
+    (re.compile(r"^(jdk/internal/misc/Unsafe\.park|java/lang/Object\.wait|"
+                r"java/util/concurrent/locks/LockSupport\.park)"), "futex"),
+    (re.compile(r"^sun/nio/ch/Net\.(poll|accept|connect0)"), None),      # resolved below
+    (re.compile(r"^sun/nio/ch/(SocketDispatcher|FileDispatcherImpl|IOUtil)\.(read|write)"),
+     "read"),
+]
+_NIO_NET = {"poll": "poll", "accept": "accept", "connect0": "connect"}
+WAITS_BASIS = ("async-profiler's wall-clock samples (every {ms:g} ms, a bounded number of "
+               "threads per tick: 16 by default) of threads in the state 'sleeping' (not on "
+               "a CPU: blocked in a syscall, parked, waiting); the boundary from the innermost "
+               "libc wrapper or JDK frame of the stack, the call site as for CPU samples. "
+               "Shares of the sampled waiting, not a time: the off-CPU table has the time")
+
+
+def wait_syscall(frames: List[str]) -> Optional[str]:
+    """The syscall a waiting stack blocks in (as off-CPU names it), None when the stack
+    says nothing of it."""
+    for f in reversed(frames):
+        if f.endswith(KERNEL_SUFFIX):
+            continue
+        name = strip(f)
+        if is_java(f):
+            for rx, sysname in _WAIT_JAVA:
+                m = rx.match(name)
+                if m:
+                    if sysname is None:
+                        return _NIO_NET[name.split(".", 1)[1].split("(")[0]]
+                    return sysname
+            continue
+        bare = re.sub(r"^(__GI_+|__libc_|__)", "", name)
+        for rx, sysname in _WAIT_NATIVE:
+            if rx.search(bare) if sysname == "futex" else rx.match(bare):
+                return sysname
+    return None
+
+
+def attribute_waits(stacks: List[Tuple[List[str], int]], interval_ns: int, top: int = 10) -> dict:
+    """Wall samples of waiting threads by off-CPU boundary, with each boundary's Java call
+    sites (samples, share of the waiting samples, a 95% Poisson error on the samples)."""
+    from jvmos.analyzers.threads import _BOUNDARY_OF      # the off-CPU table's names
+    by: Counter = Counter()
+    internal: Counter = Counter()
+    sites: Dict[str, Counter] = defaultdict(Counter)
+    for frames, n in stacks:
+        sysname = wait_syscall(frames)
+        b = _BOUNDARY_OF.get(sysname, "other or unknown") if sysname else "other or unknown"
+        by[b] += n
+        if any(is_java(f) and not strip(f).startswith(JDK_PACKAGES) for f in frames):
+            sites[b][call_site(frames)] += n
+        else:   # the JVM's own threads and the JDK's (GC, compiler, reference handler...)
+            internal[b] += n
+    total = sum(by.values())
+    return {
+        "samples_total": total,
+        "interval_ns": interval_ns,
+        "basis": WAITS_BASIS.format(ms=interval_ns / 1e6),
+        "by_boundary": {b: {"samples": n, "share_pct": 100.0 * n / total if total else 0.0,
+                            "samples_err95": 1.96 * math.sqrt(n),
+                            "jvm_and_jdk_threads_samples": internal[b],
+                            "top_call_sites": [[s, k] for s, k in sites[b].most_common(top)]}
+                        for b, n in by.most_common()},
+    }

@@ -65,9 +65,11 @@ def cmd_record(args) -> int:
         raise JvmosError("nothing to trace: give a command after -- or --pid PID")
     if cmd and args.pid is not None:
         raise JvmosError("give either a command or --pid, not both")
+    if args.wall and not (args.sample or args.mode == "sample"):
+        raise JvmosError("--wall samples with async-profiler: give --sample (or --mode sample)")
     opts = rec.Options(cmd=cmd or None, pid=args.pid, duration=args.duration,
                        layers=_layers(args.layers), out=Path(args.out) if args.out else None,
-                       mode=args.mode, sample=args.sample, scope=args.scope,
+                       mode=args.mode, sample=args.sample, wall=args.wall, scope=args.scope,
                        jdks=args.jdk or (), platform=args.platform,
                        interval=args.interval, count=args.count,
                        metrics_file=Path(args.metrics_file) if args.metrics_file else None)
@@ -506,6 +508,10 @@ def build_parser():
     r.add_argument("--sample", action="store_true",
                    help="with --mode count or time: also sample with async-profiler; in count "
                         "mode the times then come from the samples")
+    r.add_argument("--wall", action="store_true",
+                   help="with --sample or --mode sample: also sample the threads by the wall "
+                        "clock (async-profiler's wall mode, every 10 ms) and show the Java call "
+                        "sites where they waited off the CPU, by boundary")
     r.add_argument("--pid", type=int, help="attach to this running process")
     r.add_argument("--duration", type=float, help="with --pid: detach after S seconds")
     r.add_argument("--interval", type=float, metavar="S",

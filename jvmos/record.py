@@ -67,6 +67,7 @@ class Options:
     mode: str = "time"                 # time: entry+return probes; count: entry probes only;
                                        # sample: async-profiler only, no BPF probes
     sample: bool = False               # with time/count: also sample with async-profiler
+    wall: bool = False                 # with sampling: also wall-clock samples (waits' sites)
     # process: uprobes trap only in the traced processes (uprobe_multi links with their pid)
     # and libc's wrappers stand for the syscalls where a layer allows; host: the syscall
     # tracepoints, which see every call the kernel serves (see each probes/*.bpf.c)
@@ -453,7 +454,7 @@ def _prepare(opts: Options, log) -> _Run:
         "schema": "jvmos.manifest/1", "jvmos_version": __version__, "status": "running",
         "target": "launch" if opts.cmd else "attach",
         "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
-        "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample,
+        "layers": list(opts.layers), "mode": opts.mode, "sample": opts.sample, "wall": opts.wall,
         "scope": opts.scope, "jvms_probed": [j.as_dict() for j in jvms],
         "host": host_info(),
         "engine": {"name": "bpf", "version": engine_mod.version(),
@@ -482,7 +483,7 @@ def _launch_or_attach(session: Session, opts: Options, out: Path) -> int:
     """The root of the traced tree: the command launched and held at the gate (with the
     sampling agent in its environment when asked), or the pid attached to."""
     if opts.cmd:
-        env = sampling.launch_env(out, opts.env) if opts.sample else opts.env
+        env = sampling.launch_env(out, opts.env, wall=opts.wall) if opts.sample else opts.env
         return session.launch(opts.cmd, opts.stdout, opts.stderr, env)
     return opts.pid
 
@@ -510,7 +511,7 @@ def _stop_sampler(opts: Options, jvms: List[Jvm], out: Path, log) -> Optional[st
     could not be."""
     if opts.sample and opts.pid is not None and alive(opts.pid):
         try:
-            sampling.attach_stop(jvms[0], opts.pid, out)
+            sampling.attach_stop(jvms[0], opts.pid, out, wall=opts.wall)
         except JvmosError as e:
             log(f"warning: {e}")
             return str(e)
@@ -588,7 +589,7 @@ def _trace_engine(run: _Run) -> None:
                 if not jvms:
                     abort(f"--sample needs a JVM: pid {opts.pid} is not one")
                 try:
-                    sampling.attach_start(jvms[0], opts.pid)
+                    sampling.attach_start(jvms[0], opts.pid, out, wall=opts.wall)
                 except JvmosError as e:
                     abort(str(e))
             tree = _Tree(root)      # which processes ran, and their JVMs (the engine follows them)
@@ -1009,7 +1010,8 @@ def _record_sampled(opts: Options, log) -> Result:
                 "command": opts.cmd, "attach_pid": opts.pid, "duration_s": opts.duration,
                 "layers": [], "jvms_probed": [], "host": host_info(),
                 "sampler": f"async-profiler ({agent}), cpu, "
-                           f"{sampling.INTERVAL_NS} ns interval",
+                           f"{sampling.INTERVAL_NS} ns interval"
+                           + (f", wall clock every {sampling.WALL_NS} ns" if opts.wall else ""),
                 "start_time": None, "end_time": None}
     _save(out / "manifest.json", manifest, out)
     exit_code = None
@@ -1024,13 +1026,13 @@ def _record_sampled(opts: Options, log) -> Result:
             t0 = time.monotonic_ns()
             # no probe to wait for: the command starts at once, the agent loaded with the JVM
             root = session.launch(opts.cmd, opts.stdout, opts.stderr,
-                                  sampling.launch_env(out, opts.env), gated=False)
+                                  sampling.launch_env(out, opts.env, wall=opts.wall), gated=False)
             # no SIGKILL after a signal: async-profiler writes its samples as the JVM exits
             exit_code, _, _ = session.wait_command(kill_after=None)
             wall_ns = time.monotonic_ns() - t0
         else:
             try:
-                sampling.attach_start(jvm, opts.pid)
+                sampling.attach_start(jvm, opts.pid, out, wall=opts.wall)
             except JvmosError as e:
                 # nothing was sampled: the manifest says why, no summary claims figures
                 manifest.update({"status": "failed", "error": str(e), "end_time": _now_iso()})
@@ -1047,7 +1049,7 @@ def _record_sampled(opts: Options, log) -> Result:
             wall_ns = time.monotonic_ns() - t0
             if not target_gone:
                 try:
-                    sampling.attach_stop(jvm, opts.pid, out)
+                    sampling.attach_stop(jvm, opts.pid, out, wall=opts.wall)
                 except JvmosError as e:
                     stop_error = str(e)
             root = opts.pid

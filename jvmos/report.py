@@ -90,6 +90,20 @@ def engine_label(manifest: dict) -> str:
     return str(manifest.get("bpftrace") or "probe engine not recorded")
 
 
+def waits_table(waits: dict) -> Table:
+    """--wall: where the sampled threads waited off the CPU, by boundary and Java call site."""
+    t = Table(f"Where threads waited: Java call sites (async-profiler wall-clock samples of "
+              f"waiting threads, {waits['samples_total']:,} samples, one per "
+              f"{fmt_ns(waits['interval_ns'])} per sampled thread)",
+              ["boundary", "samples ± 95%", "share of the waiting samples",
+               "of them the JVM's and JDK's own threads", "the application's top call sites"])
+    for b, e in waits["by_boundary"].items():
+        t.add([b, f"{fmt_count(e['samples'])} ± {e['samples_err95']:.0f}",
+               f"{e['share_pct']:.1f}%", fmt_count(e.get("jvm_and_jdk_threads_samples")),
+               "; ".join(f"{site} ({n})" for site, n in e["top_call_sites"][:3]) or "—"])
+    return t
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -190,6 +204,12 @@ def render(run_dir) -> str:
                     f"{100 * e['ns'] / off['total_ns']:.1f}%" if off["total_ns"] else "—"])
         out.append(ot.markdown())
         out.append(f"off-CPU time (waiting): {off['basis']}")
+    waits = (samp or {}).get("waits")
+    if waits:
+        out.append(waits_table(waits).markdown())
+        out.append(f"waiting call sites: {waits['basis']}")
+        for f in waits.get("conversion_failed") or []:
+            out.append(f"warning: wall samples not converted: {f}")
     p = s.get("paths") or {}
     if p:
         pt = Table("I/O bytes by path", ["path", "syscalls", "bytes"])

@@ -4,11 +4,19 @@ their CPU time from samples instead of probes (--mode sample, or --sample with -
 Launch mode loads the agent through JAVA_TOOL_OPTIONS (so child JVMs get it too), attach mode
 through the JDK attach API (`jcmd PID JVMTI.agent_load`); both write collapsed stacks with
 kernel frames, which jvmos.analyzers.stacks attributes to categories.
+
+--wall adds async-profiler's wall-clock sampling (every WALL_NS, in the same session): the
+profile is then written as JFR (profile-PID.jfr), and converted after the run into the CPU
+samples (profile-PID.collapsed, as without --wall) and the wall samples of threads that were
+not running (wait-PID.collapsed, thread state "sleeping": blocked in a syscall, parked,
+waiting); jvmos.analyzers.stacks.attribute_waits names the boundary and the Java call site
+of each wait. async-profiler's wall mode samples a bounded number of threads per tick (16 by
+default), so wall samples are shares of the sampled waiting, not a time.
 """
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from jvmos import ROOT, JvmosError
 from jvmos.jdk import Jvm, discover_jdks
@@ -18,6 +26,7 @@ AP_DIR = ROOT / "build" / "async-profiler"
 LIB = AP_DIR / "libasyncProfiler.so"
 CONVERTER = AP_DIR / "jfr-converter.jar"
 INTERVAL_NS = 1_000_000     # 1 ms of CPU time per sample
+WALL_NS = 10_000_000        # --wall: a wall-clock sample of the threads every 10 ms
 
 
 def lib() -> Path:
@@ -26,16 +35,21 @@ def lib() -> Path:
     return LIB
 
 
-def agent_args(run_dir: Path, pid_pattern: bool = True) -> str:
-    name = "profile-%p.collapsed" if pid_pattern else "profile.collapsed"
+def agent_args(run_dir: Path, pid_pattern: bool = True, wall: bool = False) -> str:
     # absolute: a launched command that changes directory still writes into the run directory
+    if wall:
+        name = "profile-%p.jfr" if pid_pattern else "profile.jfr"
+        return (f"start,event=cpu,interval={INTERVAL_NS},wall={WALL_NS},jfr,"
+                f"file={run_dir.resolve() / name}")
+    name = "profile-%p.collapsed" if pid_pattern else "profile.collapsed"
     return (f"start,event=cpu,interval={INTERVAL_NS},ann,collapsed,"
             f"file={run_dir.resolve() / name}")
 
 
-def launch_env(run_dir: Path, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def launch_env(run_dir: Path, base: Optional[Dict[str, str]] = None,
+               wall: bool = False) -> Dict[str, str]:
     env = dict(base if base is not None else os.environ)
-    opt = f"-agentpath:{lib()}={agent_args(run_dir)}"
+    opt = f"-agentpath:{lib()}={agent_args(run_dir, wall=wall)}"
     env["JAVA_TOOL_OPTIONS"] = (env.get("JAVA_TOOL_OPTIONS", "") + " " + opt).strip()
     return env
 
@@ -60,16 +74,52 @@ def _jcmd(jvm: Jvm, pid: int, args: str) -> str:
     return out
 
 
-def attach_start(jvm: Jvm, pid: int) -> None:
-    _jcmd(jvm, pid, f"start,event=cpu,interval={INTERVAL_NS}")
+def attach_start(jvm: Jvm, pid: int, run_dir: Optional[Path] = None, wall: bool = False) -> None:
+    if wall:    # JFR is written while it records: its file is named at the start
+        _jcmd(jvm, pid, f"start,event=cpu,interval={INTERVAL_NS},wall={WALL_NS},jfr,"
+                        f"file={run_dir.resolve() / f'profile-{pid}.jfr'}")
+    else:
+        _jcmd(jvm, pid, f"start,event=cpu,interval={INTERVAL_NS}")
 
 
-def attach_stop(jvm: Jvm, pid: int, run_dir: Path) -> None:
-    _jcmd(jvm, pid, f"stop,ann,collapsed,file={run_dir / f'profile-{pid}.collapsed'}")
+def attach_stop(jvm: Jvm, pid: int, run_dir: Path, wall: bool = False) -> None:
+    if wall:
+        _jcmd(jvm, pid, "stop")
+    else:
+        _jcmd(jvm, pid, f"stop,ann,collapsed,file={run_dir / f'profile-{pid}.collapsed'}")
+
+
+def _converter_java() -> Optional[str]:
+    return next((str(j.home / "bin" / "java") for j in discover_jdks()), None)
+
+
+def convert_jfr(run_dir: Path, log=print) -> List[str]:
+    """Each profile-PID.jfr (--wall) into profile-PID.collapsed (CPU samples) and
+    wait-PID.collapsed (wall samples in thread state sleeping). Returns what failed."""
+    failed = []
+    java = _converter_java()
+    for jfr in sorted(run_dir.glob("profile-*.jfr")):
+        pid = jfr.stem.split("-", 1)[1]
+        for args, name in ((["--cpu"], f"profile-{pid}.collapsed"),
+                           (["--wall", "--state", "sleeping"], f"wait-{pid}.collapsed")):
+            target = run_dir / name
+            if not CONVERTER.exists() or not java:
+                failed.append(f"{jfr.name}: no converter ({CONVERTER}) or no java to run it")
+                break
+            r = subprocess.run([java, "-jar", str(CONVERTER), *args, "-o", "collapsed",
+                                str(jfr), str(target)], capture_output=True, text=True,
+                               timeout=300)
+            if r.returncode != 0 or not target.exists():
+                msg = (r.stderr.strip().splitlines() or ["no output"])[-1]
+                failed.append(f"{jfr.name} {' '.join(args)}: {msg}")
+    for f in failed:
+        log(f"warning: {f}")
+    return failed
 
 
 def collect(run_dir: Path, log=print) -> Optional[dict]:
     """Attribute every profile-<pid>.collapsed of the run; write a flame graph per profile."""
+    failed = convert_jfr(run_dir, log)
     files = sorted(run_dir.glob("profile-*.collapsed"))
     if not files:
         return None
@@ -88,7 +138,24 @@ def collect(run_dir: Path, log=print) -> Optional[dict]:
     total["by_pid"] = by_pid
     total["flamegraphs"] = graphs
     total["profiles"] = [f.name for f in files]
+    waits = sorted(run_dir.glob("wait-*.collapsed"))
+    if waits or failed:
+        total["waits"] = _waits(waits, failed)
     return total
+
+
+def _waits(files: List[Path], failed: List[str]) -> dict:
+    """The wall samples of waiting threads, by boundary and Java call site, per process."""
+    by_pid, every = {}, []
+    for f in files:
+        st = stacks.parse_collapsed(f.read_text(errors="replace").splitlines())
+        every.extend(st)
+        by_pid[f.stem.split("-", 1)[1]] = stacks.attribute_waits(st, WALL_NS)
+    out = stacks.attribute_waits(every, WALL_NS)
+    out["by_pid"] = by_pid
+    out["profiles"] = [f.name for f in files]
+    out["conversion_failed"] = failed
+    return out
 
 
 def flamegraph(collapsed: Path, html: Path, title: str) -> bool:

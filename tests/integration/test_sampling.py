@@ -140,3 +140,70 @@ def test_sample_mode_target_that_exits_is_target_exited(tmp_path):
     finally:
         if jvm.poll() is None:
             jvm.kill()
+
+
+NAPPER = """
+public class Napper {
+    static final Object LOCK = new Object();
+    static void nap(int ms) throws InterruptedException { Thread.sleep(ms); }
+    static void await(int ms) throws InterruptedException {
+        synchronized (LOCK) { LOCK.wait(ms); }
+    }
+    public static void main(String[] a) throws Exception {
+        int rounds = Integer.parseInt(a[0]);
+        for (int i = 0; i < rounds; i++) { nap(20); await(10); }
+    }
+}
+"""
+
+
+def _napper(tmp_path, rounds):
+    src = tmp_path / "Napper.java"
+    src.write_text(NAPPER)
+    subprocess.run([java()[:-len("java")] + "javac",
+                    "-d", str(tmp_path), str(src)], check=True)
+    return [java(), "-cp", str(tmp_path), "Napper", str(rounds)]
+
+
+@pytest.mark.parametrize("how", ["launch", "attach"])
+def test_wall_samples_name_where_threads_waited(platform_file, tmp_path, how):
+    """--sample --wall: the Java call sites of the off-CPU time. A program that sleeps 20 ms
+    and waits 10 ms on a monitor per round. HotSpot's Thread.sleep parks on a futex, so both
+    are off-CPU in futex (the threads layer's table), and the wall samples in state sleeping
+    name the two call sites under the same boundary."""
+    out = tmp_path / "wall"
+    if how == "launch":
+        r = run_jvmos(["record", "--layers", "threads", "--sample", "--wall", "--out", str(out),
+                       "--"] + _napper(tmp_path, 40))
+    else:
+        jvm = subprocess.Popen(_napper(tmp_path, 400), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        try:
+            time.sleep(1.5)
+            r = run_jvmos(["record", "--layers", "threads", "--sample", "--wall", "--pid",
+                           str(jvm.pid), "--duration", "2", "--out", str(out)])
+            assert jvm.poll() is None, "the JVM keeps running after the profiler stops"
+        finally:
+            jvm.kill()
+            jvm.wait()
+    assert r.returncode == 0, r.stderr
+    s = summary(out)
+    waits = s["sampling"]["waits"]
+    assert not waits["conversion_failed"] and waits["samples_total"] > 0
+    futex = waits["by_boundary"]["sync: blocked in futex"]
+    sites = [site for site, _ in futex["top_call_sites"]]
+    assert any("Napper.nap -> java/lang/Thread.sleep" in x for x in sites), futex
+    assert any("Napper.await -> java/lang/Object.wait" in x for x in sites), futex
+    # the same waits, timed by the threads layer: 40 x 30 ms (launch); 2 s of rounds (attach)
+    off = s["totals"]["off_cpu"]["by_boundary"]["sync: blocked in futex"]
+    assert off["ns"] >= (1.2e9 if how == "launch" else 1.9e9), off
+    # the CPU samples are still attributed (profile-PID.collapsed from the JFR)
+    assert s["sampling"]["samples_total"] >= 0 and s["sampling"]["profiles"]
+    text = run_jvmos(["report", str(out)]).stdout
+    assert "Where threads waited" in text and "Napper.nap" in text
+
+
+def test_wall_needs_a_sampler(tmp_path):
+    r = run_jvmos(["record", "--wall", "--out", str(tmp_path / "x"), "--", "true"])
+    assert r.returncode == 2 and "--wall" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()

@@ -70,3 +70,32 @@ def test_every_boundary_names_a_real_syscall_and_rt_sigsuspend_is_a_signal_wait(
     assert t.syscall_name(131) == "rt_sigsuspend"
     assert t._BOUNDARY_OF["rt_sigsuspend"].startswith("signal")
     assert t._BOUNDARY_OF["restart_syscall"] == t.RESTARTED
+
+
+def test_a_waiting_stack_is_named_by_its_innermost_libc_wrapper_then_its_jdk_frame():
+    from jvmos.analyzers import stacks as st
+    j = "_[j]"
+    # HotSpot's Thread.sleep parks: the futex is the boundary, the call site says sleep
+    sleep = ["Napper.main" + j, "Napper.nap" + j, "java/lang/Thread.sleep" + j,
+             "__futex_abstimed_wait_common"]
+    read = ["App.run" + j, "sun/nio/ch/SocketDispatcher.read0" + j, "__GI_read"]
+    poll = ["App.run" + j, "sun/nio/ch/Net.poll" + j]                  # no native frame
+    accept = ["App.serve" + j, "sun/nio/ch/Net.accept" + j, "__libc_accept",
+              "do_syscall_64_[k]"]                                     # kernel frames skipped
+    nanos = ["main", "__GI___clock_nanosleep"]
+    gc = ["thread_native_entry", "__futex_abstimed_wait_common"]
+    unknown = ["App.run" + j, "App.spin" + j]
+    assert st.wait_syscall(sleep) == "futex" and st.wait_syscall(read) == "read"
+    assert st.wait_syscall(poll) == "poll" and st.wait_syscall(accept) == "accept"
+    assert st.wait_syscall(nanos) == "clock_nanosleep" and st.wait_syscall(unknown) is None
+    w = st.attribute_waits([(sleep, 30), (gc, 60), (read, 8), (poll, 2), (accept, 1),
+                            (unknown, 1)], 10_000_000)
+    assert w["samples_total"] == 102
+    futex = w["by_boundary"]["sync: blocked in futex"]
+    assert futex["samples"] == 90 and futex["jvm_and_jdk_threads_samples"] == 60
+    assert futex["top_call_sites"] == [["Napper.nap -> java/lang/Thread.sleep", 30]]
+    assert abs(futex["share_pct"] - 100 * 90 / 102) < 1e-9
+    assert w["by_boundary"]["io: blocked in read/write (socket, pipe or file)"]["samples"] == 8
+    assert w["by_boundary"]["other or unknown"]["samples"] == 1
+    assert list(w["by_boundary"])[0] == "sync: blocked in futex"       # most samples first
+    assert "not a time" in w["basis"] and "10 ms" in w["basis"]

@@ -10,6 +10,7 @@ OS boundary per multiplication from recordings of the manager and all its worker
 programming effort of each mechanism as lines of code counted by pygount.
 """
 import argparse
+import json
 import math
 import shlex
 from pathlib import Path
@@ -170,6 +171,9 @@ def parse(argv):
     p.add_argument("--out", help="output directory (default results/runs/<time>-matmul)")
     p.add_argument("--quick", action="store_true",
                    help=f"sizes {QUICK_SIZES}, 2 trials, boundary at {QUICK_BOUNDARY} only")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables, t-tests and figures again from DIR/matmul.json "
+                        "(no measuring)")
     t = p.add_argument_group("test options (passed to the workload; for jvmos's own tests)")
     t.add_argument("--drop-every", type=int, default=0, metavar="N",
                    help="datagram: every Nth data packet a node sends is dropped as if lost "
@@ -401,8 +405,32 @@ def lines_of_code(root: Path = ROOT) -> dict:
 
 # ---------------------------------------------------------------------------------- main
 
+def render(out: Path) -> int:
+    """--render DIR: the statistics, tables, notes and figures made again from DIR/matmul.json
+    (a finished run's measurements; nothing is measured)."""
+    src = out / "matmul.json"
+    if not src.is_file():
+        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run matmul' "
+                         "directory")
+    try:
+        results = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
+    if results.get("experiment") != "matmul" or "cells" not in results:
+        raise JvmosError(f"{src} is not the result of 'jvmos run matmul'")
+    results["speedup"] = speedups(results)
+    results["ttests"] = ttests(results)
+    tables = all_tables(results)
+    results["figures"] = [f.name for f in figures(results, out)]
+    write_outputs(out, "matmul", tables, results, notes_for(results))
+    print(f"results: {out}/matmul.md written again from {src}")
+    return 0
+
+
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        return render(Path(a.render))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     jar(MATMUL_JAR)
@@ -467,22 +495,28 @@ def speedups(results) -> Dict[str, Optional[float]]:
     return out
 
 
+# besides the socket against each other mechanism: the two RMI variants against each other
+# (seed 001 ranks Externalizable against Serializable by their means alone)
+EXTRA_PAIRS = (("rmi-serializable", "rmi-externalizable"),)
+
+
 def ttests(results) -> List[dict]:
     """Welch's t-test at every n and algorithm: the socket mechanism against each other one,
-    on total time and on communication time (the manager's)."""
+    and the pairs of EXTRA_PAIRS, on total time and on communication time (the manager's)."""
     cells = results["cells"]
     out = []
+    pairs = [(REFERENCE, m) for m in MECHANISMS if m != REFERENCE] + list(EXTRA_PAIRS)
     for key, ref in cells.items():
-        if ref["mechanism"] != REFERENCE:
-            continue
-        for mech in MECHANISMS:
-            other = cells.get(f"{mech}:{ref['algorithm']}:{ref['n']}")
-            if mech == REFERENCE or other is None:
+        for a_mech, b_mech in pairs:
+            if ref["mechanism"] != a_mech:
+                continue
+            other = cells.get(f"{b_mech}:{ref['algorithm']}:{ref['n']}")
+            if other is None:
                 continue
             for measure, field in (("total", "total_ms"), ("communication", "comm_ms")):
                 w = stats.welch(ref[field], other[field], results.get("alpha", ALPHA))
                 out.append({"n": ref["n"], "algorithm": ref["algorithm"], "measure": measure,
-                            "a": REFERENCE, "b": mech,
+                            "a": a_mech, "b": b_mech,
                             "mean_a": sum(ref[field]) / len(ref[field]),
                             "mean_b": sum(other[field]) / len(other[field]), **w})
     return out
@@ -578,9 +612,11 @@ def speedup_table(results) -> Table:
 def ttest_table(results) -> Table:
     alpha = results.get("alpha", ALPHA)
     t = Table(f"Welch's t-test between mechanisms ({REFERENCE} against each other mechanism, "
-              f"per n and algorithm; H0: equal means; two-sided; α = {alpha}; t of "
-              f"{REFERENCE} − other: negative when the other is slower; ms)",
-              ["n", "algorithm", "measure", "mechanisms", f"{REFERENCE}: mean", "other: mean",
+              f"and RMI Serializable against Externalizable, per n and algorithm; H0: equal "
+              f"means; two-sided; α = {alpha}; t of the first − the second: negative when the "
+              f"second is slower; ms)",
+              ["n", "algorithm", "measure", "mechanisms (first vs second)", "first: mean",
+               "second: mean",
                "t", "df", "p", "H0 rejected"])
     for r in results["ttests"]:
         t.add([fmt_count(r["n"]), r["algorithm"], r["measure"], f"{r['a']} vs {r['b']}",

@@ -51,6 +51,13 @@ def test_chat_small_platform_and_virtual(platform_file, tmp_path):
         assert L["by_resource"]["io"] > 0 and L["by_resource"]["links"] > 0, mode
         assert L["bare_cpu_ns"] > 0 and L["overhead_pct_of_bare_cpu"] is not None, mode
         assert (out / L["run_dir"] / "summary.json").exists()
+        # the server's off-CPU time: its threads wait on sockets and futexes (issue 25)
+        srv = json.loads((out / L["run_dir"] / "summary.json").read_text())
+        off = srv["totals"]["off_cpu"]
+        assert off["blocked_ns"] > 0, (mode, off)
+        assert any(b.startswith(("io:", "sync:", "poll:")) for b in off["by_boundary"]), off
+        text = run_jvmos(["report", str(out / L["run_dir"])]).stdout
+        assert "Off-CPU time by boundary" in text, mode
     # platform threads: a reader and a writer per connection (the JVM may add a few of its own)
     assert 2 * 40 <= created["platform"] <= 2 * 40 * 1.3, created
     if MODERN:

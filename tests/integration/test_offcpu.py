@@ -71,3 +71,32 @@ def test_a_jvm_reading_a_socket_waits_in_read_or_poll(platform_file, tmp_path):
     # included): the off-CPU part cannot exceed it
     futex = off["by_syscall"]["futex"]["blocked_ns"]
     assert 0 < futex <= s["by_pid"][pid]["categories"]["sync"]["time_raw_ns"], off
+
+
+def test_a_seed000_socket_call_waits_in_read_and_the_html_report_says_so(platform_file,
+                                                                         tmp_path):
+    """One cold seed-000 call (jvmos run ipc's campaign script: the socket server and a
+    client JVM making one VV call at size 5): the client waits for the answer in a socket
+    read (or its poll), and both reports show the off-CPU table."""
+    from jvmos.experiments.ipc import SCRIPT
+    from jvmos.jdk import discover_jdks
+    from jvmos.tools import IPC_JAR, jar
+    d = tmp_path / "workload"
+    d.mkdir()
+    java = str(discover_jdks()[0].home / "bin" / "java")
+    (d / "campaign.sh").write_text(SCRIPT.format(dir=d, java=java, jar=jar(IPC_JAR),
+                                                 prim="sockets", bench="VV", size=5, calls=1,
+                                                 opts=""))
+    out = tmp_path / "rec"
+    r = run_jvmos(["record", "--layers", "threads", "--out", str(out), "--", "sh",
+                   str(d / "campaign.sh")])
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    client = (d / "client.pid").read_text().strip()
+    off = s["by_pid"][client]["off_cpu"]
+    socket_waits = {b: e for b, e in off["by_boundary"].items() if b.startswith(("io:", "poll:"))}
+    assert sum(e["ns"] for e in socket_waits.values()) > 0, off
+    assert run_jvmos(["report", "--html", str(out)]).returncode == 0
+    page = (out / "report.html").read_text()
+    assert "Off-CPU time by boundary" in page
+    assert any(b.split(":")[0] + ": blocked in" in page for b in socket_waits), socket_waits

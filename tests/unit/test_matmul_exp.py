@@ -176,6 +176,36 @@ def test_ttests_compare_socket_with_every_other_mechanism():
     assert x["mean_a"] == 12.0 and x["mean_b"] == 22.0
 
 
+def test_ttests_compare_the_two_rmi_variants_with_each_other():
+    r = canned()
+    trials = [trial("rmi-externalizable", t, c) for t, c in zip((60.0, 64.0), (50.0, 52.0))]
+    r["cells"]["rmi-externalizable:spa:40"] = matmul.cell_from_trials(
+        "rmi-externalizable", "spa", 40, 2, trials)
+    tt = matmul.ttests(r)
+    rmi = [x for x in tt if x["a"] == "rmi-serializable"]
+    assert {(x["b"], x["measure"]) for x in rmi} == {("rmi-externalizable", "total"),
+                                                    ("rmi-externalizable", "communication")}
+    x = next(x for x in rmi if x["measure"] == "total")
+    w = stats.welch([40.0, 48.0], [60.0, 64.0], 0.05)
+    assert x["p"] == pytest.approx(w["p"]) and x["t"] == pytest.approx(w["t"]) < 0
+    assert x["mean_a"] == 44.0 and x["mean_b"] == 62.0
+    # and the socket is still compared with both
+    assert {x["b"] for x in tt if x["a"] == "socket"} >= {"rmi-serializable",
+                                                          "rmi-externalizable"}
+
+
+def test_render_writes_the_tables_again_and_refuses_what_is_not_a_run(tmp_path):
+    from jvmos import JvmosError
+    with pytest.raises(JvmosError, match="does not exist"):
+        matmul.render(tmp_path)
+    (tmp_path / "matmul.json").write_text('{"experiment": "ipc"}')
+    with pytest.raises(JvmosError, match="not the result"):
+        matmul.render(tmp_path)
+    (tmp_path / "matmul.json").write_text("{")
+    with pytest.raises(JvmosError, match="not JSON"):
+        matmul.render(tmp_path)
+
+
 def test_tables_from_canned_results(tmp_path):
     r = canned()
     r["speedup"] = matmul.speedups(r)

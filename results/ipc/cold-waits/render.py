@@ -1,0 +1,29 @@
+"""cold-waits.md from cold-waits.json (procedure.py's output): the client JVM's off-CPU time
+in socket waits (poll and read/write boundaries) per recording, beside its language timer.
+
+  .venv/bin/python results/ipc/cold-waits/render.py results/ipc/cold-waits/runs
+"""
+import json
+import sys
+from pathlib import Path
+
+SOCKET = ("poll:", "io:")
+base = Path(sys.argv[1])
+rows = json.loads((base / "cold-waits.json").read_text())
+out = ["### The client JVM's socket waits in one cold VV call at size 5 (threads layer, "
+       "sched_switch; recorded, so every time includes the probes' effect)", "",
+       "| variant | round | socket-wait intervals (poll + read/write) | socket-wait time (ms) | "
+       "mean per interval (ms) | language timer, recorded (ms) | client off-CPU total (ms) |",
+       "|---|---|---|---|---|---|---|"]
+for r in rows:
+    waits = [e for b, e in r["by_boundary"].items() if b.startswith(SOCKET)]
+    n = sum(e["intervals"] for e in waits)
+    ns = sum(e["ns"] for e in waits)
+    lang = r.get("language_timer_ns")
+    lang = sum(lang) if isinstance(lang, list) else lang
+    out.append(f"| {r['variant']} | {r['round']} | {n} | {ns / 1e6:.1f} | "
+               f"{ns / n / 1e6:.1f} | " if n else f"| {r['variant']} | {r['round']} | 0 | 0.0 | — | ")
+    out[-1] += (f"{lang / 1e6:.1f} | " if lang is not None else "— | ") + \
+        f"{r['off_cpu_total_ns'] / 1e6:.1f} |"
+(base.parent / "cold-waits.md").write_text("\n".join(out) + "\n")
+print("\n".join(out))

@@ -187,7 +187,7 @@ def test_ttests_compare_the_two_rmi_variants_with_each_other():
                                                     ("rmi-externalizable", "communication")}
     x = next(x for x in rmi if x["measure"] == "total")
     w = stats.welch([40.0, 48.0], [60.0, 64.0], 0.05)
-    assert x["p"] == pytest.approx(w["p"]) and x["t"] == pytest.approx(w["t"]) < 0
+    assert x["p"] == pytest.approx(w["p"]) and x["t"] == pytest.approx(w["t"]) and x["t"] < 0
     assert x["mean_a"] == 44.0 and x["mean_b"] == 62.0
     # and the socket is still compared with both
     assert {x["b"] for x in tt if x["a"] == "socket"} >= {"rmi-serializable",

@@ -24,8 +24,9 @@ from jvmos.jdk import Jvm
 from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import (jdk_label, log, out_dir, progress_over, select_jdks,
                                       write_outputs)
-from jvmos.experiments.server import (CommandServer, add_level_options, finish, kept_so_far,
-                                      measure_level, ms, overhead_table, parse_layers,
+from jvmos.experiments.server import (CommandServer, add_level_options, check_repeats, finish,
+                                      kept_so_far,
+                                      measure_repeated, ms, overhead_table, parse_layers,
                                       parse_positive_levels, rate, save_partial, stacked_figure)
 
 EXAMPLES = """\
@@ -76,6 +77,7 @@ def parse(argv):
                         "(default 3)")
     add_level_options(p)
     a = p.parse_args(argv)
+    check_repeats(a, p)
     if a.trials <= 0:
         p.error("--trials must be positive")
     if a.quick:
@@ -153,10 +155,10 @@ def run_mode(java: str, mode: str, a, out: Path, results: dict) -> dict:
         for rooms in progress_over(a.levels, f"chat {mode}", "level"):
             name = f"{rooms}x{a.users_per_room}"
             users = rooms * a.users_per_room
-            L = measure_level(srv, lambda r=rooms: srv.load(str(r)), out, f"{mode}-{name}",
-                              f"{mode}: {rooms} rooms x {a.users_per_room} users "
-                              f"({users} connections)", layers=a.layers, pair=a.warm_pair,
-                              rate_key="rate")
+            L = measure_repeated(srv, lambda r=rooms: srv.load(str(r)), out, f"{mode}-{name}",
+                                 f"{mode}: {rooms} rooms x {a.users_per_room} users "
+                                 f"({users} connections)", a.repeats, layers=a.layers,
+                                 pair=a.warm_pair, rate_key="rate")
             L.update({"rooms": rooms, "users": users, "connections": users})
             m["levels"][name] = L
             save_partial(out, "figure1", results)
@@ -345,6 +347,7 @@ def main(argv) -> int:
     results = {"experiment": "chat", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "users_per_room": a.users_per_room, "messages_per_user": a.messages,
                "message_bytes": a.message_bytes, "layers": a.layers, "thread_modes": modes,
+               "repeats": a.repeats,
                "left_out": left_out, "modes": {}}
     if left_out:
         log(f"note: {left_out}")
@@ -382,10 +385,26 @@ def main(argv) -> int:
 
 def extra_columns(layers):
     return [("connections", lambda L: (fmt_count(L["connections"]), L["connections"])),
-            ("native threads created", lambda L: threads_cell(L, layers))]
+            ("native threads created", lambda L: threads_cell(L, layers)),
+            ("the paper's Figure 1 terms (I/O, memory, links; no threads) / same-load CPU",
+             paper_share_cell)]
 
 
-XLABEL = "load: rooms x users per room (% = overhead / bare CPU time)"
+def paper_share(L) -> Optional[float]:
+    """The paper's Figure 1 leaves thread creation out of its overhead: the share without the
+    threads term, on the same-load denominator (server.same_load_split); None if unknown."""
+    d = L.get("same_load_cpu_ns")
+    if not d or d <= 0 or L.get("guaranteed_ns") is None:
+        return None
+    return 100.0 * (L["guaranteed_ns"] - (L["by_resource"].get("threads") or 0.0)) / d
+
+
+def paper_share_cell(L):
+    v = paper_share(L)
+    return ("—" if v is None else f"{v:.1f}%"), v
+
+
+XLABEL = "load: rooms x users per room (% = overhead / the bar's CPU time)"
 
 
 def threads_created(L, layers) -> Optional[int]:

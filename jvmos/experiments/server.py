@@ -20,6 +20,7 @@ import re
 import shlex
 import signal
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -54,6 +55,7 @@ def add_level_options(p: argparse.ArgumentParser):
     p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
                    help="skip the probe-effect pair (a second recorded load between two bare "
                         "ones at each level: doubles the experiment's time)")
+    add_repeats_option(p)
 
 
 def parse_layers(text: str) -> List[str]:
@@ -394,6 +396,7 @@ def measure_level(target, load: Callable[[], dict], out: Path, name: str, descri
         "guaranteed_ns": overhead, "by_resource": by,
         "overhead_unknown": t.get("guaranteed_overhead_unknown") or [],
         **cpu_split(bare_cpu, cpu, overhead),
+        **same_load_split(cpu, t.get("probe_overhead_ns"), overhead),
         "counts": model.counts_from_summary(s),
         "resource_methods": resource_methods(s),
         "waits": waits_from_summary(s),
@@ -492,6 +495,94 @@ def rate(v):
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
+def same_load_split(recorded_cpu_ns: Optional[float], probe_estimate_ns: Optional[float],
+                    overhead_ns: float) -> dict:
+    """The overhead's share of the load it was measured on: the recorded load's CPU time less
+    jvmos's estimate of its own probe effect (probes that fired x calibrated cost per hit), so
+    that segments and denominator come from one load. The estimate explains part of the
+    observed probe effect only (REPRODUCTION.md): the rest stays in this denominator, as Java
+    execution. None when either figure is unknown or the difference is not positive."""
+    if recorded_cpu_ns is None or probe_estimate_ns is None:
+        return {"same_load_cpu_ns": None, "overhead_pct_of_same_load": None,
+                "java_exec_same_load_ns": None}
+    d = recorded_cpu_ns - probe_estimate_ns
+    return {"same_load_cpu_ns": d,
+            "overhead_pct_of_same_load": 100.0 * overhead_ns / d if d > 0 else None,
+            "java_exec_same_load_ns": d - overhead_ns}
+
+
+def _mean(vals: List[Optional[float]]) -> Optional[float]:
+    return None if not vals or any(v is None for v in vals) else sum(vals) / len(vals)
+
+
+def _span(vals: List[Optional[float]]) -> Optional[List[float]]:
+    return None if not vals or any(v is None for v in vals) else [min(vals), max(vals)]
+
+
+# the figures of a level that --repeats averages (the rest is the first repeat's)
+_MEAN_KEYS = ("guaranteed_ns", "bare_cpu_ns", "server_cpu_ns", "probe_overhead_ns", "wall_ns")
+
+
+def combine_repeats(reps: List[dict], layers, rate_key: str) -> dict:
+    """A level measured REPEATS times (each a recorded and a bare load on the same server):
+    the figure's numbers are the repeats' means (each resource, the CPU times, the rates), the
+    shares are those of the means, and `spread` gives each share's and the overhead's min and
+    max over the repeats. Counts, waits and the run directory are the first repeat's
+    (`first_repeat_only` names them); every repeat is kept in `repeats`."""
+    if len(reps) == 1:
+        return reps[0]
+    L = dict(reps[0])
+    L["repeats"] = reps
+    for k in _MEAN_KEYS:
+        L[k] = _mean([r.get(k) for r in reps])
+    per = [resource_times(r, layers) for r in reps]
+    L["by_resource"] = {res: _mean([p.get(res) for p in per])
+                        for res in sorted({k for p in per for k in p})}
+    L["by_resource"] = {k: v for k, v in L["by_resource"].items() if v is not None}
+    L["overhead_unknown"] = sorted({u for r in reps for u in r.get("overhead_unknown") or []})
+    L.update(cpu_split(L["bare_cpu_ns"], L["server_cpu_ns"], L["guaranteed_ns"]))
+    L.update(same_load_split(L["server_cpu_ns"], L["probe_overhead_ns"], L["guaranteed_ns"]))
+    for run in ("bare", "recorded"):
+        L[run] = dict(reps[0][run])
+        L[run][rate_key] = _mean([r[run].get(rate_key) for r in reps])
+        L[run]["server_cpu_ns"] = _mean([r[run].get("server_cpu_ns") for r in reps])
+    L["spread"] = {"n": len(reps), "what": "min and max over the repeats",
+                   **{k: _span([r.get(k) for r in reps])
+                      for k in ("overhead_pct_of_bare_cpu", "overhead_pct_of_same_load",
+                                "guaranteed_ns", "bare_cpu_ns", "same_load_cpu_ns")}}
+    L["first_repeat_only"] = ["counts", "waits", "mem_parts", "resource_methods", "run_dir"]
+    return L
+
+
+def measure_repeated(target, load: Callable[[], dict], out: Path, name: str, describe: str,
+                     repeats: int, layers=LAYERS, pair: bool = False,
+                     rate_key: str = "rate") -> dict:
+    """measure_level REPEATS times on the same server, combined (combine_repeats). With
+    repeats >= 2 there is no warm pair: the repeats after the first are recorded on a server
+    the level has warmed, and the probe effect is their median."""
+    if repeats == 1:
+        return measure_level(target, load, out, name, describe, layers=layers, pair=pair,
+                             rate_key=rate_key)
+    reps = [measure_level(target, load, out, f"{name}-r{i + 1}", f"{describe}, repeat {i + 1}",
+                          layers=layers, pair=False, rate_key=rate_key)
+            for i in range(repeats)]
+    return combine_repeats(reps, layers, rate_key)
+
+
+def add_repeats_option(p: argparse.ArgumentParser, default: int = 1):
+    p.add_argument("--repeats", type=int, default=default, metavar="N",
+                   help="measure each level N times (a recorded and a bare load each) on the "
+                        "same server: the figure shows the means with the repeats' range as "
+                        f"error bars (default {default}; at least 3 for committed figures)")
+
+
+def check_repeats(a, p: argparse.ArgumentParser):
+    if a.repeats < 1:
+        p.error("--repeats must be at least 1")
+    if a.repeats > 1:
+        a.warm_pair = False
+
+
 def recorded_cpu_text(L) -> str:
     """'recorded CPU (+difference, ratio x)' of a level, in ms."""
     rec_ns, d, r = L.get("server_cpu_ns"), L.get("probe_effect_cpu_ns"), L.get("recorded_over_bare_cpu")
@@ -523,7 +614,9 @@ def overhead_table(title: str, levels: Dict[str, dict], level_header: str,
     t = Table(title, [level_header] + [h for h, _ in extra]
               + [f"{rate_label} (bare)", f"{rate_label} (recorded)"]
               + [resource_header(levels, r) for r in ("io", "mem", "threads", "links")]
-              + ["Java execution (bare CPU - overhead)", "overhead / bare CPU", "bare CPU",
+              + ["Java execution (bare CPU - overhead)", "overhead / bare CPU",
+                 "overhead / same-load CPU (recorded CPU - estimated probe effect)",
+                 "repeats: overhead / bare CPU, min-max", "bare CPU",
                  "recorded CPU (recorded - bare, warm-up included)"]
               + PROBE_EFFECT_HEADERS)
     for name, L in levels.items():
@@ -537,15 +630,25 @@ def overhead_table(title: str, levels: Dict[str, dict], level_header: str,
             pct(L["overhead_pct_of_bare_cpu"])
             + (" (lower bound: " + ", ".join(L["overhead_unknown"]) + " unknown)"
                if L.get("overhead_unknown") else ""),
+            pct(L.get("overhead_pct_of_same_load")), spread_text(L),
             ms(L.get("bare_cpu_ns")), recorded_cpu_text(L)]
         L["probe_effect"] = level_probe_effect(L)
         pe, pv = probe_effect_cells(L["probe_effect"])
         t.add(row + pe, [name] + [v for _, v in ex]
               + [L["bare"].get(rate_key), L["recorded"].get(rate_key), by.get("io"),
                  by.get("mem"), by.get("threads"), by.get("links"), L["java_exec_ns"],
-                 L["overhead_pct_of_bare_cpu"], L.get("bare_cpu_ns"), L.get("server_cpu_ns")]
+                 L["overhead_pct_of_bare_cpu"], L.get("overhead_pct_of_same_load"),
+                 (L.get("spread") or {}).get("overhead_pct_of_bare_cpu"),
+                 L.get("bare_cpu_ns"), L.get("server_cpu_ns")]
               + pv)
     return t
+
+
+def spread_text(L) -> str:
+    sp = (L.get("spread") or {}).get("overhead_pct_of_bare_cpu")
+    if not sp:
+        return "— (1 run)"
+    return f"{sp[0]:.1f}-{sp[1]:.1f}% (n = {L['spread']['n']})"
 
 
 def methods_note(levels: Dict[str, dict]) -> List[str]:
@@ -579,7 +682,11 @@ def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
             "before and after the load: every thread, those that exited during the load "
             "included). Java execution = bare CPU minus the overhead; overhead = the sum / bare "
             "CPU. recorded CPU = the same clock over the recorded load; in brackets the probe "
-            "effect: recorded - bare, and recorded / bare.",
+            "effect: recorded - bare, and recorded / bare. The overhead comes from the "
+            "recorded load and the bare CPU from another load: 'overhead / same-load CPU' "
+            "divides it by the recorded load's CPU less jvmos's probe-effect estimate, both "
+            "from one load (the figure's bars use it when every level has it); the part of the "
+            "observed probe effect the estimate misses stays in that denominator.",
             f"{rate_label} bare and recorded are from the same invocation (recorded first, so "
             "that threads and pools the server grows for a new load are created while jvmos "
             "watches; the bare run then finds them grown); the difference is the probe effect "
@@ -599,29 +706,56 @@ def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
 
 def stacked_figure(levels: Dict[str, dict], stem: Path, title: str, xlabel: str,
                    paper_band: Optional[tuple] = None) -> list:
-    """Stacked bars per level: the overhead by resource under the Java execution time (the
-    bare load's server CPU time in all), each bar labelled with overhead / bare CPU."""
+    """Stacked bars per level: the overhead by resource under the Java execution time. The
+    bar's height is the same load's CPU time (the recorded load's, less jvmos's estimate of
+    its probe effect) when every level has it, else the bare load's (results made before
+    the same-load figures were kept); the label is the overhead's share of that height. With
+    repeats, the bars are the means, the error bars the repeats' min-max (of the overhead and
+    of the bar's height) and each repeat's overhead is a dot."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     names = list(levels)
+    same = all(levels[n].get("same_load_cpu_ns") is not None for n in names)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     bottoms = [0.0] * len(names)
     for key, label, colour in RESOURCES:
         vals = [(levels[n]["by_resource"].get(key) or 0.0) / 1e6 for n in names]
         ax.bar(names, vals, bottom=bottoms, color=colour, label=label)
         bottoms = [b + v for b, v in zip(bottoms, vals)]
-    java = [(levels[n]["java_exec_ns"] or 0.0) / 1e6 for n in names]
+    java = [((levels[n]["java_exec_same_load_ns"] if same else levels[n]["java_exec_ns"])
+             or 0.0) / 1e6 for n in names]
     ax.bar(names, java, bottom=bottoms, color="#bdbdbd", label="Java execution time")
     for i, n in enumerate(names):
-        share = levels[n]["overhead_pct_of_bare_cpu"]
+        L = levels[n]
+        sp = L.get("spread") or {}
+        if sp.get("guaranteed_ns"):
+            lo, hi = (v / 1e6 for v in sp["guaranteed_ns"])
+            ax.errorbar(i, bottoms[i], yerr=[[bottoms[i] - lo], [hi - bottoms[i]]], fmt="none",
+                        ecolor="black", capsize=3, linewidth=1)
+            ax.plot([i] * len(L["repeats"]), [r["guaranteed_ns"] / 1e6 for r in L["repeats"]],
+                    "k.", markersize=3)
+        top = bottoms[i] + max(java[i], 0.0)
+        key = "same_load_cpu_ns" if same else "bare_cpu_ns"
+        if sp.get(key):
+            lo, hi = (v / 1e6 for v in sp[key])
+            ax.errorbar(i, top, yerr=[[max(top - lo, 0.0)], [max(hi - top, 0.0)]], fmt="none",
+                        ecolor="#555555", capsize=3, linewidth=1)
+        share = L["overhead_pct_of_same_load" if same else "overhead_pct_of_bare_cpu"]
+        rng = sp.get("overhead_pct_of_same_load" if same else "overhead_pct_of_bare_cpu")
         if share is not None:
-            ax.text(i, bottoms[i] + max(java[i], 0.0), f"{share:.0f}%", ha="center",
-                    va="bottom", fontsize=8)
+            text = f"{share:.1f}%" + (f"\n({rng[0]:.1f}-{rng[1]:.1f})" if rng else "")
+            ax.text(i, max(top, (sp.get(key) or [0, 0])[1] / 1e6), text, ha="center",
+                    va="bottom", fontsize=7)
+    reps = max(((levels[n].get("spread") or {}).get("n") or 1) for n in names)
+    xlabel += (f"; bars: mean of {reps} repeats, error bars min-max, dots: each repeat"
+               if reps > 1 else "; one run per level")
     if paper_band:
         xlabel += f"; paper: {paper_band[0]}-{paper_band[1]}%"
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("server CPU time during the bare load (ms)")
+    ax.set_xlabel("\n".join(textwrap.wrap(xlabel, 120)), fontsize=8)
+    ax.set_ylabel("server CPU time during the recorded load,\nless jvmos's probe-effect "
+                  "estimate (ms)" if same else "server CPU time during the bare load (ms)",
+                  fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     return figures.save(fig, stem)
@@ -667,6 +801,7 @@ def parse(argv):
     p.add_argument("--out", help="output directory (default results/runs/<time>-server)")
     add_level_options(p)
     a = p.parse_args(argv)
+    check_repeats(a, p)
     a.levels = parse_level_tokens(a.levels)
     check_commands(a.server_cmd, a.load_cmd)
     if a.warmup_level not in (None, "none"):
@@ -695,6 +830,7 @@ def main(argv) -> int:
                    "wrapper_pid": server.proc.pid if server.proc.pid != server.pid else None,
                    "port": server.port,
                    "jdk": str(jvm.home), "jdk_label": jdk_label(jvm), "layers": a.layers,
+                   "repeats": a.repeats,
                    "rate_key": a.rate_key, "levels": {}}
         log(f"server: JVM pid {server.pid} ({jdk_label(jvm)}) listening on port {server.port}")
         warm = a.levels[0] if a.warmup_level is None else a.warmup_level
@@ -703,9 +839,9 @@ def main(argv) -> int:
             results["warmup"] = server.load(warm)
         try:
             for lv in progress_over(a.levels, "server", "level"):
-                results["levels"][lv] = measure_level(
+                results["levels"][lv] = measure_repeated(
                     server, lambda lv=lv: server.load(lv), out, f"level-{lv}", f"level {lv}",
-                    layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
+                    a.repeats, layers=a.layers, pair=a.warm_pair, rate_key=rate_key)
                 save_partial(out, "figure", results)
         except JvmosError as e:
             raise kept_so_far(e, out, "figure")

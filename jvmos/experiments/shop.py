@@ -12,7 +12,7 @@ from jvmos import cputime
 from jvmos.tools import SHOP_JAR, jar
 from jvmos.experiments.common import last_json
 # the shop is measured as any server is (server.py)
-from jvmos.experiments.server import LAYERS, measure_level as measure_server_level
+from jvmos.experiments.server import LAYERS, measure_repeated
 
 
 def parse_levels(text: str) -> List[Tuple[int, int]]:
@@ -102,11 +102,13 @@ class Shop:
 
 
 def measure_level(shop: Shop, threads: int, pages: int, out: Path, name: str,
-                  keepalive: bool = False, layers=LAYERS, pair: bool = False) -> dict:
+                  keepalive: bool = False, layers=LAYERS, pair: bool = False,
+                  repeats: int = 1) -> dict:
     """One load level of THREADS x PAGES, as server.measure_level measures any server's
-    (recorded, then bare; pair: a warm pair for the probe effect)."""
-    L = measure_server_level(shop, lambda: shop.load(threads, pages, keepalive), out, name,
-                             f"{threads} threads x {pages} pages", layers=layers,
-                             pair=pair, rate_key="pages_per_s")
+    (recorded, then bare; pair: a warm pair for the probe effect; repeats: that many times,
+    combined by server.combine_repeats)."""
+    L = measure_repeated(shop, lambda: shop.load(threads, pages, keepalive), out, name,
+                         f"{threads} threads x {pages} pages", repeats, layers=layers,
+                         pair=pair, rate_key="pages_per_s")
     return {"threads": threads, "pages": pages,
             "connections": L["recorded"].get("connections"), **L}

@@ -14,7 +14,7 @@ import argparse
 
 from jvmos.analyzers.tables import fmt_count
 from jvmos.experiments.common import Progress, jdk_label, log, out_dir, select_jdks
-from jvmos.experiments.server import LAYERS, finish
+from jvmos.experiments.server import LAYERS, add_repeats_option, check_repeats, finish
 from jvmos.experiments.shop import Shop, measure_level, parse_levels
 
 EXAMPLES = """\
@@ -47,7 +47,9 @@ def parse(argv):
     p.add_argument("--no-warm-pair", dest="warm_pair", action="store_false",
                    help="skip the probe-effect pair (a second recorded load between two bare "
                         "ones at each level: doubles the experiment's time)")
+    add_repeats_option(p)
     a = p.parse_args(argv)
+    check_repeats(a, p)
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
         a.page_bytes = min(a.page_bytes, 16384)
@@ -65,6 +67,7 @@ def main(argv) -> int:
     out = out_dir(a.out, "tomcat")
     results = {"experiment": "tomcat", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
                "page_bytes": a.page_bytes, "keepalive": a.keepalive, "layers": list(LAYERS),
+               "repeats": a.repeats,
                "levels": {}}
     with Shop(java, out / "server", a.page_bytes) as shop:
         results["server_command"] = shop.cmd
@@ -75,19 +78,20 @@ def main(argv) -> int:
             for t, p in a.levels:
                 name = f"{t}x{p}"
                 results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive,
-                                                        pair=a.warm_pair)
+                                                        pair=a.warm_pair, repeats=a.repeats)
                 bar.step()
     return finish(
         out, "figure2", results, "load (threads x pages)", "pages_per_s", "pages/s",
         f"Figure 2: guaranteed overhead of the shop under load ({results['jdk_label']}, "
         f"{results['page_bytes']:,}-byte pages; ms of server CPU time)",
         f"Shop on Tomcat: guaranteed overhead by resource ({results['jdk_label']})",
-        "load: client threads x pages per thread (% = overhead / bare CPU time)",
+        "load: client threads x pages per thread (% = overhead / the bar's CPU time)",
         extra=[("connections", lambda L: (fmt_count(L["connections"]), L["connections"]))],
         extra_notes=[PAPER_NOTE], paper_band=(15, 45))
 
 
 PAPER_NOTE = ("The paper's Figure 2 (JPetStore on Tomcat, Solaris) found a guaranteed overhead "
-              "of 15% to 45% of execution time; here the denominator is the server's bare CPU "
-              "time. The connector's thread pool grows during the first recorded load of a "
+              "of 15% to 45% of execution time; here the table gives the share of the bare load's "
+              "CPU time and of the recorded load's (less jvmos's probe-effect estimate), and "
+              "the figure's bars use the latter when every level has it. The connector's thread pool grows during the first recorded load of a "
               "level, which the bare load after it does not pay.")

@@ -167,3 +167,59 @@ def test_resource_headers_say_measured_or_estimated():
     assert "I/O: kernel_copy estimated, nio_copy estimated" in note
     assert "memory: free_estimated estimated, malloc measured, vm measured+estimated" in note
     assert srv.methods_note({"1": {}}) == []
+
+
+def rep(bare_cpu, rec_cpu, io, threads, est, rate_b, rate_r):
+    """One repeat of a level as measure_level returns it (the fields combine_repeats reads)."""
+    from jvmos.cputime import cpu_split
+    g = io + threads
+    L = {"bare": {"server_cpu_ns": bare_cpu, "rate": rate_b},
+         "recorded": {"rate": rate_r, "server_cpu_ns": rec_cpu},
+         "by_resource": {"io": io, "threads": threads}, "guaranteed_ns": g,
+         "server_cpu_ns": rec_cpu, "bare_cpu_ns": bare_cpu, "probe_overhead_ns": est,
+         "probe_totals": {"probe_overhead_ns": est}, "wall_ns": 1e9,
+         "counts": {"threads_created": 7}, "run_dir": "runs/x-r1", "overhead_unknown": []}
+    L.update(cpu_split(bare_cpu, rec_cpu, g))
+    L.update(srv.same_load_split(rec_cpu, est, g))
+    return L
+
+
+def test_same_load_share_divides_by_the_recorded_load_less_the_probe_estimate():
+    s = srv.same_load_split(150e6, 30e6, 24e6)
+    assert s["same_load_cpu_ns"] == 120e6 and s["overhead_pct_of_same_load"] == 20.0
+    assert s["java_exec_same_load_ns"] == 96e6
+    assert srv.same_load_split(None, 30e6, 1.0)["overhead_pct_of_same_load"] is None
+    # an estimate larger than the recorded CPU leaves no denominator, never a negative share
+    assert srv.same_load_split(10e6, 30e6, 1.0)["overhead_pct_of_same_load"] is None
+
+
+def test_repeats_are_combined_as_means_with_their_range():
+    layers = ("io", "threads", "links")
+    reps = [rep(100e6, 150e6, 20e6, 5e6, 30e6, 1000.0, 800.0),
+            rep(110e6, 170e6, 30e6, 5e6, 40e6, 900.0, 700.0),
+            rep(90e6, 130e6, 25e6, 5e6, 20e6, 1100.0, 900.0)]
+    L = srv.combine_repeats(reps, layers, "rate")
+    assert L["guaranteed_ns"] == pytest.approx(30e6) and L["bare_cpu_ns"] == pytest.approx(100e6)
+    assert L["by_resource"]["io"] == pytest.approx(25e6)
+    assert L["by_resource"]["links"] == 0.0          # attached, saw nothing: 0, not unknown
+    assert L["overhead_pct_of_bare_cpu"] == pytest.approx(30.0)       # share of the means
+    # same load: mean recorded 150 - mean estimate 30 = 120 ms; 30 / 120
+    assert L["overhead_pct_of_same_load"] == pytest.approx(25.0)
+    sp = L["spread"]
+    assert sp["n"] == 3 and sp["overhead_pct_of_bare_cpu"] == pytest.approx([25.0, 100 * 30 / 90])
+    assert sp["guaranteed_ns"] == [25e6, 35e6]
+    assert L["bare"]["rate"] == pytest.approx(1000.0) and L["recorded"]["rate"] == pytest.approx(800.0)
+    assert L["repeats"] is reps and "counts" in L["first_repeat_only"]
+    assert srv.spread_text(L).endswith("(n = 3)") and srv.spread_text(reps[0]) == "— (1 run)"
+    # one repeat is the level itself
+    assert srv.combine_repeats(reps[:1], layers, "rate") is reps[0]
+
+
+def test_figure_with_repeats_draws_error_bars(tmp_path):
+    layers = ("io", "threads", "links", "mem")
+    levels = {"5x20": srv.combine_repeats(
+        [rep(100e6, 150e6, 20e6, 5e6, 30e6, 1.0, 1.0), rep(110e6, 170e6, 30e6, 5e6, 40e6, 1.0, 1.0),
+         rep(90e6, 130e6, 25e6, 5e6, 20e6, 1.0, 1.0)], layers, "rate")}
+    files = srv.stacked_figure(levels, tmp_path / "fig", "T", "load")
+    svg = next(f for f in files if f.suffix == ".svg").read_text()
+    assert "mean of 3 repeats" in svg and "25.0%" in svg and "recorded load" in svg

@@ -213,7 +213,7 @@ _WAIT_NATIVE = [
 _WAIT_JAVA = [
     (re.compile(r"^(jdk/internal/misc/Unsafe\.park|java/lang/Object\.wait|"
                 r"java/util/concurrent/locks/LockSupport\.park)"), "futex"),
-    (re.compile(r"^sun/nio/ch/Net\.(poll|accept|connect0)"), None),      # resolved below
+    (re.compile(r"^sun/nio/ch/Net\.(poll|accept|connect0)$"), None),     # resolved below
     (re.compile(r"^sun/nio/ch/(SocketDispatcher|FileDispatcherImpl|IOUtil)\.(read|write)"),
      "read"),
 ]
@@ -221,8 +221,12 @@ _NIO_NET = {"poll": "poll", "accept": "accept", "connect0": "connect"}
 WAITS_BASIS = ("async-profiler's wall-clock samples (every {ms:g} ms, a bounded number of "
                "threads per tick: 16 by default) of threads in the state 'sleeping' (not on "
                "a CPU: blocked in a syscall, parked, waiting); the boundary from the innermost "
-               "libc wrapper or JDK frame of the stack, the call site as for CPU samples. "
-               "Shares of the sampled waiting, not a time: the off-CPU table has the time")
+               "libc wrapper or JDK frame of the stack, the call site as for CPU samples; "
+               "stacks without an application frame (the JVM's and the JDK's threads, and an "
+               "application's idle pool workers) counted apart. Shares of the sampled waiting, "
+               "not a time: the off-CPU table has the time. The ± is 1.96 sqrt(n), which "
+               "assumes independent samples: consecutive ticks of one long wait are not, so it "
+               "is too narrow for long waits")
 
 
 def wait_syscall(frames: List[str]) -> Optional[str]:
@@ -237,10 +241,15 @@ def wait_syscall(frames: List[str]) -> Optional[str]:
                 m = rx.match(name)
                 if m:
                     if sysname is None:
-                        return _NIO_NET[name.split(".", 1)[1].split("(")[0]]
+                        return _NIO_NET.get(m.group(1))
                     return sysname
             continue
-        bare = re.sub(r"^(__GI_+|__libc_|__)", "", name)
+        bare = name
+        while True:     # __GI___libc_read -> read
+            shorter = re.sub(r"^(__GI_+|_*libc_|__)", "", bare)
+            if shorter == bare:
+                break
+            bare = shorter
         for rx, sysname in _WAIT_NATIVE:
             if rx.search(bare) if sysname == "futex" else rx.match(bare):
                 return sysname
@@ -269,7 +278,7 @@ def attribute_waits(stacks: List[Tuple[List[str], int]], interval_ns: int, top: 
         "basis": WAITS_BASIS.format(ms=interval_ns / 1e6),
         "by_boundary": {b: {"samples": n, "share_pct": 100.0 * n / total if total else 0.0,
                             "samples_err95": 1.96 * math.sqrt(n),
-                            "jvm_and_jdk_threads_samples": internal[b],
+                            "no_application_frame_samples": internal[b],
                             "top_call_sites": [[s, k] for s, k in sites[b].most_common(top)]}
                         for b, n in by.most_common()},
     }

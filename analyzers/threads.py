@@ -260,7 +260,7 @@ OFFCPU_BOUNDARY = {
         "select", "pselect6"),
     "sleep": ("nanosleep", "clock_nanosleep"),
     "memory: blocked in mmap, munmap, ...": ("mmap", "munmap", "mprotect", "madvise", "brk"),
-    "threads and processes: blocked in clone, exit, wait": (
+    "threads and processes: blocked in clone, fork, exec, exit, wait": (
         "clone", "clone3", "fork", "vfork", "execve", "execveat", "exit", "exit_group",
         "wait4", "waitid"),
     "signal: waiting for a signal": ("rt_sigsuspend", "pause", "rt_sigtimedwait"),

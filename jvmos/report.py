@@ -96,10 +96,11 @@ def waits_table(waits: dict) -> Table:
               f"waiting threads, {waits['samples_total']:,} samples, one per "
               f"{fmt_ns(waits['interval_ns'])} per sampled thread)",
               ["boundary", "samples ± 95%", "share of the waiting samples",
-               "of them the JVM's and JDK's own threads", "the application's top call sites"])
+               "of them stacks without an application frame (JVM and JDK threads, idle pool "
+               "workers)", "the application's top call sites"])
     for b, e in waits["by_boundary"].items():
         t.add([b, f"{fmt_count(e['samples'])} ± {e['samples_err95']:.0f}",
-               f"{e['share_pct']:.1f}%", fmt_count(e.get("jvm_and_jdk_threads_samples")),
+               f"{e['share_pct']:.1f}%", fmt_count(e.get("no_application_frame_samples")),
                "; ".join(f"{site} ({n})" for site, n in e["top_call_sites"][:3]) or "—"])
     return t
 

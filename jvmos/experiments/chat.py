@@ -25,7 +25,7 @@ from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import (jdk_label, log, out_dir, progress_over, select_jdks,
                                       write_outputs)
 from jvmos.experiments.server import (CommandServer, add_level_options, check_repeats, finish,
-                                      kept_so_far,
+                                      kept_so_far, load_results,
                                       measure_repeated, ms, overhead_table, parse_layers,
                                       parse_positive_levels, rate, save_partial, stacked_figure)
 
@@ -76,6 +76,9 @@ def parse(argv):
                    help="pairs of loads (bare, recorded) per level with --served-under "
                         "(default 3)")
     add_level_options(p)
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables, notes and figures again from DIR/figure1.json (no "
+                        "measuring)")
     a = p.parse_args(argv)
     check_repeats(a, p)
     if a.trials <= 0:
@@ -341,6 +344,9 @@ TABLE_ARGS = dict(level_header="load (rooms x users)", rate_key="rate", rate_lab
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return write_results(out, load_results(out / "figure1.json", "chat"))
     jvm, modes, left_out = choose(a)
     java = str(jvm.home / "bin" / "java")
     out = out_dir(a.out, "chat")
@@ -354,6 +360,13 @@ def main(argv) -> int:
     if a.served_under:
         return served_main(a, jvm, modes, java, out, results)
     failed = each_mode(run_mode, java, modes, a, out, results, "figure1")
+    return write_results(out, results, failed)
+
+
+def write_results(out: Path, results: dict, failed: Optional[str] = None) -> int:
+    """figure1.md/.csv/.json and the figures, from the measured levels of each thread model."""
+    modes = results["thread_modes"]
+    layers = results["layers"]
     main_mode = modes[0]
     results["levels"] = results["modes"][main_mode]["levels"]
     results["figure1_mode"] = main_mode
@@ -362,8 +375,8 @@ def main(argv) -> int:
     if len(modes) == 2 and vt:
         extra_tables.append(overhead_table(
             f"Figure 1 on virtual threads ({results['jdk_label']}; ms of server CPU time)",
-            vt, extra=extra_columns(a.layers), layers=a.layers, **TABLE_ARGS))
-        extra_tables.append(compare_table(results, a.layers))
+            vt, extra=extra_columns(layers), layers=layers, **TABLE_ARGS))
+        extra_tables.append(compare_table(results, layers))
         figs = stacked_figure(vt, out / "figure1-virtual",
                               f"Chat server on virtual threads: guaranteed overhead by resource "
                               f"({results['jdk_label']})", XLABEL, PAPER_BAND)
@@ -375,7 +388,7 @@ def main(argv) -> int:
                       f"({results['jdk_label']}, {main_mode} threads; ms of server CPU time)",
                 fig_title=f"Chat server ({main_mode} threads): guaranteed overhead by resource "
                           f"({results['jdk_label']})", xlabel=XLABEL,
-                extra=extra_columns(a.layers), extra_tables=extra_tables,
+                extra=extra_columns(layers), extra_tables=extra_tables,
                 extra_notes=notes(results), paper_band=PAPER_BAND, **TABLE_ARGS)
     if failed:
         print(f"\nincomplete: {failed}")
@@ -386,21 +399,24 @@ def main(argv) -> int:
 def extra_columns(layers):
     return [("connections", lambda L: (fmt_count(L["connections"]), L["connections"])),
             ("native threads created", lambda L: threads_cell(L, layers)),
-            ("the paper's Figure 1 terms (I/O, memory, links; no threads) / same-load CPU",
-             paper_share_cell)]
+            ("the paper's Figure 1 terms (I/O, memory, links; no threads) / bare CPU",
+             lambda L: paper_share_cell(L, "bare_cpu_ns")),
+            ("the paper's Figure 1 terms / same-load CPU",
+             lambda L: paper_share_cell(L, "same_load_cpu_ns"))]
 
 
-def paper_share(L) -> Optional[float]:
+def paper_share(L, denominator: str = "same_load_cpu_ns") -> Optional[float]:
     """The paper's Figure 1 leaves thread creation out of its overhead: the share without the
-    threads term, on the same-load denominator (server.same_load_split); None if unknown."""
-    d = L.get("same_load_cpu_ns")
+    threads term, of the bare load's CPU (bare_cpu_ns) or of the same load's
+    (same_load_cpu_ns, server.same_load_split); None if unknown."""
+    d = L.get(denominator)
     if not d or d <= 0 or L.get("guaranteed_ns") is None:
         return None
     return 100.0 * (L["guaranteed_ns"] - (L["by_resource"].get("threads") or 0.0)) / d
 
 
-def paper_share_cell(L):
-    v = paper_share(L)
+def paper_share_cell(L, denominator: str):
+    v = paper_share(L, denominator)
     return ("—" if v is None else f"{v:.1f}%"), v
 
 
@@ -446,8 +462,11 @@ def us(v):
 
 def waits_table(results, mode: str) -> Table:
     levels = results["modes"][mode]["levels"]
+    reps = results.get("repeats") or 1
     t = Table(f"Native synchronization, context switches and run-queue wait of the chat server "
-              f"({mode} threads, during the recorded load; {results['jdk_label']})",
+              f"({mode} threads, during the recorded load"
+              + (f" of the first of {reps} repeats" if reps > 1 else "")
+              + f"; {results['jdk_label']})",
               ["load (rooms x users)", "messages sent", "deliveries", "futex calls",
                "futex calls / message sent", "futex time (ms, blocking included)",
                "context switches (vol. + invol.)", "context switches / message sent",
@@ -501,8 +520,11 @@ def compare_table(results, layers) -> Table:
 def notes(results) -> List[str]:
     out = [f"The paper's Figure 1 (VolanoMark, Solaris) found a guaranteed overhead of "
            f"{PAPER_BAND[0]}% to {PAPER_BAND[1]}% of execution time, decreasing as the load "
-           "doubled; here the denominator is the server's CPU time during the bare load, and "
-           "the load is the rooms column (each of users-per-room users sends "
+           "doubled; here the table gives the share of the server's CPU time during the bare "
+           "load and of the recorded load's less jvmos's probe-effect estimate (the figure's "
+           "bars, when every level has it; the part of the probe effect the estimate misses "
+           "stays in that denominator, so its shares are biased low), and the load is the "
+           "rooms column (each of users-per-room users sends "
            f"{results['messages_per_user']} messages of {results['message_bytes']} bytes, "
            "broadcast to every member of the room, the sender included).",
            "messages/s = messages delivered (one message to one member) per second, from the "

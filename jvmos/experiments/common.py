@@ -265,7 +265,8 @@ def parse_list(text: str, known, what: str) -> List[str]:
 
 # ---------------------------------------------------------------- the probe effect, both ways
 
-PROBE_EFFECT_HEADERS = ["probe effect: estimated (jvmos)", "observed (recorded − bare)", "ratio"]
+PROBE_EFFECT_HEADERS = ["probe effect: estimated (jvmos; median of the repeats if several)",
+                        "observed (recorded − bare; median of the repeats if several)", "ratio"]
 PROBE_EFFECT_GOAL = 0.25     # issue 11: the estimate within ±25% of the observed slowdown
 PROBE_TOTALS = ("probe_overhead_ns", "probe_overhead_known_ns", "probe_overhead_ci95_ns",
                 "probe_overhead_unknown_kinds", "probe_hits")

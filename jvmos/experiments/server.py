@@ -698,6 +698,11 @@ def method_notes(levels: Dict[str, dict], rate_label: str) -> List[str]:
                "the observed difference is not the server's warm-up (observed = that "
                "recording's CPU - the mean of the two bare loads)."
                if any(warm_of(L) for L in levels.values()) else
+               "Each level was measured several times (--repeats) on one server: the probe "
+               "effect's figures are the medians over the repeats (the first repeat pays the "
+               "server's warm-up, the later ones find it warm), and the recorded CPU column's "
+               "difference is that of the repeats' means."
+               if any(L.get("repeats") for L in levels.values()) else
                "The first recorded load pays the server's warm-up (pool growth, first-touch "
                "page faults of the heap) that the bare load after it does not: the observed "
                "difference overstates the probes' cost (run without --no-warm-pair to "
@@ -850,6 +855,20 @@ def main(argv) -> int:
                   "of server CPU time)",
                   f"{server.argv[0]}: guaranteed overhead by resource ({results['jdk_label']})",
                   "load level (% = overhead / bare CPU time)")
+
+
+def load_results(src: Path, experiment: str) -> dict:
+    """A finished server experiment's JSON, for --render (one-line errors otherwise)."""
+    if not src.is_file():
+        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run "
+                         f"{experiment}' directory")
+    try:
+        results = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
+    if results.get("experiment") != experiment or "levels" not in results:
+        raise JvmosError(f"{src} is not the result of 'jvmos run {experiment}'")
+    return results
 
 
 def save_partial(out: Path, stem: str, results: dict):

@@ -11,10 +11,12 @@ less the overhead), drawn as stacked bars; the recorded load's CPU time is given
 the probe effect.
 """
 import argparse
+from pathlib import Path
 
 from jvmos.analyzers.tables import fmt_count
 from jvmos.experiments.common import Progress, jdk_label, log, out_dir, select_jdks
-from jvmos.experiments.server import LAYERS, add_repeats_option, check_repeats, finish
+from jvmos.experiments.server import (LAYERS, add_repeats_option, check_repeats, finish,
+                                      load_results)
 from jvmos.experiments.shop import Shop, measure_level, parse_levels
 
 EXAMPLES = """\
@@ -48,6 +50,9 @@ def parse(argv):
                    help="skip the probe-effect pair (a second recorded load between two bare "
                         "ones at each level: doubles the experiment's time)")
     add_repeats_option(p)
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table, notes and figure again from DIR/figure2.json (no "
+                        "measuring)")
     a = p.parse_args(argv)
     check_repeats(a, p)
     if a.quick:
@@ -62,6 +67,9 @@ def parse(argv):
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return write_results(out, load_results(out / "figure2.json", "tomcat"))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     out = out_dir(a.out, "tomcat")
@@ -80,6 +88,11 @@ def main(argv) -> int:
                 results["levels"][name] = measure_level(shop, t, p, out, name, a.keepalive,
                                                         pair=a.warm_pair, repeats=a.repeats)
                 bar.step()
+    return write_results(out, results)
+
+
+def write_results(out: Path, results: dict) -> int:
+    """figure2.md/.csv/.json and the figure, from the measured levels."""
     return finish(
         out, "figure2", results, "load (threads x pages)", "pages_per_s", "pages/s",
         f"Figure 2: guaranteed overhead of the shop under load ({results['jdk_label']}, "

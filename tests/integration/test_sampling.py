@@ -194,11 +194,13 @@ def test_wall_samples_name_where_threads_waited(platform_file, tmp_path, how):
     sites = [site for site, _ in futex["top_call_sites"]]
     assert any("Napper.nap -> java/lang/Thread.sleep" in x for x in sites), futex
     assert any("Napper.await -> java/lang/Object.wait" in x for x in sites), futex
-    # the same waits, timed by the threads layer: 40 x 30 ms (launch); 2 s of rounds (attach)
-    off = s["totals"]["off_cpu"]["by_boundary"]["sync: blocked in futex"]
-    assert off["ns"] >= (1.2e9 if how == "launch" else 1.9e9), off
-    # the CPU samples are still attributed (profile-PID.collapsed from the JFR)
-    assert s["sampling"]["samples_total"] >= 0 and s["sampling"]["profiles"]
+    # one wall sample per 10 ms of each wait: the 20-ms sleeps of 40 rounds (launch) give
+    # about 80, of the rounds in 2 s (attach) about 130; half of that at least
+    naps = sum(n for site, n in futex["top_call_sites"] if "Napper.nap" in site)
+    assert naps >= (40 if how == "launch" else 60), futex
+    # the CPU samples are still attributed (profile-PID.collapsed converted from the JFR)
+    prof = out / s["sampling"]["profiles"][0]
+    assert prof.stat().st_size > 0 and s["sampling"]["samples_total"] > 0
     text = run_jvmos(["report", str(out)]).stdout
     assert "Where threads waited" in text and "Napper.nap" in text
 

@@ -195,9 +195,21 @@ def test_ttests_compare_the_two_rmi_variants_with_each_other():
 
 
 def test_render_writes_the_tables_again_and_refuses_what_is_not_a_run(tmp_path):
+    import json
     from jvmos import JvmosError
+    r = canned()
+    trials = [trial("rmi-externalizable", t, c) for t, c in zip((60.0, 64.0), (50.0, 52.0))]
+    r["cells"]["rmi-externalizable:spa:40"] = matmul.cell_from_trials(
+        "rmi-externalizable", "spa", 40, 2, trials)
+    r.update({"experiment": "matmul", "ttests": [], "mechanisms": list(matmul.MECHANISMS)})
+    (tmp_path / "matmul.json").write_text(json.dumps(r))
+    assert matmul.render(tmp_path) == 0
+    md = (tmp_path / "matmul.md").read_text()
+    assert "rmi-serializable vs rmi-externalizable" in md       # the t-tests made again
+    # socket against the three others and the RMI pair, each on total and communication time
+    assert len(json.loads((tmp_path / "matmul.json").read_text())["ttests"]) == 8
     with pytest.raises(JvmosError, match="does not exist"):
-        matmul.render(tmp_path)
+        matmul.render(tmp_path / "nothing")
     (tmp_path / "matmul.json").write_text('{"experiment": "ipc"}')
     with pytest.raises(JvmosError, match="not the result"):
         matmul.render(tmp_path)

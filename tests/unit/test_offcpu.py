@@ -88,11 +88,16 @@ def test_a_waiting_stack_is_named_by_its_innermost_libc_wrapper_then_its_jdk_fra
     assert st.wait_syscall(sleep) == "futex" and st.wait_syscall(read) == "read"
     assert st.wait_syscall(poll) == "poll" and st.wait_syscall(accept) == "accept"
     assert st.wait_syscall(nanos) == "clock_nanosleep" and st.wait_syscall(unknown) is None
+    # a JDK method whose name only begins like a wait's is not one (and never a KeyError)
+    assert st.wait_syscall(["App.run" + j, "sun/nio/ch/Net.pollConnectNow" + j]) is None
+    # every libc prefix is taken off: __GI___libc_read is read
+    assert st.wait_syscall(["App.run" + j, "__GI___libc_read"]) == "read"
+    assert st.wait_syscall(["App.run" + j, "__GI___libc_open"]) == "openat"
     w = st.attribute_waits([(sleep, 30), (gc, 60), (read, 8), (poll, 2), (accept, 1),
                             (unknown, 1)], 10_000_000)
     assert w["samples_total"] == 102
     futex = w["by_boundary"]["sync: blocked in futex"]
-    assert futex["samples"] == 90 and futex["jvm_and_jdk_threads_samples"] == 60
+    assert futex["samples"] == 90 and futex["no_application_frame_samples"] == 60
     assert futex["top_call_sites"] == [["Napper.nap -> java/lang/Thread.sleep", 30]]
     assert abs(futex["share_pct"] - 100 * 90 / 102) < 1e-9
     assert w["by_boundary"]["io: blocked in read/write (socket, pipe or file)"]["samples"] == 8

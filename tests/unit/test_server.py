@@ -215,7 +215,15 @@ def test_repeats_are_combined_as_means_with_their_range():
     assert srv.combine_repeats(reps[:1], layers, "rate") is reps[0]
 
 
-def test_figure_with_repeats_draws_error_bars(tmp_path):
+def test_figure_with_repeats_draws_error_bars(tmp_path, monkeypatch):
+    from matplotlib.axes import Axes
+    bars = []
+    real = Axes.errorbar
+
+    def spy(self, x, y, yerr=None, **kw):
+        bars.append((x, y, yerr))
+        return real(self, x, y, yerr=yerr, **kw)
+    monkeypatch.setattr(Axes, "errorbar", spy)
     layers = ("io", "threads", "links", "mem")
     levels = {"5x20": srv.combine_repeats(
         [rep(100e6, 150e6, 20e6, 5e6, 30e6, 1.0, 1.0), rep(110e6, 170e6, 30e6, 5e6, 40e6, 1.0, 1.0),
@@ -223,3 +231,8 @@ def test_figure_with_repeats_draws_error_bars(tmp_path):
     files = srv.stacked_figure(levels, tmp_path / "fig", "T", "load")
     svg = next(f for f in files if f.suffix == ".svg").read_text()
     assert "mean of 3 repeats" in svg and "25.0%" in svg and "recorded load" in svg
+    # two error bars: the overhead's min-max (25..35 ms around its mean 30) and the bar's
+    (x1, y1, e1), (x2, y2, e2) = bars
+    assert y1 == pytest.approx(30.0) and e1 == [[pytest.approx(5.0)], [pytest.approx(5.0)]]
+    # the bar: the same-load CPU, mean 120 ms, its repeats 110..130 (150-40 .. 150-20 etc.)
+    assert y2 == pytest.approx(120.0)

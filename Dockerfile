@@ -6,6 +6,13 @@
 #   docker run --rm -it --privileged --pid=host \
 #       -v /sys/kernel/tracing:/sys/kernel/tracing -v /sys/kernel/debug:/sys/kernel/debug \
 #       -v "$PWD/runs:/opt/jvmos/results/runs" jvmos record --pid 4242 --duration 30
+#   # the agent, as a service of the host: the host's PID namespace (it finds the host's JVMs in
+#   # /proc and reaches their files through /proc/PID/root), the host's network (its metrics on
+#   # the host's 127.0.0.1:9377), the platform file in a volume, calibrated once first:
+#   docker run --rm --privileged -v jvmos-platform:/root/.local/share/jvmos jvmos calibrate
+#   docker run -d --name jvmos-agent --restart=on-failure --privileged --pid=host --network=host \
+#       -v /sys/kernel/tracing:/sys/kernel/tracing -v /sys/kernel/debug:/sys/kernel/debug \
+#       -v jvmos-platform:/root/.local/share/jvmos jvmos agent --listen 127.0.0.1:9377
 FROM debian:12
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /opt/jvmos
@@ -14,5 +21,9 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-cert
     && JVMOS_NO_BROWSER=1 scripts/install-deps.sh \
     && make build \
     && rm -rf /var/lib/apt/lists/* /root/.m2/repository
+# the agent's metrics (jvmos agent --listen HOST:9377); it stops its engines on SIGTERM
+# (docker stop) and re-reads --config on SIGHUP (docker kill --signal HUP)
+EXPOSE 9377
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["/opt/jvmos/.venv/bin/jvmos"]
 CMD ["doctor"]

@@ -454,6 +454,16 @@ def render_prediction(res: dict) -> str:
     return "\n".join(lines)
 
 
+def cmd_agent(args) -> int:
+    from jvmos import agent
+    return agent.main(args)
+
+
+def agent_examples() -> str:
+    from jvmos.agent import EXAMPLES
+    return EXAMPLES
+
+
 def cmd_run(args, extra) -> int:
     from jvmos.experiments import EXPERIMENTS
     exp = EXPERIMENTS.get(args.experiment)
@@ -483,7 +493,7 @@ def build_parser():
         prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure what the operating system costs a running JVM (eBPF: jvmos's "
                     "compiled probes).",
-        epilog="verbs: doctor, record, report, calibrate, predict, run.  'jvmos VERB -h' has examples.")
+        epilog="verbs: doctor, record, report, calibrate, predict, agent, run.  'jvmos VERB -h' has examples.")
     p.add_argument("--version", action="version", version=f"jvmos {__version__}")
     sub = p.add_subparsers(dest="verb", metavar="VERB")
 
@@ -633,6 +643,35 @@ def build_parser():
                                             "(needed when it holds several)")
     pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
     pr.set_defaults(func=cmd_predict)
+
+    ag = sub.add_parser("agent", help="a service: watch the host's JVMs, serve Prometheus metrics",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=agent_examples())
+    ag.add_argument("--config", help="TOML file with the options below (underscores for "
+                                     "dashes); the command line overrides it; SIGHUP re-reads it")
+    ag.add_argument("--layers", help="layers attached to each JVM, --mode count (default io)")
+    ag.add_argument("--match", action="append", metavar="KEY=PATTERN[,KEY=PATTERN]",
+                    help="watch only the JVMs whose user, main (class) or jar matches the "
+                         "shell pattern; conditions of one --match all hold, several --match "
+                         "are alternatives (default: every JVM)")
+    ag.add_argument("--max-overhead", metavar="PCT%|none",
+                    help="the estimated probe effect a JVM may have, as a share of its CPU "
+                         "time (default 2%%); above it layers are shed")
+    ag.add_argument("--interval", type=float, metavar="S",
+                    help="seconds between two snapshots of a JVM's probes (default 5)")
+    ag.add_argument("--scan", type=float, metavar="S",
+                    help="seconds between two looks for new and exited JVMs (default 1)")
+    ag.add_argument("--shed-backoff", type=float, metavar="S",
+                    help="seconds before a shed layer is put back (default 60; doubled when "
+                         "it is shed again right after its return, at most 900)")
+    ag.add_argument("--listen", metavar="HOST:PORT",
+                    help="address of the metrics endpoint, path /metrics (default "
+                         "127.0.0.1:9377; read at start only)")
+    ag.add_argument("--platform", help="platform file with the calibrated probe costs "
+                                       "(default ~/.local/share/jvmos/platform.json)")
+    ag.add_argument("--state-dir", help="directory for the engines' plans and logs (default: "
+                                        "a temporary one, removed at the end)")
+    ag.set_defaults(func=cmd_agent)
 
     x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES,

@@ -27,9 +27,15 @@ if ! ls /usr/lib/jvm/*/bin/javac >/dev/null 2>&1 && ! have javac; then
 fi
 # Java2D (the jni-census task) renders text: it needs fontconfig and a font
 for p in fontconfig fonts-dejavu-core; do pkg_missing "$p" && need+=("$p"); done
-# headless Chromium renders the HTML pages in the tests (and for a user's screenshot);
-# JVMOS_NO_BROWSER=1 leaves it out (the container, which only records)
+# headless Chromium renders the HTML pages in the tests (and for a user's screenshot), and a
+# real Prometheus server scrapes `jvmos agent` in its test; JVMOS_NO_BROWSER=1 leaves both out
+# (the container, which only records)
 [ "${JVMOS_NO_BROWSER:-0}" = 1 ] || [ -x /usr/bin/chromium ] || need+=(chromium)
+new_prometheus=0
+if [ "${JVMOS_NO_BROWSER:-0}" != 1 ] && ! have prometheus; then
+  need+=(prometheus)
+  new_prometheus=1
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -40,6 +46,13 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Debian's package enables and starts a Prometheus server on :9090 (every interface); the
+  # test starts its own on 127.0.0.1, so the one this install brought is stopped and disabled
+  if [ "$new_prometheus" = 1 ] && command -v systemctl >/dev/null 2>&1 \
+      && systemctl is-enabled prometheus.service >/dev/null 2>&1; then
+    systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    echo "install-deps: prometheus installed for the tests; its service (started by the package) stopped and disabled"
+  fi
 fi
 
 # bpftrace needs tracefs (tracepoints) and, on older kernels, debugfs

@@ -1,0 +1,1305 @@
+"""`jvmos agent`: a long-running service that watches the host's HotSpot JVMs in count mode
+and serves what the OS costs each of them as Prometheus metrics (jvmos/agentmetrics.py).
+
+What it does, once per --scan seconds (default 1 s):
+  * discovery: /proc is read for processes that map a libjvm.so (HotSpot). A process is
+    identified by its pid and its start time (so a recycled pid is a new process); what was
+    learnt of one (its JVM, user, main class, jar) is kept while it lives and dropped when it
+    is gone. Processes that are not JVMs are looked at again when their executable changes,
+    while they are young (a launcher maps libjvm.so a moment after its exec) and once a
+    minute (an embedder may load a JVM late).
+  * selection: --match user=, main=, jar= (shell patterns; conditions of one --match all hold,
+    several --match are alternatives) picks the JVMs; the others are left alone.
+  * attach: one compiled engine (jvmos.engine) per selected JVM, --mode count, --scope
+    process, the layers --layers names, on that pid only (its children are not followed: a
+    child that is itself a JVM gets its own engine, and no child is ever held at its exec).
+
+Once per --interval seconds (default 5 s) per JVM: a snapshot of its engine's maps, the same
+analyzers as `jvmos record` (a summary of the engine's figures so far), and the interval's
+difference (jvmos.live.interval_of), added to that JVM's counters: calls, bytes and estimated
+time per category, guaranteed overhead per resource, the JVM's CPU time, the probes'
+estimated cost (hits x the calibrated cost per hit of the platform file's engine_probes).
+
+The cost limit (--max-overhead, default 2% of the JVM's CPU time): when an interval's
+estimated probe effect passes it, the layers are shed in the order SHED_ORDER (jni, mem, io,
+threads, links), skipping those whose probes cost nothing in that interval, until the rest of
+the estimate is under the limit; the engine is replaced by one without them (its final maps
+are added first). A shed layer comes back after --shed-backoff seconds (default 60): the
+first interval with it back shows whether its hit rate fell; a layer shed again within three
+intervals of its return waits twice as long next time (at most BACKOFF_MAX_S). Every shed and
+return is logged with its figures and counted in the metrics. Probe costs whose calibration
+is missing leave the estimate a lower bound: the limit is then judged on the known part.
+
+Restarts: a JVM that exits is dropped (its engine stopped, its series gone at the next
+scrape); a JVM that execs is seen by its engine (the exec is in its maps) or by its new
+command line: its watch ends and the new program is looked at as a new process. The agent's
+own engines die with it (PR_SET_PDEATHSIG: SIGKILL when the agent dies; every link is a
+file descriptor of the engine, so the kernel detaches them), and a new agent starts every
+counter at zero with a new start time. SIGHUP re-reads --config (and the platform file); a
+bad file is logged and the running configuration kept. SIGTERM or SIGINT stop every engine
+and end the agent.
+"""
+import fnmatch
+import math
+import os
+import resource
+import signal
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from jvmos import JvmosError, __version__
+from jvmos import cputime
+from jvmos.catalogue import GUARANTEED, LAYERS
+
+DEFAULT_LAYERS = ("io",)
+DEFAULT_LISTEN = "127.0.0.1:9377"
+DEFAULT_INTERVAL_S = 5.0
+DEFAULT_SCAN_S = 1.0
+DEFAULT_MAX_OVERHEAD_PCT = 2.0
+DEFAULT_BACKOFF_S = 60.0
+BACKOFF_MAX_S = 900.0
+# the order layers are shed in when a JVM's probe effect passes the limit: the JNI census
+# (a hit per JNI call), then the allocator, then I/O, then threads and links
+SHED_ORDER = ("jni", "mem", "io", "threads", "links")
+# a layer shed again within this many intervals of its return doubles its back-off
+RESHED_INTERVALS = 3
+# an interval in which the JVM used less CPU than this is not judged against the limit: a
+# handful of probe hits in an idle moment says nothing about the rate
+MIN_JUDGED_CPU_NS = 10_000_000
+# how long an engine may take to load and attach, and to hand over a snapshot
+ATTACH_TIMEOUT_S = 60.0
+SNAPSHOT_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+# attaching a JVM that failed is tried again after RETRY_S x failures, at most RETRIES times
+RETRY_S = 30.0
+RETRIES = 3
+# discovery: a process younger than this is looked at every scan until it maps libjvm.so; an
+# older one that is not a JVM once every FULL_RECHECK_S
+YOUNG_S = 30.0
+FULL_RECHECK_S = 60.0
+LAUNCHERS = ("java", "javaw")
+MATCH_KEYS = ("user", "main", "jar")
+CONFIG_KEYS = ("layers", "match", "max_overhead", "interval", "scan", "shed_backoff",
+               "listen", "platform")
+
+
+EXAMPLES = """\
+examples:
+  jvmos agent                                      # every HotSpot JVM, io layer, 2% limit, :9377
+  jvmos agent --layers io,threads --match user=app --match main=com.example.*
+  jvmos agent --config /etc/jvmos/agent.toml       # SIGHUP re-reads it
+  curl -s 127.0.0.1:9377/metrics | grep jvmos_guaranteed
+
+cost: one compiled engine per JVM in --mode count (entry probes, uprobes in that process only);
+a JVM whose estimated probe effect passes --max-overhead has its layers shed (jni, mem, io,
+threads, links in that order) and put back after --shed-backoff. The threads and links layers
+use syscall tracepoints, which cost every process on the host a little.
+"""
+
+
+def now_text() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def default_log(msg: str) -> None:
+    print(f"{now_text()} jvmos agent: {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class Match:
+    """One --match: every condition (key, shell pattern) must hold."""
+    conditions: Tuple[Tuple[str, str], ...]
+    text: str = ""
+
+    def matches(self, proc: "JvmProc") -> bool:
+        for key, pat in self.conditions:
+            if key == "user":
+                cands = [proc.user, str(proc.uid)]
+            elif key == "main":
+                cands = [proc.main_class]
+            else:
+                cands = ([proc.jar, os.path.basename(proc.jar), proc.jar_path]
+                         if proc.jar else [])
+            if not any(c and fnmatch.fnmatchcase(c, pat) for c in cands):
+                return False
+        return True
+
+
+def parse_match(text: str) -> Match:
+    conds = []
+    for part in [p.strip() for p in str(text).split(",")]:
+        key, eq, pat = part.partition("=")
+        key = key.strip()
+        if not eq or key not in MATCH_KEYS:
+            raise JvmosError(f"--match {text!r}: each condition is KEY=PATTERN with KEY one of "
+                             f"{', '.join(MATCH_KEYS)} (e.g. --match user=app,main=com.example.*)")
+        if not pat.strip():
+            raise JvmosError(f"--match {text!r}: {key}= needs a pattern")
+        conds.append((key, pat.strip()))
+    return Match(tuple(conds), str(text))
+
+
+def parse_max_overhead(text) -> Optional[float]:
+    """A percentage of the JVM's CPU time ("2%", "2", 2.5), or None for no limit ("none")."""
+    if isinstance(text, bool):
+        raise JvmosError(f"--max-overhead {text!r}: give a percentage such as 2% (or none)")
+    if isinstance(text, (int, float)):
+        v = float(text)
+    else:
+        s = str(text).strip().lower()
+        if s in ("none", "off"):
+            return None
+        try:
+            v = float(s[:-1] if s.endswith("%") else s)
+        except ValueError:
+            raise JvmosError(f"--max-overhead {text!r}: give a percentage of the JVM's CPU "
+                             "time such as 2% (or none for no limit)")
+    if not math.isfinite(v) or v <= 0 or v >= 100:
+        raise JvmosError(f"--max-overhead {text!r}: the limit is a share of the JVM's CPU "
+                         "time, above 0% and below 100% (none: no limit)")
+    return v
+
+
+def parse_listen(text: str) -> Tuple[str, int]:
+    s = str(text).strip()
+    host, sep, port = s.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise JvmosError(f"--listen {text!r}: give HOST:PORT, e.g. 127.0.0.1:9377 or [::1]:9377")
+    return host, int(port)
+
+
+def parse_layers(value) -> Tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    layers = tuple(dict.fromkeys(str(x).strip() for x in items if str(x).strip()))
+    if not layers:
+        raise JvmosError("--layers: name at least one layer")
+    for layer in layers:
+        if layer not in LAYERS:
+            raise JvmosError(f"unknown layer '{layer}' (known: {', '.join(LAYERS)})")
+    return layers
+
+
+def _positive(name: str, value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise JvmosError(f"--{name} {value!r}: give a positive number of seconds")
+    if not math.isfinite(v) or v <= 0:
+        raise JvmosError(f"--{name} {value!r}: give a positive number of seconds")
+    return v
+
+
+@dataclass
+class Config:
+    layers: Tuple[str, ...] = DEFAULT_LAYERS
+    match: Tuple[Match, ...] = ()
+    max_overhead_pct: Optional[float] = DEFAULT_MAX_OVERHEAD_PCT
+    interval_s: float = DEFAULT_INTERVAL_S
+    scan_s: float = DEFAULT_SCAN_S
+    shed_backoff_s: float = DEFAULT_BACKOFF_S
+    listen: Tuple[str, int] = ("127.0.0.1", 9377)
+    platform: Optional[str] = None
+    config_file: Optional[Path] = None
+
+    def selects(self, proc: "JvmProc") -> bool:
+        return not self.match or any(m.matches(proc) for m in self.match)
+
+    def describe(self) -> str:
+        return (f"layers {','.join(self.layers)}, --mode count, max overhead "
+                + (f"{self.max_overhead_pct:g}% of each JVM's CPU" if self.max_overhead_pct
+                   else "none")
+                + f", interval {self.interval_s:g} s, scan {self.scan_s:g} s, "
+                + ("every JVM" if not self.match else
+                   "JVMs matching " + " or ".join(repr(m.text) for m in self.match)))
+
+
+def read_config_file(path: Path) -> dict:
+    """The agent's TOML file: the long options' names (underscores for dashes), e.g.
+    layers = ["io", "threads"], match = ["user=app"], max_overhead = "2%"."""
+    try:
+        import tomllib
+    except ImportError:       # Python < 3.11
+        raise JvmosError("--config needs Python 3.11 or later (tomllib)")
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise JvmosError(f"--config {path}: {e.strerror or e}")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise JvmosError(f"--config {path}: not valid TOML ({e})")
+    bad = sorted(set(data) - set(CONFIG_KEYS))
+    if bad:
+        raise JvmosError(f"--config {path}: unknown key(s) {', '.join(bad)} "
+                         f"(known: {', '.join(CONFIG_KEYS)})")
+    return data
+
+
+def build_config(args, file_data: Optional[dict] = None) -> Config:
+    """The configuration: the file's values, overridden by the options given on the command
+    line (args: the parsed options, None where not given)."""
+    d = dict(file_data or {})
+    for key in CONFIG_KEYS:
+        v = getattr(args, key, None)
+        if v is not None:
+            d[key] = v
+    match = d.get("match") or []
+    if isinstance(match, str):
+        match = [match]
+    if not isinstance(match, (list, tuple)):
+        raise JvmosError("match: give a list of KEY=PATTERN conditions")
+    cfg = Config(
+        layers=parse_layers(d.get("layers", DEFAULT_LAYERS)),
+        match=tuple(parse_match(m) for m in match),
+        max_overhead_pct=parse_max_overhead(d.get("max_overhead", DEFAULT_MAX_OVERHEAD_PCT)),
+        interval_s=_positive("interval", d.get("interval", DEFAULT_INTERVAL_S)),
+        scan_s=_positive("scan", d.get("scan", DEFAULT_SCAN_S)),
+        shed_backoff_s=_positive("shed-backoff", d.get("shed_backoff", DEFAULT_BACKOFF_S)),
+        listen=parse_listen(d.get("listen", DEFAULT_LISTEN)),
+        platform=d.get("platform"),
+        config_file=Path(args.config) if getattr(args, "config", None) else None)
+    return cfg
+
+
+def load_config(args) -> Config:
+    data = read_config_file(Path(args.config)) if getattr(args, "config", None) else None
+    return build_config(args, data)
+
+
+# --------------------------------------------------------------------------- discovery
+
+def java_main(argv: Sequence[str]) -> Tuple[str, str]:
+    """(main class, jar) of a java launcher's arguments (argv without argv[0]): the first
+    argument that is not an option (or an option's value) is the main class, `-jar X` names a
+    jar, `-m M/C` a module's main class; '' for what the command line does not say."""
+    takes_value = {"-cp", "-classpath", "--class-path", "-p", "--module-path",
+                   "--upgrade-module-path", "--add-modules", "--limit-modules", "--add-reads",
+                   "--add-exports", "--add-opens", "--patch-module", "--source",
+                   "--enable-native-access", "--describe-module", "-d"}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-jar":
+            return "", argv[i + 1] if i + 1 < len(argv) else ""
+        if a in ("-m", "--module"):
+            return (argv[i + 1] if i + 1 < len(argv) else ""), ""
+        if a.startswith("--module="):
+            return a.split("=", 1)[1], ""
+        if a in takes_value:
+            i += 2
+            continue
+        if a.startswith("-") or a.startswith("@"):
+            i += 1
+            continue
+        return a, ""
+    return "", ""
+
+
+def _read(path: str, binary: bool = False):
+    with open(path, "rb" if binary else "r") as f:
+        return f.read()
+
+
+def proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
+    """(state, ppid, start time in clock ticks since boot) of /proc/PID/stat, None if gone."""
+    try:
+        s = _read(f"/proc/{pid}/stat")
+        f = s[s.rindex(")") + 2:].split()
+        return f[0], int(f[1]), int(f[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cmdline_of(pid: int) -> List[str]:
+    try:
+        raw = _read(f"/proc/{pid}/cmdline", binary=True)
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]]
+
+
+def uid_of(pid: int) -> Optional[int]:
+    try:
+        for line in _read(f"/proc/{pid}/status").splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[2])        # the effective uid
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def user_name(pid: int, uid: Optional[int]) -> str:
+    """The name of uid in the process's own /etc/passwd (a container's names its users), else
+    in the agent's, else the number."""
+    if uid is None:
+        return ""
+    for path in (f"/proc/{pid}/root/etc/passwd", "/etc/passwd"):
+        try:
+            for line in _read(path).splitlines():
+                f = line.split(":")
+                if len(f) > 2 and f[2] == str(uid):
+                    return f[0]
+        except (OSError, UnicodeDecodeError):
+            continue
+    return str(uid)
+
+
+def jar_main_class(pid: int, jar: str) -> Tuple[str, str]:
+    """(Main-Class of the jar's manifest or '', the jar's path as the agent reaches it),
+    reading the jar through the process's cwd or root (its own mount namespace)."""
+    path = jar if jar.startswith("/") else f"/proc/{pid}/cwd/{jar}"
+    if jar.startswith("/"):
+        via_root = f"/proc/{pid}/root{jar}"
+        if os.path.exists(via_root):
+            path = via_root
+    try:
+        with zipfile.ZipFile(path) as z:
+            text = z.read("META-INF/MANIFEST.MF").decode("utf-8", errors="replace")
+    except (OSError, KeyError, zipfile.BadZipFile, RuntimeError):
+        return "", path
+    # manifest lines are wrapped at 72 bytes: a continuation starts with one space
+    text = text.replace("\r\n", "\n").replace("\n ", "")
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        if k.strip() == "Main-Class":
+            return v.strip(), path
+    return "", path
+
+
+_HZ = os.sysconf("SC_CLK_TCK")
+
+
+def boot_time() -> float:
+    try:
+        for line in _read("/proc/stat").splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return time.time() - time.monotonic()
+
+
+def uptime_s() -> float:
+    try:
+        return float(_read("/proc/uptime").split()[0])
+    except (OSError, ValueError, IndexError):
+        return time.monotonic()
+
+
+@dataclass
+class JvmProc:
+    """A HotSpot JVM process as discovery found it."""
+    pid: int
+    start_ticks: int
+    start_time: float             # epoch seconds
+    uid: Optional[int]
+    user: str
+    cmdline: List[str]
+    main_class: str
+    jar: str
+    jar_path: str
+    jvm: object                   # jvmos.jdk.Jvm
+
+    @property
+    def key(self) -> Tuple[int, int]:
+        return (self.pid, self.start_ticks)
+
+    @property
+    def home_seen(self) -> str:
+        """The JDK home as the JVM itself names it (without /proc/PID/root, through which an
+        agent in another mount namespace reaches it)."""
+        home = str(getattr(self.jvm, "home", ""))
+        prefix = f"/proc/{self.pid}/root"
+        return home[len(prefix):] or "/" if home.startswith(prefix + "/") else home
+
+    @property
+    def jdk_version(self) -> str:
+        return getattr(self.jvm, "version", "") or "unknown"
+
+    def labels(self) -> Dict[str, str]:
+        return {"pid": str(self.pid), "main_class": self.main_class or "unknown",
+                "jdk_version": self.jdk_version}
+
+    def describe(self) -> str:
+        what = self.main_class or (os.path.basename(self.jar) if self.jar else "main unknown")
+        return (f"pid {self.pid} ({what}, JDK {self.jdk_version}, user "
+                f"{self.user or self.uid})")
+
+
+def identify(pid: int, start_ticks: int, boot: float) -> Optional[JvmProc]:
+    """The JvmProc of pid if it maps a HotSpot libjvm.so, else None."""
+    from jvmos.jdk import jvm_of_pid
+    try:
+        jvm = jvm_of_pid(pid)
+    except JvmosError:
+        return None
+    if jvm is None:
+        return None
+    argv = cmdline_of(pid)
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        exe = argv[0] if argv else ""
+    main, jar, jar_path = "", "", ""
+    if os.path.basename(exe) in LAUNCHERS or (argv and os.path.basename(argv[0]) in LAUNCHERS):
+        main, jar = java_main(argv[1:])
+        if jar:
+            main, jar_path = jar_main_class(pid, jar)
+            if not main:
+                main = os.path.basename(jar)
+    uid = uid_of(pid)
+    return JvmProc(pid=pid, start_ticks=start_ticks, start_time=boot + start_ticks / _HZ,
+                   uid=uid, user=user_name(pid, uid), cmdline=argv, main_class=main, jar=jar,
+                   jar_path=jar_path, jvm=jvm)
+
+
+@dataclass
+class _Seen:
+    start_ticks: int
+    exe: Optional[str]
+    checked: float                        # monotonic time of the last look at its maps
+    young_until: float                    # looked at every scan until then (monotonic)
+    proc: Optional[JvmProc] = None        # a JVM: what was learnt of it
+    unreadable: bool = False              # said once: its JVM's files could not be read
+    kernel: bool = False                  # a kernel thread: never a JVM, never looked at again
+
+
+class Discovery:
+    """The live HotSpot JVMs, by (pid, start time): what scan() returns. Per-process state is
+    kept for live processes only (pruned every scan)."""
+
+    def __init__(self, skip: Callable[[], set] = lambda: set(),
+                 log: Callable[[str], None] = lambda m: None):
+        self.skip, self.log = skip, log
+        self.seen: Dict[int, _Seen] = {}
+        self.boot = boot_time()
+
+    def forget(self, pid: int) -> None:
+        """pid exec'd: a new program, looked at again from the next scan on (every scan for
+        YOUNG_S: a launcher maps libjvm.so a moment after its exec)."""
+        s = self.seen.get(pid)
+        if s is not None:
+            s.proc, s.checked, s.young_until = None, -math.inf, time.monotonic() + YOUNG_S
+
+    def scan(self) -> Dict[Tuple[int, int], JvmProc]:
+        """One look at /proc. A process seen before costs one readlink of its executable (a
+        JVM also a read of its command line): its stat, which the kernel builds at some cost,
+        is read only for a new pid or a new executable; a kernel thread is skipped after
+        its first look."""
+        now = time.monotonic()
+        up = None
+        skip = self.skip()
+        live = set()
+        found: Dict[Tuple[int, int], JvmProc] = {}
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return found
+        for name in names:
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid in skip:
+                continue
+            s = self.seen.get(pid)
+            if s is not None and s.kernel:
+                live.add(pid)
+                continue
+            try:
+                exe = os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                exe = None        # a kernel thread, a zombie, gone, or not ours to read
+            if s is None or exe != s.exe:
+                st = proc_stat(pid)
+                if st is None:
+                    continue
+                if st[0] in ("Z", "X"):
+                    live.add(pid)
+                    continue
+                state, ppid, start = st
+                if s is None or s.start_ticks != start:
+                    if up is None:
+                        up = uptime_s()
+                    s = self.seen[pid] = _Seen(
+                        start_ticks=start, exe=exe, checked=-math.inf,
+                        young_until=now + max(0.0, YOUNG_S - (up - start / _HZ)),
+                        kernel=exe is None and (ppid == 2 or pid == 2))
+                else:
+                    # the same process with a new executable: it exec'd
+                    s.exe, s.proc, s.checked = exe, None, -math.inf
+                    s.young_until = now + YOUNG_S
+            live.add(pid)
+            if exe is None:
+                continue
+            if s.proc is not None:
+                if cmdline_of(pid) == s.proc.cmdline:
+                    found[s.proc.key] = s.proc
+                    continue
+                # it exec'd the same executable: a new program, looked at as a young one
+                s.proc, s.checked, s.young_until = None, -math.inf, now + YOUNG_S
+            if s.checked == -math.inf or now < s.young_until \
+                    or now - s.checked >= FULL_RECHECK_S:
+                s.checked = now
+                try:
+                    s.proc = identify(pid, s.start_ticks, self.boot)
+                except (OSError, JvmosError, ValueError) as e:
+                    # e.g. a JDK in a directory the agent may not read: said once per look
+                    s.proc = None
+                    if not s.unreadable:
+                        self.log(f"pid {pid}: maps a libjvm.so that cannot be read "
+                                 f"({error_text(e)}): left alone")
+                    s.unreadable = True
+                if s.proc is not None:
+                    found[s.proc.key] = s.proc
+        for pid in [p for p in self.seen if p not in live]:
+            del self.seen[pid]
+        return found
+
+
+# --------------------------------------------------------------------------- one JVM
+
+@dataclass
+class Shed:
+    """A layer taken off one JVM: since when, until when, why."""
+    since: float                  # monotonic
+    until: float
+    backoff_s: float
+    reason: str
+
+
+@dataclass
+class Totals:
+    """One JVM's counters since the agent began watching it (sums of intervals)."""
+    calls: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    bytes: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # (category, method) -> ns
+    time_ns: Dict[Tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    floored: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    guaranteed_ns: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    guaranteed_unknown: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    cpu_ns: int = 0
+    probe_ns: float = 0.0
+    probe_by_layer_ns: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    probe_unknown_intervals: int = 0
+    lost_events: int = 0
+    intervals: int = 0
+    sheds: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    returns: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    engine_starts: int = 0
+
+
+class Watch:
+    """One JVM watched: its engine (replaced when layers are shed or come back), the previous
+    snapshot the next interval is measured from, and its counters."""
+
+    def __init__(self, proc: JvmProc, layers: Sequence[str]):
+        self.proc = proc
+        self.wanted: Tuple[str, ...] = tuple(layers)
+        self.started_wall = time.time()
+        self.eng = None
+        self.plan = None
+        self.layers: Tuple[str, ...] = ()
+        self.sites: list = []
+        self.engine_t0 = 0.0
+        self.prev: Optional[dict] = None
+        self.totals = Totals()
+        self.shed: Dict[str, Shed] = {}
+        self.returned_at: Dict[str, float] = {}
+        self.backoff: Dict[str, float] = {}       # each layer's last back-off
+        self.last_by_layer: Dict[str, float] = {}  # the last interval's probe cost per layer
+        self.last_cpu: Optional[int] = None        # the JVM's CPU in the last interval
+        self.last: Dict[str, Optional[float]] = {"guaranteed_ratio": None,
+                                                  "probe_ratio": None, "interval_s": None,
+                                                  "probe_complete": None}
+        self.next_tick = math.inf
+        self.seq = 0
+        self.warned = False
+        self.exec_seen: Optional[str] = None
+
+    def attached_layers(self) -> Tuple[str, ...]:
+        return tuple(layer for layer in self.wanted if layer not in self.shed)
+
+
+# --------------------------------------------------------------------------- an interval
+
+def snapshot_view(summary: dict, pid: str, cpu_ns: Optional[int], t_s: float,
+                  lost: int) -> dict:
+    """What an interval is measured from in one snapshot of one JVM's engine: its process's
+    categories (a child it forked may be counted by the tracepoint layers under its own
+    pid: left out), its probe hits by kind, its CPU time, when, the engine's lost events."""
+    return {"categories": ((summary.get("by_pid") or {}).get(pid) or {}).get("categories")
+            or {},
+            "hits": dict(((summary.get("totals") or {}).get("probe_hits_by_pid") or {})
+                         .get(pid) or {}),
+            "cpu_ns": cpu_ns, "t": t_s, "lost": lost}
+
+
+def interval_figures(prev: dict, cur: dict, probes: Optional[dict]) -> dict:
+    """The interval between two snapshot views: its categories and guaranteed overhead
+    (jvmos.live.interval_of, as `record --interval` prints them), the JVM's CPU time in it,
+    and the probes' estimated cost by layer (the hits' differences x the calibrated cost per
+    hit; a kind without one makes the estimate incomplete, its known part kept)."""
+    from jvmos import live
+    from jvmos.analyzers import overhead
+    e = live.interval_of({"categories": prev["categories"], "totals": {}},
+                         {"categories": cur["categories"], "totals": {}},
+                         prev["cpu_ns"], cur["cpu_ns"], 0, prev["t"], cur["t"])
+    dhits = {k: n - prev["hits"].get(k, 0) for k, n in cur["hits"].items()
+             if n - prev["hits"].get(k, 0) > 0}
+    est = overhead.estimate(dhits, probes, "count")
+    by_layer: Dict[str, float] = defaultdict(float)
+    for kind, c in (est.get("probe_cost_per_hit_ns") or {}).items():
+        if c.get("total_ns") is not None:
+            by_layer[kind.split(":", 1)[0]] += c["total_ns"]
+    return {"categories": e["categories"],
+            "guaranteed_by_resource": e["guaranteed_by_resource"],
+            "guaranteed_ns": e["guaranteed_overhead_ns"],
+            "guaranteed_unknown_resources": sorted(
+                r for r, names in GUARANTEED.items()
+                if any(c in names for c in e["guaranteed_overhead_unknown"])),
+            "cpu_ns": e["target_cpu_ns"],
+            "probe_ns": float(est.get("probe_overhead_known_ns") or 0.0),
+            "probe_complete": est.get("probe_overhead_ns") is not None,
+            "probe_by_layer_ns": dict(by_layer),
+            "lost": max(0, cur["lost"] - prev["lost"]),
+            "interval_s": cur["t"] - prev["t"]}
+
+
+def add_interval(T: "Totals", f: dict) -> dict:
+    """f (interval_figures) added to one JVM's counters; returns the interval's ratios (the
+    last-interval gauges). A resource's guaranteed overhead is added only when all its
+    categories' times are known (else its unknown-interval count grows): a counter never
+    mixes known sums with partial ones."""
+    T.intervals += 1
+    for name, c in f["categories"].items():
+        if (c.get("calls") or 0) > 0:
+            T.calls[name] += int(c["calls"])
+        if (c.get("bytes") or 0) > 0:
+            T.bytes[name] += int(c["bytes"])
+        if c.get("time_ns") is not None and c["time_ns"] > 0:
+            T.time_ns[(name, c.get("method") or "unknown")] += float(c["time_ns"])
+        if c.get("floored"):
+            T.floored[name] += 1
+    unknown = set(f["guaranteed_unknown_resources"])
+    for res, ns in f["guaranteed_by_resource"].items():
+        if res not in unknown and ns > 0:
+            T.guaranteed_ns[res] += ns
+    for res in unknown:
+        T.guaranteed_unknown[res] += 1
+    cpu = f["cpu_ns"]
+    if cpu is not None and cpu > 0:
+        T.cpu_ns += int(cpu)
+    T.probe_ns += f["probe_ns"]
+    for layer, ns in f["probe_by_layer_ns"].items():
+        T.probe_by_layer_ns[layer] += ns
+    if not f["probe_complete"]:
+        T.probe_unknown_intervals += 1
+    T.lost_events += f["lost"]
+    g = f["guaranteed_ns"]
+    return {"guaranteed_ratio": g / cpu if g is not None and cpu and cpu > 0 else None,
+            "probe_ratio": f["probe_ns"] / cpu if cpu and cpu > 0 else None,
+            "probe_complete": f["probe_complete"], "interval_s": f["interval_s"]}
+
+
+def choose_sheds(by_layer: Dict[str, float], cpu_ns: float, attached: Sequence[str],
+                 limit_pct: float) -> Tuple[List[str], float]:
+    """(layers to shed, the estimate left without them): none while the interval's probe
+    effect (by_layer: ns per layer, the common probes under "common") is within limit_pct of
+    cpu_ns; else attached layers in SHED_ORDER, skipping those whose probes cost nothing in the
+    interval, until what is left is within the limit (the common probes are never shed)."""
+    remaining = sum(by_layer.values())
+    drop: List[str] = []
+    for layer in SHED_ORDER:
+        if 100.0 * remaining / cpu_ns <= limit_pct:
+            break
+        if layer in attached and by_layer.get(layer, 0) > 0:
+            drop.append(layer)
+            remaining -= by_layer[layer]
+    return drop, remaining
+
+
+def next_backoff(prev: Optional[float], returned_recently: bool, base: float) -> float:
+    """A shed layer's back-off: twice its last one (at most BACKOFF_MAX_S, or the base when
+    that is longer) when it is shed again right after it came back, else the base."""
+    return min(max(BACKOFF_MAX_S, base), 2 * prev) if prev and returned_recently else base
+
+
+# --------------------------------------------------------------------------- the agent
+
+class Agent:
+    """The service: discovery, one Watch per selected JVM, the intervals, the cost limit. Its
+    loop runs in the main thread (engines are started from it: PR_SET_PDEATHSIG follows the
+    thread that forked them); the metrics endpoint reads `exposed()` from its own thread."""
+
+    def __init__(self, cfg: Config, platform: Optional[dict], platform_file: Path,
+                 state_dir: Path, log: Callable[[str], None] = default_log):
+        self.cfg, self.platform, self.platform_file = cfg, platform, platform_file
+        self.state_dir, self.log = state_dir, log
+        self.lock = threading.Lock()
+        self.watches: Dict[Tuple[int, int], Watch] = {}
+        self.failed: Dict[Tuple[int, int], dict] = {}
+        self.engine_pids: set = set()
+        self.discovery = Discovery(skip=self._own_pids, log=log)
+        self.started_wall = time.time()
+        self.stop_signal: Optional[int] = None
+        self.reload_requested = False
+        self.reloads = {"ok": 0, "failed": 0}
+        self.attach_failures = 0
+        self.engine_deaths = 0
+        self.scan_seconds: Optional[float] = None
+        self.reload_args = None          # the parsed command line, for SIGHUP
+        self.live_engine_cpu: Callable[[], int] = self._live_engine_cpu
+
+    def _own_pids(self) -> set:
+        return {os.getpid()} | set(self.engine_pids)
+
+    # ---- probe costs
+    @property
+    def probes(self) -> Optional[dict]:
+        return (self.platform or {}).get("engine_probes")
+
+    def summary_kw(self, w: Watch) -> dict:
+        from jvmos.record import summary_inputs
+        jd = dict(w.proc.jvm.as_dict(), home=calibrated_home(w.proc.jvm, self.platform))
+        manifest = {"probes": {"addresses": w.plan.script.addresses, "sites": w.sites},
+                    "attach_pid": w.proc.pid, "jvms_probed": [jd], "layers": list(w.layers),
+                    "mode": "count", "scope": "process"}
+        kw, _, _ = summary_inputs(self.platform, manifest, {str(w.proc.pid): {"jvm": jd}})
+        return kw
+
+    # ---- engines
+    def start_engine(self, w: Watch, layers: Tuple[str, ...]) -> None:
+        """An engine on w's JVM with these layers, counting from its first snapshot (the
+        interval baseline). JvmosError with the reason when it cannot."""
+        from jvmos import engine as engine_mod
+        from jvmos.jdk import libc_of, symbols
+        pid = w.proc.pid
+        jvm = w.proc.jvm
+        libc = libc_of(pid)
+        libs = {"LIBJVM": [jvm.libjvm], "LIBNIO": [jvm.libnio] if jvm.libnio else [],
+                "LIBC": [libc] if libc else []}
+        plan = engine_mod.build_plan(list(layers), libs, symbols, mode="count",
+                                     scope="process", root=pid, counting=False, follow=False)
+        w.seq += 1
+        base = self.state_dir / f"{pid}-{w.seq}"
+        t0 = time.monotonic()
+        eng = engine_mod.Engine(plan, Path(f"{base}.plan.json"), Path(f"{base}.stderr"),
+                                log=lambda m: None)
+        self.engine_pids.add(eng.proc.pid)
+        try:
+            ev = eng.wait_ready(ATTACH_TIMEOUT_S, lambda: self.stop_signal is not None)
+            if ev is None or ev.get("event") != "ready":
+                why = ("stopped before it attached" if self.stop_signal is not None else
+                       f"not ready within {ATTACH_TIMEOUT_S:.0f} s" if ev is None else
+                       eng.first_error())
+                raise JvmosError(f"the engine failed: {why}")
+            if not eng.start():
+                raise JvmosError(f"the engine did not start counting: {eng.first_error()}")
+            first = eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
+            if first is None:
+                raise JvmosError(f"the engine handed over no first snapshot: "
+                                 f"{eng.first_error()}")
+        except BaseException:
+            eng.kill()
+            self._engine_gone(eng, base)
+            raise
+        w.eng, w.plan, w.layers = eng, plan, tuple(layers)
+        w.sites = ev.get("sites") or []
+        w.engine_t0 = t0
+        w.totals.engine_starts += 1
+        w.prev = None
+        self._account(w, first, cputime.cpu_or_none(pid), baseline=True)
+        w.next_tick = time.monotonic() + self.cfg.interval_s
+        stepped = sorted({s["symbol"] for s in w.sites if s.get("class") == "single-stepped"})
+        self.log(f"{w.proc.describe()}: attached {','.join(layers)} ({ev.get('uprobes', 0)} "
+                 f"uprobes, {ev.get('tracepoints', 0)} tracepoints) in "
+                 f"{time.monotonic() - t0:.2f} s"
+                 + (f"; single-stepped: {', '.join(stepped[:4])}" if stepped else ""))
+
+    def _engine_gone(self, eng, base) -> None:
+        self.engine_pids.discard(eng.proc.pid)
+        for suffix in (".plan.json", ".stderr"):
+            try:
+                Path(f"{base}{suffix}").unlink()
+            except OSError:
+                pass
+
+    def stop_engine(self, w: Watch, account: bool = True) -> None:
+        """w's engine stopped: its final maps added (account), every link closed. w.eng is
+        cleared once the engine is reaped: until then the agent's CPU figure counts it as a
+        live engine, after it as a reaped child (never neither)."""
+        eng = w.eng
+        if eng is None:
+            return
+        base = self.state_dir / f"{w.proc.pid}-{w.seq}"
+        maps, cpu = None, None
+        try:
+            if account and eng.alive():
+                cpu = cputime.cpu_or_none(w.proc.pid)
+                maps = eng.stop(timeout=STOP_TIMEOUT_S)
+        finally:
+            if eng.alive():
+                eng.kill()
+            w.eng = None
+            self._engine_gone(eng, base)
+        if maps is not None:
+            self._account(w, maps, cpu)
+        w.prev = None
+
+    # ---- intervals
+    def _account(self, w: Watch, maps: dict, cpu_ns: Optional[int],
+                 baseline: bool = False) -> None:
+        """One snapshot of w's engine: the interval since the previous one added to w's
+        counters (none for the baseline)."""
+        from jvmos import engine as engine_mod
+        from jvmos.analyzers import summary as summ
+        t = time.monotonic()
+        raw = engine_mod.to_raw(maps, w.plan)
+        pid = str(w.proc.pid)
+        summary = summ.build(raw, wall_ns=int((t - w.engine_t0) * 1e9), status="running",
+                             exit_code=None, **self.summary_kw(w))
+        if not w.warned and summary.get("warnings"):
+            w.warned = True
+            for msg in summary["warnings"][:5]:
+                self.log(f"{w.proc.describe()}: note: {msg}")
+        cur = snapshot_view(summary, pid, cpu_ns, t - w.engine_t0, raw.lost_events or 0)
+        exec_name = (raw.maps.get("@exec") or {}).get(pid)
+        if exec_name is not None:
+            w.exec_seen = exec_name or "?"
+        prev, w.prev = w.prev, cur
+        if baseline or prev is None:
+            return
+        f = interval_figures(prev, cur, self.probes)
+        with self.lock:
+            w.last = add_interval(w.totals, f)
+            w.last_by_layer = dict(f["probe_by_layer_ns"])
+            w.last_cpu = f["cpu_ns"]
+
+    def tick(self, w: Watch) -> None:
+        """w's interval: a snapshot, its figures, the exec check, the cost limit."""
+        w.next_tick = time.monotonic() + self.cfg.interval_s
+        if w.eng is None:
+            return
+        if not w.eng.alive():
+            self.engine_deaths += 1
+            raise JvmosError(f"its engine stopped: {w.eng.first_error()}")
+        maps = w.eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
+        cpu = cputime.cpu_or_none(w.proc.pid)
+        if maps is None:
+            self.log(f"{w.proc.describe()}: no snapshot within {SNAPSHOT_TIMEOUT_S:.0f} s; "
+                     "the interval is skipped")
+            return
+        self._account(w, maps, cpu)
+        if w.exec_seen is not None:
+            return
+        self.judge(w)
+
+    def judge(self, w: Watch) -> None:
+        """The cost limit on w's last interval: shed layers when the probe effect passed it."""
+        limit = self.cfg.max_overhead_pct
+        cpu, by_layer = w.last_cpu, w.last_by_layer
+        if limit is None or not cpu or cpu < MIN_JUDGED_CPU_NS:
+            return
+        total = sum(by_layer.values())
+        drop, remaining = choose_sheds(by_layer, cpu, w.layers, limit)
+        if not drop:
+            return        # under the limit, or what is over it is the common probes: kept
+        now = time.monotonic()
+        parts = []
+        for layer in drop:
+            backoff = next_backoff(w.backoff.get(layer), self.returned_recently(w, layer, now),
+                                   self.cfg.shed_backoff_s)
+            w.backoff[layer] = backoff
+            share = 100.0 * by_layer[layer] / cpu
+            reason = (f"probe effect {100.0 * total / cpu:.2f}% of the JVM's CPU over "
+                      f"{w.last['interval_s']:.1f} s > --max-overhead {limit:g}%; "
+                      f"{layer}'s probes {share:.2f}%")
+            with self.lock:      # the metrics' thread reads w.shed
+                w.shed[layer] = Shed(since=now, until=now + backoff, backoff_s=backoff,
+                                     reason=reason)
+                w.totals.sheds[layer] += 1
+            parts.append(f"{layer} ({share:.2f}%, back in {backoff:g} s)")
+        self.log(f"{w.proc.describe()}: probe effect estimated at {100.0 * total / cpu:.2f}% "
+                 f"of its CPU ({total / 1e6:.1f} ms of {cpu / 1e6:.0f} ms) in the last "
+                 f"{w.last['interval_s']:.1f} s, over --max-overhead {limit:g}%: shed "
+                 + ", ".join(parts)
+                 + f"; {100.0 * max(remaining, 0.0) / cpu:.2f}% estimated for what is left")
+        self.reconfigure(w)
+
+    def returned_recently(self, w: Watch, layer: str, now: float) -> bool:
+        t = w.returned_at.get(layer)
+        return t is not None and now - t <= RESHED_INTERVALS * self.cfg.interval_s + 1e-6
+
+    def restore_due(self, w: Watch) -> None:
+        now = time.monotonic()
+        due = [layer for layer, s in w.shed.items() if now >= s.until]
+        if not due:
+            return
+        for layer in due:
+            w.returned_at[layer] = now
+            with self.lock:
+                del w.shed[layer]
+                w.totals.returns[layer] += 1
+        self.log(f"{w.proc.describe()}: putting back {', '.join(due)} after the back-off; the "
+                 "next interval says whether the rate fell")
+        self.reconfigure(w)
+
+    def reconfigure(self, w: Watch) -> None:
+        """w's engine replaced by one with the layers now wanted and not shed (none: no
+        engine until a layer comes back)."""
+        layers = w.attached_layers()
+        if w.eng is not None and layers == w.layers:
+            return
+        self.stop_engine(w)
+        if w.exec_seen is not None:
+            return
+        if not layers:
+            w.layers = ()
+            w.next_tick = math.inf
+            with self.lock:        # no interval while nothing is attached: no last figures
+                w.last = {k: None for k in w.last}
+            self.log(f"{w.proc.describe()}: every layer is shed: no probe attached until one "
+                     "comes back")
+            return
+        self.start_engine(w, layers)
+
+    # ---- the JVMs
+    def watch(self, proc: JvmProc) -> None:
+        fail = self.failed.get(proc.key)
+        if fail is not None and time.monotonic() < fail["retry_at"]:
+            return
+        w = Watch(proc, self.cfg.layers)
+        try:
+            self.start_engine(w, w.attached_layers())
+        except Exception as e:          # one JVM's failure never ends the agent
+            self.fail_watch(w, e, "could not attach")
+            return
+        self.failed.pop(proc.key, None)
+        with self.lock:
+            self.watches[proc.key] = w
+
+    def fail_watch(self, w: Watch, e: Exception, what: str) -> None:
+        """w's engine could not be started or read: the watch ends (its engine stopped, its
+        series dropped) and the JVM is tried again as a new watch after RETRY_S x failures,
+        at most RETRIES times."""
+        proc = w.proc
+        with self.lock:
+            self.watches.pop(proc.key, None)
+        try:
+            self.stop_engine(w, account=False)
+        except Exception:
+            if w.eng is not None:
+                w.eng.kill()
+        if not _alive(proc.pid):
+            self.log(f"{proc.describe()}: exited ({what}: {error_text(e)})")
+            return
+        n = self.failed.get(proc.key, {}).get("count", 0) + 1
+        self.attach_failures += 1
+        retry = math.inf if n >= RETRIES else time.monotonic() + RETRY_S * n
+        self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e)}
+        self.log(f"{proc.describe()}: {what}: {error_text(e)}"
+                 + (f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
+                    if n < RETRIES else f" (gave up after {n} attempts)"))
+
+    def unwatch(self, w: Watch, why: str) -> None:
+        with self.lock:
+            self.watches.pop(w.proc.key, None)
+        self.stop_engine(w, account=False)
+        self.log(f"{w.proc.describe()}: {why}; its series are dropped")
+
+    def scan(self) -> None:
+        t0 = time.monotonic()
+        jvms = self.discovery.scan()
+        for key, w in list(self.watches.items()):
+            cur = jvms.get(key)
+            if cur is w.proc:
+                if not self.cfg.selects(w.proc):
+                    self.unwatch(w, "no longer selected by --match")
+            elif not _alive(w.proc.pid):
+                self.unwatch(w, "exited")
+            else:
+                # a new program in the same process (its command line or executable
+                # changed): a JVM again is `cur`, watched anew below
+                self.unwatch(w, "exec'd " + (" ".join(cur.cmdline)[:80] if cur else
+                                             "a program that is not a HotSpot JVM"))
+        for key, proc in jvms.items():
+            if key not in self.watches and self.cfg.selects(proc) and self.stop_signal is None:
+                self.watch(proc)
+        for key in [k for k in self.failed if k not in jvms]:
+            del self.failed[key]
+        self.scan_seconds = time.monotonic() - t0
+
+    def step(self) -> float:
+        """One pass of the loop; returns when the next is due (monotonic)."""
+        now = time.monotonic()
+        if now >= self._next_scan:
+            self.scan()
+            self._next_scan = time.monotonic() + self.cfg.scan_s
+        for w in list(self.watches.values()):
+            if self.stop_signal is not None:
+                break
+            if w.proc.key not in self.watches:
+                continue
+            try:
+                if w.shed:
+                    self.restore_due(w)
+                if time.monotonic() >= w.next_tick:
+                    self.tick(w)
+            except Exception as e:      # one JVM's failure never ends the agent
+                self.fail_watch(w, e, "its interval failed")
+                continue
+            if w.exec_seen is not None:
+                self.unwatch(w, f"exec'd {w.exec_seen}")
+                self.discovery.forget(w.proc.pid)
+                self._next_scan = time.monotonic()
+        due = [self._next_scan] + [w.next_tick for w in self.watches.values()]
+        due += [s.until for w in self.watches.values() for s in w.shed.values()]
+        return min(due)
+
+    def run(self) -> None:
+        self._next_scan = time.monotonic()
+        self.log(f"started (jvmos {__version__}, pid {os.getpid()}): {self.cfg.describe()}")
+        from jvmos.catalogue import TIMED_SPAN_LAYERS
+        partial = [layer for layer in self.cfg.layers if layer in TIMED_SPAN_LAYERS]
+        if partial:
+            self.log(f"note: --mode count keeps the {', '.join(partial)} layer(s)' entry probes "
+                     "only: their counts are exact, their per-layer times partial")
+        while self.stop_signal is None:
+            if self.reload_requested:
+                self.reload_requested = False
+                self.reload()
+            due = self.step()
+            while self.stop_signal is None and not self.reload_requested:
+                left = due - time.monotonic()
+                if left <= 0:
+                    break
+                time.sleep(min(left, 0.2))
+
+    def shutdown(self) -> None:
+        for w in list(self.watches.values()):
+            self.stop_engine(w, account=False)
+        with self.lock:
+            self.watches.clear()
+
+    # ---- SIGHUP
+    def reload(self) -> None:
+        from jvmos import calibrate as cal
+        args = self.reload_args
+        try:
+            cfg = load_config(args) if args is not None else self.cfg
+            platform_file = cal.platform_path(cfg.platform)
+            platform = load_platform(platform_file, cfg)
+        except (JvmosError, OSError) as e:
+            self.reloads["failed"] += 1
+            self.log(f"SIGHUP: configuration not reloaded, the running one is kept: {e}")
+            return
+        if cfg.listen != self.cfg.listen:
+            self.log(f"SIGHUP: listen {cfg.listen[0]}:{cfg.listen[1]} needs a restart; still "
+                     f"serving on {self.cfg.listen[0]}:{self.cfg.listen[1]}")
+            cfg.listen = self.cfg.listen
+        self.reloads["ok"] += 1
+        old = self.cfg
+        self.cfg, self.platform, self.platform_file = cfg, platform, platform_file
+        self.log(f"SIGHUP: configuration reloaded: {cfg.describe()}")
+        for w in list(self.watches.values()):
+            if not cfg.selects(w.proc):
+                self.unwatch(w, "no longer selected by --match")
+                continue
+            if cfg.layers != old.layers:
+                with self.lock:
+                    w.wanted = cfg.layers
+                    for layer in [x for x in w.shed if x not in cfg.layers]:
+                        del w.shed[layer]
+                try:
+                    self.reconfigure(w)
+                except Exception as e:
+                    self.fail_watch(w, e, "could not attach the new layers")
+        self._next_scan = time.monotonic()
+
+    # ---- what the metrics read
+    def _live_engine_cpu(self) -> int:
+        with self.lock:
+            pids = [w.eng.proc.pid for w in self.watches.values() if w.eng is not None]
+        return sum(cputime.cpu_or_none(p) or 0 for p in pids)
+
+    def cpu_seconds(self) -> float:
+        """The agent's own CPU time: its process, the children it has reaped (engines that
+        were stopped, nm) and its live engines."""
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
+                + self.live_engine_cpu() / 1e9)
+
+    def exposed(self) -> dict:
+        """A consistent copy of what the metrics show."""
+        with self.lock:
+            jvms = []
+            for w in self.watches.values():
+                T = w.totals
+                jvms.append({
+                    "labels": w.proc.labels(), "proc": w.proc, "start": w.started_wall,
+                    "layers_wanted": w.wanted, "layers_attached": w.layers if w.eng else (),
+                    "shed": {k: {"since_s": time.monotonic() - s.since,
+                                 "reason": s.reason} for k, s in w.shed.items()},
+                    "calls": dict(T.calls), "bytes": dict(T.bytes),
+                    "time_ns": dict(T.time_ns), "floored": dict(T.floored),
+                    "guaranteed_ns": dict(T.guaranteed_ns),
+                    "guaranteed_unknown": dict(T.guaranteed_unknown),
+                    "cpu_ns": T.cpu_ns, "probe_ns": T.probe_ns,
+                    "probe_by_layer_ns": dict(T.probe_by_layer_ns),
+                    "probe_unknown_intervals": T.probe_unknown_intervals,
+                    "lost_events": T.lost_events, "intervals": T.intervals,
+                    "sheds": dict(T.sheds), "returns": dict(T.returns),
+                    "engine_starts": T.engine_starts, "last": dict(w.last)})
+            return {"start": self.started_wall, "cfg": self.cfg, "jvms": jvms,
+                    "failed": len(self.failed), "attach_failures": self.attach_failures,
+                    "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
+                    "scan_seconds": self.scan_seconds}
+
+
+def calibrated_home(jvm, platform: Optional[dict]) -> str:
+    """The JDK home under which the platform file keeps this JVM's per-JDK calibrations (NIO
+    copy, JNI copy model): its own, or a calibrated home whose libjvm.so is the very same file
+    (the agent in a mount namespace of its own, e.g. a sandboxed systemd unit, sees a host
+    JVM's JDK as /proc/PID/root/<home>)."""
+    home = str(jvm.home)
+    copy = (platform or {}).get("copy") or {}
+    known = set(copy.get("nio_heap_to_direct") or {}) | set(copy.get("jni_region") or {})
+    if home in known:
+        return home
+    try:
+        st = os.stat(jvm.libjvm)
+    except OSError:
+        return home
+    for h in sorted(known):
+        for rel in ("lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"):
+            try:
+                o = os.stat(Path(h) / rel)
+            except OSError:
+                continue
+            if (o.st_dev, o.st_ino) == (st.st_dev, st.st_ino):
+                return h
+    return home
+
+
+def error_text(e: BaseException) -> str:
+    """A JvmosError's message as it is; anything else with its type (an unexpected error)."""
+    return str(e) if isinstance(e, JvmosError) else f"{type(e).__name__}: {e}"
+
+
+def _alive(pid: int) -> bool:
+    st = proc_stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def load_platform(path: Path, cfg: Config) -> Optional[dict]:
+    """The platform file, checked for what the agent needs: the compiled engine's probe costs
+    of the layers (the limit and the correction rest on them). The agent never calibrates on
+    its own (a calibration runs microbenchmarks on the host)."""
+    from jvmos import calibrate as cal
+    from jvmos import enginecost
+    platform = cal.load(path)
+    cal.validate_platform(platform)
+    if enginecost.incomplete((platform or {}).get("engine_probes"), list(cfg.layers)):
+        if cfg.max_overhead_pct is not None:
+            raise JvmosError(f"{path} has no (or an incomplete) calibration of the compiled "
+                             f"engine's probe costs for {','.join(cfg.layers)}: --max-overhead "
+                             "needs them (run 'jvmos calibrate --probes' once on this host, or "
+                             "give --max-overhead none)")
+    return platform
+
+
+STATE_PREFIX = "jvmos-agent-"
+
+
+def _clear_engine_files(d: Path) -> None:
+    for pattern in ("*-*.plan.json", "*-*.stderr"):
+        for p in d.glob(pattern):
+            p.unlink()
+
+
+def prepare_state_dir(arg: Optional[str]) -> Tuple[Path, bool]:
+    """(the directory for the engines' plans and logs, whether the agent made it and removes
+    it at its end). A given directory is emptied of a previous agent's files; without one, a
+    temporary directory named after the agent's pid, and those a killed agent left (their pid
+    gone) are removed."""
+    if arg:
+        d = Path(arg)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            _clear_engine_files(d)
+            probe = d / ".jvmos-agent-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise JvmosError(f"--state-dir {d}: {e.strerror or e}")
+        return d, False
+    tmp = Path(tempfile.gettempdir())
+    for old in tmp.glob(STATE_PREFIX + "*-*"):
+        owner = old.name[len(STATE_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists() and old.is_dir():
+            try:
+                _clear_engine_files(old)
+                old.rmdir()
+            except OSError:
+                pass
+    return Path(tempfile.mkdtemp(prefix=f"{STATE_PREFIX}{os.getpid()}-")), True
+
+
+def main(args, log: Callable[[str], None] = default_log) -> int:
+    """`jvmos agent` (cli.cmd_agent): checks, the endpoint, then the loop until a signal."""
+    from jvmos import calibrate as cal
+    from jvmos import engine as engine_mod
+    from jvmos import agentmetrics
+    from jvmos.record import _can_load_bpf
+    from jvmos.tools import ensure_tracefs
+    cfg = load_config(args)
+    if not _can_load_bpf():
+        raise JvmosError("jvmos agent needs root (or CAP_BPF with CAP_PERFMON; see the "
+                         "systemd unit in deploy/): it loads BPF programs")
+    engine_mod.check_env()
+    engine_mod.check_built(cfg.layers)
+    ensure_tracefs()
+    platform_file = cal.platform_path(cfg.platform)
+    platform = load_platform(platform_file, cfg)
+    state_dir, own_dir = prepare_state_dir(getattr(args, "state_dir", None))
+    try:
+        agent = Agent(cfg, platform, platform_file, state_dir, log)
+        agent.reload_args = args
+        try:
+            server = agentmetrics.serve(cfg.listen, agent)
+        except OSError as e:
+            raise JvmosError(f"--listen {cfg.listen[0]}:{cfg.listen[1]}: {e.strerror or e}")
+        log(f"metrics at http://{agentmetrics.url_host(cfg.listen[0])}:{cfg.listen[1]}/metrics")
+
+        def on_stop(signum, _frame):
+            agent.stop_signal = signum
+
+        def on_hup(_signum, _frame):
+            agent.reload_requested = True
+        old = {s: signal.signal(s, on_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hup)
+        try:
+            agent.run()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            agent.shutdown()
+            server.shutdown()
+            server.server_close()
+    finally:
+        if own_dir:
+            import shutil
+            shutil.rmtree(state_dir, ignore_errors=True)
+    sig = agent.stop_signal
+    log(f"stopped ({signal.Signals(sig).name if sig else 'end'}): every engine detached")
+    return 0

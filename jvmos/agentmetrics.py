@@ -1,0 +1,255 @@
+"""The metrics `jvmos agent` serves: a prometheus_client collector over the agent's counters,
+and the HTTP endpoint (GET /metrics; Prometheus's text format, or OpenMetrics when the
+scraper asks for it).
+
+Every per-JVM series is labelled pid, main_class and jdk_version (and category, resource or
+layer where it is split). Counters start at zero when the agent begins watching a JVM: their
+_created sample and jvmos_jvm_watch_start_time_seconds say when, and a restarted agent starts
+them again. The names say what each number is: *_estimated_* rests on a calibrated model or
+on a probe-effect correction, counts are what the probes saw, a *_ratio names its denominator.
+Metric names follow `jvmos export --format openmetrics` (jvmos/export.py) where they mean the
+same: jvmos_category_calls_total and jvmos_category_bytes_total.
+"""
+import socket
+import threading
+from socketserver import ThreadingMixIn
+from typing import Iterable, Tuple
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    InfoMetricFamily)
+from prometheus_client.exposition import make_wsgi_app
+from prometheus_client.registry import CollectorRegistry
+
+from jvmos import __version__
+
+JVM_LABELS = ("pid", "main_class", "jdk_version")
+NS = 1e9
+
+
+class AgentCollector:
+    """Reads Agent.exposed() at each scrape (the state as of the last interval of each JVM:
+    a scrape never waits for the probes)."""
+
+    def __init__(self, agent):
+        self.agent = agent
+
+    def collect(self) -> Iterable:
+        a = self.agent
+        x = a.exposed()
+        cfg = x["cfg"]
+        yield from agent_families(x, cfg, a.cpu_seconds())
+        yield from jvm_families(x["jvms"])
+
+
+def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
+    start = x["start"]
+    info = InfoMetricFamily(
+        "jvmos_agent", "The agent's configuration (labels); the value is 1",
+        labels=("version", "mode", "layers", "max_overhead", "match"))
+    info.add_metric([__version__, "count", ",".join(cfg.layers),
+                     f"{cfg.max_overhead_pct:g}%" if cfg.max_overhead_pct else "none",
+                     " or ".join(m.text for m in cfg.match) or "every JVM"], {})
+    yield info
+    yield GaugeMetricFamily("jvmos_agent_start_time_seconds",
+                            "When this agent started (Unix time); every counter of a JVM "
+                            "starts at zero at that JVM's watch start, after this",
+                            value=start, unit="seconds")
+    yield CounterMetricFamily("jvmos_agent_cpu_seconds", "CPU time the agent used (user + "
+                              "system, measured): its own process, the children it reaped "
+                              "(engines it stopped) and its live engines; the probes' own "
+                              "cost is in the JVMs' CPU, not here",
+                              value=cpu_s, created=start, unit="seconds")
+    yield GaugeMetricFamily("jvmos_agent_watched_jvms", "JVMs the agent has an engine (or a "
+                            "watch with every layer shed) on", value=len(x["jvms"]))
+    yield CounterMetricFamily("jvmos_agent_attach_failures", "Attaches of an engine to a JVM "
+                              "that failed (each is logged with its reason)",
+                              value=x["attach_failures"], created=start)
+    yield CounterMetricFamily("jvmos_agent_engine_deaths", "Engines that stopped without "
+                              "being asked to (each is logged, and the JVM attached again)",
+                              value=x["engine_deaths"], created=start)
+    reloads = CounterMetricFamily("jvmos_agent_config_reloads", "SIGHUP re-reads of the "
+                                  "configuration, by result (failed: the running one was "
+                                  "kept)", labels=("result",))
+    for result, n in sorted(x["reloads"].items()):
+        reloads.add_metric([result], n, created=start)
+    yield reloads
+    if cfg.max_overhead_pct is not None:
+        yield GaugeMetricFamily("jvmos_agent_max_probe_effect_ratio",
+                                "--max-overhead: the estimated probe effect a JVM may have, as "
+                                "a ratio of its CPU time (0.02 = 2%)",
+                                value=cfg.max_overhead_pct / 100.0)
+    if x["scan_seconds"] is not None:
+        yield GaugeMetricFamily("jvmos_agent_scan_seconds", "Wall time of the last discovery "
+                                "scan of /proc (measured)", value=x["scan_seconds"],
+                                unit="seconds")
+
+
+def jvm_families(jvms: list) -> Iterable:
+    L = list(JVM_LABELS)
+    fam = {
+        "info": InfoMetricFamily(
+            "jvmos_jvm", "A JVM the agent watches: its user, jar, JDK home, the process's "
+                         "start time and the layers asked for; the value is 1",
+            labels=L + ["user", "jar", "jvm_home", "process_start_time", "layers"]),
+        "watch_start": GaugeMetricFamily(
+            "jvmos_jvm_watch_start_time_seconds", "When the agent began this JVM's counters "
+            "(Unix time)", labels=L, unit="seconds"),
+        "cpu": CounterMetricFamily(
+            "jvmos_jvm_cpu_seconds", "CPU time (user + system) the JVM used during the "
+            "agent's intervals (measured, its CPU clock; the probes' cost included); the "
+            "moments while an engine is replaced are not in it, nor in any other counter",
+            labels=L, unit="seconds"),
+        "calls": CounterMetricFamily(
+            "jvmos_category_calls", "Calls of the category counted by the probes; categories "
+            "overlap (kernel_copy and nio_copy count calls that io_syscall counts too)",
+            labels=L + ["category"]),
+        "bytes": CounterMetricFamily(
+            "jvmos_category_bytes", "Bytes moved by the category's calls as the probes saw "
+            "them; categories overlap as the calls do", labels=L + ["category"], unit="bytes"),
+        "time": CounterMetricFamily(
+            "jvmos_category_estimated_time_seconds",
+            "Time spent in the category, summed over threads: method=estimated is a "
+            "calibrated model's estimate from the counted calls and bytes (--mode count), "
+            "method=measured a time the probes measured less the estimated cost of the "
+            "probes inside it (an interval where that went below 0 adds 0, see "
+            "jvmos_category_floored_intervals_total); both rest on calibrations",
+            labels=L + ["category", "method"], unit="seconds"),
+        "floored": CounterMetricFamily(
+            "jvmos_category_floored_intervals", "Intervals whose probe-effect correction "
+            "exceeded the category's measured time: they added 0 to its estimated time",
+            labels=L + ["category"]),
+        "guaranteed": CounterMetricFamily(
+            "jvmos_guaranteed_overhead_estimated_seconds",
+            "Guaranteed overhead of one resource (io: jni_copy+nio_copy+kernel_copy; threads, "
+            "mem, links as jvmos record sums them): the sum of its categories' estimated "
+            "times, only over intervals where every one of them was known",
+            labels=L + ["resource"], unit="seconds"),
+        "g_unknown": CounterMetricFamily(
+            "jvmos_guaranteed_overhead_unknown_intervals", "Intervals in which a category of "
+            "the resource had no time (a calibration missing): not in the guaranteed "
+            "overhead's counter", labels=L + ["resource"]),
+        "g_ratio": GaugeMetricFamily(
+            "jvmos_guaranteed_overhead_of_cpu_ratio", "The last interval's guaranteed "
+            "overhead (every resource attached) divided by the JVM's CPU time in that "
+            "interval (0.01 = 1%); absent when a term was unknown", labels=L),
+        "probe": CounterMetricFamily(
+            "jvmos_probe_effect_estimated_seconds", "CPU time the agent's probes added to "
+            "the JVM, estimated: hits counted x the calibrated cost per hit (platform file, "
+            "engine_probes), by layer (common: the probes every engine has); a kind without "
+            "a calibrated cost is left out (jvmos_probe_effect_unknown_intervals_total)",
+            labels=L + ["layer"], unit="seconds"),
+        "p_unknown": CounterMetricFamily(
+            "jvmos_probe_effect_unknown_intervals", "Intervals in which some probe that "
+            "fired had no calibrated cost: the probe effect of those is a lower bound",
+            labels=L),
+        "p_ratio": GaugeMetricFamily(
+            "jvmos_probe_effect_of_cpu_ratio", "The last interval's estimated probe effect "
+            "divided by the JVM's CPU time in it (what --max-overhead is compared with)",
+            labels=L),
+        "shed": GaugeMetricFamily(
+            "jvmos_probes_shed", "1 while the layer's probes are taken off the JVM because "
+            "its probe effect passed --max-overhead, 0 while attached", labels=L + ["layer"]),
+        "sheds": CounterMetricFamily(
+            "jvmos_probe_sheds", "Times the layer was shed from the JVM", labels=L + ["layer"]),
+        "returns": CounterMetricFamily(
+            "jvmos_probe_returns", "Times a shed layer was put back after its back-off",
+            labels=L + ["layer"]),
+        "lost": CounterMetricFamily(
+            "jvmos_jvm_lost_events", "Events the engine lost (a full map, a program run the "
+            "kernel skipped): figures may be short by these", labels=L),
+        "intervals": CounterMetricFamily(
+            "jvmos_jvm_intervals", "Intervals (snapshot differences) added to the counters",
+            labels=L),
+    }
+    for j in jvms:
+        p = j["proc"]
+        lv = [j["labels"][k] for k in JVM_LABELS]
+        c = j["start"]
+        fam["info"].add_metric(lv + [p.user or "", p.jar or "", p.home_seen,
+                                     f"{p.start_time:.2f}", ",".join(j["layers_wanted"])], {})
+        fam["watch_start"].add_metric(lv, c)
+        fam["cpu"].add_metric(lv, j["cpu_ns"] / NS, created=c)
+        for cat, n in sorted(j["calls"].items()):
+            fam["calls"].add_metric(lv + [cat], n, created=c)
+        for cat, n in sorted(j["bytes"].items()):
+            fam["bytes"].add_metric(lv + [cat], n, created=c)
+        for (cat, method), ns in sorted(j["time_ns"].items()):
+            fam["time"].add_metric(lv + [cat, method], ns / NS, created=c)
+        for cat, n in sorted(j["floored"].items()):
+            fam["floored"].add_metric(lv + [cat], n, created=c)
+        for res, ns in sorted(j["guaranteed_ns"].items()):
+            fam["guaranteed"].add_metric(lv + [res], ns / NS, created=c)
+        for res, n in sorted(j["guaranteed_unknown"].items()):
+            fam["g_unknown"].add_metric(lv + [res], n, created=c)
+        last = j["last"]
+        if last.get("guaranteed_ratio") is not None:
+            fam["g_ratio"].add_metric(lv, last["guaranteed_ratio"])
+        for layer, ns in sorted(j["probe_by_layer_ns"].items()):
+            fam["probe"].add_metric(lv + [layer], ns / NS, created=c)
+        fam["p_unknown"].add_metric(lv, j["probe_unknown_intervals"], created=c)
+        if last.get("probe_ratio") is not None:
+            fam["p_ratio"].add_metric(lv, last["probe_ratio"])
+        for layer in j["layers_wanted"]:
+            fam["shed"].add_metric(lv + [layer], 1 if layer in j["shed"] else 0)
+            fam["sheds"].add_metric(lv + [layer], j["sheds"].get(layer, 0), created=c)
+            fam["returns"].add_metric(lv + [layer], j["returns"].get(layer, 0), created=c)
+        fam["lost"].add_metric(lv, j["lost_events"], created=c)
+        fam["intervals"].add_metric(lv, j["intervals"], created=c)
+    yield from fam.values()
+
+
+# --------------------------------------------------------------------------- the endpoint
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, fmt, *args):      # a scrape every few seconds is not news
+        pass
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def app_for(registry):
+    metrics = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"jvmos agent: the metrics are at /metrics\n"]
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: the metrics are at /metrics\n"]
+    return app
+
+
+def registry_for(agent) -> CollectorRegistry:
+    from prometheus_client import ProcessCollector
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(AgentCollector(agent))
+    # process_* of the agent's own Python process (the client library's collector)
+    ProcessCollector(registry=registry)
+    return registry
+
+
+def serve(listen: Tuple[str, int], agent) -> WSGIServer:
+    """The endpoint on listen (host, port), served by a daemon thread; OSError when the
+    address cannot be bound."""
+    host, port = listen
+    cls = _Server6 if ":" in host else _Server
+    server = make_server(host, port, app_for(registry_for(agent)), server_class=cls,
+                         handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, name="jvmos-agent-http",
+                     daemon=True).start()
+    return server

@@ -14,7 +14,8 @@ What it does, once per --scan seconds (default 1 s):
     process, the layers --layers names, on that pid only (its children are not followed: a
     child that is itself a JVM gets its own engine, and no child is ever held at its exec).
 
-Once per --interval seconds (default 5 s) per JVM: a snapshot of its engine's maps, the same
+Once per --interval seconds (default 5 s) per JVM (the first interval of each engine lasts
+FIRST_INTERVAL_S, 1 s, so that the limit is judged soon after an attach): a snapshot of its engine's maps, the same
 analyzers as `jvmos record` (a summary of the engine's figures so far), and the interval's
 difference (jvmos.live.interval_of), added to that JVM's counters: calls, bytes and estimated
 time per category, guaranteed overhead per resource, the JVM's CPU time, the probes'
@@ -44,6 +45,7 @@ import math
 import os
 import resource
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -70,6 +72,9 @@ BACKOFF_MAX_S = 900.0
 SHED_ORDER = ("jni", "mem", "io", "threads", "links")
 # a layer shed again within this many intervals of its return doubles its back-off
 RESHED_INTERVALS = 3
+# the first interval after an engine attaches (or comes back with a layer) is this long, so
+# that a layer over the limit costs the JVM about a second of probes, not a whole --interval
+FIRST_INTERVAL_S = 1.0
 # an interval in which the JVM used less CPU than this is not judged against the limit: a
 # handful of probe hits in an idle moment says nothing about the rate
 MIN_JUDGED_CPU_NS = 10_000_000
@@ -304,9 +309,30 @@ def java_main(argv: Sequence[str]) -> Tuple[str, str]:
     return "", ""
 
 
+# files the agent reads on behalf of a process another user may control (its passwd, its jar,
+# its JDK's release file) are read only when regular, without blocking, and only this much
+READ_CAP = 1 << 20
+MANIFEST_CAP = 64 << 10
+
+
 def _read(path: str, binary: bool = False):
-    with open(path, "rb" if binary else "r") as f:
-        return f.read()
+    """A file's first READ_CAP bytes. Not a regular file (a FIFO a user put in a jar's place
+    would block a plain open for ever): OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) and not path.startswith("/proc/"):
+            raise OSError(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size < READ_CAP:     # procfs hands a long command line over a page at a time
+            b = os.read(fd, READ_CAP - size)
+            if not b:
+                break
+            chunks.append(b)
+            size += len(b)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    return data if binary else data.decode(errors="replace")
 
 
 def proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
@@ -337,12 +363,21 @@ def uid_of(pid: int) -> Optional[int]:
     return None
 
 
+def _same_user_ns(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user") == os.readlink("/proc/self/ns/user")
+    except OSError:
+        return False
+
+
 def user_name(pid: int, uid: Optional[int]) -> str:
-    """The name of uid in the process's own /etc/passwd (a container's names its users), else
-    in the agent's, else the number."""
+    """The name of uid in the process's own /etc/passwd (a container's names its users) when
+    the process shares the agent's user namespace (else its passwd's numbers are not the
+    host's, and its owner chose the names), then in the agent's, else the number."""
     if uid is None:
         return ""
-    for path in (f"/proc/{pid}/root/etc/passwd", "/etc/passwd"):
+    own = [f"/proc/{pid}/root/etc/passwd"] if _same_user_ns(pid) else []
+    for path in own + ["/etc/passwd"]:
         try:
             for line in _read(path).splitlines():
                 f = line.split(":")
@@ -361,11 +396,24 @@ def jar_main_class(pid: int, jar: str) -> Tuple[str, str]:
         via_root = f"/proc/{pid}/root{jar}"
         if os.path.exists(via_root):
             path = via_root
+    else:       # the absolute path the process means, for --match jar=/abs/path
+        try:
+            path_abs = os.path.join(os.readlink(f"/proc/{pid}/cwd"), jar)
+        except OSError:
+            path_abs = path
     try:
+        # a regular file only (never block on a FIFO), the manifest only if small, and any
+        # error of a corrupt archive (zlib's included) leaves the main class unknown
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "", path
         with zipfile.ZipFile(path) as z:
+            if z.getinfo("META-INF/MANIFEST.MF").file_size > MANIFEST_CAP:
+                return "", path
             text = z.read("META-INF/MANIFEST.MF").decode("utf-8", errors="replace")
-    except (OSError, KeyError, zipfile.BadZipFile, RuntimeError):
-        return "", path
+    except Exception:
+        return "", path if jar.startswith("/") else path_abs
+    if not jar.startswith("/"):
+        path = path_abs
     # manifest lines are wrapped at 72 bytes: a continuation starts with one space
     text = text.replace("\r\n", "\n").replace("\n ", "")
     for line in text.splitlines():
@@ -551,7 +599,7 @@ class Discovery:
                 s.checked = now
                 try:
                     s.proc = identify(pid, s.start_ticks, self.boot)
-                except (OSError, JvmosError, ValueError) as e:
+                except Exception as e:     # noqa: BLE001 - one process never ends discovery
                     # e.g. a JDK in a directory the agent may not read: said once per look
                     s.proc = None
                     if not s.unreadable:
@@ -724,6 +772,12 @@ def choose_sheds(by_layer: Dict[str, float], cpu_ns: float, attached: Sequence[s
         if layer in attached and by_layer.get(layer, 0) > 0:
             drop.append(layer)
             remaining -= by_layer[layer]
+    # a layer dropped early in the order whose cost fits once a later one went is kept:
+    # shed what the limit needs, not more (latest dropped is the one that made it fit)
+    for layer in list(drop[:-1]):
+        if 100.0 * (remaining + by_layer[layer]) / cpu_ns <= limit_pct:
+            drop.remove(layer)
+            remaining += by_layer[layer]
     return drop, remaining
 
 
@@ -818,7 +872,9 @@ class Agent:
         w.totals.engine_starts += 1
         w.prev = None
         self._account(w, first, cputime.cpu_or_none(pid), baseline=True)
-        w.next_tick = time.monotonic() + self.cfg.interval_s
+        # the first interval of an engine is short: a layer over the limit is shed after
+        # FIRST_INTERVAL_S, not after a whole --interval of its cost
+        w.next_tick = time.monotonic() + min(self.cfg.interval_s, FIRST_INTERVAL_S)
         stepped = sorted({s["symbol"] for s in w.sites if s.get("class") == "single-stepped"})
         self.log(f"{w.proc.describe()}: attached {','.join(layers)} ({ev.get('uprobes', 0)} "
                  f"uprobes, {ev.get('tracepoints', 0)} tracepoints) in "
@@ -1018,7 +1074,11 @@ class Agent:
 
     def scan(self) -> None:
         t0 = time.monotonic()
-        jvms = self.discovery.scan()
+        try:
+            jvms = self.discovery.scan()
+        except Exception as e:     # noqa: BLE001 - the agent outlives one bad scan
+            self.log(f"discovery failed this time ({error_text(e)}); the watched JVMs stay")
+            return
         for key, w in list(self.watches.items()):
             cur = jvms.get(key)
             if cur is w.proc:

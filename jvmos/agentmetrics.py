@@ -62,11 +62,13 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                               value=cpu_s, created=start, unit="seconds")
     yield GaugeMetricFamily("jvmos_agent_watched_jvms", "JVMs the agent has an engine (or a "
                             "watch with every layer shed) on", value=len(x["jvms"]))
-    yield CounterMetricFamily("jvmos_agent_attach_failures", "Attaches of an engine to a JVM "
-                              "that failed (each is logged with its reason)",
+    yield CounterMetricFamily("jvmos_agent_attach_failures", "Failures of a JVM's watch (an "
+                              "attach, an interval, an engine's death or a reload that failed; "
+                              "each is logged with its reason)",
                               value=x["attach_failures"], created=start)
     yield CounterMetricFamily("jvmos_agent_engine_deaths", "Engines that stopped without "
-                              "being asked to (each is logged, and the JVM attached again)",
+                              "being asked to (each is logged; the JVM is attached again, at "
+                              "most 3 tries, with its shed state reset)",
                               value=x["engine_deaths"], created=start)
     reloads = CounterMetricFamily("jvmos_agent_config_reloads", "SIGHUP re-reads of the "
                                   "configuration, by result (failed: the running one was "

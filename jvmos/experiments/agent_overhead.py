@@ -316,7 +316,8 @@ def main(argv) -> int:
         "probe effect the agent estimated: the increase of jvmos_probe_effect_estimated_seconds"
         "_total over the load (hits x calibrated cost per hit, while its probes were "
         "attached); its share is of jvmos_jvm_cpu_seconds_total over the same intervals (the "
-        "server's CPU while the agent's intervals ran, shed time included).",
+        "server's CPU in the agent's intervals: once every layer is shed no interval runs, so "
+        "that CPU is the part of the load the probes were on for, not the whole load).",
         "the agent is started fresh for each watched load, so the load sees its first "
         "interval with every layer attached and what the limit does after it: a layer shed "
         "stays off for --shed-backoff (60 s) and then gets one interval to show its rate fell "

@@ -256,3 +256,28 @@ def test_overhead_quick(platform_file, tmp_path):
     table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
     assert len(table) == len(res["rows"])
     assert "bystander goal" in (out / "overhead.md").read_text()
+
+
+def test_agent_overhead_smallest(platform_file, tmp_path):
+    """jvmos run agent-overhead at its smallest: one pair of chat loads, bare and watched by a
+    fresh `jvmos agent`; structure and arithmetic only (speed belongs to the experiment)."""
+    out = tmp_path / "ao"
+    r = run_jvmos(["run", "agent-overhead", "--quick", "--trials", "1", "--messages", "20",
+                   "--out", str(out)], timeout=600)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "agent-overhead.json").read_text())
+    (pair,) = res["pairs"]
+    bare, watched = pair["bare"], pair["watched"]
+    assert bare["rate"] > 0 and watched["rate"] > 0
+    assert pair["ratio"] == pytest.approx(watched["rate"] / bare["rate"])
+    agent = watched["agent"]
+    # the agent watched the server: at least one interval, the server's CPU seen, its probe
+    # estimate a share of that CPU; a shed is logged with its figures
+    assert agent["intervals"] >= 1 and agent["watched_cpu_ns"] > 0
+    assert 0 <= agent["probe_ns"] < agent["watched_cpu_ns"]
+    assert all("over --max-overhead" in line for line in agent["shed_log"])
+    assert sum(agent["sheds"].values()) >= len(agent["shed_log"])     # a line may shed several
+    for arm in (bare, watched):
+        assert arm["bystander"]["write"]["rounds"] > 0, arm
+    md = (out / "agent-overhead.md").read_text()
+    assert "watched / bare" in md and "bystander" in md

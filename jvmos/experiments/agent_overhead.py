@@ -21,6 +21,7 @@ when), the agent's own CPU time during the load (its process and its engines), a
 bystander's CPU per call. Nothing is asserted: the figures are printed as measured.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -65,6 +66,9 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home of the server and the load (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-agent-overhead)")
     p.add_argument("--quick", action="store_true", help="100 messages per user, 2 pairs")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and notes again from DIR/agent-overhead.json (no "
+                        "measuring)")
     a = p.parse_args(argv)
     a.messages = a.messages or (100 if a.quick else 300)
     a.trials = a.trials or (2 if a.quick else 3)
@@ -257,8 +261,57 @@ def tables(results: dict) -> List[Table]:
     return [t, b]
 
 
+def notes_for(results: dict) -> List[str]:
+    """The notes under the tables (they say how each figure was obtained)."""
+    return [
+        "messages/s: deliveries per second from the first send to the last delivery, as the "
+        "load generator measured it (every load checks each message reached each member "
+        "once); watched / bare: the median of the pairs' ratios, range their smallest and "
+        f"largest (n = {len(results['pairs'])} pairs: no interval is claimed from so few).",
+        "watched: `jvmos agent` started for the pair with its defaults and --match "
+        "jar=<the server's copy of the chat jar, a name of this run's own>; the load starts once the agent watches the server (its "
+        "engine attached) and the agent is stopped after the interval in which the load "
+        "ended. Its cost to the server is in the watched load's rate and CPU; the agent's own "
+        "process and engines run on the same two cores (their CPU time: the last column).",
+        "probe effect the agent estimated: the increase of jvmos_probe_effect_estimated_seconds"
+        "_total over the load (hits x calibrated cost per hit, while its probes were "
+        "attached); its share is of jvmos_jvm_cpu_seconds_total over the same intervals (the "
+        "server's CPU in the agent's intervals: once every layer is shed no interval runs, so "
+        "that CPU is the part of the load the probes were on for, not the whole load).",
+        "the agent is started fresh for each watched load, so the load sees its first "
+        "interval with every layer attached and what the limit does after it: a layer shed "
+        "stays off for --shed-backoff (60 s) and then gets one interval to show its rate fell "
+        "(the back-off doubling each time it did not, up to 900 s): a long-running agent on a "
+        "server this busy keeps its probes on for one interval per back-off, less than the "
+        "share of this load they were on for.",
+        "bystander: workloads/c/bystander beside each load (both arms), CPU time per call "
+        "(user + system), rounds that ran during the load's first seconds; process-scope "
+        "uprobes (the io layer) trap in the watched JVM only, so a difference here is the "
+        "machine's noise or the agent's own CPU, not a probe in the bystander.",
+    ]
+
+
+def render(out: Path) -> int:
+    """--render DIR: the tables and notes written again from DIR/agent-overhead.json."""
+    src = out / "agent-overhead.json"
+    if not src.is_file():
+        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run "
+                         "agent-overhead' directory")
+    try:
+        results = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
+    if results.get("experiment") != "agent-overhead" or "pairs" not in results:
+        raise JvmosError(f"{src} is not the result of 'jvmos run agent-overhead'")
+    write_outputs(out, "agent-overhead", tables(results), results, notes_for(results))
+    print(f"results: {out}/agent-overhead.md written again from {src}")
+    return 0
+
+
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        return render(Path(a.render))
     from jvmos.experiments.chat import load_cmd, server_cmd
     from jvmos.experiments.server import CommandServer
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
@@ -303,32 +356,7 @@ def main(argv) -> int:
                 + (f"; shed: {'; '.join(w['agent']['shed_log'])}" if w["agent"]["shed_log"]
                    else "; nothing shed"))
             save_partial(out, "agent-overhead", results)
-    notes = [
-        "messages/s: deliveries per second from the first send to the last delivery, as the "
-        "load generator measured it (every load checks each message reached each member "
-        "once); watched / bare: the median of the pairs' ratios, range their smallest and "
-        f"largest (n = {a.trials} pairs: no interval is claimed from so few).",
-        "watched: `jvmos agent` started for the pair with its defaults and --match "
-        "jar=<the server's copy of the chat jar, a name of this run's own>; the load starts once the agent watches the server (its "
-        "engine attached) and the agent is stopped after the interval in which the load "
-        "ended. Its cost to the server is in the watched load's rate and CPU; the agent's own "
-        "process and engines run on the same two cores (their CPU time: the last column).",
-        "probe effect the agent estimated: the increase of jvmos_probe_effect_estimated_seconds"
-        "_total over the load (hits x calibrated cost per hit, while its probes were "
-        "attached); its share is of jvmos_jvm_cpu_seconds_total over the same intervals (the "
-        "server's CPU in the agent's intervals: once every layer is shed no interval runs, so "
-        "that CPU is the part of the load the probes were on for, not the whole load).",
-        "the agent is started fresh for each watched load, so the load sees its first "
-        "interval with every layer attached and what the limit does after it: a layer shed "
-        "stays off for --shed-backoff (60 s) and then gets one interval to show its rate fell "
-        "(the back-off doubling each time it did not, up to 900 s): a long-running agent on a "
-        "server this busy keeps its probes on for one interval per back-off, less than the "
-        "share of this load they were on for.",
-        "bystander: workloads/c/bystander beside each load (both arms), CPU time per call "
-        "(user + system), rounds that ran during the load's first seconds; process-scope "
-        "uprobes (the io layer) trap in the watched JVM only, so a difference here is the "
-        "machine's noise or the agent's own CPU, not a probe in the bystander.",
-    ]
+    notes = notes_for(results)
     ts = tables(results)
     write_outputs(out, "agent-overhead", ts, results, notes)
     (out / "agent-overhead.partial.json").unlink(missing_ok=True)

@@ -510,3 +510,21 @@ def test_discovery_reads_never_block_and_survive_a_corrupt_jar(tmp_path):
     assert agent.jar_main_class(os.getpid(), str(fifo))[0] == ""
     # a long /proc read is whole (a command line over several pages)
     assert agent._read(f"/proc/{os.getpid()}/status").startswith("Name:")
+
+
+def test_agent_overhead_render_writes_the_notes_again_and_refuses_other_files(tmp_path):
+    import shutil
+    from pathlib import Path
+    from jvmos import JvmosError
+    from jvmos.experiments import agent_overhead
+    ref = Path(__file__).resolve().parents[2] / "results" / "agent-overhead"
+    shutil.copy(ref / "agent-overhead.json", tmp_path)
+    assert agent_overhead.render(tmp_path) == 0
+    md = (tmp_path / "agent-overhead.md").read_text()
+    # the note names its n from the pairs kept, and says the CPU is that of the intervals
+    assert "n = 8 pairs" in md and "not the whole load" in md
+    (tmp_path / "agent-overhead.json").write_text('{"experiment": "chat"}')
+    with pytest.raises(JvmosError, match="not the result"):
+        agent_overhead.render(tmp_path)
+    with pytest.raises(JvmosError, match="does not exist"):
+        agent_overhead.render(tmp_path / "none")

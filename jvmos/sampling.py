@@ -161,7 +161,7 @@ def _waits(files: List[Path], failed: List[str]) -> dict:
 def flamegraph(collapsed: Path, html: Path, title: str) -> bool:
     if not CONVERTER.exists():
         return False
-    java = next((str(j.home / "bin" / "java") for j in discover_jdks()), None)
+    java = _converter_java()
     if not java:
         return False
     r = subprocess.run([java, "-jar", str(CONVERTER), "--title", title, str(collapsed), str(html)],

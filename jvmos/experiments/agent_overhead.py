@@ -21,7 +21,6 @@ when), the agent's own CPU time during the load (its process and its engines), a
 bystander's CPU per call. Nothing is asserted: the figures are printed as measured.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -37,7 +36,8 @@ from typing import List, Optional
 from jvmos import ROOT, JvmosError
 from jvmos.analyzers.tables import Table
 from jvmos.tools import CHAT_JAR, jar
-from jvmos.experiments.common import jdk_label, log, out_dir, select_jdks, write_outputs
+from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, select_jdks,
+                                      write_outputs)
 from jvmos.experiments.overhead import Bystander
 from jvmos.experiments.server import _bare_load, rate, save_partial
 
@@ -294,15 +294,7 @@ def notes_for(results: dict) -> List[str]:
 def render(out: Path) -> int:
     """--render DIR: the tables and notes written again from DIR/agent-overhead.json."""
     src = out / "agent-overhead.json"
-    if not src.is_file():
-        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run "
-                         "agent-overhead' directory")
-    try:
-        results = json.loads(src.read_text())
-    except json.JSONDecodeError as e:
-        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
-    if results.get("experiment") != "agent-overhead" or "pairs" not in results:
-        raise JvmosError(f"{src} is not the result of 'jvmos run agent-overhead'")
+    results = load_finished(src, "agent-overhead", "pairs")
     write_outputs(out, "agent-overhead", tables(results), results, notes_for(results))
     print(f"results: {out}/agent-overhead.md written again from {src}")
     return 0

@@ -160,6 +160,21 @@ def engines_note(out: Path) -> Optional[str]:
             "; ".join(f"{what.get(e, e)} for {', '.join(r)}" for e, r in sorted(engines.items())))
 
 
+def load_finished(src: Path, experiment: str, key: str) -> dict:
+    """A finished experiment's JSON for --render (nothing is measured): one-line errors when
+    src is missing, is not JSON, or is not `jvmos run EXPERIMENT`'s (no `key` in it)."""
+    if not src.is_file():
+        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run "
+                         f"{experiment}' directory")
+    try:
+        results = json.loads(src.read_text())
+    except json.JSONDecodeError as e:
+        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
+    if results.get("experiment") != experiment or key not in results:
+        raise JvmosError(f"{src} is not the result of 'jvmos run {experiment}'")
+    return results
+
+
 def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] = ()):
     """The experiment's tables (markdown and CSV), notes and results (JSON), with the note of
     which probe engine made its recordings."""

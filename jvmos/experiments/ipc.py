@@ -12,7 +12,6 @@ when XML-RPC replaces sockets (its equations 2-4).
 """
 import argparse
 import contextlib
-import json
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -22,8 +21,9 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (Progress, boundary_counts, jdk_label, last_json, log, out_dir,
-                                      per_extra, record_script, select_jdks, write_outputs)
+from jvmos.experiments.common import (Progress, boundary_counts, jdk_label, last_json,
+                                      load_finished, log, out_dir, per_extra, record_script,
+                                      select_jdks, write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
 EXAMPLES = """\
@@ -363,15 +363,7 @@ def render(out: Path) -> int:
     """--render DIR: the tables, notes and figures written again from DIR/ipc.json (a
     finished run's measurements; nothing is measured)."""
     src = out / "ipc.json"
-    if not src.is_file():
-        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run ipc' "
-                         "directory")
-    try:
-        results = json.loads(src.read_text())
-    except json.JSONDecodeError as e:
-        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
-    if results.get("experiment") != "ipc" or "campaigns" not in results:
-        raise JvmosError(f"{src} is not the result of 'jvmos run ipc'")
+    results = load_finished(src, "ipc", "campaigns")
     write_all(out, results)
     print(f"results: {out}/ipc.md written again from {src}")
     return 0

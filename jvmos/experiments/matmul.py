@@ -10,7 +10,6 @@ OS boundary per multiplication from recordings of the manager and all its worker
 programming effort of each mechanism as lines of code counted by pygount.
 """
 import argparse
-import json
 import math
 import shlex
 from pathlib import Path
@@ -21,8 +20,8 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import MATMUL_JAR, jar
 from jvmos.experiments import common
-from jvmos.experiments.common import (Progress, boundary_counts, difference, jdk_label, last_json, log,
-                                      out_dir, per_extra, record_script, run_bare, select_jdks,
+from jvmos.experiments.common import (Progress, boundary_counts, difference, jdk_label, last_json,
+                                      load_finished, log, out_dir, per_extra, record_script, run_bare, select_jdks,
                                       write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
@@ -409,15 +408,7 @@ def render(out: Path) -> int:
     """--render DIR: the statistics, tables, notes and figures made again from DIR/matmul.json
     (a finished run's measurements; nothing is measured)."""
     src = out / "matmul.json"
-    if not src.is_file():
-        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run matmul' "
-                         "directory")
-    try:
-        results = json.loads(src.read_text())
-    except json.JSONDecodeError as e:
-        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
-    if results.get("experiment") != "matmul" or "cells" not in results:
-        raise JvmosError(f"{src} is not the result of 'jvmos run matmul'")
+    results = load_finished(src, "matmul", "cells")
     results["speedup"] = speedups(results)
     results["ttests"] = ttests(results)
     tables = all_tables(results)

@@ -34,8 +34,8 @@ from jvmos.catalogue import GUARANTEED, LAYERS as KNOWN_LAYERS
 from jvmos.cputime import cpu_split
 from jvmos.heuristic import model
 from jvmos.jdk import jvm_of_pid
-from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json, log,
-                                      out_dir, parse_list, probe_effect, probe_effect_cells,
+from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json,
+                                      load_finished, log, out_dir, parse_list, probe_effect, probe_effect_cells,
                                       progress_over,
                                       probe_effect_median, probe_totals, write_outputs)
 
@@ -858,17 +858,8 @@ def main(argv) -> int:
 
 
 def load_results(src: Path, experiment: str) -> dict:
-    """A finished server experiment's JSON, for --render (one-line errors otherwise)."""
-    if not src.is_file():
-        raise JvmosError(f"{src} does not exist: --render needs a finished 'jvmos run "
-                         f"{experiment}' directory")
-    try:
-        results = json.loads(src.read_text())
-    except json.JSONDecodeError as e:
-        raise JvmosError(f"{src} is not JSON ({e.msg}, line {e.lineno})")
-    if results.get("experiment") != experiment or "levels" not in results:
-        raise JvmosError(f"{src} is not the result of 'jvmos run {experiment}'")
-    return results
+    """A finished server experiment's JSON, for --render (common.load_finished)."""
+    return load_finished(src, experiment, "levels")
 
 
 def save_partial(out: Path, stem: str, results: dict):

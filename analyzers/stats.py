@@ -2,7 +2,7 @@
 campaign experiments (seed 000) confidence intervals at any level, Welch's two-sample t-test
 and the percent change of a response time (scipy.stats does the distributions)."""
 import math
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -136,3 +136,82 @@ def welch_diff_ci(xs: Sequence[float], ys: Sequence[float], level: float = 0.95)
     ci = r.confidence_interval(confidence_level=level)
     return {"diff": d, "ci": [float(ci.low), float(ci.high)], "p": float(r.pvalue),
             "n": [len(xs), len(ys)], "level": level, "method": "Welch t"}
+
+
+def paired_diff_ci(diffs: Sequence[float], level: float = 0.90) -> dict:
+    """The mean of paired differences with its Student t interval (n - 1 degrees of freedom) at
+    `level`, and its standard error. Needs two pairs."""
+    from scipy import stats as st
+    n = len(diffs)
+    if n < 2:
+        raise ValueError("a paired interval needs two pairs")
+    m = sum(diffs) / n
+    sd = math.sqrt(sum((d - m) ** 2 for d in diffs) / (n - 1))
+    se = sd / math.sqrt(n)
+    h = float(st.t.ppf(0.5 + level / 2, n - 1)) * se
+    return {"mean": m, "ci": [m - h, m + h], "se": se, "sd": sd, "n": n, "level": level,
+            "method": f"paired t, {n} pairs ({n - 1} df)"}
+
+
+def ratio_ci(diffs: Sequence[float], predicted: float, predicted_se: float,
+             level: float = 0.90) -> Optional[dict]:
+    """measured / predicted, where measured is the mean of paired differences and predicted
+    has a standard error of its own: the ratio with its `level` interval by the delta method
+    (se_R^2 = se_d^2 / P^2 + d^2 se_P^2 / P^4), Student t with n - 1 df. None when the
+    prediction is 0 (no ratio)."""
+    from scipy import stats as st
+    if not predicted:
+        return None
+    d = paired_diff_ci(diffs, level)
+    r = d["mean"] / predicted
+    se = math.sqrt(d["se"] ** 2 / predicted ** 2 + d["mean"] ** 2 * predicted_se ** 2 /
+                   predicted ** 4)
+    h = float(st.t.ppf(0.5 + level / 2, d["n"] - 1)) * se
+    return {"ratio": r, "ci": [r - h, r + h], "se": se, "level": level,
+            "method": f"delta method: paired t of the measured differences ({d['n']} pairs, "
+                      f"{d['n'] - 1} df) and the prediction's standard error"}
+
+
+EQUIVALENCE = (0.8, 1.25)
+
+
+def equivalence_verdict(ratio: Optional[dict], measured: dict, predicted: float,
+                        bounds=EQUIVALENCE) -> dict:
+    """Two one-sided tests at 5% each (a 90% interval) of measured/predicted against `bounds`:
+    'confirmed' when the ratio's interval lies inside them, 'refuted' when it lies wholly
+    outside, 'inconclusive' otherwise. A prediction of about 0 (below 1% of the measured mean)
+    while the measured saving's interval excludes 0 is 'missing term': the model lacks a term,
+    which no ratio can say."""
+    lo_b, hi_b = bounds
+    sig = not (measured["ci"][0] <= 0 <= measured["ci"][1])
+    if ratio is None or abs(predicted) < 0.01 * abs(measured["mean"]):
+        kind = "missing term" if sig else "inconclusive"
+        return {"verdict": kind, "significant": sig,
+                "why": ("the model predicts about 0 while the change saved time: a term is "
+                        "missing" if sig else "nothing predicted and nothing shown")}
+    lo, hi = ratio["ci"]
+    if lo_b <= lo and hi <= hi_b:
+        kind = "confirmed"
+    elif hi < lo_b or lo > hi_b:
+        kind = "refuted"
+    else:
+        kind = "inconclusive"
+    return {"verdict": kind, "significant": sig,
+            "why": f"the ratio's {ratio['level']:.0%} interval [{lo:.2f}, {hi:.2f}] against "
+                   f"[{lo_b}, {hi_b}]"}
+
+
+def pairs_needed(sd_diff: float, predicted: float, predicted_rel_se: float,
+                 half_width: float = 0.2, level: float = 0.90, cap: int = 200) -> Optional[int]:
+    """The number of pairs for which a ratio of 1 would have a `level` interval of half-width
+    `half_width` or less (the equivalence bounds' nearer distance from 1), from a pilot's sd of
+    the paired differences and the prediction's relative standard error. None when even
+    `cap` pairs would not do (the prediction's own uncertainty is too wide, say)."""
+    from scipy import stats as st
+    if not predicted:
+        return None
+    for n in range(2, cap + 1):
+        se = math.sqrt(sd_diff ** 2 / n / predicted ** 2 + predicted_rel_se ** 2)
+        if float(st.t.ppf(0.5 + level / 2, n - 1)) * se <= half_width:
+            return n
+    return None

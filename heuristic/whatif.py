@@ -183,9 +183,9 @@ def jvm_of_run(summary: dict, pid: Optional[int] = None) -> Tuple[dict, Optional
 
 
 def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0) -> dict:
-    """A user's recording (one JVM's part of it, jvm_of_run): the saving if every counted use
-    but `keep` were removed (an upper bound: a pool keeps its threads, keep-alive its
-    connections, a cache its open files)."""
+    """A user's recording (one JVM's part of it, jvm_of_run): the OS's part of the saving if every
+    counted use but `keep` were removed (the count an upper bound: a pool keeps its threads, keep-alive its
+    connections, a cache its open files), priced at the OS's part of one use."""
     c = counts(s)
     w = WHAT_IFS[name]
     if name == "direct-buffers":
@@ -196,8 +196,11 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     res = predict(name, removed, platform, jdk_home, calls)
     res["counted"] = c[w.count_key]
     res["keep"] = keep
-    res["bound"] = ("upper bound: every counted use but --keep is taken as removable; "
-                    "the change's own costs are not in it")
+    res["bound"] = ("the OS's part only, not a bound on the change: the count is an upper "
+                    "bound (every counted use but --keep taken as removable), but the price "
+                    "per use is only the OS's part of a use (jvmos run predictions tests it "
+                    "against kernel time); the change also removes the JVM's and the "
+                    "library's work around each use, which this figure leaves out")
     v = res["validation"] = dict(validation(platform, name))
     if v.get("jdk") and jdk_home and v["jdk"] != jdk_home:
         v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"

@@ -39,6 +39,10 @@ experiments:
   ipc            seed 000: sockets vs XML-RPC between two JVMs, timers, t-tests, packets, GC, boundary
   serialization  seed 002: Serializable, Externalizable, XStream and Kryo, time and bytes per graph
   heuristic      paper Table 7: the cost heuristic against measured cost, and a fitted model
+  interventions  each term of C_os removed by a real change: saving predicted vs measured
+  predictions    each term of C_os tested against the clock it prices (kernel or user CPU), ABBA
+  overhead       what each layer and mode costs the target and the host, against the floor
+  agent-overhead the agent's cost on a loaded chat server, watched vs bare
 
 examples:
   jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/
@@ -320,10 +324,12 @@ def cmd_what_if(args) -> int:
               f"{r['interval_method']}); {r['bound']}")
         if "scaled_from_intervention_us" in r:
             slo, shi = r["scaled_from_intervention_ci95_us"]
+            v = r["validation"]
             print(f"  scaled from the intervention (its measured CPU saving per use, x this "
-                  f"run's count; an estimate from jvmos's server, not a measurement of this "
-                  f"application): {ms(r['scaled_from_intervention_us'])} (95% interval "
-                  f"{ms(slo)} .. {ms(shi)})")
+                  f"run's count; an estimate from jvmos's request server, not a measurement of "
+                  f"this application): {ms(r['scaled_from_intervention_us'])} (95% interval "
+                  f"{ms(slo)} .. {ms(shi)}); made by {v.get('source')} on "
+                  f"{v.get('jdk_label') or v.get('jdk')}, commit {v.get('commit') or 'unknown'}")
         print(f"  on this machine: {r['validation']['status']}"
               + (f" (jvmos run interventions, {r['validation']['date']}: measured "
                  f"{r['validation']['measured_cpu_ms']:,.2f} ms of CPU where "

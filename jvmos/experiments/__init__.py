@@ -1,7 +1,7 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
 from jvmos.experiments import (accuracy, agent_overhead, blocking_io, chat, heuristic,
                                interventions, ipc, jni_census, matmul, memory, overhead,
-                               serialization, server, threads, tomcat)
+                               predictions, serialization, server, threads, tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -17,6 +17,7 @@ EXPERIMENTS = {
     "matmul": matmul.main,
     "heuristic": heuristic.main,
     "interventions": interventions.main,
+    "predictions": predictions.main,
     "overhead": overhead.main,
     "agent-overhead": agent_overhead.main,
 }

@@ -159,8 +159,9 @@ def arm_settings(spec: Spec, arm: str) -> dict:
     return {**DEFAULT, **spec.base, **(spec.a if arm == "A" else spec.b)}
 
 
-def server_cmd(java: str, st: dict, port_file: Path, data_file: Path) -> List[str]:
-    cmd = [java] + HEAP + (["-XX:+AlwaysPreTouch"] if st["pretouch"] else []) + [
+def server_cmd(java: str, st: dict, port_file: Path, data_file: Path,
+               flags: tuple = ()) -> List[str]:
+    cmd = [java] + list(flags) + HEAP + (["-XX:+AlwaysPreTouch"] if st["pretouch"] else []) + [
         "-cp", str(jar(IO_JAR)), "org.jvmos.workloads.Intervene", "--port-file", str(port_file),
         "--threads", st["threads"], "--pool", str(st["pool"]), "--response", str(st["response"]),
         "--chunk", str(st["chunk"]), "--buffer", st["buffer"], "--file-mode", st["file_mode"],
@@ -174,12 +175,12 @@ def server_cmd(java: str, st: dict, port_file: Path, data_file: Path) -> List[st
 class Server:
     """One arm's server: started, loaded by reqload, stopped with a 'Q' request."""
 
-    def __init__(self, java: str, st: dict, d: Path, data_file: Path):
+    def __init__(self, java: str, st: dict, d: Path, data_file: Path, flags: tuple = ()):
         self.st, self.dir = st, d
         d.mkdir(parents=True, exist_ok=True)
         self.port_file = d / "server.port"
         self.port_file.unlink(missing_ok=True)
-        self.cmd = server_cmd(java, st, self.port_file, data_file)
+        self.cmd = server_cmd(java, st, self.port_file, data_file, flags)
         self.err = open(d / "server-stderr.txt", "ab")
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self.err)
         t0 = time.monotonic()

@@ -1,0 +1,189 @@
+"""`jvmos run predictions`' arithmetic: paired intervals, the ratio's delta-method interval, the
+equivalence verdict, the power estimate, ABBA order, the /proc reader, and one term analysed
+from synthetic windows (every number checked against a hand computation)."""
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from scipy import stats as st
+
+from jvmos import proctimes
+from jvmos.analyzers import stats
+from jvmos.experiments import predictions as pr
+
+PLATFORM = {
+    "constants": {"C_nt": {"mean_us": 80.0, "ci95_us": [70.0, 90.0]},
+                  "C_link": {"mean_us": 10.0, "ci95_us": [9.0, 11.0]},
+                  "C_file": {"mean_us": 2.5, "ci95_us": [2.0, 3.0]},
+                  "C_io_chunk": {"mean_us": 0.9, "ci95_us": [0.8, 1.0]}},
+    "copy": {"page_fault": {"ns_per_call": 1500.0, "ns_per_call_ci95": [1300.0, 1700.0]},
+             "nio_heap_to_direct": {"/jdk": {"ns_per_byte": 0.02,
+                                             "ns_per_byte_ci95": [0.01, 0.03],
+                                             "ns_per_call": 5.0,
+                                             "ns_per_call_ci95": [2.0, 8.0]}}},
+}
+
+
+def test_paired_interval_is_student_t():
+    d = [10.0, 12.0, 9.0, 13.0]
+    r = stats.paired_diff_ci(d, 0.90)
+    m, sd = 11.0, math.sqrt(sum((x - 11.0) ** 2 for x in d) / 3)
+    h = st.t.ppf(0.95, 3) * sd / 2
+    assert r["mean"] == pytest.approx(m) and r["ci"] == pytest.approx([m - h, m + h])
+    with pytest.raises(ValueError):
+        stats.paired_diff_ci([1.0])
+
+
+def test_ratio_delta_method():
+    d = [10.0, 12.0, 9.0, 13.0]
+    r = stats.ratio_ci(d, 10.0, 0.5, 0.90)
+    se_d = stats.paired_diff_ci(d)["se"]
+    se = math.sqrt(se_d ** 2 / 100 + 11.0 ** 2 * 0.25 / 10 ** 4)
+    assert r["ratio"] == pytest.approx(1.1)
+    assert r["ci"] == pytest.approx([1.1 - st.t.ppf(0.95, 3) * se, 1.1 + st.t.ppf(0.95, 3) * se])
+    assert stats.ratio_ci(d, 0.0, 0.1) is None
+
+
+@pytest.mark.parametrize("ci,kind", [([0.85, 1.2], "confirmed"), ([0.5, 0.7], "refuted"),
+                                     ([1.3, 2.0], "refuted"), ([0.7, 1.1], "inconclusive"),
+                                     ([0.9, 1.4], "inconclusive")])
+def test_equivalence_rule(ci, kind):
+    v = stats.equivalence_verdict({"ratio": sum(ci) / 2, "ci": ci, "level": 0.9},
+                                  {"mean": 5.0, "ci": [4.0, 6.0]}, 5.0)
+    assert v["verdict"] == kind
+
+
+def test_missing_term_needs_a_saving():
+    shown = {"mean": 5.0, "ci": [4.0, 6.0]}
+    assert stats.equivalence_verdict(None, shown, 0.0)["verdict"] == "missing term"
+    # a prediction below 1% of what was saved is about 0 too
+    assert stats.equivalence_verdict({"ratio": 200, "ci": [150, 250], "level": 0.9}, shown,
+                                     0.02)["verdict"] == "missing term"
+    assert stats.equivalence_verdict(None, {"mean": 0.1, "ci": [-1.0, 1.2]},
+                                     0.0)["verdict"] == "inconclusive"
+
+
+def test_pairs_needed():
+    # no spread: only the prediction's own error counts
+    assert stats.pairs_needed(0.0, 10.0, 0.01) == 2
+    n = stats.pairs_needed(3.0, 10.0, 0.0)
+    assert st.t.ppf(0.95, n - 1) * 3.0 / math.sqrt(n) / 10 <= 0.2
+    assert st.t.ppf(0.95, n - 2) * 3.0 / math.sqrt(n - 1) / 10 > 0.2
+    assert stats.pairs_needed(1.0, 10.0, 0.5) is None     # the constant alone is too wide
+
+
+def test_blocks_alternate_and_balance():
+    orders = [pr.block_order(b, 7) for b in range(4)]
+    assert set(orders[0::2]) == {orders[0]} and set(orders[1::2]) == {orders[1]}
+    assert {orders[0], orders[1]} == {"ABBA", "BAAB"}
+    # over two blocks, each arm runs first, second, third and fourth once
+    for arm in "AB":
+        assert sorted(o.index(arm) for o in orders[:2]) + sorted(
+            o.rindex(arm) for o in orders[:2]) == [0, 1, 2, 3]
+
+
+def test_proc_snapshot_sees_kernel_time_and_faults():
+    """A child that touches 64 MiB of fresh memory and makes many syscalls: its window shows
+    the faults and the kernel time the kernel charged it."""
+    code = ("import mmap,os,sys,time\n"
+            "sys.stdin.readline()\n"
+            "m=mmap.mmap(-1,64<<20)\n"
+            "for i in range(0,64<<20,4096): m[i]=1\n"
+            "fd=os.open('/dev/null',os.O_WRONLY)\n"
+            "for i in range(200000): os.write(fd,b'x')\n"
+            "print('done',flush=True)\nsys.stdin.readline()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        a = proctimes.snapshot(p.pid)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "done"
+        b = proctimes.snapshot(p.pid)
+    finally:
+        p.stdin.write("end\n")
+        p.stdin.flush()
+        p.wait(timeout=30)
+    w = proctimes.window(a, b)
+    assert w["minflt"] >= 16384 * 0.9              # one fault per 4 KiB page, at least
+    assert w["syscw"] >= 200000 and w["wchar"] >= 200000
+    assert w["stime_ns"] > 0 and w["cpu_ns"] > 0
+    assert abs(w["utime_ns"] + w["stime_ns"] - w["cpu_ns"]) <= 0.05 * w["cpu_ns"] + 3e7
+    assert w["service"]["jit"]["threads"] == 0      # not a JVM
+
+
+def test_service_classes():
+    assert proctimes.service_class("C2 CompilerThre") == "jit"
+    assert proctimes.service_class("C1 CompilerThre") == "jit"
+    assert proctimes.service_class("GC Thread#0") == "gc"
+    assert proctimes.service_class("G1 Conc#0") == "gc"
+    assert proctimes.service_class("VM Thread") == "gc"
+    assert proctimes.service_class("main") == ""
+    assert proctimes.service_class("pool-1-thread-1") == ""
+
+
+def _window(stime, utime=0.0, minflt=0, wchar=1000, jit=(0.0, 0.0), gc=(0.0, 0.0)):
+    return {"stime_ns": stime, "utime_ns": utime, "cpu_ns": stime + utime, "minflt": minflt,
+            "wchar": wchar, "service": {"jit": {"utime_ns": jit[0], "stime_ns": jit[1]},
+                                        "gc": {"utime_ns": gc[0], "stime_ns": gc[1]}},
+            "service_exited": {}, "stime_nojit_ns": stime - jit[1],
+            "utime_nojit_ns": utime - jit[0]}
+
+
+def _run(windows):
+    # the two windows' answers differ (other requests), alike in every run
+    return {"windows": windows, "answers": [1, 3], "bytes": [1, 1]}
+
+
+def test_analyze_keep_alive_by_hand():
+    t = next(x for x in pr.TERMS if x.name == "keep-alive")
+    n = 1001
+    st_ = pr.settings(t)
+    # window 2: A's kernel time exceeds B's by 10.5, 9.5, 11.0, 10.0 ms; 1000 connections
+    # removed x 10 µs = 10 ms predicted
+    da = [30.5e6, 29.5e6, 31.0e6, 30.0e6]
+    r = {"requests": n, "settings": st_, "runs": {
+        "A": [_run([_window(99e6), _window(x, jit=(0, 5e6))]) for x in da],
+        "B": [_run([_window(1e6), _window(20e6, jit=(0, 5e6))]) for _ in da]}}
+    x = pr.analyze_term(t, r, PLATFORM, "/jdk")
+    assert x["count"]["removed"] == n - 1
+    assert x["predicted_ns"] == pytest.approx(10e6)
+    diffs = [v - 20e6 for v in da]
+    assert x["diffs_ns"] == pytest.approx(diffs)
+    assert x["measured90"]["mean"] == pytest.approx(10.25e6)
+    assert x["ratio"]["ratio"] == pytest.approx(1.025)
+    # the constant's 95% interval [9, 11] µs: se 0.5/0.98 µs per use
+    assert x["predicted_se_ns"] == pytest.approx(1000 * 1e3 / 1.96)
+    assert x["verdict"]["verdict"] == "confirmed"
+    assert x["equal_work"]["equal"]
+
+
+def test_analyze_refuses_unequal_work_and_uses_faults():
+    t = next(x for x in pr.TERMS if x.name == "pretouch")
+    r = {"requests": 100, "settings": pr.settings(t), "runs": {
+        "A": [_run([_window(5e6, minflt=1000), _window(1e6)]) for _ in range(2)],
+        "B": [_run([_window(3e6, minflt=0, wchar=2000), _window(1e6)]) for _ in range(2)]}}
+    x = pr.analyze_term(t, r, PLATFORM, "/jdk")
+    # window 1: 1000 faults removed x 1.5 µs = 1.5 ms predicted; 2 ms measured
+    assert x["count"]["removed"] == 1000
+    assert x["predicted_ns"] == pytest.approx(1.5e6)
+    assert x["measured90"]["mean"] == pytest.approx(2e6)
+    assert x["verdict"]["verdict"] == "unequal work"
+    assert pr.equal_work(t, r)["same_answers"]
+    r["runs"]["B"][0]["answers"] = [1, 2]
+    assert not pr.equal_work(t, r)["same_answers"]
+
+
+def test_parse_rules():
+    with pytest.raises(SystemExit):
+        pr.parse(["--pairs", "3"])
+    with pytest.raises(SystemExit):
+        pr.parse(["--only", "nope"])
+    a = pr.parse(["--quick"])
+    assert a.pairs == 2 and a.constants == "platform" and a.requests_scale == 0.25
+    a = pr.parse([])
+    assert a.pairs == 8 and a.constants == "same-run"

@@ -24,7 +24,7 @@ demo: build
 	$(JVMOS) run serialization --quick --out $$out/serialization; \
 	$(JVMOS) run matmul --quick --out $$out/matmul; \
 	$(JVMOS) run heuristic --quick --out $$out/heuristic; \
-	$(JVMOS) run interventions --quick --out $$out/interventions; \
+	$(JVMOS) run predictions --quick --out $$out/predictions; \
 	$(JVMOS) run overhead --quick --out $$out/overhead; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10; \
 	$(JVMOS) predict --from-run $$out/tomcat/runs/10x10 --what-if thread-pool,keep-alive,pretouch; \
@@ -32,7 +32,7 @@ demo: build
 	echo; echo "demo done: every table, figure and recording is under $$out/"; \
 	echo "  (blocking-io/table3.md, jni-census/table2.md, threads/tables4-5.md, memory/table6.md,"; \
 	echo "   tomcat/figure2.png, chat/figure1.png, ipc/ipc.md,"; \
-	echo "   serialization/serialization.md, matmul/matmul.md, heuristic/table7.md, interventions/interventions.md, overhead/overhead.md; 'jvmos report DIR'"; \
+	echo "   serialization/serialization.md, matmul/matmul.md, heuristic/table7.md, predictions/predictions.md, overhead/overhead.md; 'jvmos report DIR'"; \
 	echo "   reads any recording)"; \
 	echo; echo "open $$out/index.html (one page per experiment, each recording's report.html linked)"
 

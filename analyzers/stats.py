@@ -154,22 +154,26 @@ def paired_diff_ci(diffs: Sequence[float], level: float = 0.90) -> dict:
 
 
 def ratio_ci(diffs: Sequence[float], predicted: float, predicted_se: float,
-             level: float = 0.90) -> Optional[dict]:
+             level: float = 0.90, predicted_df: float = math.inf) -> Optional[dict]:
     """measured / predicted, where measured is the mean of paired differences and predicted
-    has a standard error of its own: the ratio with its `level` interval by the delta method
-    (se_R^2 = se_d^2 / P^2 + d^2 se_P^2 / P^4), Student t with n - 1 df. None when the
-    prediction is 0 (no ratio)."""
+    has a standard error of its own (on predicted_df degrees of freedom: the calibration's
+    trials - 1): the ratio with its `level` interval by the delta method
+    (se_R^2 = se_d^2 / P^2 + d^2 se_P^2 / P^4), Student t on the Welch-Satterthwaite degrees
+    of freedom of the two parts. None when the prediction is 0 (no ratio)."""
     from scipy import stats as st
     if not predicted:
         return None
     d = paired_diff_ci(diffs, level)
     r = d["mean"] / predicted
-    se = math.sqrt(d["se"] ** 2 / predicted ** 2 + d["mean"] ** 2 * predicted_se ** 2 /
-                   predicted ** 4)
-    h = float(st.t.ppf(0.5 + level / 2, d["n"] - 1)) * se
-    return {"ratio": r, "ci": [r - h, r + h], "se": se, "level": level,
-            "method": f"delta method: paired t of the measured differences ({d['n']} pairs, "
-                      f"{d['n'] - 1} df) and the prediction's standard error"}
+    a = d["se"] ** 2 / predicted ** 2
+    b = d["mean"] ** 2 * predicted_se ** 2 / predicted ** 4
+    se = math.sqrt(a + b)
+    den = a * a / (d["n"] - 1) + (b * b / predicted_df if predicted_df < math.inf else 0.0)
+    df = (a + b) ** 2 / den if den > 0 else float(d["n"] - 1)
+    h = float(st.t.ppf(0.5 + level / 2, df)) * se
+    return {"ratio": r, "ci": [r - h, r + h], "se": se, "df": df, "level": level,
+            "method": f"delta method: paired t of the measured differences ({d['n']} pairs) and "
+                      f"the prediction's standard error, Welch-Satterthwaite df {df:.1f}"}
 
 
 EQUIVALENCE = (0.8, 1.25)

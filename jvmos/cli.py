@@ -338,6 +338,64 @@ def cmd_what_if(args) -> int:
     return 0
 
 
+DIFF_EXAMPLES = """\
+examples:
+  jvmos diff results/runs/before results/runs/after
+  jvmos diff b1,b2,b3 a1,a2,a3 --what-if keep-alive --units 2000,2000 --unit page --out /tmp/d
+
+BEFORE and AFTER must be recorded in the same mode; a category either side lacks counts 0.
+"""
+
+
+def _dirs(text: str) -> list:
+    dirs = [x.strip() for x in text.split(",") if x.strip()]
+    if not dirs:
+        raise JvmosError(f"no run directory in '{text}'")
+    return dirs
+
+
+def cmd_diff(args) -> int:
+    from jvmos import calibrate as cal, diff
+    from jvmos.heuristic import whatif
+    names = []
+    if args.what_if:
+        names = [x.strip() for x in args.what_if.split(",") if x.strip()]
+        bad = [x for x in names if x not in whatif.WHAT_IFS]
+        if bad or not names:
+            raise JvmosError(f"unknown what-if {', '.join(bad) or args.what_if!r} (known: "
+                             f"{', '.join(whatif.WHAT_IFS)})")
+    units = (None, None)
+    if args.units:
+        try:
+            units = tuple(float(x) for x in args.units.split(","))
+        except ValueError:
+            units = ()
+        if len(units) != 2 or min(units) <= 0:
+            raise JvmosError(f"--units wants two positive numbers, BEFORE,AFTER (got "
+                             f"'{args.units}')")
+    platform = None
+    if names:
+        path = cal.platform_path(args.platform)
+        platform = cal.load(path)
+        if not platform:
+            raise JvmosError(f"no platform file at {path}: run 'jvmos calibrate' (--what-if "
+                             f"prices the removed uses with its constants)")
+    res = diff.run(_dirs(args.before), _dirs(args.after), args.pid, units, args.unit, names,
+                   platform)
+    if args.out:
+        res["written"] = [str(p) for p in diff.write(Path(args.out), res)]
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    for t in diff.tables(res):
+        print(t.markdown())
+    for n in diff.NOTES:
+        print(f"- {n}")
+    if args.out:
+        print(f"\nwritten: {', '.join(res['written'])}")
+    return 0
+
+
 def cmd_predict(args) -> int:
     from jvmos.heuristic import model
     from jvmos import calibrate as cal
@@ -649,6 +707,27 @@ def build_parser():
                                             "(needed when it holds several)")
     pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
     pr.set_defaults(func=cmd_predict)
+
+    df = sub.add_parser("diff", help="what changed between two recordings (or two sets of "
+                                     "repeats), per category",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=DIFF_EXAMPLES)
+    df.add_argument("before", help="the recording before the change (RUN_DIR, or RUN_DIR,RUN_DIR"
+                                   ",... for repeats)")
+    df.add_argument("after", help="the recording after it (the same forms)")
+    df.add_argument("--what-if", metavar="CHANGE[,CHANGE]",
+                    help="beside the difference, what 'jvmos predict --what-if CHANGE' "
+                         "predicted from BEFORE (thread-pool, keep-alive, ...)")
+    df.add_argument("--units", metavar="BEFORE,AFTER",
+                    help="the units of work each side's recordings did (requests, pages: the "
+                         "same for every repeat of a side), for CPU per unit")
+    df.add_argument("--unit", default="unit", help="the name of a unit of work (default unit)")
+    df.add_argument("--pid", type=int, help="the JVM to compare, when a recording holds several")
+    df.add_argument("--platform", help="platform file (with --what-if)")
+    df.add_argument("--out", help="also write DIR/diff.md, diff.json and diff.html (a table and "
+                                  "a differential figure)")
+    df.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    df.set_defaults(func=cmd_diff)
 
     ag = sub.add_parser("agent", help="a service: watch the host's JVMs, serve Prometheus metrics",
                         formatter_class=argparse.RawDescriptionHelpFormatter,

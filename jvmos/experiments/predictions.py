@@ -9,22 +9,26 @@ The analysis, fixed before any data (and printed with the results):
     (C_link), open/close per request -> a kept file (C_file), faults in the run -> the heap
     pre-touched (page faults x C_pf), heap arrays -> a direct buffer (the NIO copy: bytes x the
     calibrated heap -> direct copy cost).
-  * Measurement, no probe attached: each server is fresh, run with
-    -XX:-UseDynamicNumberOfCompilerThreads; a warm-up, then two windows of n requests. Per
-    window the kernel's own counters (jvmos.proctimes): utime and stime of the thread group,
-    minor faults, read/write syscalls and bytes, and the JIT's and the GC's threads apart.
-  * The window each term uses is declared: window 2 (the slope between n and 2n requests: the
-    start-up and the first compilations fall in window 1) for every term but page faults,
-    whose uses happen at the first touch of the heap: window 1.
+  * Measurement, no probe attached: arms A and B as two live servers side by side (each run
+    with -XX:-UseDynamicNumberOfCompilerThreads), both warmed up, then windows of n requests
+    to one and the other in ABBA/BAAB order, so that a window of A and its window of B are
+    seconds apart: the machine's drift (on this VM the CPU of the same work varies up to 3x
+    between minutes) falls on both. Per window the kernel's own counters (jvmos.proctimes):
+    utime and stime of the thread group, minor faults, read/write syscalls and bytes, and the
+    JIT's and the GC's threads apart.
+  * Windows: the first window of each arm is the JIT's settling (kept, not tested; the slope
+    between n and 2n requests), then --windows tested windows; page faults use the first
+    window after the warm-up only (the uses happen at the first touch of the heap).
   * The clock each term prices: the kernel terms (C_nt, C_link, C_file, page faults) against
     kernel time (stime) less the JIT threads' stime; the NIO copy (a user-space copy) against
     user time (utime) less the JIT threads'.
-  * Order: ABBA blocks (then BAAB, alternating), paired differences A - B, one pair per A and
-    B of a block. The number of pairs is fixed in advance (--pairs); the output prints, from
-    the data, how many pairs a ratio of 1 would need for an interval of +-0.2.
+  * Unit of analysis: the server pair (the windows of two JVMs are not independent): the
+    mean of its window pairs' differences A - B; --servers pairs of fresh JVMs per term, fixed
+    in advance; the output prints, from the data, how many server pairs a ratio of 1 would
+    need for an interval of +-0.2.
   * The count removed: by design of the arms (n threads, n - 1 connections, n opens, n x the
     response's bytes in n x response / chunk writes), and for page faults the kernel's minor
-    fault counter (mean of A - B over the pairs). Equal work: the client's checksum of every
+    fault counter (mean of A - B over the window pairs). Equal work: the client's checksum of every
     answer, and the server's bytes written (wchar) equal within 1% between the arms.
   * Prediction: count x the constant (same-run calibration by default), its standard error
     from the constant's 95% interval (half-width / 1.96).
@@ -37,13 +41,13 @@ What this does not test: the user-space terms against the probes' own libc time 
 term), and the per-use costs of the whole change (theta): open in issue 30.
 """
 import argparse
-import json
-import os
+import math
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from jvmos import JvmosError
 from jvmos import calibrate as cal
@@ -58,13 +62,13 @@ from jvmos.tools import IO_JAR, c_program, jar
 
 EXAMPLES = """\
 examples:
-  jvmos run predictions                        # every term, 8 pairs, constants calibrated now
-  jvmos run predictions --quick                # 2 pairs, small windows, the platform's constants
-  jvmos run predictions --only keep-alive --pairs 12
+  jvmos run predictions                        # every term, 6 server pairs, constants now
+  jvmos run predictions --quick                # 2 server pairs, the platform's constants
+  jvmos run predictions --only keep-alive --servers 10 --windows 8
   jvmos run predictions --render results/predictions
 
-cost: 2 x pairs fresh JVMs per term, no probe on them; same-run constants add the
-calibration's recordings (about a minute with --constant-trials 3).
+cost: 2 x servers fresh JVMs per term, no probe on them; same-run constants add the
+calibration's recordings (about 45 s with the default --constant-trials 10).
 """
 
 JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
@@ -75,19 +79,19 @@ class Term:
     name: str           # the what-if (and the interventions' spec) it tests
     term: str           # the term of C_os
     clock: str          # the window field it is tested against
-    window: int         # the window (1 or 2) it is tested on
+    discard: int        # the windows of each arm before the tested ones (the JIT's settling)
     requests: int       # n, per window, full size
     count: str          # how the count removed is known
 
 
 TERMS = [
-    Term("thread-pool", "C_nt", "stime_nojit_ns", 2, 2000, "design: a thread per request"),
-    Term("keep-alive", "C_link", "stime_nojit_ns", 2, 4000,
+    Term("thread-pool", "C_nt", "stime_nojit_ns", 1, 500, "design: a thread per request"),
+    Term("keep-alive", "C_link", "stime_nojit_ns", 1, 1000,
          "design: n - 1 connections fewer"),
-    Term("file-handles", "C_file", "stime_nojit_ns", 2, 16000, "design: an open per request"),
-    Term("pretouch", "C_pf (page faults)", "stime_nojit_ns", 1, 1500,
+    Term("file-handles", "C_file", "stime_nojit_ns", 1, 4000, "design: an open per request"),
+    Term("pretouch", "C_pf (page faults)", "stime_nojit_ns", 0, 1500,
          "the kernel's minor-fault counter, A - B"),
-    Term("direct-buffers", "NIO copy (C_I/Ochunk's)", "utime_nojit_ns", 2, 1000,
+    Term("direct-buffers", "NIO copy (C_I/Ochunk's)", "utime_nojit_ns", 1, 250,
          "design: every byte written from a heap array"),
 ]
 NAMES = [t.name for t in TERMS]
@@ -100,30 +104,37 @@ def parse(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--only", help=f"terms to test, comma-separated (of {', '.join(NAMES)})")
-    p.add_argument("--pairs", type=int,
-                   help="A-B pairs per term, fixed in advance; even (ABBA blocks); default 8, "
+    p.add_argument("--servers", type=int,
+                   help="pairs of fresh servers (A and B) per term, fixed in advance: the unit "
+                        "of analysis; default 6, --quick 2")
+    p.add_argument("--windows", type=int,
+                   help="tested windows per arm and server pair (page faults: 1); default 6, "
                         "--quick 2")
     p.add_argument("--requests-scale", type=float, default=1.0,
                    help="multiply every term's requests per window (default 1; --quick 0.25)")
     p.add_argument("--constants", choices=("same-run", "platform"),
                    help="calibrate the constants in this run (default) or take the platform "
                         "file's (default with --quick: then it is a demonstration, not a test)")
-    p.add_argument("--constant-trials", type=int, default=3,
-                   help="trials of the same-run calibration (default 3)")
+    p.add_argument("--constant-trials", type=int, default=10,
+                   help="trials of the same-run calibration (default 10, about 45 s)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file (probe and copy costs; jvmos calibrate)")
     p.add_argument("--seed", type=int, default=1, help="seed of the first block's order")
     p.add_argument("--out", help="output directory (default results/runs/<time>-predictions)")
     p.add_argument("--quick", action="store_true",
-                   help="2 pairs, a quarter of the requests, the platform's constants")
+                   help="2 server pairs of 2 windows, a quarter of the requests, the platform's "
+                        "constants")
     p.add_argument("--render", metavar="DIR",
                    help="re-make the tables of a finished run from DIR/predictions.json")
     a = p.parse_args(argv)
     if a.render:
         return a
-    a.pairs = a.pairs if a.pairs is not None else (2 if a.quick else 8)
-    if a.pairs < 2 or a.pairs % 2:
-        p.error("--pairs must be even and at least 2 (ABBA blocks of two pairs)")
+    a.servers = a.servers if a.servers is not None else (2 if a.quick else 6)
+    a.windows = a.windows if a.windows is not None else (2 if a.quick else 6)
+    if a.servers < 2:
+        p.error("--servers must be at least 2 (an interval needs two server pairs)")
+    if a.windows < 1:
+        p.error("--windows must be at least 1")
     if a.quick and a.requests_scale == 1.0:
         a.requests_scale = 0.25
     if a.requests_scale <= 0:
@@ -147,25 +158,14 @@ def block_order(block: int, seed: int) -> str:
     return first if block % 2 == 0 else other
 
 
-def one_server(java: str, st: dict, d: Path, data_file: Path, n: int, warmup: int) -> dict:
-    """A fresh server, no probe: the warm-up, then two windows of n requests, the kernel's
-    counters read around each window."""
-    srv = iv.Server(java, st, d, data_file, JVM_FLAGS)
-    ok = False
-    try:
-        srv.load(warmup)
-        s0 = proctimes.snapshot(srv.proc.pid)
-        r1 = srv.load(n)
-        s1 = proctimes.snapshot(srv.proc.pid)
-        r2 = srv.load(n)
-        s2 = proctimes.snapshot(srv.proc.pid)
-        ok = True
-    except cputime.ProcessGone as e:
-        raise JvmosError(f"the server is gone: {e} (see {d}/server-stderr.txt)")
-    finally:
-        srv.stop(quiet=not ok)
-    return {"windows": [proctimes.window(s0, s1), proctimes.window(s1, s2)],
-            "answers": [r1["fnv"], r2["fnv"]], "bytes": [r1["bytes"], r2["bytes"]]}
+def window_order(windows: int, seed: int) -> str:
+    """The arms of 2 x `windows` windows in ABBA/BAAB blocks (an odd count ends on AB or BA):
+    each arm has as many windows as the other, and as many early places as late ones."""
+    seq, j = "", 0
+    while len(seq) < 2 * windows:
+        seq += block_order(j, seed)
+        j += 1
+    return seq[:2 * windows]
 
 
 def settings(t: Term) -> Dict[str, dict]:
@@ -173,27 +173,66 @@ def settings(t: Term) -> Dict[str, dict]:
     return {arm: iv.arm_settings(spec, arm) for arm in "AB"}
 
 
+def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, warmup: int,
+                windows: int, seed: int, bar: Progress) -> dict:
+    """Arms A and B as two live servers, no probe: both warmed up, then windows of n requests
+    to one and the other in ABBA order, the kernel's counters read around each window; the
+    first `t.discard` windows of each arm are the JIT's settling (kept, not tested)."""
+    first = "AB" if seed % 2 == 0 else "BA"
+    srv, ok = {}, False
+    rec = {"start_order": first, "order": window_order(t.discard + windows, seed),
+           "windows": {"A": [], "B": []}, "answers": {"A": [], "B": []}}
+    try:
+        for arm in first:
+            srv[arm] = iv.Server(java, st[arm], d / arm, data_file, JVM_FLAGS)
+        for arm in first:
+            srv[arm].load(warmup)
+        for arm in rec["order"]:
+            s0 = proctimes.snapshot(srv[arm].proc.pid)
+            res = srv[arm].load(n)
+            s1 = proctimes.snapshot(srv[arm].proc.pid)
+            rec["windows"][arm].append(proctimes.window(s0, s1))
+            rec["answers"][arm].append(res["fnv"])
+            rec["bytes"] = res["bytes"]
+            bar.step()
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"a server is gone: {e} (see {d}/*/server-stderr.txt)")
+    finally:
+        for x in srv.values():
+            x.stop(quiet=not ok)
+    for arm in srv:
+        err = d / arm / "server-stderr.txt"
+        if err.exists() and not err.stat().st_size:
+            shutil.rmtree(d / arm)      # nothing to read: a finished server leaves no folder
+    if d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+    return rec
+
+
+def term_windows(t: Term, a) -> int:
+    return 1 if t.name == "pretouch" else a.windows
+
+
 def measure_term(t: Term, a, java: str, out: Path, data_file: Path, bar: Progress) -> dict:
     n = max(20, int(t.requests * a.requests_scale))
-    warmup = max(200, n // 2)
+    warmup = max(200, n)
     st = settings(t)
-    r = {"name": t.name, "term": t.term, "clock": t.clock, "window": t.window, "requests": n,
-         "warmup_requests": warmup, "count_basis": t.count, "status": "running",
-         "settings": st, "blocks": [], "runs": {"A": [], "B": []}}
+    r = {"name": t.name, "term": t.term, "clock": t.clock, "requests": n,
+         "warmup_requests": warmup, "discard": t.discard, "windows": term_windows(t, a),
+         "count_basis": t.count, "status": "running", "settings": st, "servers": []}
     r["server"] = {x: iv.server_cmd(java, st[x], Path("PORT_FILE"), data_file, JVM_FLAGS)
                    for x in "AB"}
     try:
-        for b in range(a.pairs // 2):
-            order = block_order(b, a.seed * 1009 + NAMES.index(t.name))
-            r["blocks"].append(order)
-            for k, arm in enumerate(order):
-                res = one_server(java, st[arm], out / t.name / f"{arm}{b}{k}", data_file, n,
-                                 warmup)
-                r["runs"][arm].append(res)
-                bar.step()
+        for k in range(a.servers):
+            seed = a.seed * 1009 + NAMES.index(t.name) * 31 + k
+            r["servers"].append(server_pair(t, st, java, out / t.name / f"pair{k}", data_file,
+                                            n, warmup, r["windows"], seed, bar))
     except JvmosError as e:
         r["status"], r["reason"] = "failed", str(e)
         return r
+    if (out / t.name).is_dir() and not any((out / t.name).iterdir()):
+        (out / t.name).rmdir()
     r["status"] = "complete"
     return r
 
@@ -225,12 +264,34 @@ def platform_constants(platform: dict, platform_file: Path) -> dict:
 
 # ------------------------------------------------------------------------------ analysis
 
+def tested(r: dict, arm: str, k: int) -> List[dict]:
+    """The tested windows of arm `arm` of server pair k (the settling windows left out)."""
+    return r["servers"][k]["windows"][arm][r["discard"]:]
+
+
+def window_pairs(r: dict, key: str) -> List[List[float]]:
+    """Per server pair, A - B of `key` for each tested window pair (A's i-th with B's i-th,
+    adjacent in time)."""
+    return [[a[key] - b[key] for a, b in zip(tested(r, "A", k), tested(r, "B", k))]
+            for k in range(len(r["servers"]))]
+
+
+def service_pairs(r: dict, cls: str) -> List[List[float]]:
+    cpu = lambda w: w["service"][cls]["utime_ns"] + w["service"][cls]["stime_ns"]
+    return [[cpu(a) - cpu(b) for a, b in zip(tested(r, "A", k), tested(r, "B", k))]
+            for k in range(len(r["servers"]))]
+
+
+def mean(xs) -> float:
+    return sum(xs) / len(xs)
+
+
 def count_removed(t: Term, r: dict) -> dict:
+    """The uses one window of arm A makes and the same window of arm B does not."""
     n, st = r["requests"], r["settings"]["A"]
     if t.name == "pretouch":
-        diffs = [a["windows"][t.window - 1]["minflt"] - b["windows"][t.window - 1]["minflt"]
-                 for a, b in zip(r["runs"]["A"], r["runs"]["B"])]
-        return {"removed": sum(diffs) / len(diffs), "per_pair": diffs,
+        per = [mean(x) for x in window_pairs(r, "minflt")]
+        return {"removed": mean(per), "per_server_pair": per,
                 "what": "minor page faults (the kernel's counter), mean of A - B"}
     if t.name == "direct-buffers":
         writes = n * -(-st["response"] // st["chunk"])
@@ -243,50 +304,70 @@ def count_removed(t: Term, r: dict) -> dict:
 
 
 def equal_work(t: Term, r: dict) -> dict:
-    """The answers (the client's checksum of each window) and the server's bytes written in
-    the tested window, per arm."""
-    # the same requests in every server: each window's answers alike in every run and arm
-    answers = {tuple(run["answers"]) for arm in "AB" for run in r["runs"][arm]}
-    w = {arm: [run["windows"][t.window - 1]["wchar"] for run in r["runs"][arm]] for arm in "AB"}
-    ma, mb = (sum(w[x]) / len(w[x]) for x in "AB")
+    """The answers (the client's checksum of each window: the i-th window of every server got
+    the same requests) and the server's bytes written in the tested windows, per arm."""
+    answers = {tuple(sp["answers"][arm]) for sp in r["servers"] for arm in "AB"}
+    w = {arm: [x["wchar"] for k in range(len(r["servers"])) for x in tested(r, arm, k)]
+         for arm in "AB"}
+    ma, mb = mean(w["A"]), mean(w["B"])
     rel = abs(ma - mb) / max(ma, mb, 1)
     return {"same_answers": len(answers) == 1, "wchar_mean": {"A": ma, "B": mb},
             "wchar_rel_diff": rel, "equal": len(answers) == 1 and rel <= 0.01}
 
 
+def prediction_se(t: Term, consts: dict, p: dict, removed: float):
+    """The prediction's standard error (ns) and its degrees of freedom: from the calibration's
+    trials where they are stored (count x sd / sqrt(k), k - 1 df), else from the constant's
+    95% interval (half-width / t of its trials, or / 1.96 when they are not known)."""
+    from scipy import stats as st
+    key = {"C_nt": "C_nt", "C_link": "C_link", "C_file": "C_file"}.get(t.term)
+    c = (consts.get("constants") or {}).get(key) if key else None
+    if c and len(c.get("samples_us") or []) >= 2:
+        xs = c["samples_us"]
+        m = sum(xs) / len(xs)
+        sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+        return abs(removed) * sd / math.sqrt(len(xs)) * 1e3, float(len(xs) - 1)
+    half = (p["predicted_ci95_us"][1] - p["predicted_ci95_us"][0]) * 1e3 / 2
+    k = (((consts.get("copy") or {}).get("page_fault") or {}).get("trials")
+         if t.name == "pretouch" else None)
+    if k and k >= 2:
+        return half / float(st.t.ppf(0.975, k - 1)), float(k - 1)
+    return half / 1.96, math.inf
+
+
 def analyze_term(t: Term, r: dict, consts: dict, jdk_home: str) -> dict:
-    w = t.window - 1
-    A, B = r["runs"]["A"], r["runs"]["B"]
-    diffs = [a["windows"][w][t.clock] - b["windows"][w][t.clock] for a, b in zip(A, B)]
+    """The verdict's unit is the server pair: the mean of its window pairs' differences (the
+    windows of one pair of JVMs are not independent of each other), n = server pairs."""
+    per_pair = window_pairs(r, t.clock)
+    diffs = [mean(x) for x in per_pair]
     cnt = count_removed(t, r)
     platform = {"constants": consts["constants"], "copy": consts["copy"]}
     p = whatif.predict(t.name, cnt["removed"], platform, jdk_home, cnt.get("calls", 0.0))
     pred_ns = p["predicted_us"] * 1e3
-    # the prediction's standard error: its 95% interval's half-width / 1.96
-    pred_se = (p["predicted_ci95_us"][1] - p["predicted_ci95_us"][0]) * 1e3 / 2 / 1.96
+    pred_se, pred_df = prediction_se(t, consts, p, cnt["removed"])
     meas = stats.paired_diff_ci(diffs, 0.90)
     meas95 = stats.paired_diff_ci(diffs, 0.95)
-    ratio = stats.ratio_ci(diffs, pred_ns, pred_se, 0.90)
+    ratio = stats.ratio_ci(diffs, pred_ns, pred_se, 0.90, pred_df)
     v = stats.equivalence_verdict(ratio, meas95, pred_ns)
     work = equal_work(t, r)
     if not work["equal"]:
         v = {**v, "verdict": "unequal work", "why": "the arms did not do the same work"}
-    side = {}
-    for key in ("stime_ns", "utime_ns", "cpu_ns"):
-        d = [a["windows"][w][key] - b["windows"][w][key] for a, b in zip(A, B)]
-        side[key] = stats.paired_diff_ci(d, 0.95)
+    flat = [d for x in per_pair for d in x]
+    side = {key: stats.paired_diff_ci([mean(x) for x in window_pairs(r, key)], 0.95)
+            for key in ("stime_ns", "utime_ns", "cpu_ns")}
     for cls in ("jit", "gc"):
-        d = [sum(a["windows"][w]["service"][cls][k] for k in ("utime_ns", "stime_ns")) -
-             sum(b["windows"][w]["service"][cls][k] for k in ("utime_ns", "stime_ns"))
-             for a, b in zip(A, B)]
-        side[f"{cls}_cpu_ns"] = stats.paired_diff_ci(d, 0.95)
-    rel_se = pred_se / pred_ns if pred_ns else 0.0
+        side[f"{cls}_cpu_ns"] = stats.paired_diff_ci([mean(x) for x in service_pairs(r, cls)],
+                                                     0.95)
+    rel_se = pred_se / abs(pred_ns) if pred_ns else 0.0
+    exited = sum(len(w["service_exited"]) for k in range(len(r["servers"])) for arm in "AB"
+                 for w in tested(r, arm, k))
     return {"count": cnt, "prediction": p, "predicted_ns": pred_ns, "predicted_se_ns": pred_se,
-            "diffs_ns": diffs, "measured90": meas, "measured95": meas95, "ratio": ratio,
-            "verdict": v, "equal_work": work, "other_clocks": side,
-            "pairs_for_pm02": stats.pairs_needed(meas["sd"], pred_ns, rel_se),
-            "service_exited": sum(len(run["windows"][w]["service_exited"])
-                                  for arm in "AB" for run in r["runs"][arm])}
+            "predicted_df": pred_df, "window_diffs_ns": per_pair, "diffs_ns": diffs,
+            "measured90": meas, "measured95": meas95, "ratio": ratio, "verdict": v,
+            "equal_work": work, "other_clocks": side,
+            "window_level90": stats.paired_diff_ci(flat, 0.90) if len(flat) >= 2 else None,
+            "server_pairs_for_pm02": stats.pairs_needed(meas["sd"], pred_ns, rel_se),
+            "service_exited": exited}
 
 
 # ------------------------------------------------------------------------------ output
@@ -298,11 +379,12 @@ def ms(x: float) -> str:
 def tables(results: dict) -> list:
     c = results["constants"]
     t = Table(f"Predictions of C_os's terms against the clock each prices ({results['jdk_label']}"
-              f", {results['pairs']} ABBA pairs per term, constants: {c['source']}"
+              f", {results['servers']} server pairs x {results['windows']} window pairs per "
+              f"term, ABBA; constants: {c['source']}"
               f"{' ' + str(c.get('date')) if c.get('date') else ''})",
               ["term", "program", "arm (A -> B)", "count removed", "clock (window)",
                "predicted, ms [95%]", "measured A - B, ms [90% CI]", "ratio [90% CI]",
-               "verdict", "JIT, GC CPU A - B, ms", "pairs for ±0.2"])
+               "verdict", "JIT, GC CPU A - B, ms", "server pairs for ±0.2"])
     for r in results["terms"]:
         if r.get("status") != "complete":
             t.add([r["term"], "request server", r["name"], "—", "—", "—", "—", "—",
@@ -314,14 +396,15 @@ def tables(results: dict) -> list:
         t.add([r["term"], "request server (Intervene)", next(
                s.change for s in iv.SPECS if s.name == r["name"]),
                f"{fmt_count(round(x['count']['removed']))} {x['count']['what']}",
-               f"{CLOCK_NAMES[r['clock']]} (window {r['window']}, n={r['requests']:,})",
+               f"{CLOCK_NAMES[r['clock']]} (per window of n={r['requests']:,}; "
+               f"{r['windows']} tested of {r['discard'] + r['windows']} per arm)",
                f"{ms(x['predicted_ns'])} [{p['predicted_ci95_us'][0] / 1e3:,.2f}, "
                f"{p['predicted_ci95_us'][1] / 1e3:,.2f}]",
                f"{ms(m['mean'])} [{ms(m['ci'][0])}, {ms(m['ci'][1])}]",
                "—" if ra is None else f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]",
                x["verdict"]["verdict"],
                f"{ms(oc['jit_cpu_ns']['mean'])}, {ms(oc['gc_cpu_ns']['mean'])}",
-               str(x["pairs_for_pm02"] or f"> 200")])
+               str(x["server_pairs_for_pm02"] or "> 200")])
     return [t]
 
 
@@ -338,22 +421,25 @@ def notes(results: dict) -> List[str]:
         out.append(f"NOT A TEST: the constants come from the platform file {c.get('file')} "
                    f"({c.get('date')}), not from this run: a demonstration of the procedure.")
     out += [
-        "count removed: by the arms' design (exact), page faults by the kernel's minor-fault "
-        "counter of the window (mean of A - B over the pairs).",
-        "predicted: count x the constant; its interval the count times the ends of the "
-        "constant's 95% interval (the constant's standard error is half its width / 1.96).",
-        "measured: mean over pairs of arm A's clock minus arm B's in the window, Student t 90% "
-        "interval (n - 1 df); the clock is the kernel's utime/stime of the whole process "
-        "(exited threads included) less the JIT compiler threads', in clock ticks of "
-        f"{proctimes.TICK_NS / 1e6:g} ms.",
-        "ratio: measured / predicted, 90% interval by the delta method (both uncertainties). "
-        "confirmed: the interval inside [0.8, 1.25] (two one-sided tests at 5%); refuted: "
-        "wholly outside; inconclusive: otherwise.",
-        "JIT, GC CPU A - B: the compiler and GC threads' CPU (user + kernel), mean over pairs: "
-        "a shift the arms made in the JVM's own services (the GC's stays in the clock).",
-        "pairs for ±0.2: how many pairs would give a ratio of 1 an interval of ±0.2 with this "
-        "run's spread of differences and the constant's uncertainty (a power estimate: use it "
-        "to size the next run).",
+        "count removed, per window: by the arms' design (exact); page faults by the kernel's "
+        "minor-fault counter (mean of A - B over the window pairs).",
+        "predicted, per window: count x the constant; its interval the count times the ends "
+        "of the constant's 95% interval; its standard error, for the ratio, from the "
+        "calibration's trials (sd / sqrt(trials)) where stored.",
+        "measured, per window: arm A's clock minus arm B's in adjacent windows, averaged per "
+        "server pair; the mean over server pairs with its Student t 90% interval (n = server "
+        "pairs - 1 df). The clock is the kernel's utime or stime of the whole process "
+        "(exited threads included) less the JIT compiler threads', which the kernel samples "
+        f"at each tick and reports in units of {proctimes.TICK_NS / 1e6:g} ms.",
+        "ratio: measured / predicted, 90% interval by the delta method (both uncertainties, "
+        "Welch-Satterthwaite df). confirmed: the interval inside [0.8, 1.25] (two one-sided "
+        "tests at 5%); refuted: wholly outside; inconclusive: otherwise.",
+        "JIT, GC CPU A - B: the compiler and GC threads' CPU (user + kernel) per window, "
+        "mean over server pairs: a shift the arms made in the JVM's own services (the GC's "
+        "stays in the clock, the JIT's does not).",
+        "server pairs for ±0.2: how many server pairs would give a ratio of 1 an interval of "
+        "±0.2 with this run's spread and the constant's uncertainty (a power estimate for the "
+        "next run; > 200: the constant's own interval is too wide, or the spread).",
         "not tested here: the allocator term against the probes' libc time, and the whole "
         "change's per-use cost (theta).",
     ]
@@ -394,7 +480,7 @@ def main(argv) -> int:
     out = out_dir(a.out, "predictions")
     terms = [t for t in TERMS if t.name in a.only]
     results = {"experiment": "predictions", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
-               "pairs": a.pairs, "seed": a.seed, "quick": a.quick,
+               "servers": a.servers, "windows": a.windows, "seed": a.seed, "quick": a.quick,
                "requests_scale": a.requests_scale, "jvm_flags": JVM_FLAGS,
                "date": time.strftime("%Y-%m-%d"), "commit": iv.git_commit(),
                "analysis_plan": __doc__.split("\n\n")[1], "terms": []}
@@ -404,7 +490,8 @@ def main(argv) -> int:
     data_file = out / ".data.bin"
     data_file.write_bytes(random.Random(3).randbytes(iv.FILE_BYTES))
     try:
-        with Progress(len(terms) * a.pairs * 2, "predictions", unit="server") as bar:
+        steps = sum(a.servers * 2 * (t.discard + term_windows(t, a)) for t in terms)
+        with Progress(steps, "predictions", unit="window") as bar:
             for t in terms:
                 log(f"{t.name}: {t.term} against {CLOCK_NAMES[t.clock]}")
                 r = measure_term(t, a, java, out, data_file, bar)

@@ -15,9 +15,9 @@ pytestmark = [pytest.mark.integration,
 
 def test_predictions_smallest(platform_file, tmp_path):
     out = tmp_path / "pr"
-    r = run_jvmos(["run", "predictions", "--only", "keep-alive,pretouch", "--pairs", "2",
-                   "--requests-scale", "0.1", "--constants", "platform", "--out", str(out)],
-                  timeout=600)
+    r = run_jvmos(["run", "predictions", "--only", "keep-alive,pretouch", "--servers", "2",
+                   "--windows", "2", "--requests-scale", "0.1", "--constants", "platform",
+                   "--out", str(out)], timeout=600)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "predictions.json").read_text())
     platform = json.loads(platform_file.read_text())
@@ -27,27 +27,33 @@ def test_predictions_smallest(platform_file, tmp_path):
     assert [t["name"] for t in res["terms"]] == ["keep-alive", "pretouch"]
     for t in res["terms"]:
         assert t["status"] == "complete"
-        assert t["blocks"][0] in ("ABBA", "BAAB") and len(t["blocks"]) == 1
         assert all("-XX:-UseDynamicNumberOfCompilerThreads" in t["server"][x] for x in "AB")
-        A, B = t["runs"]["A"], t["runs"]["B"]
-        assert len(A) == len(B) == 2
-        n = t["requests"]
-        w = t["window"] - 1
-        for run in A + B:
-            assert len(run["windows"]) == 2
-            for win in run["windows"]:
+        n, k = t["requests"], t["discard"] + t["windows"]
+        assert (t["discard"], t["windows"]) == ((1, 2) if t["name"] == "keep-alive" else (0, 1))
+        assert len(t["servers"]) == 2
+        diffs = []
+        for sp in t["servers"]:
+            # ABBA order of the windows: as many of A as of B, alternating blocks
+            assert sp["order"] in ("ABBA"[:2 * k] if k < 2 else "ABBABAAB"[:2 * k],
+                                   "BAAB"[:2 * k] if k < 2 else "BAABABBA"[:2 * k])
+            A, B = sp["windows"]["A"], sp["windows"]["B"]
+            assert len(A) == len(B) == k
+            for win in A + B:
                 # the JVM's compiler threads were found by name, and live through the run
                 assert win["service"]["jit"]["threads"] >= 1 and not win["service_exited"]
                 assert win["cpu_ns"] > 0 and win["syscw"] >= 1
                 # stime less the JIT's is what its name says
                 assert win["stime_nojit_ns"] == pytest.approx(
                     win["stime_ns"] - win["service"]["jit"]["stime_ns"])
-            assert run["bytes"] == [n * (16 + t["settings"]["A"]["response"])] * 2
+            assert sp["bytes"] == n * (16 + t["settings"]["A"]["response"])
+            # the i-th window got the same answers from both servers
+            assert sp["answers"]["A"] == sp["answers"]["B"]
+            tested = list(zip(A[t["discard"]:], B[t["discard"]:]))
+            diffs.append(statistics.mean(a[t["clock"]] - b[t["clock"]] for a, b in tested))
         x = t["analysis"]
-        diffs = [a["windows"][w][t["clock"]] - b["windows"][w][t["clock"]]
-                 for a, b in zip(A, B)]
         assert x["diffs_ns"] == pytest.approx(diffs)
         assert x["measured90"]["mean"] == pytest.approx(statistics.mean(diffs))
+        assert x["measured90"]["n"] == 2
         lo, hi = x["measured90"]["ci"]
         assert lo <= statistics.mean(diffs) <= hi
         assert x["equal_work"]["same_answers"]
@@ -59,9 +65,11 @@ def test_predictions_smallest(platform_file, tmp_path):
             c = platform["constants"]["C_link"]["mean_us"]
             assert x["predicted_ns"] == pytest.approx((n - 1) * c * 1e3)
         else:
-            # the kernel's minor-fault counter of window 1, A - B, averaged over the pairs
-            f = [a["windows"][0]["minflt"] - b["windows"][0]["minflt"] for a, b in zip(A, B)]
+            # the kernel's minor-fault counter of the first window, A - B
+            f = [sp["windows"]["A"][0]["minflt"] - sp["windows"]["B"][0]["minflt"]
+                 for sp in t["servers"]]
             assert x["count"]["removed"] == pytest.approx(statistics.mean(f))
+            assert x["count"]["removed"] > 0        # the pre-touched heap faults less
             pf = platform["copy"]["page_fault"]["ns_per_call"]
             assert x["predicted_ns"] == pytest.approx(statistics.mean(f) * pf)
         if x["ratio"]:

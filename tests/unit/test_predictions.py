@@ -41,9 +41,12 @@ def test_ratio_delta_method():
     d = [10.0, 12.0, 9.0, 13.0]
     r = stats.ratio_ci(d, 10.0, 0.5, 0.90)
     se_d = stats.paired_diff_ci(d)["se"]
-    se = math.sqrt(se_d ** 2 / 100 + 11.0 ** 2 * 0.25 / 10 ** 4)
-    assert r["ratio"] == pytest.approx(1.1)
-    assert r["ci"] == pytest.approx([1.1 - st.t.ppf(0.95, 3) * se, 1.1 + st.t.ppf(0.95, 3) * se])
+    a, b = se_d ** 2 / 100, 11.0 ** 2 * 0.25 / 10 ** 4
+    se = math.sqrt(a + b)
+    # a prediction's se known exactly (infinite df): Satterthwaite gives (a + b)^2 / (a^2 / 3)
+    df = (a + b) ** 2 / (a * a / 3)
+    assert r["ratio"] == pytest.approx(1.1) and r["df"] == pytest.approx(df)
+    assert r["ci"] == pytest.approx([1.1 - st.t.ppf(0.95, df) * se, 1.1 + st.t.ppf(0.95, df) * se])
     assert stats.ratio_ci(d, 0.0, 0.1) is None
 
 
@@ -134,29 +137,42 @@ def _window(stime, utime=0.0, minflt=0, wchar=1000, jit=(0.0, 0.0), gc=(0.0, 0.0
             "utime_nojit_ns": utime - jit[0]}
 
 
-def _run(windows):
-    # the two windows' answers differ (other requests), alike in every run
-    return {"windows": windows, "answers": [1, 3], "bytes": [1, 1]}
+def _pair(a_windows, b_windows):
+    # the i-th window's answers alike in both arms (the same requests), different per window
+    k = len(a_windows)
+    return {"windows": {"A": a_windows, "B": b_windows},
+            "answers": {"A": list(range(k)), "B": list(range(k))}, "order": "ABBA"[:2 * k]}
+
+
+def test_window_order_is_balanced():
+    for w in (1, 2, 3, 6, 7):
+        o = pr.window_order(w, 5)
+        assert len(o) == 2 * w and o.count("A") == o.count("B") == w
+    assert pr.window_order(4, 5) in ("ABBABAAB", "BAABABBA")
 
 
 def test_analyze_keep_alive_by_hand():
     t = next(x for x in pr.TERMS if x.name == "keep-alive")
     n = 1001
     st_ = pr.settings(t)
-    # window 2: A's kernel time exceeds B's by 10.5, 9.5, 11.0, 10.0 ms; 1000 connections
-    # removed x 10 µs = 10 ms predicted
-    da = [30.5e6, 29.5e6, 31.0e6, 30.0e6]
-    r = {"requests": n, "settings": st_, "runs": {
-        "A": [_run([_window(99e6), _window(x, jit=(0, 5e6))]) for x in da],
-        "B": [_run([_window(1e6), _window(20e6, jit=(0, 5e6))]) for _ in da]}}
+    # per server pair: a settling window (not tested), then two tested windows whose A - B
+    # kernel-time differences are (10, 11), (9, 10), (11, 11), (10, 10) ms: per-pair means
+    # 10.5, 9.5, 11, 10; 1000 connections removed x 10 µs = 10 ms predicted
+    diffs = [(10e6, 11e6), (9e6, 10e6), (11e6, 11e6), (10e6, 10e6)]
+    servers = [_pair([_window(99e6)] + [_window(20e6 + d, jit=(0, 5e6)) for d in ds],
+                     [_window(1e6)] + [_window(20e6, jit=(0, 5e6)) for _ in ds])
+               for ds in diffs]
+    r = {"requests": n, "settings": st_, "discard": 1, "servers": servers}
     x = pr.analyze_term(t, r, PLATFORM, "/jdk")
     assert x["count"]["removed"] == n - 1
     assert x["predicted_ns"] == pytest.approx(10e6)
-    diffs = [v - 20e6 for v in da]
-    assert x["diffs_ns"] == pytest.approx(diffs)
+    assert x["diffs_ns"] == pytest.approx([10.5e6, 9.5e6, 11e6, 10e6])
+    assert x["window_diffs_ns"][0] == pytest.approx([10e6, 11e6])
     assert x["measured90"]["mean"] == pytest.approx(10.25e6)
+    assert x["measured90"]["n"] == 4                 # the unit is the server pair
+    assert x["window_level90"]["n"] == 8
     assert x["ratio"]["ratio"] == pytest.approx(1.025)
-    # the constant's 95% interval [9, 11] µs: se 0.5/0.98 µs per use
+    # the constant's 95% interval [9, 11] µs, no trials stored: se = half-width / 1.96
     assert x["predicted_se_ns"] == pytest.approx(1000 * 1e3 / 1.96)
     assert x["verdict"]["verdict"] == "confirmed"
     assert x["equal_work"]["equal"]
@@ -164,26 +180,55 @@ def test_analyze_keep_alive_by_hand():
 
 def test_analyze_refuses_unequal_work_and_uses_faults():
     t = next(x for x in pr.TERMS if x.name == "pretouch")
-    r = {"requests": 100, "settings": pr.settings(t), "runs": {
-        "A": [_run([_window(5e6, minflt=1000), _window(1e6)]) for _ in range(2)],
-        "B": [_run([_window(3e6, minflt=0, wchar=2000), _window(1e6)]) for _ in range(2)]}}
+    servers = [_pair([_window(5e6, minflt=1000)], [_window(3e6, minflt=0, wchar=2000)])
+               for _ in range(2)]
+    r = {"requests": 100, "settings": pr.settings(t), "discard": 0, "servers": servers}
     x = pr.analyze_term(t, r, PLATFORM, "/jdk")
-    # window 1: 1000 faults removed x 1.5 µs = 1.5 ms predicted; 2 ms measured
+    # the first window: 1000 faults removed x 1.5 µs = 1.5 ms predicted; 2 ms measured
     assert x["count"]["removed"] == 1000
     assert x["predicted_ns"] == pytest.approx(1.5e6)
     assert x["measured90"]["mean"] == pytest.approx(2e6)
     assert x["verdict"]["verdict"] == "unequal work"
-    assert pr.equal_work(t, r)["same_answers"]
-    r["runs"]["B"][0]["answers"] = [1, 2]
+    assert not pr.equal_work(t, r)["equal"] and pr.equal_work(t, r)["same_answers"]
+    servers[1]["answers"]["B"] = [7]
     assert not pr.equal_work(t, r)["same_answers"]
 
 
 def test_parse_rules():
     with pytest.raises(SystemExit):
-        pr.parse(["--pairs", "3"])
+        pr.parse(["--servers", "1"])
+    with pytest.raises(SystemExit):
+        pr.parse(["--windows", "0"])
     with pytest.raises(SystemExit):
         pr.parse(["--only", "nope"])
     a = pr.parse(["--quick"])
-    assert a.pairs == 2 and a.constants == "platform" and a.requests_scale == 0.25
+    assert (a.servers, a.windows) == (2, 2) and a.constants == "platform"
+    assert a.requests_scale == 0.25
     a = pr.parse([])
-    assert a.pairs == 8 and a.constants == "same-run"
+    assert (a.servers, a.windows) == (6, 6) and a.constants == "same-run"
+
+
+def test_prediction_se_from_the_calibration_trials():
+    t = next(x for x in pr.TERMS if x.name == "thread-pool")
+    consts = {"constants": {"C_nt": {"mean_us": 70.0, "ci95_us": [40.0, 100.0],
+                                     "samples_us": [60.0, 70.0, 80.0]}}, "copy": {}}
+    p = {"predicted_ci95_us": [0.0, 1.0]}
+    se, df = pr.prediction_se(t, consts, p, 1000)
+    # 1000 threads x sd 10 µs / sqrt(3), in ns; 2 df
+    assert se == pytest.approx(1000 * 10.0 / math.sqrt(3) * 1e3) and df == 2
+    f = next(x for x in pr.TERMS if x.name == "pretouch")
+    consts = {"constants": {}, "copy": {"page_fault": {"trials": 5}}}
+    se, df = pr.prediction_se(f, consts, {"predicted_ci95_us": [10.0, 30.0]}, 100)
+    assert se == pytest.approx(10e3 / st.t.ppf(0.975, 4)) and df == 4
+
+
+def test_ratio_df_is_welch_satterthwaite():
+    d = [10.0, 12.0, 9.0, 13.0, 11.0, 10.5]
+    r = stats.ratio_ci(d, 10.0, 2.0, 0.90, predicted_df=2)
+    dd = stats.paired_diff_ci(d)
+    a = dd["se"] ** 2 / 100
+    b = dd["mean"] ** 2 * 4.0 / 10 ** 4
+    df = (a + b) ** 2 / (a * a / 5 + b * b / 2)
+    assert r["df"] == pytest.approx(df) and 2 <= r["df"] <= 7
+    h = st.t.ppf(0.95, df) * math.sqrt(a + b)
+    assert r["ci"] == pytest.approx([r["ratio"] - h, r["ratio"] + h])

@@ -154,26 +154,39 @@ def paired_diff_ci(diffs: Sequence[float], level: float = 0.90) -> dict:
 
 
 def ratio_ci(diffs: Sequence[float], predicted: float, predicted_se: float,
-             level: float = 0.90, predicted_df: float = math.inf) -> Optional[dict]:
+             level: float = 0.90, predicted_df: float = math.inf,
+             counts: Optional[Sequence[float]] = None) -> Optional[dict]:
     """measured / predicted, where measured is the mean of paired differences and predicted
-    has a standard error of its own (on predicted_df degrees of freedom: the calibration's
-    trials - 1): the ratio with its `level` interval by the delta method
-    (se_R^2 = se_d^2 / P^2 + d^2 se_P^2 / P^4), Student t on the Welch-Satterthwaite degrees
-    of freedom of the two parts. None when the prediction is 0 (no ratio)."""
+    = count x a constant whose standard error is predicted_se (on predicted_df degrees of
+    freedom: the calibration's trials - 1): the ratio with its `level` interval by the delta
+    method (se_R^2 = se_m^2 / P^2 + R^2 se_P^2 / P^2), Student t on the Welch-Satterthwaite
+    degrees of freedom of the two parts. When the count was itself measured in each pair
+    (`counts`, per pair), the measured part is that of a ratio estimator: se_m from the
+    residuals d_i - R P c_i / mean(c) (a count that moves with the difference narrows it, one
+    that does not widens it). None when the prediction is 0 (no ratio)."""
     from scipy import stats as st
     if not predicted:
         return None
     d = paired_diff_ci(diffs, level)
+    n = d["n"]
     r = d["mean"] / predicted
-    a = d["se"] ** 2 / predicted ** 2
-    b = d["mean"] ** 2 * predicted_se ** 2 / predicted ** 4
+    se_m = d["se"]
+    if counts is not None:
+        cbar = sum(counts) / len(counts)
+        if cbar:
+            e = [x - r * predicted * c / cbar for x, c in zip(diffs, counts)]
+            se_m = math.sqrt(sum(v * v for v in e) / (n - 1)) / math.sqrt(n)
+    a = se_m ** 2 / predicted ** 2
+    b = r ** 2 * predicted_se ** 2 / predicted ** 2
     se = math.sqrt(a + b)
-    den = a * a / (d["n"] - 1) + (b * b / predicted_df if predicted_df < math.inf else 0.0)
-    df = (a + b) ** 2 / den if den > 0 else float(d["n"] - 1)
+    den = a * a / (n - 1) + (b * b / predicted_df if predicted_df < math.inf else 0.0)
+    df = (a + b) ** 2 / den if den > 0 else float(n - 1)
     h = float(st.t.ppf(0.5 + level / 2, df)) * se
     return {"ratio": r, "ci": [r - h, r + h], "se": se, "df": df, "level": level,
-            "method": f"delta method: paired t of the measured differences ({d['n']} pairs) and "
-                      f"the prediction's standard error, Welch-Satterthwaite df {df:.1f}"}
+            "method": f"delta method: paired t of the measured differences ({n} pairs"
+                      + ("; the count measured per pair: ratio estimator" if counts else "")
+                      + f") and the prediction's standard error, Welch-Satterthwaite df "
+                        f"{df:.1f}"}
 
 
 EQUIVALENCE = (0.8, 1.25)
@@ -206,16 +219,22 @@ def equivalence_verdict(ratio: Optional[dict], measured: dict, predicted: float,
 
 
 def pairs_needed(sd_diff: float, predicted: float, predicted_rel_se: float,
-                 half_width: float = 0.2, level: float = 0.90, cap: int = 200) -> Optional[int]:
+                 half_width: float = 0.2, level: float = 0.90, cap: int = 200,
+                 predicted_df: float = math.inf) -> Optional[int]:
     """The number of pairs for which a ratio of 1 would have a `level` interval of half-width
     `half_width` or less (the equivalence bounds' nearer distance from 1), from a pilot's sd of
-    the paired differences and the prediction's relative standard error. None when even
-    `cap` pairs would not do (the prediction's own uncertainty is too wide, say)."""
+    the paired differences and the prediction's relative standard error (on predicted_df
+    degrees of freedom, combined by Welch-Satterthwaite as ratio_ci does). None when even
+    `cap` pairs would not do (the prediction's own uncertainty is too wide, say) or nothing is
+    predicted."""
     from scipy import stats as st
     if not predicted:
         return None
+    b = predicted_rel_se ** 2
     for n in range(2, cap + 1):
-        se = math.sqrt(sd_diff ** 2 / n / predicted ** 2 + predicted_rel_se ** 2)
-        if float(st.t.ppf(0.5 + level / 2, n - 1)) * se <= half_width:
+        a = sd_diff ** 2 / n / predicted ** 2
+        den = a * a / (n - 1) + (b * b / predicted_df if predicted_df < math.inf else 0.0)
+        df = (a + b) ** 2 / den if den > 0 else float(n - 1)
+        if float(st.t.ppf(0.5 + level / 2, df)) * math.sqrt(a + b) <= half_width:
             return n
     return None

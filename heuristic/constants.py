@@ -44,6 +44,12 @@ def value_of(name: str, s: dict) -> float:
                              + "; ".join(w for w in s.get("warnings") or [] if "unknown" in w
                                          or "not resolved" in w)[:300] + ")")
         return (java["libc_ns"] + java["kernel_ns"]) / n / 1e3
+    if name == "C_nt_kernel":
+        # C_nt's kernel part alone: what a clock of kernel time (stime) can test
+        java = ((cats.get("thread_create") or {}).get("layers") or {}).get("java") or {}
+        if not java.get("threads") or java.get("kernel_ns") is None:
+            raise JvmosError("calibrating C_nt: no kernel time of Java thread creation")
+        return java["kernel_ns"] / java["threads"] / 1e3
     if name == "C_link":
         sc = (cats.get("link") or {}).get("syscalls") or {}
         acc = [v for k, v in sc.items() if k in ("accept", "accept4")]

@@ -37,6 +37,7 @@ def measure(jvm, trials: int = 5, chunk: int = constants.DEFAULT_CHUNK, log: Cal
     }
     samples = {k: [] for k in benches}
     bounds = []     # C_io_chunk at the ends of the copy costs' intervals, per trial
+    kernel = []     # C_nt's kernel part, per trial (from the same recordings)
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="jvmos-constants-") as tmp:
         for t in range(trials):
@@ -50,11 +51,15 @@ def measure(jvm, trials: int = 5, chunk: int = constants.DEFAULT_CHUNK, log: Cal
                 if res.status != "complete":
                     raise JvmosError(f"calibrating {name}: the recording ended {res.status}")
                 samples[name].append(constants.value_of(name, res.summary))
+                if name == "C_nt":
+                    kernel.append(constants.value_of("C_nt_kernel", res.summary))
                 if name == "C_io_chunk":
                     bounds.append(constants.io_chunk_bounds(res.summary, str(jvm.home)))
     out = {
         "C_nt": constants.stat(samples["C_nt"], "libc + kernel time per Java thread created and "
                                        "ended (NoOpThreads, 100 threads x 5 rounds)"),
+        "C_nt_kernel": constants.stat(kernel, "C_nt's kernel part: kernel time per Java "
+                                              "thread created and ended (the same recordings)"),
         "C_link": constants.stat(samples["C_link"], "on-CPU time of a blocking accept + the close of "
                                            "the accepted socket (LinkBench, 2000 links)"),
         "C_file": constants.stat(samples["C_file"], "openat + close per file opened "

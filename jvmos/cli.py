@@ -251,7 +251,8 @@ def print_platform(existing: dict) -> None:
         from jvmos.heuristic.model import PAPER_CONSTANTS_US
         print(f"platform constants (JDK {k['jdk_version']}, {k['trials']} trials, "
               f"chunk {k['chunk_bytes']} bytes; paper: Solaris 10, dual SPARC):")
-        for name in ("C_nt", "C_link", "C_file", "C_io_chunk"):
+        for name in [x for x in ("C_nt", "C_nt_kernel", "C_link", "C_file", "C_io_chunk")
+                     if x in k]:
             v = k[name]
             lo, hi = v["ci95_us"]
             paper = PAPER_CONSTANTS_US.get(name)

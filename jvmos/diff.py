@@ -26,7 +26,7 @@ SPANS = ("io_syscall", "sync")          # entry-to-return spans: blocking includ
 WHAT_IF_CATEGORIES = {
     "thread-pool": ("thread_create",), "keep-alive": ("link",), "file-handles": ("file",),
     "pretouch": ("vm",), "reuse-native-buffers": ("malloc", "free_estimated"),
-    "direct-buffers": ("nio_copy",), "bigger-chunks": ("io_syscall", "kernel_copy"),
+    "direct-buffers": ("nio_copy",), "bigger-chunks": ("io_syscall",),
 }
 
 
@@ -113,6 +113,11 @@ def compare(before: Side, after: Side, units=(None, None), unit: str = "unit") -
     if before.mode != after.mode:
         raise JvmosError(f"the two sides were recorded in different modes ({before.mode} and "
                          f"{after.mode}): their times are not comparable")
+    if before.layers != after.layers:
+        raise JvmosError(f"the two sides were recorded with different layers "
+                         f"({','.join(sorted(before.layers))} and "
+                         f"{','.join(sorted(after.layers))}): a category one side did not "
+                         f"record would read as a change")
     rows = []
     for cat in before.categories() + [c for c in after.categories()
                                       if c not in before.categories()]:
@@ -159,6 +164,7 @@ def what_if_beside(name: str, before: Side, after: Side, platform: dict) -> dict
                                                    for p in preds) else None),
             "validation": preds[0]["validation"].get("status"),
             "count": change(cb, ca), "categories": list(cats),
+            "categories_time_kind": time_kind(cats[0]),
             "categories_time_ns": change(tb, ta)}
 
 
@@ -205,8 +211,8 @@ def tables(res: dict) -> List[Table]:
         w = Table("What the what-if predicted, beside what happened",
                   ["what-if", "count (BEFORE -> AFTER)", "predicted (the OS's part), after - "
                    "before, ms [95%]", "time of its categories, after - before, ms",
-                   "CPU, after - before, ms", "scaled from the intervention, after - before, "
-                   "ms"])
+                   "traced processes' CPU (probes included), after - before, ms",
+                   "scaled from the intervention, after - before, ms"])
         for x in res["what_if"]:
             c, tc = x["count"], x["categories_time_ns"]
             cpu = res.get("target_cpu_ns")
@@ -216,7 +222,8 @@ def tables(res: dict) -> List[Table]:
                    # a saving is a negative change, as in the other columns
                    f"{-x['predicted_saving_us'] / 1e3:+,.3f} [{-x['predicted_ci95_us'][1] / 1e3:+,.3f}"
                    f", {-x['predicted_ci95_us'][0] / 1e3:+,.3f}]",
-                   f"{_ms(tc['diff'])} ({', '.join(x['categories'])})" + _ci(tc),
+                   f"{_ms(tc['diff'])} ({', '.join(x['categories'])}: "
+                   f"{x['categories_time_kind']})" + _ci(tc),
                    (_ms(cpu["diff"]) + _ci(cpu)) if cpu else "—",
                    "—" if x["scaled_from_intervention_us"] is None
                    else f"{-x['scaled_from_intervention_us'] / 1e3:+,.3f}"])

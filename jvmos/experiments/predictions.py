@@ -17,8 +17,8 @@ The analysis, fixed before any data (and printed with the results):
     utime and stime of the thread group, minor faults, read/write syscalls and bytes, and the
     JIT's and the GC's threads apart.
   * Windows: the first window of each arm is the JIT's settling (kept, not tested; the slope
-    between n and 2n requests), then --windows tested windows; page faults use the first
-    window after the warm-up only (the uses happen at the first touch of the heap).
+    between n and 2n requests), then --windows tested windows; page faults use one window
+    after a warm-up of 50 requests only (the uses happen at the first touch of the heap).
   * The clock each term prices: the kernel terms (C_nt, C_link, C_file, page faults) against
     kernel time (stime) less the JIT threads' stime; the NIO copy (a user-space copy) against
     user time (utime) less the JIT threads'.
@@ -30,9 +30,12 @@ The analysis, fixed before any data (and printed with the results):
     response's bytes in n x response / chunk writes), and for page faults the kernel's minor
     fault counter (mean of A - B over the window pairs). Equal work: the client's checksum of every
     answer, and the server's bytes written (wchar) equal within 1% between the arms.
-  * Prediction: count x the constant (same-run calibration by default), its standard error
-    from the constant's 95% interval (half-width / 1.96).
-  * Verdict (two one-sided tests at 5%): measured/predicted, 90% interval by the delta method;
+  * Prediction: count x the constant (same-run calibration by default; C_nt by its kernel
+    part, the part a kernel clock sees); its standard error from the calibration's trials
+    (sd / sqrt(trials), trials - 1 df) where stored, else the constant's 95% interval's
+    half-width / t (or / 1.96).
+  * Verdict (two one-sided tests at 5%): measured/predicted, 90% interval by the delta method
+    (a ratio estimator when the count was measured per pair), Welch-Satterthwaite df;
     "confirmed" inside [0.8, 1.25], "refuted" wholly outside, "inconclusive" otherwise;
     "missing term" when the prediction is about 0 and the saving is not. Every term is
     reported, misses included.
@@ -82,6 +85,7 @@ class Term:
     discard: int        # the windows of each arm before the tested ones (the JIT's settling)
     requests: int       # n, per window, full size
     count: str          # how the count removed is known
+    warmup: int = 0     # requests before the first window (0: max(200, n))
 
 
 TERMS = [
@@ -90,7 +94,7 @@ TERMS = [
          "design: n - 1 connections fewer"),
     Term("file-handles", "C_file", "stime_nojit_ns", 1, 4000, "design: an open per request"),
     Term("pretouch", "C_pf (page faults)", "stime_nojit_ns", 0, 1500,
-         "the kernel's minor-fault counter, A - B"),
+         "the kernel's minor-fault counter, A - B", warmup=50),
     Term("direct-buffers", "NIO copy (C_I/Ochunk's)", "utime_nojit_ns", 1, 250,
          "design: every byte written from a heap array"),
 ]
@@ -158,14 +162,23 @@ def block_order(block: int, seed: int) -> str:
     return first if block % 2 == 0 else other
 
 
-def window_order(windows: int, seed: int) -> str:
-    """The arms of 2 x `windows` windows in ABBA/BAAB blocks (an odd count ends on AB or BA):
-    each arm has as many windows as the other, and as many early places as late ones."""
-    seq, j = "", 0
+def window_order(windows: int, seed: int, first_block: int = 0) -> str:
+    """The arms of 2 x `windows` windows in ABBA/BAAB blocks from block `first_block` on (an
+    odd count ends on AB or BA): each arm has as many windows as the other and, over an even
+    count, goes first in as many pairs as the other."""
+    seq, j = "", first_block
     while len(seq) < 2 * windows:
         seq += block_order(j, seed)
         j += 1
     return seq[:2 * windows]
+
+
+def pair_order(discard: int, windows: int, seed: int, k: int) -> str:
+    """The windows' arms for server pair k: the settling windows, then the tested ones in
+    blocks of their own, so that the tested pairs are balanced (an order drawn over both and
+    cut would not be); successive server pairs start on the other block."""
+    return (window_order(discard, seed + 1, k) if discard else "") + \
+        window_order(windows, seed, k)
 
 
 def settings(t: Term) -> Dict[str, dict]:
@@ -174,14 +187,15 @@ def settings(t: Term) -> Dict[str, dict]:
 
 
 def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, warmup: int,
-                windows: int, seed: int, bar: Progress) -> dict:
+                windows: int, seed: int, k: int, bar: Progress) -> dict:
     """Arms A and B as two live servers, no probe: both warmed up, then windows of n requests
     to one and the other in ABBA order, the kernel's counters read around each window; the
     first `t.discard` windows of each arm are the JIT's settling (kept, not tested)."""
-    first = "AB" if seed % 2 == 0 else "BA"
+    first = "AB" if k % 2 == 0 else "BA"
     srv, ok = {}, False
-    rec = {"start_order": first, "order": window_order(t.discard + windows, seed),
-           "windows": {"A": [], "B": []}, "answers": {"A": [], "B": []}}
+    order = pair_order(t.discard, windows, seed, k)
+    rec = {"start_order": first, "order": order, "windows": {"A": [], "B": []},
+           "answers": {"A": [], "B": []}, "bytes": {"A": [], "B": []}}
     try:
         for arm in first:
             srv[arm] = iv.Server(java, st[arm], d / arm, data_file, JVM_FLAGS)
@@ -193,14 +207,13 @@ def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, 
             s1 = proctimes.snapshot(srv[arm].proc.pid)
             rec["windows"][arm].append(proctimes.window(s0, s1))
             rec["answers"][arm].append(res["fnv"])
-            rec["bytes"] = res["bytes"]
+            rec["bytes"][arm].append(res["bytes"])
             bar.step()
         ok = True
     except cputime.ProcessGone as e:
         raise JvmosError(f"a server is gone: {e} (see {d}/*/server-stderr.txt)")
     finally:
-        for x in srv.values():
-            x.stop(quiet=not ok)
+        stop_all(srv.values(), quiet=not ok)
     for arm in srv:
         err = d / arm / "server-stderr.txt"
         if err.exists() and not err.stat().st_size:
@@ -210,13 +223,26 @@ def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, 
     return rec
 
 
+def stop_all(servers, quiet: bool) -> None:
+    """Stop every server, even when stopping one fails; the first failure is raised after."""
+    failure = None
+    for x in list(servers):
+        try:
+            x.stop(quiet=quiet)
+        except JvmosError as e:
+            failure = failure or e
+    if failure:
+        raise failure
+
+
 def term_windows(t: Term, a) -> int:
     return 1 if t.name == "pretouch" else a.windows
 
 
 def measure_term(t: Term, a, java: str, out: Path, data_file: Path, bar: Progress) -> dict:
     n = max(20, int(t.requests * a.requests_scale))
-    warmup = max(200, n)
+    # page faults: a short warm-up, or the heap is touched before the window opens
+    warmup = t.warmup or max(200, n)
     st = settings(t)
     r = {"name": t.name, "term": t.term, "clock": t.clock, "requests": n,
          "warmup_requests": warmup, "discard": t.discard, "windows": term_windows(t, a),
@@ -227,7 +253,7 @@ def measure_term(t: Term, a, java: str, out: Path, data_file: Path, bar: Progres
         for k in range(a.servers):
             seed = a.seed * 1009 + NAMES.index(t.name) * 31 + k
             r["servers"].append(server_pair(t, st, java, out / t.name / f"pair{k}", data_file,
-                                            n, warmup, r["windows"], seed, bar))
+                                            n, warmup, r["windows"], seed, k, bar))
     except JvmosError as e:
         r["status"], r["reason"] = "failed", str(e)
         return r
@@ -335,19 +361,37 @@ def prediction_se(t: Term, consts: dict, p: dict, removed: float):
     return half / 1.96, math.inf
 
 
+def priced(t: Term, consts: dict):
+    """The constants a term is priced with on its clock, and what prices it. C_nt is libc +
+    kernel time; tested against kernel time, it is priced by its kernel part where the
+    calibration kept it (C_nt_kernel), else by the whole of it, which then says so."""
+    k = consts.get("constants") or {}
+    if t.term != "C_nt":
+        return consts, t.term
+    if k.get("C_nt_kernel"):
+        return ({**consts, "constants": {**k, "C_nt": k["C_nt_kernel"]}},
+                "C_nt's kernel part (C_nt_kernel)")
+    return consts, ("C_nt, libc + kernel (no kernel part in this calibration: its libc part "
+                    "is user time, outside this clock, so the ratio is low by that part)")
+
+
 def analyze_term(t: Term, r: dict, consts: dict, jdk_home: str) -> dict:
     """The verdict's unit is the server pair: the mean of its window pairs' differences (the
     windows of one pair of JVMs are not independent of each other), n = server pairs."""
     per_pair = window_pairs(r, t.clock)
     diffs = [mean(x) for x in per_pair]
     cnt = count_removed(t, r)
+    consts, priced_by = priced(t, consts)
     platform = {"constants": consts["constants"], "copy": consts["copy"]}
     p = whatif.predict(t.name, cnt["removed"], platform, jdk_home, cnt.get("calls", 0.0))
     pred_ns = p["predicted_us"] * 1e3
     pred_se, pred_df = prediction_se(t, consts, p, cnt["removed"])
     meas = stats.paired_diff_ci(diffs, 0.90)
     meas95 = stats.paired_diff_ci(diffs, 0.95)
-    ratio = stats.ratio_ci(diffs, pred_ns, pred_se, 0.90, pred_df)
+    # a count measured per server pair (page faults) moves with the difference: a ratio
+    # estimator; a count fixed by design is exact
+    ratio = stats.ratio_ci(diffs, pred_ns, pred_se, 0.90, pred_df,
+                           counts=cnt.get("per_server_pair"))
     v = stats.equivalence_verdict(ratio, meas95, pred_ns)
     work = equal_work(t, r)
     if not work["equal"]:
@@ -359,6 +403,7 @@ def analyze_term(t: Term, r: dict, consts: dict, jdk_home: str) -> dict:
         side[f"{cls}_cpu_ns"] = stats.paired_diff_ci([mean(x) for x in service_pairs(r, cls)],
                                                      0.95)
     rel_se = pred_se / abs(pred_ns) if pred_ns else 0.0
+    needed = stats.pairs_needed(meas["sd"], pred_ns, rel_se, predicted_df=pred_df)
     exited = sum(len(w["service_exited"]) for k in range(len(r["servers"])) for arm in "AB"
                  for w in tested(r, arm, k))
     return {"count": cnt, "prediction": p, "predicted_ns": pred_ns, "predicted_se_ns": pred_se,
@@ -366,7 +411,7 @@ def analyze_term(t: Term, r: dict, consts: dict, jdk_home: str) -> dict:
             "measured90": meas, "measured95": meas95, "ratio": ratio, "verdict": v,
             "equal_work": work, "other_clocks": side,
             "window_level90": stats.paired_diff_ci(flat, 0.90) if len(flat) >= 2 else None,
-            "server_pairs_for_pm02": stats.pairs_needed(meas["sd"], pred_ns, rel_se),
+            "server_pairs_for_pm02": needed, "priced_by": priced_by,
             "service_exited": exited}
 
 
@@ -379,8 +424,8 @@ def ms(x: float) -> str:
 def tables(results: dict) -> list:
     c = results["constants"]
     t = Table(f"Predictions of C_os's terms against the clock each prices ({results['jdk_label']}"
-              f", {results['servers']} server pairs x {results['windows']} window pairs per "
-              f"term, ABBA; constants: {c['source']}"
+              f", {results['servers']} server pairs per term, {results['windows']} tested "
+              f"window pairs each (page faults: 1), ABBA; constants: {c['source']}"
               f"{' ' + str(c.get('date')) if c.get('date') else ''})",
               ["term", "program", "arm (A -> B)", "count removed", "clock (window)",
                "predicted, ms [95%]", "measured A - B, ms [90% CI]", "ratio [90% CI]",
@@ -393,7 +438,9 @@ def tables(results: dict) -> list:
         x = r["analysis"]
         p, m, ra = x["prediction"], x["measured90"], x["ratio"]
         oc = x["other_clocks"]
-        t.add([r["term"], "request server (Intervene)", next(
+        needed = x["server_pairs_for_pm02"] or ("no ratio" if not x["predicted_ns"]
+                                                else "> 200")
+        t.add([x.get("priced_by", r["term"]), "request server (Intervene)", next(
                s.change for s in iv.SPECS if s.name == r["name"]),
                f"{fmt_count(round(x['count']['removed']))} {x['count']['what']}",
                f"{CLOCK_NAMES[r['clock']]} (per window of n={r['requests']:,}; "
@@ -404,7 +451,7 @@ def tables(results: dict) -> list:
                "—" if ra is None else f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]",
                x["verdict"]["verdict"],
                f"{ms(oc['jit_cpu_ns']['mean'])}, {ms(oc['gc_cpu_ns']['mean'])}",
-               str(x["server_pairs_for_pm02"] or "> 200")])
+               str(needed)])
     return [t]
 
 
@@ -427,8 +474,8 @@ def notes(results: dict) -> List[str]:
         "of the constant's 95% interval; its standard error, for the ratio, from the "
         "calibration's trials (sd / sqrt(trials)) where stored.",
         "measured, per window: arm A's clock minus arm B's in adjacent windows, averaged per "
-        "server pair; the mean over server pairs with its Student t 90% interval (n = server "
-        "pairs - 1 df). The clock is the kernel's utime or stime of the whole process "
+        "server pair; the mean over server pairs with its Student t 90% interval (n server "
+        "pairs, n - 1 df). The clock is the kernel's utime or stime of the whole process "
         "(exited threads included) less the JIT compiler threads', which the kernel samples "
         f"at each tick and reports in units of {proctimes.TICK_NS / 1e6:g} ms.",
         "ratio: measured / predicted, 90% interval by the delta method (both uncertainties, "

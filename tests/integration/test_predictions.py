@@ -33,19 +33,21 @@ def test_predictions_smallest(platform_file, tmp_path):
         assert len(t["servers"]) == 2
         diffs = []
         for sp in t["servers"]:
-            # ABBA order of the windows: as many of A as of B, alternating blocks
-            assert sp["order"] in ("ABBA"[:2 * k] if k < 2 else "ABBABAAB"[:2 * k],
-                                   "BAAB"[:2 * k] if k < 2 else "BAABABBA"[:2 * k])
+            # ABBA order of the tested windows: each arm first in one of the two pairs
+            o = sp["order"][2 * t["discard"]:]
+            assert sorted(o) == ["A"] * t["windows"] + ["B"] * t["windows"]
+            if t["windows"] == 2:
+                assert o in ("ABBA", "BAAB")
             A, B = sp["windows"]["A"], sp["windows"]["B"]
             assert len(A) == len(B) == k
             for win in A + B:
                 # the JVM's compiler threads were found by name, and live through the run
                 assert win["service"]["jit"]["threads"] >= 1 and not win["service_exited"]
                 assert win["cpu_ns"] > 0 and win["syscw"] >= 1
-                # stime less the JIT's is what its name says
-                assert win["stime_nojit_ns"] == pytest.approx(
-                    win["stime_ns"] - win["service"]["jit"]["stime_ns"])
-            assert sp["bytes"] == n * (16 + t["settings"]["A"]["response"])
+                # the JIT threads' kernel time is part of the process's (a tick of rounding)
+                assert win["service"]["jit"]["stime_ns"] <= win["stime_ns"] + 1e7
+            assert sp["bytes"]["A"] == sp["bytes"]["B"] == \
+                [n * (16 + t["settings"]["A"]["response"])] * k
             # the i-th window got the same answers from both servers
             assert sp["answers"]["A"] == sp["answers"]["B"]
             tested = list(zip(A[t["discard"]:], B[t["discard"]:]))
@@ -54,11 +56,15 @@ def test_predictions_smallest(platform_file, tmp_path):
         assert x["diffs_ns"] == pytest.approx(diffs)
         assert x["measured90"]["mean"] == pytest.approx(statistics.mean(diffs))
         assert x["measured90"]["n"] == 2
-        lo, hi = x["measured90"]["ci"]
-        assert lo <= statistics.mean(diffs) <= hi
         assert x["equal_work"]["same_answers"]
-        assert x["verdict"]["verdict"] in ("confirmed", "refuted", "inconclusive",
-                                           "missing term", "unequal work")
+        # the verdict is the rule applied to the stored interval
+        v = x["verdict"]["verdict"]
+        if x["ratio"] and v != "unequal work" and x["predicted_ns"] > 0.01 * abs(
+                x["measured95"]["mean"]):
+            lo, hi = x["ratio"]["ci"]
+            want = ("confirmed" if 0.8 <= lo and hi <= 1.25 else
+                    "refuted" if hi < 0.8 or lo > 1.25 else "inconclusive")
+            assert v == want
         if t["name"] == "keep-alive":
             # a connection per request in arm A, one for the window in arm B
             assert x["count"]["removed"] == n - 1

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from jvmos import JvmosError, diff
-from jvmos.analyzers.stats import welch_diff_ci
+from scipy import stats as st
 
 PLATFORM = {"constants": {"C_link": {"mean_us": 10.0, "ci95_us": [9.0, 11.0]}}}
 
@@ -49,8 +49,13 @@ def test_repeats_give_welch_intervals(tmp_path):
     as_ = [_run(tmp_path, f"a{i}", 4, (0.1 + i / 10) * 1e6, 5e9, 300e6 + i * 1e6) for i in range(3)]
     res = diff.run(bs, as_)
     link = next(c for c in res["categories"] if c["category"] == "link")
-    w = welch_diff_ci([0.1e6, 0.2e6, 0.3e6], [2e6, 3e6, 4e6])
-    assert link["time_ns"]["ci95"] == pytest.approx(w["ci"])
+    # Welch by hand: after - before = -2.8 ms; variances 0.01 and 1 (ms^2) over 3 each
+    va, vb = 0.01e12 / 3, 1e12 / 3
+    se = (va + vb) ** 0.5
+    df = (va + vb) ** 2 / (va * va / 2 + vb * vb / 2)
+    h = st.t.ppf(0.975, df) * se
+    assert link["time_ns"]["diff"] == pytest.approx(-2.8e6)
+    assert link["time_ns"]["ci95"] == pytest.approx([-2.8e6 - h, -2.8e6 + h])
     assert link["time_ns"]["n"] == [3, 3]
 
 
@@ -59,6 +64,11 @@ def test_refusals(tmp_path):
     a = _run(tmp_path, "a", 1, 1.0, 1.0, 1.0, mode="count")
     with pytest.raises(JvmosError, match="different modes"):
         diff.run([b], [a])
+    d = _run(tmp_path, "d", 1, 1.0, 1.0, 1.0)
+    m = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    (tmp_path / "d" / "manifest.json").write_text(json.dumps({**m, "layers": ["links"]}))
+    with pytest.raises(JvmosError, match="different layers"):
+        diff.run([b], [d])
     c = _run(tmp_path, "c", 1, 1.0, 1.0, 1.0, status="failed")
     with pytest.raises(JvmosError, match="ended failed"):
         diff.run([b], [c])

@@ -144,11 +144,67 @@ def _pair(a_windows, b_windows):
             "answers": {"A": list(range(k)), "B": list(range(k))}, "order": "ABBA"[:2 * k]}
 
 
+def _a_first(order: str) -> int:
+    """In how many pairs (A's i-th window with B's i-th) A ran first."""
+    a = [i for i, x in enumerate(order) if x == "A"]
+    b = [i for i, x in enumerate(order) if x == "B"]
+    return sum(x < y for x, y in zip(a, b))
+
+
 def test_window_order_is_balanced():
     for w in (1, 2, 3, 6, 7):
         o = pr.window_order(w, 5)
         assert len(o) == 2 * w and o.count("A") == o.count("B") == w
     assert pr.window_order(4, 5) in ("ABBABAAB", "BAABABBA")
+    # over an even count each arm goes first in half the pairs
+    for w in (2, 4, 6):
+        assert _a_first(pr.window_order(w, 5)) == w // 2
+    # one window per server pair (page faults): successive server pairs alternate
+    assert {pr.window_order(1, 5, 0), pr.window_order(1, 5, 1)} == {"AB", "BA"}
+
+
+def test_server_pair_order_balances_the_tested_windows():
+    """A settling window before the tested ones must not unbalance them (an order drawn over
+    discard + windows and then cut would give AABBAA)."""
+    firsts = []
+    for k in range(4):
+        order = pr.pair_order(1, 6, 7, k)
+        assert len(order) == 14 and _a_first(order[2:]) == 3
+        firsts.append(order[:2])
+    # the settling windows alternate too
+    assert firsts.count("AB") == firsts.count("BA") == 2
+
+
+def test_stop_all_stops_every_server():
+    from jvmos import JvmosError
+
+    class S:
+        def __init__(self, fail):
+            self.fail, self.stopped = fail, False
+
+        def stop(self, quiet):
+            self.stopped = True
+            if self.fail:
+                raise JvmosError("exited 1")
+    a, b = S(True), S(False)
+    with pytest.raises(JvmosError):
+        pr.stop_all([a, b], quiet=False)
+    assert a.stopped and b.stopped
+
+
+def test_proc_window_arithmetic():
+    def snap(cpu, u, k, jit_u, jit_k, tids):
+        return {"cpu_ns": cpu, "utime_ns": u, "stime_ns": k, "minflt": 10, "majflt": 0,
+                "syscr": 1, "syscw": 2, "rchar": 3, "wchar": 4, "t": 1.0,
+                "service": {"jit": {"utime_ns": jit_u, "stime_ns": jit_k, "threads": 2},
+                            "gc": {"utime_ns": 0.0, "stime_ns": 0.0, "threads": 1}},
+                "service_tids": tids}
+    a = snap(100, 50, 40, 10, 2, {"7": "jit", "8": "jit", "9": "gc"})
+    b = snap(300, 150, 120, 40, 12, {"7": "jit", "9": "gc"})
+    w = proctimes.window(a, b)
+    assert (w["cpu_ns"], w["utime_ns"], w["stime_ns"]) == (200, 100, 80)
+    assert w["stime_nojit_ns"] == 80 - 10 and w["utime_nojit_ns"] == 100 - 30
+    assert w["service_exited"] == {"8": "jit"}
 
 
 def test_analyze_keep_alive_by_hand():
@@ -158,8 +214,9 @@ def test_analyze_keep_alive_by_hand():
     # per server pair: a settling window (not tested), then two tested windows whose A - B
     # kernel-time differences are (10, 11), (9, 10), (11, 11), (10, 10) ms: per-pair means
     # 10.5, 9.5, 11, 10; 1000 connections removed x 10 µs = 10 ms predicted
+    # arm A's JIT threads spent 3 ms more kernel time per window: not in the clock
     diffs = [(10e6, 11e6), (9e6, 10e6), (11e6, 11e6), (10e6, 10e6)]
-    servers = [_pair([_window(99e6)] + [_window(20e6 + d, jit=(0, 5e6)) for d in ds],
+    servers = [_pair([_window(99e6)] + [_window(23e6 + d, jit=(0, 8e6)) for d in ds],
                      [_window(1e6)] + [_window(20e6, jit=(0, 5e6)) for _ in ds])
                for ds in diffs]
     r = {"requests": n, "settings": st_, "discard": 1, "servers": servers}
@@ -176,6 +233,29 @@ def test_analyze_keep_alive_by_hand():
     assert x["predicted_se_ns"] == pytest.approx(1000 * 1e3 / 1.96)
     assert x["verdict"]["verdict"] == "confirmed"
     assert x["equal_work"]["equal"]
+    # the whole stime moved 3 ms more than the clock did
+    assert x["other_clocks"]["stime_ns"]["mean"] == pytest.approx(13.25e6)
+
+
+def test_c_nt_is_priced_by_its_kernel_part():
+    t = next(x for x in pr.TERMS if x.name == "thread-pool")
+    k = {"constants": {"C_nt": {"mean_us": 80.0, "ci95_us": [70.0, 90.0]},
+                       "C_nt_kernel": {"mean_us": 50.0, "ci95_us": [45.0, 55.0]}}, "copy": {}}
+    consts, by = pr.priced(t, k)
+    assert consts["constants"]["C_nt"]["mean_us"] == 50.0 and "kernel part" in by
+    consts, by = pr.priced(t, {"constants": {"C_nt": k["constants"]["C_nt"]}, "copy": {}})
+    assert consts["constants"]["C_nt"]["mean_us"] == 80.0 and "low by that part" in by
+
+
+def test_ratio_estimator_for_a_measured_count():
+    # the saving moves with the count exactly: the ratio estimator has no measured spread left
+    counts = [900.0, 1000.0, 1100.0]
+    diffs = [1.5 * c for c in counts]          # 1.5 per use, where 1.0 per use is predicted
+    r = stats.ratio_ci(diffs, 1000.0, 0.0, 0.90, counts=counts)
+    assert r["ratio"] == pytest.approx(1.5) and r["ci"][1] - r["ci"][0] == pytest.approx(0.0)
+    # the same differences with the count taken as exact keep their spread
+    r2 = stats.ratio_ci(diffs, 1000.0, 0.0, 0.90)
+    assert r2["ci"][1] - r2["ci"][0] > 0.1
 
 
 def test_analyze_refuses_unequal_work_and_uses_faults():

@@ -1,12 +1,13 @@
 /*
  * reqload - the client of jvmos's interventions (workloads/java/io Intervene): REQUESTS
  * requests, one after another, to 127.0.0.1:PORT, each one byte 'R' answered by a 16-byte
- * header and RESPONSE bytes; a new connection per request (per-request) or one for all
- * (keep-alive). A client in C, apart from the JVM under test, so that the server's CPU time
+ * header and RESPONSE bytes; a new connection per request (per-request), one for all
+ * (keep-alive), or a new one every K requests (every:K, K >= 1: the share of requests that
+ * open a connection is 1/K, the dose of jvmos's in-place calibration). A client in C, apart from the JVM under test, so that the server's CPU time
  * holds the server's side only. Prints one JSON line: requests, bytes read, and an FNV-1a
  * checksum of every byte read (two arms that do the same work give the same one).
  *
- *   reqload PORT REQUESTS RESPONSE per-request|keep-alive [quit] [MAX_SECONDS]
+ *   reqload PORT REQUESTS RESPONSE per-request|keep-alive|every:K [quit] [MAX_SECONDS]
  *
  * "quit" sends 'Q' at the end (the server stops). Bounded in count and in time (default 300 s).
  */
@@ -51,18 +52,28 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: reqload PORT REQUESTS RESPONSE per-request|keep-alive "
-				"[quit] [MAX_SECONDS]\n");
+		fprintf(stderr, "usage: reqload PORT REQUESTS RESPONSE "
+				"per-request|keep-alive|every:K [quit] [MAX_SECONDS]\n");
 		return 2;
 	}
 	int port = atoi(argv[1]);
 	long requests = atol(argv[2]);
 	long want = 16 + atol(argv[3]);
-	int keep = strcmp(argv[4], "keep-alive") == 0;
+	/* every: requests per connection (0: one connection for all) */
+	long every = -1;
+	if (strcmp(argv[4], "keep-alive") == 0)
+		every = 0;
+	else if (strcmp(argv[4], "per-request") == 0)
+		every = 1;
+	else if (strncmp(argv[4], "every:", 6) == 0) {
+		char *end;
+		every = strtol(argv[4] + 6, &end, 10);
+		if (*end || every < 1)
+			every = -1;
+	}
 	int quit = argc > 5 && strcmp(argv[5], "quit") == 0;
 	double max_s = argc > 6 ? atof(argv[6]) : 300.0;
-	if (port <= 0 || port > 65535 || requests < 0 || want < 16 ||
-	    (!keep && strcmp(argv[4], "per-request") != 0) || max_s <= 0) {
+	if (port <= 0 || port > 65535 || requests < 0 || want < 16 || every < 0 || max_s <= 0) {
 		fprintf(stderr, "error: bad arguments\n");
 		return 2;
 	}
@@ -70,15 +81,17 @@ int main(int argc, char **argv)
 	uint64_t fnv = 1469598103934665603ULL, bytes = 0;
 	double t0 = now_s();
 	int fd = -1;
-	long i;
+	long i, connections = 0;
 
 	for (i = 0; i < requests; i++) {
 		if (now_s() - t0 > max_s) {
 			fprintf(stderr, "error: %g s passed after %ld requests\n", max_s, i);
 			return 1;
 		}
-		if (fd < 0)
+		if (fd < 0) {
 			fd = connect_to(port);
+			connections++;
+		}
 		if (write(fd, "R", 1) != 1) {
 			perror("error: write");
 			return 1;
@@ -97,7 +110,7 @@ int main(int argc, char **argv)
 			got += r;
 		}
 		bytes += got;
-		if (!keep) {
+		if (every && (i + 1) % every == 0) {
 			close(fd);
 			fd = -1;
 		}
@@ -112,7 +125,8 @@ int main(int argc, char **argv)
 	}
 	if (fd >= 0)
 		close(fd);
-	printf("{\"requests\": %ld, \"bytes\": %llu, \"fnv\": \"%016llx\", \"seconds\": %.6f}\n",
-	       i, (unsigned long long)bytes, (unsigned long long)fnv, now_s() - t0);
+	printf("{\"requests\": %ld, \"connections\": %ld, \"bytes\": %llu, \"fnv\": \"%016llx\", "
+	       "\"seconds\": %.6f}\n", i, connections, (unsigned long long)bytes,
+	       (unsigned long long)fnv, now_s() - t0);
 	return 0;
 }

@@ -204,6 +204,18 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     v = res["validation"] = dict(validation(platform, name))
     if v.get("jdk") and jdk_home and v["jdk"] != jdk_home:
         v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"
+    t = ((platform or {}).get("theta") or {}).get(name)
+    if t:
+        from jvmos.heuristic import theta as th
+        why = th.stale(t, jdk_home)
+        p = th.predict(removed, t["fit"])
+        res["theta"] = {
+            "whole_change_us": p["predicted_ns"] / 1e3,
+            "whole_change_ci_us": [x / 1e3 for x in p["predicted_ci_ns"]],
+            "interval": p["interval"], "ns_per_use": t["fit"]["ns_per_use"],
+            "source": {k: t.get(k) for k in ("date", "commit", "jdk_label", "theta_sha256",
+                                             "counted_by")},
+            "held_out": t.get("held_out") or {}, "refused": why}
     per = v.get("measured_cpu_per_use_us")
     if per is not None:
         # the intervention's measured saving per use removed, applied to this run's count:

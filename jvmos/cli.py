@@ -41,6 +41,7 @@ experiments:
   heuristic      paper Table 7: the cost heuristic against measured cost, and a fitted model
   interventions  each term of C_os removed by a real change: saving predicted vs measured
   predictions    each term of C_os tested against the clock it prices (kernel or user CPU), ABBA
+  held-out       θ (calibrate --in-situ) tested on programs it never saw (the shop's keep-alive)
   overhead       what each layer and mode costs the target and the host, against the floor
   agent-overhead the agent's cost on a loaded chat server, watched vs bare
 
@@ -135,6 +136,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def calibrate_in_situ(args, jvm, path: Path, log) -> int:
+    from jvmos import insitu, record as rec
+    out = rec.prepare_out(Path(args.out) if args.out else rec.default_out("insitu"))
+    if args.in_situ_requests < 8:
+        raise JvmosError("--in-situ-requests must be at least 8 (the doses open a connection "
+                         "every 1, 2 and 4 requests)")
+    r = insitu.calibrate_links(jvm, servers=args.trials, n=args.in_situ_requests, out=out,
+                               log=log)
+    insitu.store(path, r)
+    print("\n".join(insitu.summary_lines(r)))
+    print(f"wrote θ into {path}; its windows: {out}/insitu.json")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     from jvmos import calibrate as cal
     from jvmos.calibrate_constants import calibrate_all, calibrate_constants
@@ -142,6 +157,8 @@ def cmd_calibrate(args) -> int:
     path = cal.platform_path(args.platform)
     existing = cal.load(path)
     log = lambda m: print(m, file=sys.stderr, flush=True)
+    if args.trials is None:
+        args.trials = 4 if args.in_situ else 5
     if args.trials < 2:
         raise JvmosError("--trials must be at least 2 (for an interval)")
     if args.chunk is not None and args.chunk <= 0:
@@ -153,6 +170,8 @@ def cmd_calibrate(args) -> int:
     if not jvms:
         raise JvmosError("no JDK found: the platform constants are measured on a JVM "
                          "(install one, or give --jdk HOME)")
+    if args.in_situ:
+        return calibrate_in_situ(args, jvms[0], path, log)
     from jvmos import engine as engine_mod, enginecost
     if not existing or args.force:
         # the probe costs and the JNI copy cost models are measured with the compiled engine
@@ -331,6 +350,18 @@ def cmd_what_if(args) -> int:
                   f"this application): {ms(r['scaled_from_intervention_us'])} (95% interval "
                   f"{ms(slo)} .. {ms(shi)}); made by {v.get('source')} on "
                   f"{v.get('jdk_label') or v.get('jdk')}, commit {v.get('commit') or 'unknown'}")
+        if "theta" in r:
+            t = r["theta"]
+            held = ", ".join(f"{k}: {v['verdict']}" for k, v in t["held_out"].items()) or \
+                "no held-out test yet (jvmos run held-out)"
+            if t["refused"]:
+                print(f"  the whole change (θ): not priced: {t['refused']}")
+            else:
+                print(f"  the whole change (θ, the JVM's whole CPU per use fitted in place on "
+                      f"{t['source']['jdk_label']}, {t['source']['date']}, commit "
+                      f"{(t['source']['commit'] or '?')[:12]}): {ms(t['whole_change_us'])} "
+                      f"({t['interval']}: {ms(t['whole_change_ci_us'][0])} .. "
+                      f"{ms(t['whole_change_ci_us'][1])}); held-out: {held}")
         print(f"  on this machine: {r['validation']['status']}"
               + (f" (jvmos run interventions, {r['validation']['date']}: measured "
                  f"{r['validation']['measured_cpu_ms']:,.2f} ms of CPU where "
@@ -658,7 +689,8 @@ def build_parser():
                               "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
-    c.add_argument("--trials", type=int, default=5, help="trials per measurement (default 5)")
+    c.add_argument("--trials", type=int,
+                   help="trials per measurement (default 5; with --in-situ, servers: 4)")
     c.add_argument("--every-jdk", action="store_true",
                    help="also measure, for every JDK found, the per-JDK figures that recordings "
                         "otherwise measure the first time they meet that JDK (NIO copy, JNI "
@@ -673,6 +705,14 @@ def build_parser():
                    help="I/O chunk size in bytes for C_io_chunk (default 8192)")
     c.add_argument("--jdk", help="JDK home to measure the platform constants on "
                                  "(default: the first found)")
+    c.add_argument("--in-situ", action="store_true",
+                   help="fit θ, the whole CPU per use, in place on jvmos's request server "
+                        "(dose-response of connections, no probe; --trials servers, default "
+                        "4 with it) and store it with its sources in the platform file")
+    c.add_argument("--out", help="with --in-situ: where its windows go (default "
+                                 "results/runs/<time>-insitu)")
+    c.add_argument("--in-situ-requests", type=int, default=1000,
+                   help="with --in-situ: requests per window (default 1000)")
     c.set_defaults(func=cmd_calibrate)
 
     pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",

@@ -1,5 +1,5 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
-from jvmos.experiments import (accuracy, agent_overhead, blocking_io, chat, heuristic,
+from jvmos.experiments import (accuracy, agent_overhead, blocking_io, chat, heldout, heuristic,
                                interventions, ipc, jni_census, matmul, memory, overhead,
                                predictions, serialization, server, threads, tomcat)
 
@@ -18,6 +18,7 @@ EXPERIMENTS = {
     "heuristic": heuristic.main,
     "interventions": interventions.main,
     "predictions": predictions.main,
+    "held-out": heldout.main,
     "overhead": overhead.main,
     "agent-overhead": agent_overhead.main,
 }

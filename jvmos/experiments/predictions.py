@@ -57,7 +57,7 @@ from jvmos import calibrate as cal
 from jvmos import cputime, proctimes
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
-from jvmos.experiments import interventions as iv
+import jvmos.experiments.interventions as iv
 from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
                                       select_jdks, write_outputs)
 from jvmos.heuristic import whatif

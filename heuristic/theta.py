@@ -1,0 +1,126 @@
+"""θ: the whole CPU a JVM pays per use of an OS service, measured in place by dose-response.
+
+Where C_os's constants price the OS's part of one use (microbenchmarks, probed), θ prices what
+a change that removes the use saves: the kernel's part, libc's and the JVM's own together. It
+is fitted on jvmos's request server (workloads/java/io Intervene): the dose of one service per
+window of n requests is varied (for connections: a new connection every K requests, K = 1, 2,
+4 and never), the server's CPU per window is read from its CPU clock (less its JIT threads'),
+and θ is the slope of CPU against uses.
+
+This module holds the arithmetic only (jvmos/insitu.py measures):
+  * the order of the doses in a server: rounds of every dose, each round the reverse of the
+    one before (a dose early in one round is late in the next);
+  * per server, the least-squares slope of window CPU on the count of uses (numpy), and the
+    condition number of the design [1, count];
+  * across servers (the unit: windows of one JVM are not independent), the mean slope with its
+    Student t interval;
+  * the model error, by leaving one dose out: each non-baseline dose's effect (its mean CPU
+    less the baseline dose's) predicted from the slope fitted without it, relative to the
+    observed effect; its root mean square is added to θ's relative standard error;
+  * a prediction: uses removed x θ, its interval θ's (model error included).
+"""
+import math
+import random
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+from scipy import stats as st
+
+
+def dose_order(doses: Sequence[str], rounds: int, seed: int) -> List[str]:
+    """`rounds` rounds of every dose, the first in an order drawn from the seed, each next
+    round reversed: every dose has as many early places as late ones over two rounds."""
+    first = list(doses)
+    random.Random(seed).shuffle(first)
+    out = []
+    for r in range(rounds):
+        out += first if r % 2 == 0 else first[::-1]
+    return out
+
+
+def slope(xs: Sequence[float], ys: Sequence[float]) -> dict:
+    """Least squares y = a + b x (numpy), with the condition number of [1, x]."""
+    x, y = np.asarray(xs, float), np.asarray(ys, float)
+    if len(set(xs)) < 2:
+        raise ValueError("a slope needs two different counts")
+    design = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return {"intercept": float(coef[0]), "slope": float(coef[1]),
+            "condition_number": float(np.linalg.cond(design))}
+
+
+def _mean_by_dose(windows: List[dict]) -> Dict[str, dict]:
+    by: Dict[str, dict] = {}
+    for w in windows:
+        d = by.setdefault(w["dose"], {"x": w["uses"], "ys": []})
+        d["ys"].append(w["cpu_ns"])
+    return {k: {"x": v["x"], "y": sum(v["ys"]) / len(v["ys"])} for k, v in by.items()}
+
+
+def loo_errors(servers: List[List[dict]], baseline: str) -> List[dict]:
+    """Leave one dose out: for each non-baseline dose, the slope fitted (per server, then
+    averaged) on the other doses predicts its effect over the baseline; the relative error of
+    that prediction against the observed effect (averaged over servers)."""
+    per = [_mean_by_dose(ws) for ws in servers]
+    doses = [d for d in per[0] if d != baseline]
+    out = []
+    for d in doses:
+        slopes, obs, xs = [], [], []
+        for m in per:
+            rest = [k for k in m if k != d]
+            slopes.append(slope([m[k]["x"] for k in rest], [m[k]["y"] for k in rest])["slope"])
+            obs.append(m[d]["y"] - m[baseline]["y"])
+            xs.append(m[d]["x"] - m[baseline]["x"])
+        pred = sum(slopes) / len(slopes) * (sum(xs) / len(xs))
+        o = sum(obs) / len(obs)
+        out.append({"dose": d, "predicted_effect_ns": pred, "observed_effect_ns": o,
+                    "relative_error": (o - pred) / pred if pred else None})
+    return out
+
+
+def fit(servers: List[List[dict]], baseline: str, level: float = 0.95) -> dict:
+    """θ from the windows of each server (each window: dose, uses, cpu_ns): the mean of the
+    servers' slopes, its t interval, the leave-one-dose-out model error, and the interval
+    with the model error added (ns per use)."""
+    if len(servers) < 2:
+        raise ValueError("θ needs two servers or more (the unit of its interval)")
+    fits = [slope([w["uses"] for w in ws], [w["cpu_ns"] for w in ws]) for ws in servers]
+    b = [f["slope"] for f in fits]
+    n = len(b)
+    m = sum(b) / n
+    sd = math.sqrt(sum((x - m) ** 2 for x in b) / (n - 1))
+    se = sd / math.sqrt(n)
+    t = float(st.t.ppf(0.5 + level / 2, n - 1))
+    loo = loo_errors(servers, baseline)
+    errs = [e["relative_error"] for e in loo if e["relative_error"] is not None]
+    model_rel = math.sqrt(sum(e * e for e in errs) / len(errs)) if errs else 0.0
+    se_all = math.sqrt(se ** 2 + (m * model_rel) ** 2)
+    return {"ns_per_use": m, "ci_ns": [m - t * se, m + t * se],
+            "ci_with_model_error_ns": [m - t * se_all, m + t * se_all], "se_ns": se,
+            "se_with_model_error_ns": se_all, "df": n - 1, "level": level,
+            "server_slopes_ns": b, "model_error_relative_rms": model_rel,
+            "leave_one_dose_out": loo,
+            "condition_number_max": max(f["condition_number"] for f in fits),
+            "method": f"mean of {n} servers' least-squares slopes (numpy), Student t "
+                      f"({n - 1} df); model error: leave one dose out, its relative RMS "
+                      f"added to the relative standard error"}
+
+
+def predict(removed: float, theta: dict) -> dict:
+    """The whole saving of removing `removed` uses, ns, with θ's interval (model error
+    included)."""
+    lo, hi = theta["ci_with_model_error_ns"]
+    ends = sorted([removed * lo, removed * hi])
+    return {"removed": removed, "predicted_ns": removed * theta["ns_per_use"],
+            "predicted_ci_ns": ends, "predicted_se_ns": abs(removed) *
+            theta["se_with_model_error_ns"], "predicted_df": theta["df"],
+            "interval": f"{theta['level']:.0%}, θ's interval with its model error"}
+
+
+def stale(theta: Optional[dict], jdk: Optional[str]) -> Optional[str]:
+    """Why θ cannot price a recording of this JDK (None when it can)."""
+    if not theta:
+        return "no θ on this machine: run 'jvmos calibrate --in-situ'"
+    if jdk and theta.get("jdk") and theta["jdk"] != jdk:
+        return f"θ was fitted on {theta['jdk']}, not this recording's {jdk}"
+    return None

@@ -1,0 +1,248 @@
+"""`jvmos run held-out`: θ (jvmos calibrate --in-situ) tested on a program it never saw.
+
+shop-keep-alive: the JPetStore-style shop on Tomcat (workloads/java/shop), its load generator
+opening a connection per page (arm A) or one per load thread (arm B, keep-alive).
+
+The analysis, fixed before the data:
+  * Prediction, from arm A's recording and the declared change only: one load of arm A is
+    recorded (links layer, count mode) on a warmed shop; the change keep-alive keeps one
+    connection per load thread, so the uses removed are A's accepts less the load's threads;
+    the saving per load is removed x θ (its interval θ's, model error included). Beside it,
+    the paper's prediction, removed x C_link (the OS's part only). Arm B is recorded too, for
+    the count error only (B's accepts against the threads kept).
+  * Measurement, no probe attached: --servers fresh shops; in each, a warm-up of both arms,
+    then --windows loads of each arm in ABBA/BAAB order; per load the shop's CPU clock (ns,
+    every thread) less its JIT compiler threads' CPU. Equal work: every load served the same
+    pages (the load generator's count) with no error.
+  * Unit of analysis: the shop (its loads are not independent): the mean of its A - B
+    differences; Student t across shops.
+  * Verdict: measured / predicted with its 90% interval (delta method, Welch-Satterthwaite
+    df): confirmed inside [0.8, 1.25], refuted wholly outside, inconclusive otherwise.
+  * No leak: the result names θ's sha256; the sha256 of every held-out load set is checked
+    against θ's input runs (they must be disjoint).
+"""
+import argparse
+import json
+import time
+from pathlib import Path
+
+from jvmos import JvmosError
+from jvmos import calibrate as cal
+from jvmos import cputime, proctimes
+from jvmos import record as rec
+from jvmos.analyzers import stats
+from jvmos.analyzers.tables import Table
+import jvmos.experiments.interventions as iv
+from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
+                                      select_jdks, write_outputs)
+from jvmos.experiments.predictions import window_order
+from jvmos.experiments.shop import Shop
+from jvmos.heuristic import theta as th
+from jvmos.heuristic import whatif
+from jvmos.insitu import sha256_of
+
+TESTS = ("shop-keep-alive",)
+JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run held-out", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="examples:\n  jvmos run held-out\n"
+                                       "  jvmos run held-out --servers 2 --windows 2 --pages 40"
+                                       "\n  jvmos run held-out --render results/predictions/"
+                                       "held-out\n")
+    p.add_argument("--only", default=",".join(TESTS), help=f"tests ({', '.join(TESTS)})")
+    p.add_argument("--servers", type=int, default=4, help="fresh shops (default 4)")
+    p.add_argument("--windows", type=int, default=4,
+                   help="loads of each arm per shop, ABBA (default 4)")
+    p.add_argument("--threads", type=int, default=4, help="load threads (default 4)")
+    p.add_argument("--pages", type=int, default=250, help="pages per load thread (default 250)")
+    p.add_argument("--jdk", help="JDK home (default: the first found)")
+    p.add_argument("--platform", help="platform file with θ (jvmos calibrate --in-situ)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-held-out)")
+    p.add_argument("--render", metavar="DIR", help="re-make the tables from DIR/held-out.json")
+    a = p.parse_args(argv)
+    if a.render:
+        return a
+    if a.servers < 2 or a.windows < 1 or a.threads < 1 or a.pages < 1:
+        p.error("--servers must be at least 2, --windows, --threads and --pages at least 1")
+    bad = [x for x in a.only.split(",") if x not in TESTS]
+    if bad:
+        p.error(f"unknown held-out test(s) {', '.join(bad)} (known: {', '.join(TESTS)})")
+    return a
+
+
+def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: Path) -> dict:
+    box = {}
+    res = rec.record(rec.Options(
+        pid=shop.pid, layers=["links"], mode="count", out=out, platform=str(platform_file),
+        workload=lambda: box.setdefault("load", shop.load(a.threads, a.pages, keepalive)),
+        log=lambda m: log(f"  [{out.name}] {m}")))
+    if res.status != "complete":
+        raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
+    part, jdk, pid = whatif.jvm_of_run(res.summary, shop.pid)
+    c = whatif.counts(part)
+    summary_sha = sha256_of(res.summary)
+    return {"run_dir": str(out), "accepts": c["accepts"], "load": box["load"],
+            "summary_sha256": summary_sha, "engine": (json.loads(
+                (out / "manifest.json").read_text()).get("engine") or {})}
+
+
+def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
+    order = window_order(a.windows, 23, k)
+    loads = {"A": [], "B": []}
+    with Shop(java, d, page_bytes=4096, max_seconds=1800, jvm_args=JVM_FLAGS) as shop:
+        for arm in "AB":
+            shop.load(a.threads, a.pages, arm == "B")         # warm-up
+        for arm in order:
+            try:
+                s0 = proctimes.snapshot(shop.pid)
+                res = shop.load(a.threads, a.pages, arm == "B")
+                s1 = proctimes.snapshot(shop.pid)
+            except cputime.ProcessGone as e:
+                raise JvmosError(f"the shop is gone: {e} (see {d}/server-stderr.txt)")
+            w = proctimes.window(s0, s1)
+            jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
+            loads[arm].append({"cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
+                               "stime_ns": w["stime_ns"], "pages": res["pages"],
+                               "connections": res["connections"],
+                               "errors": res.get("errors", 0)})
+            bar.step()
+    return {"order": order, "loads": loads, "sha256": sha256_of(loads)}
+
+
+def analyze(r: dict, theta: dict, c_link: dict) -> dict:
+    shops = r["shops"]
+    diffs = [sum(x["cpu_ns"] for x in s["loads"]["A"]) / len(s["loads"]["A"]) -
+             sum(x["cpu_ns"] for x in s["loads"]["B"]) / len(s["loads"]["B"]) for s in shops]
+    removed = r["recorded"]["A"]["accepts"] - r["keep"]
+    p = th.predict(removed, theta["fit"])
+    meas = stats.paired_diff_ci(diffs, 0.90)
+    meas95 = stats.paired_diff_ci(diffs, 0.95)
+    ratio = stats.ratio_ci(diffs, p["predicted_ns"], p["predicted_se_ns"], 0.90,
+                           p["predicted_df"])
+    v = stats.equivalence_verdict(ratio, meas95, p["predicted_ns"])
+    pages = {x["pages"] for s in shops for arm in "AB" for x in s["loads"][arm]}
+    errors = sum(x["errors"] for s in shops for arm in "AB" for x in s["loads"][arm])
+    equal = pages == {r["threads"] * r["pages"]} and errors == 0
+    if not equal:
+        v = {**v, "verdict": "unequal work", "why": f"pages {sorted(pages)}, errors {errors}"}
+    leak = set(theta["runs_sha256"]) & {s["sha256"] for s in shops}
+    cos_ns = removed * c_link["mean_us"] * 1e3
+    return {"removed": removed, "prediction": p, "measured90": meas, "measured95": meas95,
+            "diffs_ns": diffs, "ratio": ratio, "verdict": v, "equal_work": equal,
+            "c_os_predicted_ns": cos_ns,
+            "c_os_ratio": meas["mean"] / cos_ns if cos_ns else None,
+            "count_error_b": r["recorded"]["B"]["accepts"] - r["keep"],
+            "theta_runs_disjoint": not leak}
+
+
+def run_shop_keep_alive(a, jvm, platform: dict, platform_file: Path, out: Path) -> dict:
+    theta = (platform.get("theta") or {}).get("keep-alive")
+    why = th.stale(theta, str(jvm.home))
+    if why:
+        raise JvmosError(why)
+    java = str(jvm.home / "bin" / "java")
+    r = {"name": "shop-keep-alive", "program": "the shop (Tomcat), a load's connections",
+         "change": "a connection per page -> keep-alive (one per load thread)",
+         "threads": a.threads, "pages": a.pages, "keep": a.threads,
+         "theta_sha256": theta["theta_sha256"], "theta_source": {
+             k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
+         "recorded": {}, "shops": []}
+    with Shop(java, out / "recorded-server", page_bytes=4096, max_seconds=1800,
+              jvm_args=JVM_FLAGS) as shop:
+        shop.load(a.threads, a.pages, False)
+        shop.load(a.threads, a.pages, True)
+        for arm in "AB":
+            r["recorded"][arm] = recorded_accepts(shop, a, arm == "B", out / f"recorded-{arm}",
+                                                  platform_file)
+    with Progress(a.servers * 2 * a.windows, "held-out shop-keep-alive", unit="load") as bar:
+        for k in range(a.servers):
+            r["shops"].append(one_shop(java, a, out / f"shop{k}", k, bar))
+    c_link = (platform.get("constants") or {}).get("C_link")
+    if not c_link:
+        raise JvmosError("no C_link in the platform file: run 'jvmos calibrate'")
+    r["analysis"] = analyze(r, theta, c_link)
+    if not r["analysis"]["theta_runs_disjoint"]:
+        raise JvmosError("a held-out load set is among θ's input runs: the test leaked")
+    return r
+
+
+def tables(results: dict) -> list:
+    t = Table(f"Held-out tests of θ ({results['jdk_label']}; θ sha256 "
+              f"{results['tests'][0]['theta_sha256'][:12]})",
+              ["term", "program", "arm (A -> B)", "count removed (recording of A)",
+               "predicted by θ, ms [95%, model error incl.]", "C_os's part (C_link), ms",
+               "measured A - B, ms [90% CI]", "ratio [90% CI]", "confirmed?",
+               "count error of B"])
+    for r in results["tests"]:
+        x = r["analysis"]
+        p, m, ra = x["prediction"], x["measured90"], x["ratio"]
+        t.add(["θ keep-alive (C_link)", r["program"], r["change"],
+               f"{x['removed']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
+               f"{r['keep']} kept)",
+               f"{p['predicted_ns'] / 1e6:,.2f} [{p['predicted_ci_ns'][0] / 1e6:,.2f}, "
+               f"{p['predicted_ci_ns'][1] / 1e6:,.2f}]",
+               f"{x['c_os_predicted_ns'] / 1e6:,.2f}",
+               f"{m['mean'] / 1e6:,.2f} [{m['ci'][0] / 1e6:,.2f}, {m['ci'][1] / 1e6:,.2f}] "
+               f"(n={m['n']} shops)",
+               "—" if ra is None else f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]",
+               x["verdict"]["verdict"], f"{x['count_error_b']:+,}"])
+    return [t]
+
+
+NOTES = [
+    "count removed: the accepts the probes counted in one recorded load of arm A (links layer, "
+    "count mode) less the connections the change keeps (one per load thread); arm B's "
+    "recording scores that count only (count error: B's accepts less the kept ones).",
+    "predicted by θ: count x θ (jvmos calibrate --in-situ: the request server's whole CPU per "
+    "connection, fitted by dose-response), its interval θ's with the leave-one-dose-out "
+    "model error; C_os's part: count x C_link, the OS's part only (the paper's prediction).",
+    "measured: per load, the shop's CPU clock (every thread) less its JIT threads' CPU; A - B "
+    "averaged per shop, the mean over shops with its Student t 90% interval.",
+    "confirmed: the ratio's 90% interval (delta method) inside [0.8, 1.25]; refuted: wholly "
+    "outside; inconclusive: otherwise. Every held-out load set's sha256 is checked against "
+    "θ's input runs (disjoint).",
+]
+
+
+def render(src: Path) -> int:
+    results = load_finished(src / "held-out.json", "held-out", "tests")
+    write_outputs(src, "held-out", tables(results), results, NOTES)
+    print((src / "held-out.md").read_text())
+    return 0
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    if a.render:
+        return render(Path(a.render))
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    platform_file = cal.platform_path(a.platform)
+    platform = cal.load(platform_file) or {}
+    out = out_dir(a.out, "held-out")
+    results = {"experiment": "held-out", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+               "date": time.strftime("%Y-%m-%d"), "commit": iv.git_commit(),
+               "analysis_plan": __doc__.split("\n\n")[2], "tests": []}
+    results["tests"].append(run_shop_keep_alive(a, jvm, platform, platform_file, out))
+    write_outputs(out, "held-out", tables(results), results, NOTES)
+    if a.servers >= 4 and a.windows >= 4:       # only a full-size test speaks for θ
+        store_verdicts(results, platform_file)
+    print((out / "held-out.md").read_text())
+    log(f"results: {out}")
+    return 0
+
+
+def store_verdicts(results: dict, platform_file: Path) -> None:
+    """Each held-out verdict beside θ in the platform file (predict --what-if prints it)."""
+    platform = cal.load(platform_file) or {}
+    for r in results["tests"]:
+        t = (platform.get("theta") or {}).get("keep-alive")
+        if not t or t.get("theta_sha256") != r["theta_sha256"]:
+            continue            # θ changed since: the verdict is not about it
+        t.setdefault("held_out", {})[r["name"]] = {
+            "verdict": r["analysis"]["verdict"]["verdict"],
+            "ratio": r["analysis"]["ratio"], "date": results["date"],
+            "commit": results["commit"]}
+    cal.save(platform_file, platform)

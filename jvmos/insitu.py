@@ -1,0 +1,145 @@
+"""`jvmos calibrate --in-situ`: θ, the whole CPU per use, fitted in place (heuristic/theta.py
+holds the arithmetic; this module measures and stores).
+
+Connections (the keep-alive what-if): jvmos's request server (workloads/java/io Intervene, a
+pool of 2 threads, 1 KiB answers) is loaded by the C client (workloads/c/reqload) in windows of
+n requests whose dose is the share of requests that open a new connection: every request,
+every 2nd, every 4th, or one connection for the window (keep-alive, the baseline). No probe is
+attached. Per window: the server's CPU clock (ns, every thread, exited ones included) less its
+JIT compiler threads' CPU, the connections the client opened (its own count), and the kernel's
+counters (proctimes) for what moved with the dose. Several fresh servers (the unit of θ's
+interval), each with a settling round of every dose, then rounds in reversed orders.
+
+θ goes into the platform file under "theta", with where it came from: the server's
+configuration, the JDK, the commit, the date, what counted the uses, and the sha256 of every
+server's windows (the runs it was fitted on), and its own sha256, so that a held-out test can
+name the θ it tested and show that its runs were not among θ's.
+"""
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Callable, List
+
+from jvmos import JvmosError
+from jvmos import calibrate as cal
+from jvmos import cputime, proctimes
+import jvmos.experiments.interventions as iv
+from jvmos.experiments.common import jdk_label
+from jvmos.heuristic import theta as th
+from jvmos.tools import IO_JAR, c_program, jar
+
+JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
+DOSES = {"every:1": "a new connection per request", "every:2": "every 2nd request",
+         "every:4": "every 4th request", "keep-alive": "one connection per window"}
+BASELINE = "keep-alive"
+
+
+def sha256_of(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
+    st = dict(iv.DEFAULT)
+    srv = iv.Server(java, st, d, Path("/dev/null"), JVM_FLAGS)
+    ok = False
+    windows = []
+    try:
+        for dose in DOSES:                 # the settling round: the JIT, kept apart
+            srv.st["client"] = dose
+            srv.load(n)
+        order = th.dose_order(list(DOSES), rounds, seed)
+        for dose in order:
+            srv.st["client"] = dose
+            s0 = proctimes.snapshot(srv.proc.pid)
+            res = srv.load(n)
+            s1 = proctimes.snapshot(srv.proc.pid)
+            w = proctimes.window(s0, s1)
+            jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
+            windows.append({"dose": dose, "uses": res["connections"],
+                            "cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
+                            "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
+                            "minflt": w["minflt"], "syscr": w["syscr"], "syscw": w["syscw"],
+                            "answer": res["fnv"], "bytes": res["bytes"],
+                            "jit_threads_exited": len(w["service_exited"])})
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"the in-situ server is gone: {e} (see {d}/server-stderr.txt)")
+    finally:
+        srv.stop(quiet=not ok)
+    return {"order": order, "windows": windows, "server": srv.cmd,
+            "sha256": sha256_of(windows)}
+
+
+def moved_with_dose(servers: List[dict]) -> dict:
+    """Per connection, the slope of every other counter: what the dose changed besides the
+    connections (not separable from them here: it is part of θ)."""
+    out = {}
+    for key in ("stime_ns", "utime_ns", "minflt", "syscr", "syscw"):
+        b = [th.slope([w["uses"] for w in s["windows"]], [w[key] for w in s["windows"]])["slope"]
+             for s in servers]
+        out[key] = sum(b) / len(b)
+    return out
+
+
+def calibrate_links(jvm, servers: int = 4, rounds: int = 4, n: int = 1000, out: Path = None,
+                    log: Callable = print) -> dict:
+    java = str(jvm.home / "bin" / "java")
+    c_program("reqload")
+    jar(IO_JAR)
+    t0 = time.time()
+    runs = []
+    for k in range(servers):
+        log(f"in-situ θ for connections: server {k + 1}/{servers} ({rounds} rounds of "
+            f"{len(DOSES)} doses, {n:,} requests a window)")
+        runs.append(one_server(java, out / f"server{k}", n, rounds, 17 + k, log))
+    by_position = {tuple(w["answer"] for w in r["windows"]) for r in runs}
+    fit = th.fit([r["windows"] for r in runs], BASELINE)
+    rec = {"what_if": "keep-alive", "use": "a connection opened by the client and accepted "
+           "by the server", "term": "C_link", "ns_per_use": fit["ns_per_use"],
+           "fit": fit, "moved_with_dose_per_use": moved_with_dose(runs),
+           "doses": DOSES, "baseline": BASELINE, "requests_per_window": n,
+           "servers": servers, "rounds": rounds, "server_cmd": runs[0]["server"],
+           "jvm_flags": list(JVM_FLAGS), "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+           "commit": iv.git_commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "counted_by": "the client's count of the connections it opened (no probe)",
+           "applies_to": "a recording's accepts (links layer: accept and accept4)",
+           "runs_sha256": [r["sha256"] for r in runs],
+           "equal_answers_by_position": len(by_position) == 1,
+           "seconds": round(time.time() - t0, 1)}
+    rec["theta_sha256"] = sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
+    if len(by_position) != 1:
+        raise JvmosError("the in-situ servers gave different answers for the same windows: "
+                         "the dose changed the work")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
+    return rec
+
+
+def store(platform_file: Path, rec: dict) -> None:
+    platform = cal.load(platform_file) or {}
+    platform.setdefault("theta", {})[rec["what_if"]] = rec
+    cal.save(platform_file, platform)
+
+
+def summary_lines(rec: dict) -> List[str]:
+    f = rec["fit"]
+    lo, hi = f["ci_with_model_error_ns"]
+    return [f"θ keep-alive (whole CPU per connection, {rec['jdk_label']}): "
+            f"{f['ns_per_use'] / 1e3:,.1f} µs [{lo / 1e3:,.1f}, {hi / 1e3:,.1f}] "
+            f"({f['level']:.0%}, model error included; without it "
+            f"[{f['ci_ns'][0] / 1e3:,.1f}, {f['ci_ns'][1] / 1e3:,.1f}])",
+            "  servers' slopes (µs): "
+            + ", ".join(f"{b / 1e3:,.1f}" for b in f["server_slopes_ns"]),
+            "  leave one dose out, relative error of the predicted effect: "
+            + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
+                        for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
+            f"  moved with the dose, per connection: kernel CPU "
+            f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
+            f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
+            f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "
+            f"{rec['moved_with_dose_per_use']['syscw']:+.2f}, minor faults "
+            f"{rec['moved_with_dose_per_use']['minflt']:+.2f}",
+            f"  design condition number (max over servers): {f['condition_number_max']:.1f}; "
+            f"θ sha256 {rec['theta_sha256'][:16]}"]

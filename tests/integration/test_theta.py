@@ -1,0 +1,60 @@
+"""θ end to end on real JVMs, in its smallest form: `jvmos calibrate --in-situ` fits the whole
+CPU per connection on the request server and stores it with its sources; `jvmos run held-out`
+tests it on the shop, names θ's sha256 and keeps its runs apart from θ's; `jvmos predict
+--what-if keep-alive` prices a recording with it. Speed is not asserted; a connection must
+cost CPU (a slope above 0) and the arithmetic must hold."""
+import json
+import shutil
+
+import pytest
+
+from conftest import can_trace, one_error_line, run_jvmos
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+
+def test_theta_in_situ_and_held_out(platform_file, tmp_path):
+    plat = tmp_path / "platform.json"
+    shutil.copy(platform_file, plat)
+    r = run_jvmos(["calibrate", "--in-situ", "--trials", "2", "--in-situ-requests", "200",
+                   "--platform", str(plat), "--out", str(tmp_path / "insitu")], timeout=600)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(plat.read_text())["theta"]["keep-alive"]
+    runs = json.loads((tmp_path / "insitu" / "insitu.json").read_text())["runs"]
+    assert len(runs) == 2 and t["runs_sha256"] == [x["sha256"] for x in runs]
+    for run in runs:
+        doses = [w["dose"] for w in run["windows"]]
+        assert all(doses.count(d) == 4 for d in t["doses"])
+        # the client's own count of the connections of each dose
+        uses = {w["dose"]: w["uses"] for w in run["windows"]}
+        assert uses == {"every:1": 200, "every:2": 100, "every:4": 50, "keep-alive": 1}
+    assert t["equal_answers_by_position"] and t["commit"] and t["theta_sha256"]
+    assert t["fit"]["ns_per_use"] > 0, "a connection opened per request costs the JVM CPU"
+    assert len(t["fit"]["leave_one_dose_out"]) == 3
+
+    out = tmp_path / "ho"
+    r = run_jvmos(["run", "held-out", "--servers", "2", "--windows", "1", "--pages", "20",
+                   "--platform", str(plat), "--out", str(out)], timeout=900)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "held-out.json").read_text())
+    ho = res["tests"][0]
+    x = ho["analysis"]
+    assert ho["theta_sha256"] == t["theta_sha256"] and x["theta_runs_disjoint"]
+    assert not set(t["runs_sha256"]) & {s["sha256"] for s in ho["shops"]}
+    # a connection per page in arm A (80 pages), one per load thread kept
+    assert ho["recorded"]["A"]["accepts"] >= 80 and x["removed"] == ho["recorded"]["A"][
+        "accepts"] - 4
+    assert x["prediction"]["predicted_ns"] == pytest.approx(x["removed"] * t["fit"]["ns_per_use"])
+    assert x["equal_work"]
+    # small sizes do not speak for θ: nothing stored beside it
+    assert "held_out" not in json.loads(plat.read_text())["theta"]["keep-alive"]
+
+    r = run_jvmos(["predict", "--from-run", ho["recorded"]["A"]["run_dir"], "--what-if",
+                   "keep-alive", "--platform", str(plat)], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "the whole change (θ" in r.stdout and "no held-out test yet" in r.stdout
+
+
+def test_in_situ_bad_input():
+    one_error_line(run_jvmos(["calibrate", "--in-situ", "--in-situ-requests", "3"], timeout=60))

@@ -1,0 +1,90 @@
+"""θ's arithmetic (heuristic/theta.py) and the held-out test's analysis, on synthetic windows
+whose true per-use cost is known: the fit finds it, the interval widens with the model error,
+the dose order is balanced, and a held-out load set that was among θ's inputs is caught."""
+import math
+
+import pytest
+from scipy import stats as st
+
+from jvmos.experiments import heldout
+from jvmos.heuristic import theta as th
+
+DOSES = {"every:1": 1000, "every:2": 500, "every:4": 250, "keep-alive": 1}
+
+
+def _server(per_use, base=50e6, noise=()):
+    ws = []
+    for i, (dose, uses) in enumerate(DOSES.items()):
+        e = noise[i] if i < len(noise) else 0.0
+        ws.append({"dose": dose, "uses": uses, "cpu_ns": base + per_use * uses + e})
+    return ws
+
+
+def test_fit_recovers_a_linear_cost_and_its_interval():
+    servers = [_server(40e3), _server(44e3), _server(42e3)]
+    f = th.fit(servers, "keep-alive")
+    assert f["ns_per_use"] == pytest.approx(42e3)
+    sd = math.sqrt(((40e3 - 42e3) ** 2 + (44e3 - 42e3) ** 2) / 2)
+    h = st.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    assert f["ci_ns"] == pytest.approx([42e3 - h, 42e3 + h])
+    # exactly linear: leaving a dose out predicts it exactly, no model error
+    assert f["model_error_relative_rms"] == pytest.approx(0.0, abs=1e-9)
+    assert f["ci_with_model_error_ns"] == pytest.approx(f["ci_ns"])
+    assert f["condition_number_max"] > 1
+
+
+def test_a_curved_response_adds_model_error():
+    # the every:2 dose costs 30% more than the line through the others says
+    bent = lambda: _server(40e3, noise=(0.0, 0.3 * 40e3 * 499, 0.0, 0.0))
+    f = th.fit([bent(), bent()], "keep-alive")
+    assert f["model_error_relative_rms"] > 0.1
+    lo, hi = f["ci_with_model_error_ns"]
+    assert lo < f["ci_ns"][0] and hi > f["ci_ns"][1]
+    e = {x["dose"]: x["relative_error"] for x in f["leave_one_dose_out"]}
+    assert abs(e["every:2"]) > abs(e["every:4"])
+
+
+def test_dose_order_balanced():
+    o = th.dose_order(list(DOSES), 4, 3)
+    assert len(o) == 16 and all(o.count(d) == 4 for d in DOSES)
+    assert o[4:8] == o[:4][::-1]
+    # over two rounds every dose's places sum alike (early in one, late in the other)
+    places = {d: o[:8].index(d) + 8 - 1 - o[:8][::-1].index(d) for d in DOSES}
+    assert len(set(places.values())) == 1
+
+
+def test_predict_and_stale():
+    f = th.fit([_server(40e3), _server(44e3)], "keep-alive")
+    p = th.predict(100, f)
+    assert p["predicted_ns"] == pytest.approx(100 * 42e3)
+    assert p["predicted_ci_ns"] == pytest.approx([100 * x for x in f["ci_with_model_error_ns"]])
+    assert th.stale(None, "/jdk").startswith("no θ")
+    assert "not this recording's" in th.stale({"jdk": "/a"}, "/b")
+    assert th.stale({"jdk": "/a"}, "/a") is None
+
+
+def _shop(diff_ns, sha):
+    loads = {"A": [{"cpu_ns": 100e6 + diff_ns, "pages": 40, "errors": 0}],
+             "B": [{"cpu_ns": 100e6, "pages": 40, "errors": 0}]}
+    return {"loads": loads, "sha256": sha}
+
+
+def test_held_out_analysis_by_hand_and_the_no_leak_rule():
+    f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
+    theta = {"fit": f, "runs_sha256": ["s1", "s2", "s3"]}
+    r = {"shops": [_shop(4.1e6, "h1"), _shop(4.3e6, "h2"), _shop(4.2e6, "h3")],
+         "recorded": {"A": {"accepts": 104}, "B": {"accepts": 4}}, "keep": 4,
+         "threads": 4, "pages": 10}
+    x = heldout.analyze(r, theta, {"mean_us": 7.0})
+    assert x["removed"] == 100 and x["count_error_b"] == 0
+    assert x["prediction"]["predicted_ns"] == pytest.approx(4.2e6)
+    assert x["measured90"]["mean"] == pytest.approx(4.2e6)
+    assert x["ratio"]["ratio"] == pytest.approx(1.0)
+    assert x["c_os_predicted_ns"] == pytest.approx(0.7e6)
+    assert x["equal_work"] and x["theta_runs_disjoint"]
+    # one held-out shop's load set among θ's inputs: the leak is seen
+    r["shops"][1]["sha256"] = "s2"
+    assert not heldout.analyze(r, theta, {"mean_us": 7.0})["theta_runs_disjoint"]
+    # a load that served fewer pages is unequal work
+    r["shops"][0]["loads"]["B"][0]["pages"] = 39
+    assert heldout.analyze(r, theta, {"mean_us": 7.0})["verdict"]["verdict"] == "unequal work"

@@ -19,12 +19,20 @@ This module holds the arithmetic only (jvmos/insitu.py measures):
     observed effect; its root mean square is added to θ's relative standard error;
   * a prediction: uses removed x θ, its interval θ's (model error included).
 """
+import hashlib
+import json
 import math
 import random
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from scipy import stats as st
+
+
+def sha256_of(obj) -> str:
+    """The sha256 of a JSON value, keys sorted: the name of a run or of θ itself."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
 
 
 def dose_order(doses: Sequence[str], rounds: int, seed: int) -> List[str]:
@@ -39,14 +47,17 @@ def dose_order(doses: Sequence[str], rounds: int, seed: int) -> List[str]:
 
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> dict:
-    """Least squares y = a + b x (numpy), with the condition number of [1, x]."""
+    """Least squares y = a + b x (numpy), with the condition number of the design [1, x]
+    with each column scaled to unit length (so that it measures how nearly the columns are
+    collinear, not the unit the counts are in)."""
     x, y = np.asarray(xs, float), np.asarray(ys, float)
     if len(set(xs)) < 2:
         raise ValueError("a slope needs two different counts")
     design = np.column_stack([np.ones_like(x), x])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    scaled = design / np.linalg.norm(design, axis=0)
     return {"intercept": float(coef[0]), "slope": float(coef[1]),
-            "condition_number": float(np.linalg.cond(design))}
+            "condition_number": float(np.linalg.cond(scaled))}
 
 
 def _mean_by_dose(windows: List[dict]) -> Dict[str, dict]:

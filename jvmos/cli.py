@@ -158,7 +158,7 @@ def cmd_calibrate(args) -> int:
     existing = cal.load(path)
     log = lambda m: print(m, file=sys.stderr, flush=True)
     if args.trials is None:
-        args.trials = 4 if args.in_situ else 5
+        args.trials = 12 if args.in_situ else 5
     if args.trials < 2:
         raise JvmosError("--trials must be at least 2 (for an interval)")
     if args.chunk is not None and args.chunk <= 0:
@@ -690,7 +690,7 @@ def build_parser():
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int,
-                   help="trials per measurement (default 5; with --in-situ, servers: 4)")
+                   help="trials per measurement (default 5; with --in-situ, servers: 12)")
     c.add_argument("--every-jdk", action="store_true",
                    help="also measure, for every JDK found, the per-JDK figures that recordings "
                         "otherwise measure the first time they meet that JDK (NIO copy, JNI "
@@ -708,7 +708,7 @@ def build_parser():
     c.add_argument("--in-situ", action="store_true",
                    help="fit θ, the whole CPU per use, in place on jvmos's request server "
                         "(dose-response of connections, no probe; --trials servers, default "
-                        "4 with it) and store it with its sources in the platform file")
+                        "12 with it) and store it with its sources in the platform file")
     c.add_argument("--out", help="with --in-situ: where its windows go (default "
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,

@@ -15,7 +15,6 @@ configuration, the JDK, the commit, the date, what counted the uses, and the sha
 server's windows (the runs it was fitted on), and its own sha256, so that a held-out test can
 name the θ it tested and show that its runs were not among θ's.
 """
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -33,11 +32,6 @@ JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
 DOSES = {"every:1": "a new connection per request", "every:2": "every 2nd request",
          "every:4": "every 4th request", "keep-alive": "one connection per window"}
 BASELINE = "keep-alive"
-
-
-def sha256_of(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
 
 
 def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
@@ -69,7 +63,7 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
     finally:
         srv.stop(quiet=not ok)
     return {"order": order, "windows": windows, "server": srv.cmd,
-            "sha256": sha256_of(windows)}
+            "sha256": th.sha256_of(windows)}
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
@@ -83,7 +77,7 @@ def moved_with_dose(servers: List[dict]) -> dict:
     return out
 
 
-def calibrate_links(jvm, servers: int = 4, rounds: int = 4, n: int = 1000, out: Path = None,
+def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out: Path = None,
                     log: Callable = print) -> dict:
     java = str(jvm.home / "bin" / "java")
     c_program("reqload")
@@ -108,7 +102,7 @@ def calibrate_links(jvm, servers: int = 4, rounds: int = 4, n: int = 1000, out: 
            "runs_sha256": [r["sha256"] for r in runs],
            "equal_answers_by_position": len(by_position) == 1,
            "seconds": round(time.time() - t0, 1)}
-    rec["theta_sha256"] = sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
+    rec["theta_sha256"] = th.sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
     if len(by_position) != 1:
         raise JvmosError("the in-situ servers gave different answers for the same windows: "
                          "the dose changed the work")
@@ -135,7 +129,7 @@ def summary_lines(rec: dict) -> List[str]:
             "  leave one dose out, relative error of the predicted effect: "
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
-            f"  moved with the dose, per connection: kernel CPU "
+            f"  moved with the dose, per connection (the whole process, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "

@@ -39,7 +39,6 @@ from jvmos.experiments.predictions import window_order
 from jvmos.experiments.shop import Shop
 from jvmos.heuristic import theta as th
 from jvmos.heuristic import whatif
-from jvmos.insitu import sha256_of
 
 TESTS = ("shop-keep-alive",)
 JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
@@ -83,7 +82,7 @@ def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: P
         raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
     part, jdk, pid = whatif.jvm_of_run(res.summary, shop.pid)
     c = whatif.counts(part)
-    summary_sha = sha256_of(res.summary)
+    summary_sha = th.sha256_of(res.summary)
     return {"run_dir": str(out), "accepts": c["accepts"], "load": box["load"],
             "summary_sha256": summary_sha, "engine": (json.loads(
                 (out / "manifest.json").read_text()).get("engine") or {})}
@@ -109,7 +108,7 @@ def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
                                "connections": res["connections"],
                                "errors": res.get("errors", 0)})
             bar.step()
-    return {"order": order, "loads": loads, "sha256": sha256_of(loads)}
+    return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
 
 
 def analyze(r: dict, theta: dict, c_link: dict) -> dict:

@@ -35,6 +35,15 @@ def _graph():
             deps |= {f"{base}.{n}" for n in re.findall(r"\w+", m.group(2))}
         for m in re.finditer(r"^\s*import (jvmos[\w.]*)", f.read_text(), re.M):
             deps.add(m.group(1))
+        # importing P.sub from outside package P runs P's __init__ first, which may import
+        # this module back (a cycle Python meets at run time)
+        pkg = name.rsplit(".", 1)[0] if f.stem != "__init__" else name
+        for d in list(deps):
+            parts = d.split(".")
+            for i in range(1, len(parts)):
+                parent = ".".join(parts[:i])
+                if parent in mods and not pkg.startswith(parent):
+                    deps.add(parent)
         g[name] = {d for d in deps if d in mods and d != name}
     return g
 

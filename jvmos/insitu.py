@@ -16,6 +16,7 @@ server's windows (the runs it was fitted on), and its own sha256, so that a held
 name the θ it tested and show that its runs were not among θ's.
 """
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Callable, List
@@ -62,6 +63,9 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
         raise JvmosError(f"the in-situ server is gone: {e} (see {d}/server-stderr.txt)")
     finally:
         srv.stop(quiet=not ok)
+    err = d / "server-stderr.txt"
+    if err.exists() and not err.stat().st_size:
+        shutil.rmtree(d)            # nothing to read: a finished server leaves no folder
     return {"order": order, "windows": windows, "server": srv.cmd,
             "sha256": th.sha256_of(windows)}
 

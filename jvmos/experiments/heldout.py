@@ -108,6 +108,7 @@ def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
                                "connections": res["connections"],
                                "errors": res.get("errors", 0)})
             bar.step()
+    (d / "server.port").unlink(missing_ok=True)        # a port of a process long gone
     return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
 
 
@@ -156,6 +157,7 @@ def run_shop_keep_alive(a, jvm, platform: dict, platform_file: Path, out: Path) 
         for arm in "AB":
             r["recorded"][arm] = recorded_accepts(shop, a, arm == "B", out / f"recorded-{arm}",
                                                   platform_file)
+    (out / "recorded-server" / "server.port").unlink(missing_ok=True)
     with Progress(a.servers * 2 * a.windows, "held-out shop-keep-alive", unit="load") as bar:
         for k in range(a.servers):
             r["shops"].append(one_shop(java, a, out / f"shop{k}", k, bar))

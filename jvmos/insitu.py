@@ -112,6 +112,7 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
                          "the dose changed the work")
     out.mkdir(parents=True, exist_ok=True)
     (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
+    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
     return rec
 
 

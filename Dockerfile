@@ -18,8 +18,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /opt/jvmos
 COPY . /opt/jvmos
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-certificates \
-    && JVMOS_NO_BROWSER=1 scripts/install-deps.sh \
-    && make build \
+    && JVMOS_NO_BROWSER=1 make build \
     && rm -rf /var/lib/apt/lists/* /root/.m2/repository
 # the agent's metrics (jvmos agent --listen HOST:9377); it stops its engines on SIGTERM
 # (docker stop) and re-reads --config on SIGHUP (docker kill --signal HUP)

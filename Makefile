@@ -9,6 +9,9 @@ PYTHON ?= python3
 
 .PHONY: demo test deps venv build engine unit integration clean doctor
 
+# the demo installs only what it runs: no browser, no Prometheus (the tests' witnesses;
+# `make test` installs them when it runs)
+demo: export JVMOS_NO_BROWSER := 1
 demo: build
 	$(JVMOS) doctor
 	$(JVMOS) calibrate

@@ -16,7 +16,8 @@ This module holds the arithmetic only (jvmos/insitu.py measures):
     Student t interval;
   * the model error, by leaving one dose out: each non-baseline dose's effect (its mean CPU
     less the baseline dose's) predicted from the slope fitted without it, relative to the
-    observed effect; its root mean square is added to θ's relative standard error;
+    observed effect; the mean square of those errors beyond their own sampling noise is
+    combined in quadrature with θ's standard error;
   * a prediction: uses removed x θ, its interval θ's (model error included).
 """
 import hashlib
@@ -70,8 +71,10 @@ def _mean_by_dose(windows: List[dict]) -> Dict[str, dict]:
 
 def loo_errors(servers: List[List[dict]], baseline: str) -> List[dict]:
     """Leave one dose out: for each non-baseline dose, the slope fitted (per server, then
-    averaged) on the other doses predicts its effect over the baseline; the relative error of
-    that prediction against the observed effect (averaged over servers)."""
+    averaged) on the other doses predicts its effect over the baseline. Returns, per dose, the
+    relative error of that prediction against the observed effect (averaged over servers), and
+    the sampling standard error of that relative error (the servers' spread of the observed
+    effect / sqrt(servers), relative to the prediction)."""
     per = [_mean_by_dose(ws) for ws in servers]
     doses = [d for d in per[0] if d != baseline]
     out = []
@@ -84,15 +87,31 @@ def loo_errors(servers: List[List[dict]], baseline: str) -> List[dict]:
             xs.append(m[d]["x"] - m[baseline]["x"])
         pred = sum(slopes) / len(slopes) * (sum(xs) / len(xs))
         o = sum(obs) / len(obs)
+        sd = math.sqrt(sum((x - o) ** 2 for x in obs) / (len(obs) - 1)) if len(obs) > 1 else 0.0
         out.append({"dose": d, "predicted_effect_ns": pred, "observed_effect_ns": o,
-                    "relative_error": (o - pred) / pred if pred else None})
+                    "relative_error": (o - pred) / pred if pred else None,
+                    "sampling_se_relative": sd / math.sqrt(len(obs)) / abs(pred)
+                    if pred else None})
     return out
+
+
+def model_error(loo: List[dict]) -> float:
+    """The model's relative error beyond sampling noise: the mean square of the leave-one-
+    dose-out errors less the mean square of their sampling standard errors, floored at 0 (an
+    error no larger than its own noise is no evidence of a model that misses)."""
+    rows = [e for e in loo if e["relative_error"] is not None]
+    if not rows:
+        return 0.0
+    ms = sum(e["relative_error"] ** 2 for e in rows) / len(rows)
+    noise = sum(e["sampling_se_relative"] ** 2 for e in rows) / len(rows)
+    return math.sqrt(max(0.0, ms - noise))
 
 
 def fit(servers: List[List[dict]], baseline: str, level: float = 0.95) -> dict:
     """θ from the windows of each server (each window: dose, uses, cpu_ns): the mean of the
-    servers' slopes, its t interval, the leave-one-dose-out model error, and the interval
-    with the model error added (ns per use)."""
+    servers' slopes, its t interval, the leave-one-dose-out model error beyond noise, and the
+    interval with the model error combined in quadrature (ns per use), on Welch-Satterthwaite
+    degrees of freedom (servers - 1 for the slopes, the left-out doses for the model error)."""
     if len(servers) < 2:
         raise ValueError("θ needs two servers or more (the unit of its interval)")
     fits = [slope([w["uses"] for w in ws], [w["cpu_ns"] for w in ws]) for ws in servers]
@@ -101,20 +120,25 @@ def fit(servers: List[List[dict]], baseline: str, level: float = 0.95) -> dict:
     m = sum(b) / n
     sd = math.sqrt(sum((x - m) ** 2 for x in b) / (n - 1))
     se = sd / math.sqrt(n)
-    t = float(st.t.ppf(0.5 + level / 2, n - 1))
     loo = loo_errors(servers, baseline)
-    errs = [e["relative_error"] for e in loo if e["relative_error"] is not None]
-    model_rel = math.sqrt(sum(e * e for e in errs) / len(errs)) if errs else 0.0
-    se_all = math.sqrt(se ** 2 + (m * model_rel) ** 2)
+    model_rel = model_error(loo)
+    k = len([e for e in loo if e["relative_error"] is not None])
+    va, vb = se ** 2, (m * model_rel) ** 2
+    se_all = math.sqrt(va + vb)
+    den = va * va / (n - 1) + (vb * vb / k if k and vb else 0.0)
+    df_all = (va + vb) ** 2 / den if den else float(n - 1)
+    t = float(st.t.ppf(0.5 + level / 2, n - 1))
+    t_all = float(st.t.ppf(0.5 + level / 2, df_all))
     return {"ns_per_use": m, "ci_ns": [m - t * se, m + t * se],
-            "ci_with_model_error_ns": [m - t * se_all, m + t * se_all], "se_ns": se,
-            "se_with_model_error_ns": se_all, "df": n - 1, "level": level,
-            "server_slopes_ns": b, "model_error_relative_rms": model_rel,
+            "ci_with_model_error_ns": [m - t_all * se_all, m + t_all * se_all], "se_ns": se,
+            "se_with_model_error_ns": se_all, "df": df_all, "df_slopes": n - 1,
+            "level": level, "server_slopes_ns": b, "model_error_relative": model_rel,
             "leave_one_dose_out": loo,
             "condition_number_max": max(f["condition_number"] for f in fits),
             "method": f"mean of {n} servers' least-squares slopes (numpy), Student t "
-                      f"({n - 1} df); model error: leave one dose out, its relative RMS "
-                      f"added to the relative standard error"}
+                      f"({n - 1} df); model error: leave one dose out, the errors' mean square "
+                      f"beyond their sampling noise, combined in quadrature "
+                      f"(Welch-Satterthwaite df {df_all:.1f})"}
 
 
 def predict(removed: float, theta: dict) -> dict:
@@ -129,9 +153,11 @@ def predict(removed: float, theta: dict) -> dict:
 
 
 def stale(theta: Optional[dict], jdk: Optional[str]) -> Optional[str]:
-    """Why θ cannot price a recording of this JDK (None when it can)."""
+    """Why θ cannot price a recording of this JDK (None when it can); JDK homes compared after
+    resolving links."""
+    import os
     if not theta:
         return "no θ on this machine: run 'jvmos calibrate --in-situ'"
-    if jdk and theta.get("jdk") and theta["jdk"] != jdk:
+    if jdk and theta.get("jdk") and os.path.realpath(theta["jdk"]) != os.path.realpath(jdk):
         return f"θ was fitted on {theta['jdk']}, not this recording's {jdk}"
     return None

@@ -138,6 +138,12 @@ def cmd_export(args) -> int:
 
 def calibrate_in_situ(args, jvm, path: Path, log) -> int:
     from jvmos import insitu, record as rec
+    if args.refit:
+        r = insitu.refit(Path(args.refit), jvm)
+        insitu.store(path, r)
+        print("\n".join(insitu.summary_lines(r)))
+        print(f"wrote θ (refitted from {args.refit}/insitu.json) into {path}")
+        return 0
     out = rec.prepare_out(Path(args.out) if args.out else rec.default_out("insitu"))
     if args.in_situ_requests < 8:
         raise JvmosError("--in-situ-requests must be at least 8 (the doses open a connection "
@@ -713,6 +719,9 @@ def build_parser():
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,
                    help="with --in-situ: requests per window (default 1000)")
+    c.add_argument("--refit", metavar="DIR",
+                   help="with --in-situ: fit θ again from a finished in-situ run's windows "
+                        "(DIR/insitu.json; nothing measured) and store it")
     c.set_defaults(func=cmd_calibrate)
 
     pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",

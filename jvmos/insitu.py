@@ -27,7 +27,7 @@ from jvmos import cputime, proctimes
 import jvmos.experiments.interventions as iv
 from jvmos.experiments.common import jdk_label
 from jvmos.heuristic import theta as th
-from jvmos.tools import IO_JAR, c_program, jar
+from jvmos.tools import IO_JAR, c_program, jar, program_id
 
 JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
 DOSES = {"every:1": "a new connection per request", "every:2": "every 2nd request",
@@ -92,27 +92,57 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
         log(f"in-situ θ for connections: server {k + 1}/{servers} ({rounds} rounds of "
             f"{len(DOSES)} doses, {n:,} requests a window)")
         runs.append(one_server(java, out / f"server{k}", n, rounds, 17 + k, log))
+    rec = theta_record(runs, jvm, n, rounds, time.time() - t0)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
+    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+    return rec
+
+
+def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float) -> dict:
+    """θ's record from the servers' windows: the fit and everything it came from."""
     by_position = {tuple(w["answer"] for w in r["windows"]) for r in runs}
+    if len(by_position) != 1:
+        raise JvmosError("the in-situ servers gave different answers for the same windows: "
+                         "the dose changed the work")
     fit = th.fit([r["windows"] for r in runs], BASELINE)
     rec = {"what_if": "keep-alive", "use": "a connection opened by the client and accepted "
            "by the server", "term": "C_link", "ns_per_use": fit["ns_per_use"],
            "fit": fit, "moved_with_dose_per_use": moved_with_dose(runs),
            "doses": DOSES, "baseline": BASELINE, "requests_per_window": n,
-           "servers": servers, "rounds": rounds, "server_cmd": runs[0]["server"],
+           "servers": len(runs), "rounds": rounds, "server_cmd": runs[0]["server"],
            "jvm_flags": list(JVM_FLAGS), "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
            "commit": iv.git_commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "clock": "the server's CPU clock (ns) less its JIT compiler threads' CPU (ticks)",
            "counted_by": "the client's count of the connections it opened (no probe)",
            "applies_to": "a recording's accepts (links layer: accept and accept4)",
            "runs_sha256": [r["sha256"] for r in runs],
-           "equal_answers_by_position": len(by_position) == 1,
-           "seconds": round(time.time() - t0, 1)}
+           # the programs θ was fitted on: a held-out test must use none of them
+           "programs": [program_id(jar(IO_JAR), "org.jvmos.workloads.Intervene")],
+           "seconds": round(seconds, 1)}
     rec["theta_sha256"] = th.sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
-    if len(by_position) != 1:
-        raise JvmosError("the in-situ servers gave different answers for the same windows: "
-                         "the dose changed the work")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
-    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+    return rec
+
+
+def refit(src: Path, jvm) -> dict:
+    """θ fitted again from a finished in-situ run's windows (nothing measured): the same runs,
+    this code's arithmetic; a new record with its own sha256 and the date it was refitted."""
+    try:
+        data = json.loads((src / "insitu.json").read_text())
+        runs, old = data["runs"], data["theta"]
+    except (OSError, ValueError, KeyError) as e:
+        raise JvmosError(f"{src}/insitu.json is not a finished in-situ run: {e}")
+    for r in runs:
+        if th.sha256_of(r["windows"]) != r["sha256"]:
+            raise JvmosError(f"{src}/insitu.json: a server's windows no longer match their "
+                             f"sha256 (edited?)")
+    rec = theta_record(runs, jvm, old["requests_per_window"], old["rounds"], old["seconds"])
+    rec["refitted_from"] = {"theta_sha256": old["theta_sha256"], "date": old["date"],
+                            "commit": old["commit"]}
+    rec["theta_sha256"] = th.sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
+    (src / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs,
+                                                 "previous_theta": old}, indent=2) + "\n")
+    (src / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
     return rec
 
 
@@ -127,14 +157,16 @@ def summary_lines(rec: dict) -> List[str]:
     lo, hi = f["ci_with_model_error_ns"]
     return [f"θ keep-alive (whole CPU per connection, {rec['jdk_label']}): "
             f"{f['ns_per_use'] / 1e3:,.1f} µs [{lo / 1e3:,.1f}, {hi / 1e3:,.1f}] "
-            f"({f['level']:.0%}, model error included; without it "
+            f"({f['level']:.0%}, model error beyond noise {f['model_error_relative']:.1%} "
+            f"included; without it "
             f"[{f['ci_ns'][0] / 1e3:,.1f}, {f['ci_ns'][1] / 1e3:,.1f}])",
             "  servers' slopes (µs): "
             + ", ".join(f"{b / 1e3:,.1f}" for b in f["server_slopes_ns"]),
             "  leave one dose out, relative error of the predicted effect: "
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
-            f"  moved with the dose, per connection (the whole process, JIT included): kernel CPU "
+            "  θ's clock: the server's CPU less its JIT threads'; what moved with the dose, per "
+            f"connection (the whole process, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "

@@ -95,3 +95,11 @@ def interrupt_bpftrace(bt: subprocess.Popen, timeout: float) -> int:
         if waiting:
             bt.send_signal(signal.SIGINT)
             resent += 1
+
+
+def program_id(jar_path: Path, main: str) -> dict:
+    """A program's identity (the no-leak rule of jvmos's held-out tests): its jar's sha256 and
+    its main class."""
+    import hashlib
+    return {"main": main, "jar": jar_path.name,
+            "jar_sha256": hashlib.sha256(jar_path.read_bytes()).hexdigest()}

@@ -8,7 +8,8 @@ The analysis, fixed before any data (and printed with the results):
     service: thread per connection -> pool (C_nt), a connection per request -> keep-alive
     (C_link), open/close per request -> a kept file (C_file), faults in the run -> the heap
     pre-touched (page faults x C_pf), heap arrays -> a direct buffer (the NIO copy: bytes x the
-    calibrated heap -> direct copy cost).
+    calibrated heap -> direct copy cost), a new zlib Inflater per inflation -> one reused
+    (the allocator: malloc calls x the calibrated cost of one malloc).
   * Measurement, no probe attached: arms A and B as two live servers side by side (each run
     with -XX:-UseDynamicNumberOfCompilerThreads), both warmed up, then windows of n requests
     to one and the other in ABBA/BAAB order, so that a window of A and its window of B are
@@ -21,7 +22,9 @@ The analysis, fixed before any data (and printed with the results):
     after a warm-up of 50 requests only (the uses happen at the first touch of the heap).
   * The clock each term prices: the kernel terms (C_nt, C_link, C_file, page faults) against
     kernel time (stime) less the JIT threads' stime; the NIO copy (a user-space copy) against
-    user time (utime) less the JIT threads'.
+    user time (utime) less the JIT threads'; the allocator against libc's malloc time as the
+    probes measure it (each of its windows recorded with the mem layer, time mode, corrected
+    for the probe effect), its count the probes' malloc calls in the same windows.
   * Unit of analysis: the server pair (the windows of two JVMs are not independent): the
     mean of its window pairs' differences A - B; --servers pairs of fresh JVMs per term, fixed
     in advance; the output prints, from the data, how many server pairs a ratio of 1 would
@@ -40,8 +43,8 @@ The analysis, fixed before any data (and printed with the results):
     "missing term" when the prediction is about 0 and the saving is not. Every term is
     reported, misses included.
 
-What this does not test: the user-space terms against the probes' own libc time (the allocator
-term), and the per-use costs of the whole change (theta): open in issue 30.
+What this does not test: the per-use costs of the whole change (θ: jvmos calibrate --in-situ,
+jvmos run held-out).
 """
 import argparse
 import math
@@ -55,6 +58,7 @@ from typing import Dict, List
 from jvmos import JvmosError
 from jvmos import calibrate as cal
 from jvmos import cputime, proctimes
+from jvmos import record as rec_
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 import jvmos.experiments.interventions as iv
@@ -97,10 +101,15 @@ TERMS = [
          "the kernel's minor-fault counter, A - B", warmup=50),
     Term("direct-buffers", "NIO copy (C_I/Ochunk's)", "utime_nojit_ns", 1, 250,
          "design: every byte written from a heap array"),
+    Term("reuse-native-buffers", "C_mem's allocator (malloc)", "malloc_time_ns", 1, 300,
+         "the probes' malloc calls in the same windows, A - B"),
 ]
+# the terms whose clock is the probes' own time: their windows are recorded (mem layer)
+PROBED_CLOCKS = {"malloc_time_ns": "mem"}
 NAMES = [t.name for t in TERMS]
 CLOCK_NAMES = {"stime_nojit_ns": "kernel CPU (stime) less the JIT threads'",
-               "utime_nojit_ns": "user CPU (utime) less the JIT threads'"}
+               "utime_nojit_ns": "user CPU (utime) less the JIT threads'",
+               "malloc_time_ns": "libc's malloc time, probe-measured and corrected (mem layer)"}
 
 
 def parse(argv):
@@ -186,8 +195,30 @@ def settings(t: Term) -> Dict[str, dict]:
     return {arm: iv.arm_settings(spec, arm) for arm in "AB"}
 
 
+def probed_window(srv, n: int, t: Term, d: Path, platform_file) -> tuple:
+    """One window recorded by jvmos (the layer of the term's clock, time mode): the load's
+    answer, and the probes' calls and corrected time of the clock's category. Only the
+    summary and manifest of the recording are kept."""
+    box = {}
+    res = rec_.record(rec_.Options(pid=srv.proc.pid, layers=[PROBED_CLOCKS[t.clock]],
+                                   mode="time", out=d, platform=platform_file,
+                                   workload=lambda: box.setdefault("load", srv.load(n)),
+                                   log=lambda m: None))
+    if res.status != "complete":
+        raise JvmosError(f"the recording of window {d.name} ended {res.status}: {res.reason}")
+    cat = ((res.summary.get("by_pid") or {}).get(str(srv.proc.pid)) or {}).get(
+        "categories", {}).get("malloc") or {}
+    shutil.rmtree(d / "raw", ignore_errors=True)
+    (d / "probes.plan.json").unlink(missing_ok=True)
+    return box["load"], {"malloc_time_ns": float(cat.get("time_ns") or 0.0),
+                         "malloc_calls": int(cat.get("calls") or 0),
+                         "malloc_method": cat.get("method") or "no call seen",
+                         "recording": str(d)}
+
+
 def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, warmup: int,
-                windows: int, seed: int, k: int, bar: Progress) -> dict:
+                windows: int, seed: int, k: int, bar: Progress,
+                platform_file: str = None) -> dict:
     """Arms A and B as two live servers, no probe: both warmed up, then windows of n requests
     to one and the other in ABBA order, the kernel's counters read around each window; the
     first `t.discard` windows of each arm are the JIT's settling (kept, not tested)."""
@@ -201,11 +232,15 @@ def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, 
             srv[arm] = iv.Server(java, st[arm], d / arm, data_file, JVM_FLAGS)
         for arm in first:
             srv[arm].load(warmup)
-        for arm in rec["order"]:
+        for i, arm in enumerate(rec["order"]):
             s0 = proctimes.snapshot(srv[arm].proc.pid)
-            res = srv[arm].load(n)
+            if t.clock in PROBED_CLOCKS:
+                res, probed = probed_window(srv[arm], n, t, d / f"{arm}-window{i}",
+                                            platform_file)
+            else:
+                res, probed = srv[arm].load(n), {}
             s1 = proctimes.snapshot(srv[arm].proc.pid)
-            rec["windows"][arm].append(proctimes.window(s0, s1))
+            rec["windows"][arm].append({**proctimes.window(s0, s1), **probed})
             rec["answers"][arm].append(res["fnv"])
             rec["bytes"][arm].append(res["bytes"])
             bar.step()
@@ -253,7 +288,8 @@ def measure_term(t: Term, a, java: str, out: Path, data_file: Path, bar: Progres
         for k in range(a.servers):
             seed = a.seed * 1009 + NAMES.index(t.name) * 31 + k
             r["servers"].append(server_pair(t, st, java, out / t.name / f"pair{k}", data_file,
-                                            n, warmup, r["windows"], seed, k, bar))
+                                            n, warmup, r["windows"], seed, k, bar,
+                                            str(a.platform_file)))
     except JvmosError as e:
         r["status"], r["reason"] = "failed", str(e)
         return r
@@ -279,6 +315,7 @@ def same_run_constants(jvm, platform: dict, platform_file: Path, trials: int, lo
     return {"source": "same-run", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "seconds": round(time.time() - t0, 1), "trials": trials,
             "constants": k, "copy": {"page_fault": mem["page_fault"],
+                                     "malloc_call": mem["malloc_call"],
                                      "nio_heap_to_direct": {str(jvm.home): nio}}}
 
 
@@ -319,6 +356,10 @@ def count_removed(t: Term, r: dict) -> dict:
         per = [mean(x) for x in window_pairs(r, "minflt")]
         return {"removed": mean(per), "per_server_pair": per,
                 "what": "minor page faults (the kernel's counter), mean of A - B"}
+    if t.name == "reuse-native-buffers":
+        per = [mean(x) for x in window_pairs(r, "malloc_calls")]
+        return {"removed": mean(per), "per_server_pair": per,
+                "what": "malloc calls the probes counted, mean of A - B"}
     if t.name == "direct-buffers":
         writes = n * -(-st["response"] // st["chunk"])
         return {"removed": n * st["response"], "calls": writes,
@@ -354,11 +395,24 @@ def prediction_se(t: Term, consts: dict, p: dict, removed: float):
         sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
         return abs(removed) * sd / math.sqrt(len(xs)) * 1e3, float(len(xs) - 1)
     half = (p["predicted_ci95_us"][1] - p["predicted_ci95_us"][0]) * 1e3 / 2
-    k = (((consts.get("copy") or {}).get("page_fault") or {}).get("trials")
-         if t.name == "pretouch" else None)
+    copy_key = {"pretouch": "page_fault", "reuse-native-buffers": "malloc_call"}.get(t.name)
+    k = ((consts.get("copy") or {}).get(copy_key) or {}).get("trials") if copy_key else None
     if k and k >= 2:
         return half / float(st.t.ppf(0.975, k - 1)), float(k - 1)
     return half / 1.96, math.inf
+
+
+def malloc_prediction(removed: float, consts: dict) -> dict:
+    """The allocator term on the probes' malloc clock: calls removed x the calibrated cost of
+    one malloc (free is not on this clock: the probes do not time it)."""
+    m = (consts.get("copy") or {}).get("malloc_call")
+    if not m:
+        raise JvmosError("no calibrated malloc cost: run 'jvmos calibrate'")
+    lo, hi = m["ns_per_call_ci95"]
+    return {"predicted_us": removed * m["ns_per_call"] / 1e3,
+            "predicted_ci95_us": sorted([removed * lo / 1e3, removed * hi / 1e3]),
+            "constant": m, "interval_method": "the count x the ends of the malloc cost's "
+                                              "calibrated 95% interval"}
 
 
 def priced(t: Term, consts: dict):
@@ -366,6 +420,8 @@ def priced(t: Term, consts: dict):
     kernel time; tested against kernel time, it is priced by its kernel part where the
     calibration kept it (C_nt_kernel), else by the whole of it, which then says so."""
     k = consts.get("constants") or {}
+    if t.name == "reuse-native-buffers":
+        return consts, "C_mem's allocator: one malloc (memcal)"
     if t.term != "C_nt":
         return consts, t.term
     if k.get("C_nt_kernel"):
@@ -383,7 +439,8 @@ def analyze_term(t: Term, r: dict, consts: dict, jdk_home: str) -> dict:
     cnt = count_removed(t, r)
     consts, priced_by = priced(t, consts)
     platform = {"constants": consts["constants"], "copy": consts["copy"]}
-    p = whatif.predict(t.name, cnt["removed"], platform, jdk_home, cnt.get("calls", 0.0))
+    p = (malloc_prediction(cnt["removed"], consts) if t.name == "reuse-native-buffers" else
+         whatif.predict(t.name, cnt["removed"], platform, jdk_home, cnt.get("calls", 0.0)))
     pred_ns = p["predicted_us"] * 1e3
     pred_se, pred_df = prediction_se(t, consts, p, cnt["removed"])
     meas = stats.paired_diff_ci(diffs, 0.90)
@@ -469,7 +526,7 @@ def notes(results: dict) -> List[str]:
                    f"({c.get('date')}), not from this run: a demonstration of the procedure.")
     out += [
         "count removed, per window: by the arms' design (exact); page faults by the kernel's "
-        "minor-fault counter (mean of A - B over the window pairs).",
+        "minor-fault counter, malloc calls by the probes (mean of A - B over the window pairs).",
         "predicted, per window: count x the constant; its interval the count times the ends "
         "of the constant's 95% interval; its standard error, for the ratio, from the "
         "calibration's trials (sd / sqrt(trials)) where stored.",
@@ -487,8 +544,10 @@ def notes(results: dict) -> List[str]:
         "server pairs for ±0.2: how many server pairs would give a ratio of 1 an interval of "
         "±0.2 with this run's spread and the constant's uncertainty (a power estimate for the "
         "next run; > 200: the constant's own interval is too wide, or the spread).",
-        "not tested here: the allocator term against the probes' libc time, and the whole "
-        "change's per-use cost (theta).",
+        "the allocator's windows are recorded (mem layer, time mode): its clock is the probes' "
+        "own malloc time, corrected for their effect, and its count their malloc calls; the "
+        "other terms' windows have no probe. The whole change's per-use cost is θ's "
+        "(calibrate --in-situ, run held-out).",
     ]
     gone = sum(r["analysis"]["service_exited"] for r in done)
     if gone:
@@ -524,6 +583,7 @@ def main(argv) -> int:
                          f"recordings are corrected with them): run 'jvmos calibrate' first")
     c_program("reqload")
     jar(IO_JAR)
+    a.platform_file = platform_file
     out = out_dir(a.out, "predictions")
     terms = [t for t in TERMS if t.name in a.only]
     results = {"experiment": "predictions", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),

@@ -53,14 +53,20 @@ class Shop:
                 open(self.dir / "server-stderr.txt", "wb") as e:
             self.proc = subprocess.Popen(cmd, stdout=o, stderr=e)
         t0 = time.monotonic()
-        while not port_file.exists():
-            if self.proc.poll() is not None:
-                raise JvmosError(f"the shop exited ({self.proc.returncode}) before listening; "
-                                 f"see {self.dir}/server-stderr.txt")
-            if time.monotonic() - t0 > 180:
-                raise JvmosError("the shop did not start listening within 180 s")
-            time.sleep(0.1)
-        self.port = int(port_file.read_text().strip())
+        try:
+            while not port_file.exists() or not port_file.read_text().strip():
+                if self.proc.poll() is not None:
+                    raise JvmosError(f"the shop exited ({self.proc.returncode}) before "
+                                     f"listening; see {self.dir}/server-stderr.txt")
+                if time.monotonic() - t0 > 180:
+                    raise JvmosError("the shop did not start listening within 180 s")
+                time.sleep(0.1)
+            self.port = int(port_file.read_text().strip())
+        except (JvmosError, ValueError) as e:
+            self.__exit__()             # a shop that never served is not left running
+            if isinstance(e, ValueError):
+                raise JvmosError(f"the shop wrote a bad port file: {e}")
+            raise
         return self
 
     @property

@@ -4,6 +4,7 @@ analysis recomputed from the stored windows (no speed is asserted). The constant
 tests' platform file: the output must say that this is then not a test."""
 import json
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,8 @@ pytestmark = [pytest.mark.integration,
 
 def test_predictions_smallest(platform_file, tmp_path):
     out = tmp_path / "pr"
-    r = run_jvmos(["run", "predictions", "--only", "keep-alive,pretouch", "--servers", "2",
+    r = run_jvmos(["run", "predictions", "--only", "keep-alive,pretouch,reuse-native-buffers",
+                   "--servers", "2",
                    "--windows", "2", "--requests-scale", "0.1", "--constants", "platform",
                    "--out", str(out)], timeout=600)
     assert r.returncode == 0, r.stderr
@@ -24,12 +26,13 @@ def test_predictions_smallest(platform_file, tmp_path):
     assert res["constants"]["source"] == "platform"
     md = (out / "predictions.md").read_text()
     assert "NOT A TEST" in md
-    assert [t["name"] for t in res["terms"]] == ["keep-alive", "pretouch"]
+    assert [t["name"] for t in res["terms"]] == ["keep-alive", "pretouch",
+                                                 "reuse-native-buffers"]
     for t in res["terms"]:
         assert t["status"] == "complete"
         assert all("-XX:-UseDynamicNumberOfCompilerThreads" in t["server"][x] for x in "AB")
         n, k = t["requests"], t["discard"] + t["windows"]
-        assert (t["discard"], t["windows"]) == ((1, 2) if t["name"] == "keep-alive" else (0, 1))
+        assert (t["discard"], t["windows"]) == ((0, 1) if t["name"] == "pretouch" else (1, 2))
         assert len(t["servers"]) == 2
         diffs = []
         for sp in t["servers"]:
@@ -70,6 +73,22 @@ def test_predictions_smallest(platform_file, tmp_path):
             assert x["count"]["removed"] == n - 1
             c = platform["constants"]["C_link"]["mean_us"]
             assert x["predicted_ns"] == pytest.approx((n - 1) * c * 1e3)
+        elif t["name"] == "reuse-native-buffers":
+            # every window recorded: the probes' malloc calls and corrected malloc time
+            for sp in t["servers"]:
+                for arm in "AB":
+                    for win in sp["windows"][arm]:
+                        assert win["malloc_method"] == ("measured" if win["malloc_calls"]
+                                                        else "no call seen")
+                        assert (Path(win["recording"]) / "summary.json").exists()
+                # a new Inflater per inflation allocates; a reused one does not
+                assert min(w["malloc_calls"] for w in sp["windows"]["A"]) > \
+                    max(w["malloc_calls"] for w in sp["windows"]["B"])
+            per = [statistics.mean(a["malloc_calls"] - b["malloc_calls"] for a, b in zip(
+                sp["windows"]["A"][1:], sp["windows"]["B"][1:])) for sp in t["servers"]]
+            assert x["count"]["removed"] == pytest.approx(statistics.mean(per))
+            m = platform["copy"]["malloc_call"]["ns_per_call"]
+            assert x["predicted_ns"] == pytest.approx(statistics.mean(per) * m)
         else:
             # the kernel's minor-fault counter of the first window, A - B
             f = [sp["windows"]["A"][0]["minflt"] - sp["windows"]["B"][0]["minflt"]

@@ -29,7 +29,8 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
         # the client's own count of the connections of each dose
         uses = {w["dose"]: w["uses"] for w in run["windows"]}
         assert uses == {"every:1": 200, "every:2": 100, "every:4": 50, "keep-alive": 1}
-    assert t["equal_answers_by_position"] and t["commit"] and t["theta_sha256"]
+    assert t["commit"] and t["theta_sha256"]
+    assert [p["main"] for p in t["programs"]] == ["org.jvmos.workloads.Intervene"]
     assert t["fit"]["ns_per_use"] > 0, "a connection opened per request costs the JVM CPU"
     assert len(t["fit"]["leave_one_dose_out"]) == 3
 
@@ -40,8 +41,8 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     res = json.loads((out / "held-out.json").read_text())
     ho = res["tests"][0]
     x = ho["analysis"]
-    assert ho["theta_sha256"] == t["theta_sha256"] and x["theta_runs_disjoint"]
-    assert not set(t["runs_sha256"]) & {s["sha256"] for s in ho["shops"]}
+    assert ho["theta_sha256"] == t["theta_sha256"]
+    assert x["theta_runs_disjoint"] and x["theta_programs_disjoint"]
     # a connection per page in arm A (80 pages), one per load thread kept
     assert ho["recorded"]["A"]["accepts"] >= 80 and x["removed"] == ho["recorded"]["A"][
         "accepts"] - 4
@@ -54,6 +55,26 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
                    "keep-alive", "--platform", str(plat)], timeout=60)
     assert r.returncode == 0, r.stderr
     assert "the whole change (θ" in r.stdout and "no held-out test yet" in r.stdout
+
+    # refitted from its stored windows: the same slopes, a new record naming the old one
+    r = run_jvmos(["calibrate", "--in-situ", "--refit", str(tmp_path / "insitu"),
+                   "--platform", str(plat)], timeout=120)
+    assert r.returncode == 0, r.stderr
+    t2 = json.loads(plat.read_text())["theta"]["keep-alive"]
+    assert t2["fit"]["server_slopes_ns"] == pytest.approx(t["fit"]["server_slopes_ns"])
+    assert t2["refitted_from"]["theta_sha256"] == t["theta_sha256"]
+
+    # θ that claims the shop among its programs: the held-out test refuses a verdict, and
+    # keeps its figures
+    data = json.loads(plat.read_text())
+    data["theta"]["keep-alive"]["programs"].append(ho["program_id"])
+    plat.write_text(json.dumps(data))
+    r = run_jvmos(["run", "held-out", "--servers", "2", "--windows", "1", "--pages", "20",
+                   "--platform", str(plat), "--out", str(tmp_path / "leak")], timeout=900)
+    assert r.returncode != 0 and "leaked" in r.stderr
+    res = json.loads((tmp_path / "leak" / "held-out.json").read_text())
+    assert not res["tests"][0]["analysis"]["theta_programs_disjoint"]
+    assert "LEAKED" in (tmp_path / "leak" / "held-out.md").read_text()
 
 
 def test_in_situ_bad_input():

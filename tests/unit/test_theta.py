@@ -28,20 +28,33 @@ def test_fit_recovers_a_linear_cost_and_its_interval():
     h = st.t.ppf(0.975, 2) * sd / math.sqrt(3)
     assert f["ci_ns"] == pytest.approx([42e3 - h, 42e3 + h])
     # exactly linear: leaving a dose out predicts it exactly, no model error
-    assert f["model_error_relative_rms"] == pytest.approx(0.0, abs=1e-9)
+    assert f["model_error_relative"] == pytest.approx(0.0, abs=1e-9)
     assert f["ci_with_model_error_ns"] == pytest.approx(f["ci_ns"])
-    assert f["condition_number_max"] > 1
+    # the doses 1, 250, 500, 1000 uses: the scaled design is well conditioned; doses that
+    # nearly coincide are not
+    near = th.slope([999, 1000, 1001, 1002], [1.0, 2.0, 3.0, 4.0])["condition_number"]
+    assert f["condition_number_max"] < 5 < near
 
 
 def test_a_curved_response_adds_model_error():
-    # the every:2 dose costs 30% more than the line through the others says
-    bent = lambda: _server(40e3, noise=(0.0, 0.3 * 40e3 * 499, 0.0, 0.0))
-    f = th.fit([bent(), bent()], "keep-alive")
-    assert f["model_error_relative_rms"] > 0.1
+    # the every:2 dose costs 30% more than the line through the others says, in servers whose
+    # slopes differ a little (so that the sampling noise is not 0)
+    bent = lambda b: _server(b, noise=(0.0, 0.3 * 40e3 * 499, 0.0, 0.0))
+    f = th.fit([bent(39e3), bent(41e3), bent(40e3)], "keep-alive")
+    assert f["model_error_relative"] > 0.1
     lo, hi = f["ci_with_model_error_ns"]
     assert lo < f["ci_ns"][0] and hi > f["ci_ns"][1]
     e = {x["dose"]: x["relative_error"] for x in f["leave_one_dose_out"]}
     assert abs(e["every:2"]) > abs(e["every:4"])
+
+
+def test_model_error_is_net_of_sampling_noise():
+    # leave-one-dose-out errors no larger than their own sampling noise: no model error
+    loo = [{"relative_error": 0.05, "sampling_se_relative": 0.06},
+           {"relative_error": -0.04, "sampling_se_relative": 0.05}]
+    assert th.model_error(loo) == 0.0
+    loo = [{"relative_error": 0.30, "sampling_se_relative": 0.05}]
+    assert th.model_error(loo) == pytest.approx(math.sqrt(0.09 - 0.0025))
 
 
 def test_dose_order_balanced():
@@ -71,10 +84,11 @@ def _shop(diff_ns, sha):
 
 def test_held_out_analysis_by_hand_and_the_no_leak_rule():
     f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
-    theta = {"fit": f, "runs_sha256": ["s1", "s2", "s3"]}
+    theta = {"fit": f, "runs_sha256": ["s1", "s2", "s3"],
+             "programs": [{"main": "Intervene", "jar_sha256": "io-jar"}]}
     r = {"shops": [_shop(4.1e6, "h1"), _shop(4.3e6, "h2"), _shop(4.2e6, "h3")],
          "recorded": {"A": {"accepts": 104}, "B": {"accepts": 4}}, "keep": 4,
-         "threads": 4, "pages": 10}
+         "threads": 4, "pages": 10, "program_id": {"jar_sha256": "shop-jar"}}
     x = heldout.analyze(r, theta, {"mean_us": 7.0})
     assert x["removed"] == 100 and x["count_error_b"] == 0
     assert x["prediction"]["predicted_ns"] == pytest.approx(4.2e6)
@@ -82,9 +96,12 @@ def test_held_out_analysis_by_hand_and_the_no_leak_rule():
     assert x["ratio"]["ratio"] == pytest.approx(1.0)
     assert x["c_os_predicted_ns"] == pytest.approx(0.7e6)
     assert x["equal_work"] and x["theta_runs_disjoint"]
-    # one held-out shop's load set among θ's inputs: the leak is seen
-    r["shops"][1]["sha256"] = "s2"
-    assert not heldout.analyze(r, theta, {"mean_us": 7.0})["theta_runs_disjoint"]
+    assert x["theta_programs_disjoint"] and not heldout.leaked({"analysis": x})
+    # θ fitted on the held-out program itself: the leak is seen, and no verdict given
+    theta["programs"].append({"main": "shop", "jar_sha256": "shop-jar"})
+    y = heldout.analyze(r, theta, {"mean_us": 7.0})
+    assert not y["theta_programs_disjoint"] and heldout.leaked({"analysis": y})
+    theta["programs"].pop()
     # a load that served fewer pages is unequal work
     r["shops"][0]["loads"]["B"][0]["pages"] = 39
     assert heldout.analyze(r, theta, {"mean_us": 7.0})["verdict"]["verdict"] == "unequal work"

@@ -182,7 +182,31 @@ def jvm_of_run(summary: dict, pid: Optional[int] = None) -> Tuple[dict, Optional
     return summary, None, "every process of the recording"
 
 
-def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0) -> dict:
+# the syscalls whose hooks count each what-if's uses (what a hook-set check compares)
+COUNT_SYSCALLS = {"keep-alive": ("accept",), "file-handles": ("open",),
+                  "thread-pool": ("clone", "pthread_create")}
+
+# what each count holds beyond the uses the change can remove
+COUNT_CAVEATS = {
+    "direct-buffers": "the count is every write and read through libnio: those already made "
+                      "from direct buffers are in it too, and no change removes their copy",
+    "pretouch": "the count is every user page fault: only first touches of the Java heap are "
+                "moved out of the run by -XX:+AlwaysPreTouch (metaspace, code cache and native "
+                "memory fault as before)",
+}
+
+
+def count_hooks(manifest: dict, name: str) -> list:
+    """The probes of a recording that counted what-if NAME's uses (from its manifest)."""
+    keys = COUNT_SYSCALLS.get(name)
+    if not keys:
+        return []
+    attached = ((manifest or {}).get("probes") or {}).get("attached") or []
+    return sorted(p for p in attached if any(k in p for k in keys))
+
+
+def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0,
+             hooks: Optional[list] = None) -> dict:
     """A user's recording (one JVM's part of it, jvm_of_run): the OS's part of the saving if every
     counted use but `keep` were removed (the count an upper bound: a pool keeps its threads, keep-alive its
     connections, a cache its open files), priced at the OS's part of one use."""
@@ -204,10 +228,18 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     v = res["validation"] = dict(validation(platform, name))
     if v.get("jdk") and jdk_home and v["jdk"] != jdk_home:
         v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"
+    if name in COUNT_CAVEATS:
+        res["count_caveat"] = COUNT_CAVEATS[name]
     t = ((platform or {}).get("theta") or {}).get(name)
     if t:
         from jvmos.heuristic import theta as th
         why = th.stale(t, jdk_home)
+        validated = [v.get("count_hooks") for v in (t.get("held_out") or {}).values()
+                     if v.get("count_hooks") is not None]
+        if not why and hooks is not None and validated and sorted(hooks) not in validated:
+            why = (f"this recording counted its uses with other probes ({', '.join(hooks)}) "
+                   f"than θ's held-out tests did ({', '.join(validated[0])}): validate θ "
+                   f"again (jvmos run held-out)")
         p = th.predict(removed, t["fit"])
         res["theta"] = {
             "whole_change_us": p["predicted_ns"] / 1e3,

@@ -331,7 +331,8 @@ def cmd_what_if(args) -> int:
         raise JvmosError(f"{args.from_run} was recorded with layers "
                          f"{', '.join(sorted(layers)) or 'none'}: {'; '.join(missing)}")
     part, jdk, who = whatif.jvm_of_run(summary, args.pid)
-    res = [whatif.from_run(n, part, platform, jdk, args.keep) for n in names]
+    res = [whatif.from_run(n, part, platform, jdk, args.keep,
+                           hooks=whatif.count_hooks(manifest, n)) for n in names]
     if args.json:
         print(json.dumps({"run": str(args.from_run), "pid": who, "platform": str(path),
                           "status": summary.get("status"), "what_if": res}, indent=2))
@@ -346,6 +347,8 @@ def cmd_what_if(args) -> int:
         print(f"{r['what_if']}: {w.change} [{r['term']}]")
         print(f"  removes {r['removed']:,} of {r['counted']:,} {r['count_what']}"
               + (f" (keeping {r['keep']:,})" if r["keep"] else ""))
+        if r.get("count_caveat"):
+            print(f"  note: {r['count_caveat']}: the count is an upper bound")
         print(f"  predicted saving {ms(r['predicted_us'])} (95% interval {ms(lo)} .. {ms(hi)}; "
               f"{r['interval_method']}); {r['bound']}")
         if "scaled_from_intervention_us" in r:

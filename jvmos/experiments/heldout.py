@@ -86,9 +86,10 @@ def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: P
     part, jdk, pid = whatif.jvm_of_run(res.summary, shop.pid)
     c = whatif.counts(part)
     summary_sha = th.sha256_of(res.summary)
+    manifest = json.loads((out / "manifest.json").read_text())
     return {"run_dir": str(out), "accepts": c["accepts"], "load": box["load"],
-            "summary_sha256": summary_sha, "engine": (json.loads(
-                (out / "manifest.json").read_text()).get("engine") or {})}
+            "count_hooks": whatif.count_hooks(manifest, "keep-alive"),
+            "summary_sha256": summary_sha, "engine": manifest.get("engine") or {}}
 
 
 def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
@@ -264,5 +265,6 @@ def store_verdicts(results: dict, platform_file: Path) -> None:
         t.setdefault("held_out", {})[r["name"]] = {
             "verdict": r["analysis"]["verdict"]["verdict"],
             "ratio": r["analysis"]["ratio"], "date": results["date"],
+            "count_hooks": r["recorded"]["A"]["count_hooks"],
             "commit": results["commit"]}
     cal.save(platform_file, platform)

@@ -107,6 +107,44 @@ def test_from_run_scales_a_stored_validation():
     assert t["scaled_from_intervention_ci95_us"] == pytest.approx([600.0, 800.0])
 
 
+THETA_FIT = {"ns_per_use": 50e3, "ci_with_model_error_ns": [40e3, 60e3],
+             "se_with_model_error_ns": 5e3, "df": 11, "level": 0.95}
+TP = ["tracepoint:syscalls:sys_enter_accept", "tracepoint:syscalls:sys_enter_accept4"]
+
+
+def test_theta_prices_the_whole_change_and_refuses_other_hooks():
+    p = dict(PLATFORM, theta={"keep-alive": {
+        "fit": THETA_FIT, "jdk": "/jdk", "date": "d", "commit": "c", "jdk_label": "j",
+        "theta_sha256": "x", "held_out": {"shop-keep-alive": {"verdict": "inconclusive",
+                                                             "count_hooks": TP}}}})
+    s = summary(link={"syscalls": {"accept": {"calls": 11}}})
+    t = whatif.from_run("keep-alive", s, p, "/jdk", keep=1, hooks=TP)
+    # 10 connections removed x 50 µs, θ's interval
+    assert t["theta"]["whole_change_us"] == pytest.approx(500.0)
+    assert t["theta"]["whole_change_ci_us"] == pytest.approx([400.0, 600.0])
+    assert t["theta"]["refused"] is None
+    # counted by other probes than θ was validated with (the links layer on libc's wrappers,
+    # say): refused until validated again
+    u = whatif.from_run("keep-alive", s, p, "/jdk", keep=1, hooks=["uprobe:libc:accept"])
+    assert "validate θ again" in u["theta"]["refused"]
+    # another JDK: refused too
+    assert "not this recording's" in whatif.from_run("keep-alive", s, p, "/other", keep=1,
+                                                     hooks=TP)["theta"]["refused"]
+
+
+def test_count_hooks_and_caveats():
+    m = {"probes": {"attached": TP + ["tracepoint:syscalls:sys_enter_close",
+                                      "tracepoint:syscalls:sys_enter_openat"]}}
+    assert whatif.count_hooks(m, "keep-alive") == TP
+    assert whatif.count_hooks(m, "file-handles") == ["tracepoint:syscalls:sys_enter_openat"]
+    assert whatif.count_hooks(m, "pretouch") == []
+    s = summary(vm={"page_faults": 100}, nio_copy={"calls": 4, "bytes": 4096})
+    assert "first touches of the Java heap" in whatif.from_run("pretouch", s, PLATFORM,
+                                                               None)["count_caveat"]
+    assert "direct buffers" in whatif.from_run("direct-buffers", s, PLATFORM,
+                                               "/jdk")["count_caveat"]
+
+
 def test_welch_interval_holds_the_difference():
     a, b = [10.0, 12.0, 11.0, 13.0], [5.0, 6.0, 7.0, 6.5]
     w = welch_diff_ci(a, b)

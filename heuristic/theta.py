@@ -73,8 +73,9 @@ def loo_errors(servers: List[List[dict]], baseline: str) -> List[dict]:
     """Leave one dose out: for each non-baseline dose, the slope fitted (per server, then
     averaged) on the other doses predicts its effect over the baseline. Returns, per dose, the
     relative error of that prediction against the observed effect (averaged over servers), and
-    the sampling standard error of that relative error (the servers' spread of the observed
-    effect / sqrt(servers), relative to the prediction)."""
+    the sampling noise of the observed effect alone (the servers' spread of it / sqrt(servers),
+    relative to the prediction; the prediction's own noise is left out, so the model error
+    beyond it is, if anything, overstated)."""
     per = [_mean_by_dose(ws) for ws in servers]
     doses = [d for d in per[0] if d != baseline]
     out = []

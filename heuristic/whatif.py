@@ -202,7 +202,9 @@ def count_hooks(manifest: dict, name: str) -> list:
     if not keys:
         return []
     attached = ((manifest or {}).get("probes") or {}).get("attached") or []
-    return sorted(p for p in attached if any(k in p for k in keys))
+    # the entry probes only: a return probe times a call, it does not count one
+    entry = [p for p in attached if "sys_exit_" not in p and not p.startswith("uretprobe")]
+    return sorted(p for p in entry if any(k in p.rsplit(":", 1)[-1] for k in keys))
 
 
 def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: int = 0,
@@ -234,16 +236,21 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     if t:
         from jvmos.heuristic import theta as th
         why = th.stale(t, jdk_home)
-        validated = [v.get("count_hooks") for v in (t.get("held_out") or {}).values()
-                     if v.get("count_hooks") is not None]
-        if not why and hooks is not None and validated and sorted(hooks) not in validated:
-            why = (f"this recording counted its uses with other probes ({', '.join(hooks)}) "
-                   f"than θ's held-out tests did ({', '.join(validated[0])}): validate θ "
-                   f"again (jvmos run held-out)")
+        verdicts = list((t.get("held_out") or {}).values())
+        validated = [sorted(v["count_hooks"]) for v in verdicts if v.get("count_hooks")]
+        if not why and hooks is not None and verdicts:
+            if not validated:
+                why = ("θ's held-out verdicts do not name the probes that counted their uses "
+                       "(made before that was stored): validate θ again (jvmos run held-out)")
+            elif sorted(hooks) not in validated:
+                why = (f"this recording counted its uses with other probes "
+                       f"({', '.join(hooks) or 'none'}) than θ's held-out tests did "
+                       f"({', '.join(validated[0])}): validate θ again (jvmos run held-out)")
         p = th.predict(removed, t["fit"])
         res["theta"] = {
-            "whole_change_us": p["predicted_ns"] / 1e3,
-            "whole_change_ci_us": [x / 1e3 for x in p["predicted_ci_ns"]],
+            # a refused θ gives no figure, in the JSON either
+            "whole_change_us": None if why else p["predicted_ns"] / 1e3,
+            "whole_change_ci_us": None if why else [x / 1e3 for x in p["predicted_ci_ns"]],
             "interval": p["interval"], "ns_per_use": t["fit"]["ns_per_use"],
             "source": {k: t.get(k) for k in ("date", "commit", "jdk_label", "theta_sha256",
                                              "counted_by")},

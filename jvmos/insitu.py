@@ -139,6 +139,8 @@ def refit(src: Path, jvm) -> dict:
     rec = theta_record(runs, jvm, old["requests_per_window"], old["rounds"], old["seconds"])
     rec["refitted_from"] = {"theta_sha256": old["theta_sha256"], "date": old["date"],
                             "commit": old["commit"]}
+    # the programs the windows were measured on, not the jars built now
+    rec["programs"] = old.get("programs") or rec["programs"]
     rec["theta_sha256"] = th.sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
     (src / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs,
                                                  "previous_theta": old}, indent=2) + "\n")

@@ -42,7 +42,7 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     ho = res["tests"][0]
     x = ho["analysis"]
     assert ho["theta_sha256"] == t["theta_sha256"]
-    assert x["theta_runs_disjoint"] and x["theta_programs_disjoint"]
+    assert x["theta_programs_disjoint"]
     # a connection per page in arm A (80 pages), one per load thread kept
     assert ho["recorded"]["A"]["accepts"] >= 80 and x["removed"] == ho["recorded"]["A"][
         "accepts"] - 4

@@ -85,23 +85,33 @@ def _shop(diff_ns, sha):
 def test_held_out_analysis_by_hand_and_the_no_leak_rule():
     f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
     theta = {"fit": f, "runs_sha256": ["s1", "s2", "s3"],
-             "programs": [{"main": "Intervene", "jar_sha256": "io-jar"}]}
+             "programs": [{"main": "Intervene", "jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}
     r = {"shops": [_shop(4.1e6, "h1"), _shop(4.3e6, "h2"), _shop(4.2e6, "h3")],
          "recorded": {"A": {"accepts": 104}, "B": {"accepts": 4}}, "keep": 4,
-         "threads": 4, "pages": 10, "program_id": {"jar_sha256": "shop-jar"}}
+         "threads": 4, "pages": 10,
+         "program_id": {"jar": "jvmos-shop.jar", "jar_sha256": "shop-jar"}}
     x = heldout.analyze(r, theta, {"mean_us": 7.0})
     assert x["removed"] == 100 and x["count_error_b"] == 0
     assert x["prediction"]["predicted_ns"] == pytest.approx(4.2e6)
     assert x["measured90"]["mean"] == pytest.approx(4.2e6)
     assert x["ratio"]["ratio"] == pytest.approx(1.0)
     assert x["c_os_predicted_ns"] == pytest.approx(0.7e6)
-    assert x["equal_work"] and x["theta_runs_disjoint"]
+    assert x["equal_work"]
     assert x["theta_programs_disjoint"] and not heldout.leaked({"analysis": x})
     # θ fitted on the held-out program itself: the leak is seen, and no verdict given
-    theta["programs"].append({"main": "shop", "jar_sha256": "shop-jar"})
+    theta["programs"].append({"main": "shop", "jar": "x.jar", "jar_sha256": "shop-jar"})
     y = heldout.analyze(r, theta, {"mean_us": 7.0})
     assert not y["theta_programs_disjoint"] and heldout.leaked({"analysis": y})
     theta["programs"].pop()
+    # a rebuilt copy of the shop's jar (another sha256, the same jar) is caught by its name
+    theta["programs"].append({"main": "shop", "jar": "jvmos-shop.jar", "jar_sha256": "other"})
+    assert heldout.leaked({"analysis": heldout.analyze(r, theta, {"mean_us": 7.0})})
+    theta["programs"].pop()
+    # a θ that names no program cannot be checked: counted as leaked
+    bare = {k: v for k, v in theta.items() if k != "programs"}
+    assert heldout.leaked({"analysis": heldout.analyze(r, bare, {"mean_us": 7.0})})
+    # a result made before the rule existed is not called leaked (nor checked)
+    assert not heldout.leaked({"analysis": {"verdict": {"verdict": "refuted"}}})
     # a load that served fewer pages is unequal work
     r["shops"][0]["loads"]["B"][0]["pages"] = 39
     assert heldout.analyze(r, theta, {"mean_us": 7.0})["verdict"]["verdict"] == "unequal work"

@@ -127,6 +127,15 @@ def test_theta_prices_the_whole_change_and_refuses_other_hooks():
     # say): refused until validated again
     u = whatif.from_run("keep-alive", s, p, "/jdk", keep=1, hooks=["uprobe:libc:accept"])
     assert "validate θ again" in u["theta"]["refused"]
+    # θ validated before the probes were stored with the verdict: refused, and no figure
+    old = dict(p, theta={"keep-alive": {**p["theta"]["keep-alive"], "held_out": {
+        "shop-keep-alive": {"verdict": "inconclusive"}}}})
+    v = whatif.from_run("keep-alive", s, old, "/jdk", keep=1, hooks=TP)
+    assert "validate θ again" in v["theta"]["refused"] and v["theta"]["whole_change_us"] is None
+    # a θ with no held-out verdict yet prices it (and says so where it is printed)
+    new = dict(p, theta={"keep-alive": {**p["theta"]["keep-alive"], "held_out": {}}})
+    assert whatif.from_run("keep-alive", s, new, "/jdk", keep=1,
+                           hooks=TP)["theta"]["whole_change_us"] == pytest.approx(500.0)
     # another JDK: refused too
     assert "not this recording's" in whatif.from_run("keep-alive", s, p, "/other", keep=1,
                                                      hooks=TP)["theta"]["refused"]
@@ -134,7 +143,9 @@ def test_theta_prices_the_whole_change_and_refuses_other_hooks():
 
 def test_count_hooks_and_caveats():
     m = {"probes": {"attached": TP + ["tracepoint:syscalls:sys_enter_close",
+                                      "tracepoint:syscalls:sys_exit_accept",
                                       "tracepoint:syscalls:sys_enter_openat"]}}
+    # entry probes only: a time-mode recording's return probes do not change the set
     assert whatif.count_hooks(m, "keep-alive") == TP
     assert whatif.count_hooks(m, "file-handles") == ["tracepoint:syscalls:sys_enter_openat"]
     assert whatif.count_hooks(m, "pretouch") == []

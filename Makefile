@@ -95,7 +95,7 @@ build/vmlinux.h:
 
 build/probes/%.bpf.o: probes/%.bpf.c $(wildcard probes/*.h) build/vmlinux.h
 	@mkdir -p build/probes
-	clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ibuild -Iprobes -c $< -o $@
+	clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -ffile-prefix-map=$(CURDIR)=. -Ibuild -Iprobes -c $< -o $@
 
 build/jvmos-engine: $(wildcard probes/engine/*.go) probes/engine/go.mod probes/engine/go.sum
 	cd probes/engine && ../../scripts/go.sh build -trimpath -o ../../build/jvmos-engine .

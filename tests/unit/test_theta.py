@@ -115,3 +115,23 @@ def test_held_out_analysis_by_hand_and_the_no_leak_rule():
     # a load that served fewer pages is unequal work
     r["shops"][0]["loads"]["B"][0]["pages"] = 39
     assert heldout.analyze(r, theta, {"mean_us": 7.0})["verdict"]["verdict"] == "unequal work"
+
+
+def test_render_of_a_run_before_the_program_rule(tmp_path):
+    """A held-out result made before the no-leak rule by program re-renders, says so, and is
+    not called leaked."""
+    import json
+    f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
+    theta = {"fit": f, "runs_sha256": [], "programs": [{"jar": "jvmos-io.jar",
+                                                          "jar_sha256": "io"}]}
+    r = {"name": "shop-keep-alive", "program": "the shop", "change": "keep-alive",
+         "shops": [_shop(4.1e6, "h1"), _shop(4.3e6, "h2")], "theta_sha256": "abc" * 4,
+         "recorded": {"A": {"accepts": 104}, "B": {"accepts": 4}}, "keep": 4,
+         "threads": 4, "pages": 10, "program_id": {"jar": "jvmos-shop.jar", "jar_sha256": "s"}}
+    r["analysis"] = heldout.analyze(r, theta, {"mean_us": 7.0})
+    del r["analysis"]["theta_programs_disjoint"]
+    (tmp_path / "held-out.json").write_text(json.dumps(
+        {"experiment": "held-out", "jdk_label": "j", "tests": [r]}))
+    assert heldout.render(tmp_path) == 0
+    md = (tmp_path / "held-out.md").read_text()
+    assert "predates the no-leak rule" in md and "LEAKED" not in md

@@ -184,7 +184,8 @@ def jvm_of_run(summary: dict, pid: Optional[int] = None) -> Tuple[dict, Optional
 
 # the syscalls whose hooks count each what-if's uses (what a hook-set check compares)
 COUNT_SYSCALLS = {"keep-alive": ("accept",), "file-handles": ("open",),
-                  "thread-pool": ("clone", "pthread_create")}
+                  "thread-pool": ("clone", "pthread_create"),
+                  "bigger-chunks": ("write", "sendto", "sendmsg")}
 
 # what each count holds beyond the uses the change can remove
 COUNT_CAVEATS = {

@@ -148,11 +148,27 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
     if args.in_situ_requests < 8:
         raise JvmosError("--in-situ-requests must be at least 8 (the doses open a connection "
                          "every 1, 2 and 4 requests)")
-    r = insitu.calibrate_links(jvm, servers=args.trials, n=args.in_situ_requests, out=out,
-                               log=log)
-    insitu.store(path, r)
-    print("\n".join(insitu.summary_lines(r)))
-    print(f"wrote θ into {path}; its windows: {out}/insitu.json")
+    terms = [x.strip() for x in args.in_situ_terms.split(",") if x.strip()]
+    bad = [x for x in terms if x not in insitu.DESIGNS]
+    if bad or not terms:
+        raise JvmosError(f"--in-situ-terms: unknown {', '.join(bad) or 'none'} (known: "
+                         f"{', '.join(insitu.DESIGNS)})")
+    written = []
+    if "keep-alive" in terms:
+        r = insitu.calibrate_links(jvm, servers=args.trials, n=args.in_situ_requests, out=out,
+                                   log=log)
+        insitu.store(path, r)
+        print("\n".join(insitu.summary_lines(r)))
+        written.append(f"{out}/insitu.json")
+    if "bigger-chunks" in terms:
+        # the write's dose is a server option: groups of four live servers, 256 KiB answers
+        w = insitu.calibrate_chunks(jvm, groups=args.trials,
+                                    n=max(8, args.in_situ_requests // 5),
+                                    out=out / "bigger-chunks", log=log)
+        insitu.store(path, w)
+        print("\n".join(insitu.summary_lines(w)))
+        written.append(f"{out}/bigger-chunks/insitu.json")
+    print(f"wrote θ ({', '.join(terms)}) into {path}; the windows: {', '.join(written)}")
     return 0
 
 
@@ -366,8 +382,8 @@ def cmd_what_if(args) -> int:
             if t["refused"]:
                 print(f"  the whole change (θ): not priced: {t['refused']}")
             else:
-                print(f"  the whole change (θ, the JVM's whole CPU per use fitted in place on "
-                      f"{t['source']['jdk_label']}, {t['source']['date']}, commit "
+                print(f"  the whole change (θ, the JVM's CPU per use less the JIT's, fitted "
+                      f"in place on {t['source']['jdk_label']}, {t['source']['date']}, commit "
                       f"{(t['source']['commit'] or '?')[:12]}): {ms(t['whole_change_us'])} "
                       f"({t['interval']}: {ms(t['whole_change_ci_us'][0])} .. "
                       f"{ms(t['whole_change_ci_us'][1])}); held-out: {held}")
@@ -715,13 +731,17 @@ def build_parser():
     c.add_argument("--jdk", help="JDK home to measure the platform constants on "
                                  "(default: the first found)")
     c.add_argument("--in-situ", action="store_true",
-                   help="fit θ, the whole CPU per use, in place on jvmos's request server "
-                        "(dose-response of connections, no probe; --trials servers, default "
-                        "12 with it) and store it with its sources in the platform file")
+                   help="fit θ, the CPU per use less the JIT's, in place on jvmos's request "
+                        "server (dose-response of connections and of writes, no probe; "
+                        "--trials servers or groups, default 12 with it) and store it with "
+                        "its sources in the platform file")
     c.add_argument("--out", help="with --in-situ: where its windows go (default "
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,
                    help="with --in-situ: requests per window (default 1000)")
+    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks",
+                   help="with --in-situ: the what-ifs to fit θ for (default "
+                        "keep-alive,bigger-chunks)")
     c.add_argument("--refit", metavar="DIR",
                    help="with --in-situ: fit θ again from a finished in-situ run's windows "
                         "(DIR/insitu.json; nothing measured) and store it")

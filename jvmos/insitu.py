@@ -33,6 +33,26 @@ JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
 DOSES = {"every:1": "a new connection per request", "every:2": "every 2nd request",
          "every:4": "every 4th request", "keep-alive": "one connection per window"}
 BASELINE = "keep-alive"
+CHUNK_RESPONSE = 256 << 10
+CHUNK_DOSES = {"8192": "8 KiB writes", "16384": "16 KiB writes", "32768": "32 KiB writes",
+               "65536": "64 KiB writes"}
+
+# what each θ prices, and how its uses were counted
+DESIGNS = {
+    "keep-alive": {
+        "term": "C_link", "unit": "connection", "doses": DOSES, "baseline": BASELINE,
+        "use": "a connection opened by the client and accepted by the server",
+        "counted_by": "the client's count of the connections it opened (no probe)",
+        "applies_to": "a recording's accepts (links layer: accept and accept4)"},
+    "bigger-chunks": {
+        "term": "C_I/Ochunk", "unit": "write", "doses": CHUNK_DOSES, "baseline": "65536",
+        "use": "a blocking write of the server, the same bytes in fewer writes (256 KiB "
+               "answers from a heap array)",
+        "counted_by": "the kernel's count of the server's write syscalls (/proc/PID/io "
+                      "syscw; no probe)",
+        "applies_to": "a recording's blocking writes (io layer: write, writev, sendto, "
+                      "sendmsg, pwrite64)"},
+}
 
 
 def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
@@ -52,7 +72,7 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
             s1 = proctimes.snapshot(srv.proc.pid)
             w = proctimes.window(s0, s1)
             jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
-            windows.append({"dose": dose, "uses": res["connections"],
+            windows.append({"dose": dose, "uses": res["connections"], "index": len(windows),
                             "cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
                             "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
                             "minflt": w["minflt"], "syscr": w["syscr"], "syscw": w["syscw"],
@@ -68,6 +88,74 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
         shutil.rmtree(d)            # nothing to read: a finished server leaves no folder
     return {"order": order, "windows": windows, "server": srv.cmd,
             "sha256": th.sha256_of(windows)}
+
+
+def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
+    """One group of four live servers, one per write size (the dose is a server's start-up
+    option), the same 256 KiB answers from a heap array over one keep-alive connection:
+    windows of n requests to one and the other in rounds of reversed orders; the uses of a
+    window are the kernel's count of its server's write syscalls."""
+    srv, ok, windows = {}, False, []
+    count = {dose: 0 for dose in CHUNK_DOSES}
+    try:
+        for dose in CHUNK_DOSES:
+            st = {**iv.DEFAULT, "response": CHUNK_RESPONSE, "chunk": int(dose),
+                  "client": "keep-alive"}
+            srv[dose] = iv.Server(java, st, d / dose, Path("/dev/null"), JVM_FLAGS)
+        for dose in CHUNK_DOSES:            # the settling round: the JIT, kept apart
+            srv[dose].load(n)
+        order = th.dose_order(list(CHUNK_DOSES), rounds, seed)
+        for dose in order:
+            s0 = proctimes.snapshot(srv[dose].proc.pid)
+            res = srv[dose].load(n)
+            s1 = proctimes.snapshot(srv[dose].proc.pid)
+            w = proctimes.window(s0, s1)
+            jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
+            windows.append({"dose": dose, "uses": w["syscw"], "index": count[dose],
+                            "cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
+                            "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
+                            "minflt": w["minflt"], "syscr": w["syscr"], "syscw": w["syscw"],
+                            "answer": res["fnv"], "bytes": res["bytes"],
+                            "jit_threads_exited": len(w["service_exited"])})
+            count[dose] += 1
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
+    finally:
+        failure = None
+        for x in srv.values():
+            try:
+                x.stop(quiet=not ok)
+            except JvmosError as e:
+                failure = failure or e
+        if failure and ok:
+            raise failure
+    for dose in srv:
+        err = d / dose / "server-stderr.txt"
+        if err.exists() and not err.stat().st_size:
+            shutil.rmtree(d / dose)
+    if d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+    return {"order": order, "windows": windows, "server": srv["8192"].cmd,
+            "sha256": th.sha256_of(windows)}
+
+
+def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: Path = None,
+                     log: Callable = print) -> dict:
+    java = str(jvm.home / "bin" / "java")
+    c_program("reqload")
+    jar(IO_JAR)
+    t0 = time.time()
+    runs = []
+    for k in range(groups):
+        log(f"in-situ θ for writes: group {k + 1}/{groups} (4 servers, {rounds} rounds, "
+            f"{n:,} requests of {CHUNK_RESPONSE >> 10} KiB a window)")
+        runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k))
+    rec = theta_record(runs, jvm, n, rounds, time.time() - t0, "bigger-chunks")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
+    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+    return rec
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
@@ -99,23 +187,30 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
     return rec
 
 
-def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float) -> dict:
+def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
+                 what_if: str = "keep-alive") -> dict:
     """θ's record from the servers' windows: the fit and everything it came from."""
-    by_position = {tuple(w["answer"] for w in r["windows"]) for r in runs}
-    if len(by_position) != 1:
-        raise JvmosError("the in-situ servers gave different answers for the same windows: "
+    design = DESIGNS[what_if]
+    # the same requests gave the same answers whatever the dose: the i-th window of each
+    # server (keep-alive: of each run) got the same checksum
+    key = "position" if what_if == "keep-alive" else "index"
+    answers = {}
+    for r in runs:
+        for i, w in enumerate(r["windows"]):
+            answers.setdefault(i if key == "position" else w["index"], set()).add(w["answer"])
+    if any(len(v) != 1 for v in answers.values()):
+        raise JvmosError("the in-situ servers gave different answers for the same requests: "
                          "the dose changed the work")
-    fit = th.fit([r["windows"] for r in runs], BASELINE)
-    rec = {"what_if": "keep-alive", "use": "a connection opened by the client and accepted "
-           "by the server", "term": "C_link", "ns_per_use": fit["ns_per_use"],
+    fit = th.fit([r["windows"] for r in runs], design["baseline"])
+    rec = {"what_if": what_if, "use": design["use"], "unit": design["unit"],
+           "term": design["term"], "ns_per_use": fit["ns_per_use"],
            "fit": fit, "moved_with_dose_per_use": moved_with_dose(runs),
-           "doses": DOSES, "baseline": BASELINE, "requests_per_window": n,
+           "doses": design["doses"], "baseline": design["baseline"], "requests_per_window": n,
            "servers": len(runs), "rounds": rounds, "server_cmd": runs[0]["server"],
            "jvm_flags": list(JVM_FLAGS), "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
            "commit": iv.git_commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "clock": "the server's CPU clock (ns) less its JIT compiler threads' CPU (ticks)",
-           "counted_by": "the client's count of the connections it opened (no probe)",
-           "applies_to": "a recording's accepts (links layer: accept and accept4)",
+           "counted_by": design["counted_by"], "applies_to": design["applies_to"],
            "runs_sha256": [r["sha256"] for r in runs],
            # the programs θ was fitted on: a held-out test must use none of them
            "programs": [program_id(jar(IO_JAR), "org.jvmos.workloads.Intervene")],
@@ -136,7 +231,8 @@ def refit(src: Path, jvm) -> dict:
         if th.sha256_of(r["windows"]) != r["sha256"]:
             raise JvmosError(f"{src}/insitu.json: a server's windows no longer match their "
                              f"sha256 (edited?)")
-    rec = theta_record(runs, jvm, old["requests_per_window"], old["rounds"], old["seconds"])
+    rec = theta_record(runs, jvm, old["requests_per_window"], old["rounds"], old["seconds"],
+                       old.get("what_if", "keep-alive"))
     rec["refitted_from"] = {"theta_sha256": old["theta_sha256"], "date": old["date"],
                             "commit": old["commit"]}
     # the programs the windows were measured on, not the jars built now
@@ -157,18 +253,19 @@ def store(platform_file: Path, rec: dict) -> None:
 def summary_lines(rec: dict) -> List[str]:
     f = rec["fit"]
     lo, hi = f["ci_with_model_error_ns"]
-    return [f"θ keep-alive (whole CPU per connection, {rec['jdk_label']}): "
+    unit = rec.get("unit", "connection")
+    return [f"θ {rec['what_if']} (CPU per {unit}, less the JIT threads', {rec['jdk_label']}): "
             f"{f['ns_per_use'] / 1e3:,.1f} µs [{lo / 1e3:,.1f}, {hi / 1e3:,.1f}] "
             f"({f['level']:.0%}, model error beyond noise {f['model_error_relative']:.1%} "
             f"included; without it "
             f"[{f['ci_ns'][0] / 1e3:,.1f}, {f['ci_ns'][1] / 1e3:,.1f}])",
-            "  servers' slopes (µs): "
+            "  servers' (groups') slopes (µs): "
             + ", ".join(f"{b / 1e3:,.1f}" for b in f["server_slopes_ns"]),
             "  leave one dose out, relative error of the predicted effect: "
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
             "  θ's clock: the server's CPU less its JIT threads'; what moved with the dose, per "
-            f"connection (the whole process, JIT included): kernel CPU "
+            f"{unit} (the whole process, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "

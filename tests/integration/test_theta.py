@@ -33,6 +33,18 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     assert [p["main"] for p in t["programs"]] == ["org.jvmos.workloads.Intervene"]
     assert t["fit"]["ns_per_use"] > 0, "a connection opened per request costs the JVM CPU"
     assert len(t["fit"]["leave_one_dose_out"]) == 3
+    # writes: four live servers per group, one per write size, the kernel's count of writes
+    w = json.loads(plat.read_text())["theta"]["bigger-chunks"]
+    groups = json.loads((tmp_path / "insitu" / "bigger-chunks" / "insitu.json").read_text())
+    assert len(groups["runs"]) == 2 and w["runs_sha256"] == [g["sha256"] for g in
+                                                              groups["runs"]]
+    n = w["requests_per_window"]
+    for g in groups["runs"]:
+        for win in g["windows"]:
+            # 256 KiB answers in chunks of the dose's size: at least that many writes
+            assert win["uses"] >= n * (256 << 10) // int(win["dose"])
+            assert win["bytes"] == n * (16 + (256 << 10))
+    assert w["fit"]["ns_per_use"] > 0, "a write removed saves the JVM CPU"
 
     out = tmp_path / "ho"
     r = run_jvmos(["run", "held-out", "--servers", "2", "--windows", "1", "--pages", "20",

@@ -149,6 +149,10 @@ def test_count_hooks_and_caveats():
     assert whatif.count_hooks(m, "keep-alive") == TP
     assert whatif.count_hooks(m, "file-handles") == ["tracepoint:syscalls:sys_enter_openat"]
     assert whatif.count_hooks(m, "pretouch") == []
+    io = {"probes": {"attached": ["uprobe:/lib/libc.so.6:write", "uprobe:/lib/libc.so.6:writev",
+                                  "uretprobe:/lib/libc.so.6:write", "uprobe:/lib/libc.so.6:read"]}}
+    assert whatif.count_hooks(io, "bigger-chunks") == ["uprobe:/lib/libc.so.6:write",
+                                                       "uprobe:/lib/libc.so.6:writev"]
     s = summary(vm={"page_faults": 100}, nio_copy={"calls": 4, "bytes": 4096})
     assert "first touches of the Java heap" in whatif.from_run("pretouch", s, PLATFORM,
                                                                None)["count_caveat"]

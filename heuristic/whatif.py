@@ -237,6 +237,11 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     if t:
         from jvmos.heuristic import theta as th
         why = th.stale(t, jdk_home)
+        lo = t["fit"]["ci_with_model_error_ns"][0]
+        if not why and lo <= 0:
+            why = (f"θ's per-use model does not fit its own doses: its interval with the "
+                   f"model error ({t['fit']['model_error_relative']:.0%} beyond noise) "
+                   f"reaches {lo / 1e3:,.1f} µs, below 0")
         verdicts = list((t.get("held_out") or {}).values())
         validated = [sorted(v["count_hooks"]) for v in verdicts if v.get("count_hooks")]
         if not why and hooks is not None and verdicts:

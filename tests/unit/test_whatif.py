@@ -136,6 +136,12 @@ def test_theta_prices_the_whole_change_and_refuses_other_hooks():
     new = dict(p, theta={"keep-alive": {**p["theta"]["keep-alive"], "held_out": {}}})
     assert whatif.from_run("keep-alive", s, new, "/jdk", keep=1,
                            hooks=TP)["theta"]["whole_change_us"] == pytest.approx(500.0)
+    # a θ whose interval with the model error reaches 0 does not price anything
+    bad = dict(p, theta={"keep-alive": {**p["theta"]["keep-alive"], "held_out": {}, "fit": {
+        **THETA_FIT, "ci_with_model_error_ns": [-5e3, 105e3], "model_error_relative": 0.8}}})
+    b = whatif.from_run("keep-alive", s, bad, "/jdk", keep=1, hooks=TP)
+    assert "does not fit its own doses" in b["theta"]["refused"]
+    assert b["theta"]["whole_change_us"] is None
     # another JDK: refused too
     assert "not this recording's" in whatif.from_run("keep-alive", s, p, "/other", keep=1,
                                                      hooks=TP)["theta"]["refused"]

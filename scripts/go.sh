@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # Runs the Go command that builds the engine (probes/engine): the machine's own `go` when it is
 # as new as probes/engine/go.mod asks (1.26: cilium/ebpf v0.22.0 needs 1.25, golang.org/x/arch
-# v0.33.0 1.26), else Go's toolchain module
-# golang.org/toolchain (what GOTOOLCHAIN switching downloads) fetched once from the Go module
-# proxy into build/go. Debian 12's apt has Go 1.19, which predates GOTOOLCHAIN, so the module
-# is fetched here with curl and unpacked with python3, not by an older go command.
+# v0.33.0 1.26), else Go's toolchain module golang.org/toolchain (what GOTOOLCHAIN switching
+# downloads), fetched once by the machine's older go (`go mod download`, with the go command's
+# own proxy and checksum settings: GOPROXY, GOSUMDB, GOFLAGS) and copied into build/go.
+# Debian 12's apt has Go 1.19, which predates GOTOOLCHAIN switching but can download a module;
+# scripts/install-deps.sh installs it when no go is found.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 TOOLCHAIN="${JVMOS_GO_TOOLCHAIN:-go1.27.3}"
-# the SHA-256 of golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64.zip as the proxy served it on
+# the SHA-256 of golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64.zip as it was served on
 # 25 Nov 2026: a zip that differs is refused (another toolchain needs JVMOS_GO_SHA256)
 SHA256_go1_27_3_linux_amd64=af4c06478303fdd1bfb335fab86c7ccb9b12e529044a946a16a1c4bcc779f8d7
-PROXY="${GOPROXY:-https://proxy.golang.org}"; PROXY="${PROXY%%,*}"
-[ "$PROXY" = direct ] || [ "$PROXY" = off ] && PROXY=https://proxy.golang.org
 
 # the Go the engine's go.mod asks for (its "go 1.N" line): golang.org/x/arch v0.33.0 needs 1.26
 NEED_MINOR="$(sed -n 's/^go 1\.\([0-9]*\).*/\1/p' "$here/probes/engine/go.mod" | head -1)"
@@ -31,9 +30,18 @@ pick() {
   local dir="$here/build/go/$TOOLCHAIN"
   if [ ! -x "$dir/bin/go" ]; then
     local mod="v0.0.1-$TOOLCHAIN.linux-$(uname -m | sed 's/x86_64/amd64/;s/aarch64/arm64/')"
-    echo "go.sh: no Go >= 1.$NEED_MINOR here; fetching golang.org/toolchain@$mod from $PROXY" >&2
+    if ! command -v go >/dev/null 2>&1; then
+      echo "go.sh: no go command here (install Debian's golang-go: scripts/install-deps.sh)" >&2
+      exit 1
+    fi
+    echo "go.sh: no Go >= 1.$NEED_MINOR here; fetching golang.org/toolchain@$mod with" \
+         "$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || go version)" >&2
     mkdir -p "$here/build/go"
-    curl -fsSL "$PROXY/golang.org/toolchain/@v/$mod.zip" -o "$here/build/go/toolchain.zip"
+    local zip
+    zip="$(cd "$here/build/go" && GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+           go mod download -json "golang.org/toolchain@$mod" |
+           python3 -c 'import json,sys; print(json.load(sys.stdin)["Zip"])')"
+    cp "$zip" "$here/build/go/toolchain.zip"
     local want="${JVMOS_GO_SHA256:-}"
     if [ -z "$want" ]; then
       local var="SHA256_$(echo "$TOOLCHAIN.linux-$(uname -m | sed 's/x86_64/amd64/')" | tr '.-' '__')"

@@ -20,6 +20,9 @@ have make || need+=(make)
 have mvn || need+=(maven)
 have curl || need+=(curl)
 have unzip || need+=(unzip)
+# a go command: the machine's own when new enough, else scripts/go.sh has it download the
+# toolchain module (Debian 12's Go 1.19 can)
+have go || need+=(golang-go)
 have python3 || need+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ! ls /usr/lib/jvm/*/bin/javac >/dev/null 2>&1 && ! have javac; then

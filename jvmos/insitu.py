@@ -70,14 +70,8 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
             s0 = proctimes.snapshot(srv.proc.pid)
             res = srv.load(n)
             s1 = proctimes.snapshot(srv.proc.pid)
-            w = proctimes.window(s0, s1)
-            jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
-            windows.append({"dose": dose, "uses": res["connections"], "index": len(windows),
-                            "cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
-                            "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
-                            "minflt": w["minflt"], "syscr": w["syscr"], "syscw": w["syscw"],
-                            "answer": res["fnv"], "bytes": res["bytes"],
-                            "jit_threads_exited": len(w["service_exited"])})
+            windows.append(window_record(dose, res["connections"], len(windows),
+                                         proctimes.window(s0, s1), res))
         ok = True
     except cputime.ProcessGone as e:
         raise JvmosError(f"the in-situ server is gone: {e} (see {d}/server-stderr.txt)")
@@ -110,26 +104,13 @@ def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
             res = srv[dose].load(n)
             s1 = proctimes.snapshot(srv[dose].proc.pid)
             w = proctimes.window(s0, s1)
-            jit = w["service"]["jit"]["utime_ns"] + w["service"]["jit"]["stime_ns"]
-            windows.append({"dose": dose, "uses": w["syscw"], "index": count[dose],
-                            "cpu_ns": w["cpu_ns"] - jit, "cpu_with_jit_ns": w["cpu_ns"],
-                            "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
-                            "minflt": w["minflt"], "syscr": w["syscr"], "syscw": w["syscw"],
-                            "answer": res["fnv"], "bytes": res["bytes"],
-                            "jit_threads_exited": len(w["service_exited"])})
+            windows.append(window_record(dose, w["syscw"], count[dose], w, res))
             count[dose] += 1
         ok = True
     except cputime.ProcessGone as e:
         raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
     finally:
-        failure = None
-        for x in srv.values():
-            try:
-                x.stop(quiet=not ok)
-            except JvmosError as e:
-                failure = failure or e
-        if failure and ok:
-            raise failure
+        iv.stop_servers(srv.values(), quiet=not ok)
     for dose in srv:
         err = d / dose / "server-stderr.txt"
         if err.exists() and not err.stat().st_size:
@@ -151,16 +132,12 @@ def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: 
         log(f"in-situ θ for writes: group {k + 1}/{groups} (4 servers, {rounds} rounds, "
             f"{n:,} requests of {CHUNK_RESPONSE >> 10} KiB a window)")
         runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k))
-    rec = theta_record(runs, jvm, n, rounds, time.time() - t0, "bigger-chunks")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
-    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
-    return rec
+    return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out)
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
-    """Per connection, the slope of every other counter: what the dose changed besides the
-    connections (not separable from them here: it is part of θ)."""
+    """Per use, the slope of every other counter: what the dose changed besides the uses (not
+    separable from them here: it is part of θ)."""
     out = {}
     for key in ("stime_ns", "utime_ns", "minflt", "syscr", "syscw"):
         b = [th.slope([w["uses"] for w in s["windows"]], [w[key] for w in s["windows"]])["slope"]
@@ -180,11 +157,31 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
         log(f"in-situ θ for connections: server {k + 1}/{servers} ({rounds} rounds of "
             f"{len(DOSES)} doses, {n:,} requests a window)")
         runs.append(one_server(java, out / f"server{k}", n, rounds, 17 + k, log))
-    rec = theta_record(runs, jvm, n, rounds, time.time() - t0)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs}, indent=2) + "\n")
-    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+    return finish(runs, jvm, n, rounds, t0, "keep-alive", out)
+
+
+def finish(runs: List[dict], jvm, n: int, rounds: int, t0: float, what_if: str,
+           out: Path) -> dict:
+    """θ's record from the runs, written beside them (insitu.json, insitu.md)."""
+    rec = theta_record(runs, jvm, n, rounds, time.time() - t0, what_if)
+    write(out, rec, runs)
     return rec
+
+
+def write(out: Path, rec: dict, runs: List[dict], **extra) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs, **extra},
+                                                indent=2) + "\n")
+    (out / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+
+
+def window_record(dose: str, uses: int, index: int, w: dict, res: dict) -> dict:
+    """One window of a dose: its uses, the CPU less the JIT's, and the kernel's counters."""
+    return {"dose": dose, "uses": uses, "index": index, "cpu_ns": w["cpu_nojit_ns"],
+            "cpu_with_jit_ns": w["cpu_ns"], "stime_ns": w["stime_ns"],
+            "utime_ns": w["utime_ns"], "minflt": w["minflt"], "syscr": w["syscr"],
+            "syscw": w["syscw"], "answer": res["fnv"], "bytes": res["bytes"],
+            "jit_threads_exited": len(w["service_exited"])}
 
 
 def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
@@ -238,9 +235,7 @@ def refit(src: Path, jvm) -> dict:
     # the programs the windows were measured on, not the jars built now
     rec["programs"] = old.get("programs") or rec["programs"]
     rec["theta_sha256"] = th.sha256_of({k: v for k, v in rec.items() if k != "theta_sha256"})
-    (src / "insitu.json").write_text(json.dumps({"theta": rec, "runs": runs,
-                                                 "previous_theta": old}, indent=2) + "\n")
-    (src / "insitu.md").write_text("\n".join(summary_lines(rec)) + "\n")
+    write(src, rec, runs, previous_theta=old)
     return rec
 
 

@@ -111,4 +111,7 @@ def window(a: dict, b: dict) -> dict:
     # the clocks the predictions test: the process's less its JIT compiler threads'
     w["stime_nojit_ns"] = w["stime_ns"] - w["service"]["jit"]["stime_ns"]
     w["utime_nojit_ns"] = w["utime_ns"] - w["service"]["jit"]["utime_ns"]
+    # the precise CPU clock less the JIT threads' user and kernel time (ticks)
+    w["cpu_nojit_ns"] = w["cpu_ns"] - w["service"]["jit"]["utime_ns"] - \
+        w["service"]["jit"]["stime_ns"]
     return w

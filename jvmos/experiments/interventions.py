@@ -235,6 +235,18 @@ class Server:
                              f"{self.dir}/server-stderr.txt")
 
 
+def stop_servers(servers, quiet: bool) -> None:
+    """Stop every server, even when stopping one fails; the first failure is raised after."""
+    failure = None
+    for x in list(servers):
+        try:
+            x.stop(quiet=quiet)
+        except JvmosError as e:
+            failure = failure or e
+    if failure:
+        raise failure
+
+
 def warmup_of(n: int) -> int:
     return max(200, n // 4)
 

@@ -260,16 +260,7 @@ def server_pair(t: Term, st: dict, java: str, d: Path, data_file: Path, n: int, 
     return rec
 
 
-def stop_all(servers, quiet: bool) -> None:
-    """Stop every server, even when stopping one fails; the first failure is raised after."""
-    failure = None
-    for x in list(servers):
-        try:
-            x.stop(quiet=quiet)
-        except JvmosError as e:
-            failure = failure or e
-    if failure:
-        raise failure
+stop_all = iv.stop_servers      # (the interventions' servers: one way to stop them)
 
 
 def term_windows(t: Term, a) -> int:

@@ -609,20 +609,14 @@ class Parser(argparse.ArgumentParser):
         raise JvmosError(f"{message} (see '{self.prog} -h')", 2)
 
 
-def build_parser():
-    p = Parser(
-        prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Measure what the operating system costs a running JVM (eBPF: jvmos's "
-                    "compiled probes).",
-        epilog="verbs: doctor, record, report, calibrate, predict, agent, run.  'jvmos VERB -h' has examples.")
-    p.add_argument("--version", action="version", version=f"jvmos {__version__}")
-    sub = p.add_subparsers(dest="verb", metavar="VERB")
-
+def _verb_doctor(sub) -> None:
     d = sub.add_parser("doctor", help="check what jvmos needs on this machine",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="example:\n  jvmos doctor      # exit 0 when every required part works\n")
     d.set_defaults(func=cmd_doctor)
 
+
+def _verb_record(sub) -> None:
     r = sub.add_parser("record", help="trace a command or a running JVM",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        usage="jvmos record [options] [--interval S [--count N]] -- CMD ARGS...  |  "
@@ -670,6 +664,8 @@ def build_parser():
     r.add_argument("command", nargs=argparse.REMAINDER, help="command to launch, after --")
     r.set_defaults(func=cmd_record)
 
+
+def _verb_report(sub) -> None:
     rp = sub.add_parser("report", help="print a finished run directory",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="examples:\n  jvmos report results/runs/20261122-101500-record\n"
@@ -681,6 +677,8 @@ def build_parser():
                          "figures as inline SVG, provenance, warnings, flame graph links)")
     rp.set_defaults(func=cmd_report)
 
+
+def _verb_index(sub) -> None:
     ix = sub.add_parser("index", help="write DIR/index.html: an experiment's page (its tables, "
                                       "figures and recordings), or a page linking the "
                                       "experiment pages under DIR",
@@ -691,6 +689,8 @@ def build_parser():
     ix.add_argument("--title")
     ix.set_defaults(func=cmd_index)
 
+
+def _verb_export(sub) -> None:
     ex = sub.add_parser("export", help="write a finished run for other tools (OpenMetrics, pprof)",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="examples:\n"
@@ -706,6 +706,8 @@ def build_parser():
                                   "RUN_DIR/profile.pb.gz)")
     ex.set_defaults(func=cmd_export)
 
+
+def _verb_calibrate(sub) -> None:
     c = sub.add_parser("calibrate", help="measure this machine's copy and probe costs (platform file)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="examples:\n  jvmos calibrate            # show, or measure what is missing\n"
@@ -747,6 +749,8 @@ def build_parser():
                         "(DIR/insitu.json; nothing measured) and store it")
     c.set_defaults(func=cmd_calibrate)
 
+
+def _verb_predict(sub) -> None:
     pr = sub.add_parser("predict", help="predict what the OS costs a workload (equations 1-6)",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog=PREDICT_EXAMPLES)
@@ -781,6 +785,8 @@ def build_parser():
     pr.add_argument("--json", action="store_true", help="print the prediction as JSON")
     pr.set_defaults(func=cmd_predict)
 
+
+def _verb_diff(sub) -> None:
     df = sub.add_parser("diff", help="what changed between two recordings (or two sets of "
                                      "repeats), per category",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -802,6 +808,8 @@ def build_parser():
     df.add_argument("--json", action="store_true", help="print the comparison as JSON")
     df.set_defaults(func=cmd_diff)
 
+
+def _verb_agent(sub) -> None:
     ag = sub.add_parser("agent", help="a service: watch the host's JVMs, serve Prometheus metrics",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog=agent_examples())
@@ -831,11 +839,35 @@ def build_parser():
                                         "a temporary one, removed at the end)")
     ag.set_defaults(func=cmd_agent)
 
+
+def _verb_run(sub) -> None:
     x = sub.add_parser("run", help="run an experiment (paper tables)", add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES,
                        usage="jvmos run EXPERIMENT [options]  (jvmos run EXPERIMENT -h)")
     x.add_argument("experiment", nargs="?")
     x.set_defaults(func=cmd_run)
+
+
+def build_parser():
+    p = Parser(
+        prog="jvmos", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure what the operating system costs a running JVM (eBPF: jvmos's "
+                    "compiled probes).",
+        epilog="verbs: doctor, record, report, index, export, calibrate, predict, diff, agent, "
+               "run.  'jvmos VERB -h' has examples.")
+    p.add_argument("--version", action="version", version=f"jvmos {__version__}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB")
+
+    _verb_doctor(sub)
+    _verb_record(sub)
+    _verb_report(sub)
+    _verb_index(sub)
+    _verb_export(sub)
+    _verb_calibrate(sub)
+    _verb_predict(sub)
+    _verb_diff(sub)
+    _verb_agent(sub)
+    _verb_run(sub)
     return p
 
 

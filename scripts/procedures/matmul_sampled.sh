@@ -4,7 +4,7 @@
 # (--mode sample: no probes); each run's result line goes to its run directory's workload.jsonl.
 # Then: .venv/bin/python scripts/frames.py --per-run 10 results/matmul/sampled/*-cold -p ...
 set -e
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 export JVMOS_PLATFORM=build/test-platform.json
 OUT=results/matmul/sampled
 JAVA=$(.venv/bin/python -c "from jvmos.jdk import discover_jdks; print(discover_jdks()[0].home / 'bin' / 'java')")

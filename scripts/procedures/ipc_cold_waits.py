@@ -4,7 +4,8 @@ and io layers, for sockets on the socket's own streams (seed 000's), sockets wit
 streams and TCP_NODELAY, and XML-RPC; ROUNDS recordings of each, interleaved. The table is
 the client JVM's off-CPU time by boundary (threads layer, sched_switch), per recording.
 
-  JVMOS_PLATFORM=build/test-platform.json .venv/bin/python results/ipc/cold-waits/procedure.py OUT [ROUNDS]
+  JVMOS_PLATFORM=build/test-platform.json .venv/bin/python scripts/procedures/ipc_cold_waits.py \
+      results/ipc/cold-waits/runs [ROUNDS]
 """
 import json
 import shutil
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from jvmos.tools import IPC_JAR, jar                         # noqa: E402
 from jvmos.experiments.ipc import SCRIPT                      # noqa: E402

@@ -1,9 +1,9 @@
-"""cold-waits.md from cold-waits.json (procedure.py's output): the client JVM's off-CPU time
+"""cold-waits.md from cold-waits.json (ipc_cold_waits.py's output): the client JVM's off-CPU time
 blocked in the syscalls a socket client waits in (SOCKET_SYSCALLS: poll and the socket
 reads and writes; pread64 and other file I/O left out) per recording, beside its language
 timer.
 
-  .venv/bin/python results/ipc/cold-waits/render.py results/ipc/cold-waits/runs
+  .venv/bin/python scripts/procedures/ipc_cold_waits_render.py results/ipc/cold-waits/runs
 """
 import json
 import sys

@@ -168,6 +168,13 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
         insitu.store(path, w)
         print("\n".join(insitu.summary_lines(w)))
         written.append(f"{out}/bigger-chunks/insitu.json")
+    if "thread-pool" in terms:
+        # two live servers per group, a thread per connection and a pool, the same doses
+        t = insitu.calibrate_threads(jvm, groups=args.trials, n=args.in_situ_requests,
+                                     out=out / "thread-pool", log=log)
+        insitu.store(path, t)
+        print("\n".join(insitu.summary_lines(t)))
+        written.append(f"{out}/thread-pool/insitu.json")
     print(f"wrote θ ({', '.join(terms)}) into {path}; the windows: {', '.join(written)}")
     return 0
 
@@ -734,16 +741,16 @@ def _verb_calibrate(sub) -> None:
                                  "(default: the first found)")
     c.add_argument("--in-situ", action="store_true",
                    help="fit θ, the CPU per use less the JIT's, in place on jvmos's request "
-                        "server (dose-response of connections and of writes, no probe; "
+                        "server (dose-response of connections, writes and threads, no probe; "
                         "--trials servers or groups, default 12 with it) and store it with "
                         "its sources in the platform file")
     c.add_argument("--out", help="with --in-situ: where its windows go (default "
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,
                    help="with --in-situ: requests per window (default 1000)")
-    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks",
+    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks,thread-pool",
                    help="with --in-situ: the what-ifs to fit θ for (default "
-                        "keep-alive,bigger-chunks)")
+                        "keep-alive,bigger-chunks,thread-pool)")
     c.add_argument("--refit", metavar="DIR",
                    help="with --in-situ: fit θ again from a finished in-situ run's windows "
                         "(DIR/insitu.json; nothing measured) and store it")

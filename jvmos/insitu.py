@@ -52,7 +52,16 @@ DESIGNS = {
                       "syscw; no probe)",
         "applies_to": "a recording's blocking writes (io layer: write, writev, sendto, "
                       "sendmsg, pwrite64)"},
+    "thread-pool": {
+        "term": "C_nt", "unit": "thread", "doses": DOSES, "baseline": BASELINE,
+        "use": "a thread started for a connection and ended with it, less a pool's hand-off "
+               "of the same connection (two live servers, a thread per connection and a pool "
+               "of 2, the same doses of connections; θ is the slope of their CPU difference)",
+        "counted_by": "the client's count of the connections it opened: the thread-per-"
+                      "connection server starts one thread for each (no probe)",
+        "applies_to": "a recording's native threads started (threads layer: pthread_create)"},
 }
+THREAD_MODES = ("per-connection", "pool")
 
 
 def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
@@ -119,6 +128,80 @@ def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
         d.rmdir()
     return {"order": order, "windows": windows, "server": srv["8192"].cmd,
             "sha256": th.sha256_of(windows)}
+
+
+def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
+    """Two live servers, a thread per connection (P) and a pool of 2 (Q), given the same doses
+    of connections in the same order, P and Q alternating which goes first (over two rounds
+    each dose has P first once and Q first once). A window of θ is the pair's difference: P's
+    CPU less Q's, its uses P's connections (one thread each). What the pool's hand-off costs
+    is in Q and so taken out; what a connection costs is in both and cancels."""
+    srv, ok = {}, False
+    arms = {m: [] for m in THREAD_MODES}
+    windows = []
+    try:
+        for m in THREAD_MODES:
+            srv[m] = iv.Server(java, {**iv.DEFAULT, "threads": m}, d / m, Path("/dev/null"),
+                               JVM_FLAGS)
+        for dose in DOSES:                  # the settling round: the JIT, kept apart
+            for m in THREAD_MODES:
+                srv[m].st["client"] = dose
+                srv[m].load(n)
+        order = th.dose_order(list(DOSES), rounds, seed)
+        for i, dose in enumerate(order):
+            got = {}
+            for m in (THREAD_MODES if i % 2 == 0 else THREAD_MODES[::-1]):
+                srv[m].st["client"] = dose
+                s0 = proctimes.snapshot(srv[m].proc.pid)
+                res = srv[m].load(n)
+                s1 = proctimes.snapshot(srv[m].proc.pid)
+                got[m] = window_record(dose, res["connections"], i, proctimes.window(s0, s1),
+                                       res)
+                arms[m].append(got[m])
+            windows.append(difference_window(got["per-connection"], got["pool"]))
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
+    finally:
+        iv.stop_servers(srv.values(), quiet=not ok)
+    for m in srv:
+        err = d / m / "server-stderr.txt"
+        if err.exists() and not err.stat().st_size:
+            shutil.rmtree(d / m)
+    if d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+    return {"order": order, "windows": windows, "arms": arms,
+            "server": srv["per-connection"].cmd, "sha256": th.sha256_of(windows),
+            "arms_sha256": th.sha256_of(arms)}
+
+
+DIFFERENCED = ("cpu_ns", "cpu_with_jit_ns", "stime_ns", "utime_ns", "minflt", "syscr", "syscw",
+               "jit_threads_exited")
+
+
+def difference_window(p: dict, q: dict) -> dict:
+    """One window of the thread θ: P's window less Q's (the same dose, the same requests);
+    its uses P's (the threads it started, one per connection)."""
+    if p["answer"] != q["answer"] or p["bytes"] != q["bytes"] or p["uses"] != q["uses"]:
+        raise JvmosError("the thread-per-connection and the pool server did different work for "
+                         f"the same requests (answers {p['answer']} and {q['answer']}, "
+                         f"connections {p['uses']} and {q['uses']})")
+    return {**{k: p[k] for k in ("dose", "uses", "index", "answer", "bytes")},
+            **{k: p[k] - q[k] for k in DIFFERENCED}}
+
+
+def calibrate_threads(jvm, groups: int = 12, rounds: int = 4, n: int = 1000, out: Path = None,
+                      log: Callable = print) -> dict:
+    java = str(jvm.home / "bin" / "java")
+    c_program("reqload")
+    jar(IO_JAR)
+    t0 = time.time()
+    runs = []
+    for k in range(groups):
+        log(f"in-situ θ for threads: group {k + 1}/{groups} (a thread per connection and a "
+            f"pool, {rounds} rounds of {len(DOSES)} doses, {n:,} requests a window)")
+        runs.append(thread_group(java, out / f"group{k}", n, rounds, 53 + k))
+    return finish(runs, jvm, n, rounds, t0, "thread-pool", out)
 
 
 def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: Path = None,
@@ -190,7 +273,7 @@ def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
     design = DESIGNS[what_if]
     # the same requests gave the same answers whatever the dose: the i-th window of each
     # server (keep-alive: of each run) got the same checksum
-    key = "position" if what_if == "keep-alive" else "index"
+    key = "index" if what_if == "bigger-chunks" else "position"
     answers = {}
     for r in runs:
         for i, w in enumerate(r["windows"]):

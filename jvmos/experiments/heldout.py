@@ -1,27 +1,35 @@
 """`jvmos run held-out`: θ (jvmos calibrate --in-situ) tested on a program it never saw.
 
 shop-keep-alive: the JPetStore-style shop on Tomcat (workloads/java/shop), its load generator
-opening a connection per page (arm A) or one per load thread (arm B, keep-alive).
+opening a connection per page (arm A) or one per load thread (arm B, keep-alive); θ keep-alive.
+chat-virtual: the VolanoMark-style chat server (workloads/java/chat, a reader and a writer
+thread per connection), its threads platform (arm A) or virtual (arm B, JDK 21+), loaded with
+short sessions (--rooms x 20 users, --messages each); θ thread-pool, on θ's own JDK.
 
 The analysis, fixed before the data:
   * Prediction, from arm A's recording and the declared change only: one load of arm A is
-    recorded (links layer, count mode) on a warmed shop; the change keep-alive keeps one
-    connection per load thread, so the uses removed are A's accepts less the load's threads;
-    the saving per load is removed x θ (its interval θ's, model error included). Beside it,
-    the paper's prediction, removed x C_link (the OS's part only). Arm B is recorded too, for
-    the count error only (B's accepts against the threads kept).
-  * Measurement, no probe attached: --servers fresh shops; in each, a warm-up of both arms,
-    then --windows loads of each arm in ABBA/BAAB order; per load the shop's CPU clock (ns,
-    every thread) less its JIT compiler threads' CPU. Equal work: every load served the same
-    pages (the load generator's count) with no error.
-  * Unit of analysis: the shop (its loads are not independent): the mean of its A - B
-    differences; Student t across shops.
+    recorded (count mode) on a warmed server. Shop: links layer; keep-alive keeps one
+    connection per load thread, so the uses removed are A's accepts less the load's threads.
+    Chat: threads layer; virtual threads keep no platform thread per connection (the
+    scheduler's carriers start once, not per load), so the uses removed are A's threads
+    started. The saving per load is removed x θ (its interval θ's, model error included).
+    Beside it, the paper's prediction, removed x C_link or C_nt (the OS's part only). Arm B is
+    recorded too, for the count error only (B's count against the uses kept).
+  * Measurement, no probe attached. Shop: --servers fresh shops, each loaded with both arms
+    (the arm is the load's). Chat: --servers fresh pairs of live servers, one per arm (the arm
+    is the server's). In each, a warm-up of both arms, then --windows loads of each arm in
+    ABBA/BAAB order; per load the server's CPU clock (ns, every thread) less its JIT compiler
+    threads' CPU. Equal work: every load served the same pages (shop) or delivered every
+    message to every member of its room (chat), with no error.
+  * Unit of analysis: the shop or the chat pair (its loads are not independent): the mean of
+    its A - B differences; Student t across them.
   * Verdict: measured / predicted with its 90% interval (delta method, Welch-Satterthwaite
     df): confirmed inside [0.8, 1.25], refuted wholly outside, inconclusive otherwise.
   * No leak: the result names θ's sha256, and the held-out program (its jar, by sha256 and by
     name) must be none of the programs θ was fitted on.
 """
 import argparse
+import contextlib
 import json
 import shutil
 import time
@@ -37,12 +45,13 @@ import jvmos.experiments.interventions as iv
 from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
                                       select_jdks, write_outputs)
 from jvmos.experiments.predictions import window_order
+from jvmos.experiments.server import CommandServer
 from jvmos.experiments.shop import Shop
 from jvmos.heuristic import theta as th
 from jvmos.heuristic import whatif
-from jvmos.tools import SHOP_JAR, jar, program_id
+from jvmos.tools import CHAT_JAR, SHOP_JAR, jar, program_id
 
-TESTS = ("shop-keep-alive",)
+TESTS = ("shop-keep-alive", "chat-virtual")
 WARMUP_LOADS = 3            # loads of each arm before the measured ones, in every shop
 JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
 
@@ -60,6 +69,10 @@ def parse(argv):
                    help="loads of each arm per shop, ABBA (default 4)")
     p.add_argument("--threads", type=int, default=4, help="load threads (default 4)")
     p.add_argument("--pages", type=int, default=250, help="pages per load thread (default 250)")
+    p.add_argument("--rooms", type=int, default=10,
+                   help="chat: rooms of 20 users per load (default 10)")
+    p.add_argument("--messages", type=int, default=1,
+                   help="chat: messages each user sends (default 1: short sessions)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file with θ (jvmos calibrate --in-situ)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-held-out)")
@@ -67,8 +80,9 @@ def parse(argv):
     a = p.parse_args(argv)
     if a.render:
         return a
-    if a.servers < 2 or a.windows < 1 or a.threads < 1 or a.pages < 1:
-        p.error("--servers must be at least 2, --windows, --threads and --pages at least 1")
+    if a.servers < 2 or min(a.windows, a.threads, a.pages, a.rooms, a.messages) < 1:
+        p.error("--servers must be at least 2; --windows, --threads, --pages, --rooms and "
+                "--messages at least 1")
     bad = [x for x in a.only.split(",") if x not in TESTS]
     if bad:
         p.error(f"unknown held-out test(s) {', '.join(bad)} (known: {', '.join(TESTS)})")
@@ -118,46 +132,62 @@ def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
     return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
 
 
-def analyze(r: dict, theta: dict, c_link: dict) -> dict:
-    shops = r["shops"]
-    diffs = [sum(x["cpu_ns"] for x in s["loads"]["A"]) / len(s["loads"]["A"]) -
-             sum(x["cpu_ns"] for x in s["loads"]["B"]) / len(s["loads"]["B"]) for s in shops]
-    removed = r["recorded"]["A"]["accepts"] - r["keep"]
+def judge(r: dict, diffs: list, removed: float, theta: dict, constant: dict,
+          unequal: str = "") -> dict:
+    """The verdict of one held-out test: measured (the units' mean A - B CPU) against removed
+    x θ, and beside it removed x the paper's constant (the OS's part); the no-leak rule."""
     p = th.predict(removed, theta["fit"])
     meas = stats.paired_diff_ci(diffs, 0.90)
     meas95 = stats.paired_diff_ci(diffs, 0.95)
     ratio = stats.ratio_ci(diffs, p["predicted_ns"], p["predicted_se_ns"], 0.90,
                            p["predicted_df"])
     v = stats.equivalence_verdict(ratio, meas95, p["predicted_ns"])
-    pages = {x["pages"] for s in shops for arm in "AB" for x in s["loads"][arm]}
-    errors = sum(x["errors"] for s in shops for arm in "AB" for x in s["loads"][arm])
-    equal = pages == {r["threads"] * r["pages"]} and errors == 0
-    if not equal:
-        v = {**v, "verdict": "unequal work", "why": f"pages {sorted(pages)}, errors {errors}"}
+    if unequal:
+        v = {**v, "verdict": "unequal work", "why": unequal}
     # no leak: the held-out program is none of θ's (by its jar's sha256 or its jar's name, so
     # that a rebuilt copy of θ's own program is caught too); a θ that names no program
     # cannot be checked and counts as leaked
     mine = r["program_id"]
     progs = theta.get("programs")
-    leak_programs = (not progs) or any(p.get("jar_sha256") == mine["jar_sha256"] or
-                                       p.get("jar") == mine["jar"] for p in progs)
-    cos_ns = removed * c_link["mean_us"] * 1e3
+    leak_programs = (not progs) or any(x.get("jar_sha256") == mine["jar_sha256"] or
+                                       x.get("jar") == mine["jar"] for x in progs)
+    cos_ns = removed * constant["mean_us"] * 1e3
     return {"removed": removed, "prediction": p, "measured90": meas, "measured95": meas95,
-            "diffs_ns": diffs, "ratio": ratio, "verdict": v, "equal_work": equal,
+            "diffs_ns": diffs, "ratio": ratio, "verdict": v, "equal_work": not unequal,
             "c_os_predicted_ns": cos_ns,
             "c_os_ratio": meas["mean"] / cos_ns if cos_ns else None,
-            "count_error_b": r["recorded"]["B"]["accepts"] - r["keep"],
             "theta_programs_disjoint": not leak_programs}
 
 
-def run_shop_keep_alive(a, jvm, platform: dict, platform_file: Path, out: Path) -> dict:
+def unit_diffs(units: list) -> list:
+    """Per unit (a shop, a chat pair), the mean of its A loads' CPU less the mean of its B's."""
+    return [sum(x["cpu_ns"] for x in u["loads"]["A"]) / len(u["loads"]["A"]) -
+            sum(x["cpu_ns"] for x in u["loads"]["B"]) / len(u["loads"]["B"]) for u in units]
+
+
+def analyze(r: dict, theta: dict, c_link: dict) -> dict:
+    shops = r["shops"]
+    removed = r["recorded"]["A"]["accepts"] - r["keep"]
+    pages = {x["pages"] for s in shops for arm in "AB" for x in s["loads"][arm]}
+    errors = sum(x["errors"] for s in shops for arm in "AB" for x in s["loads"][arm])
+    equal = pages == {r["threads"] * r["pages"]} and errors == 0
+    out = judge(r, unit_diffs(shops), removed, theta, c_link,
+                "" if equal else f"pages {sorted(pages)}, errors {errors}")
+    out["count_error_b"] = r["recorded"]["B"]["accepts"] - r["keep"]
+    return out
+
+
+def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     theta = (platform.get("theta") or {}).get("keep-alive")
     why = th.stale(theta, str(jvm.home))
     if why:
         raise JvmosError(why)
     java = str(jvm.home / "bin" / "java")
-    r = {"name": "shop-keep-alive", "program": "the shop (Tomcat), a load's connections",
+    r = {"name": "shop-keep-alive", "what_if": "keep-alive", "term": "θ keep-alive (C_link)",
+         "program": "the shop (Tomcat), a load's connections",
          "program_id": program_id(jar(SHOP_JAR), "org.jvmos.workloads.shop (jar)"),
+         "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
          "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
          "change": "a connection per page -> keep-alive (one per load thread)",
          "threads": a.threads, "pages": a.pages, "keep": a.threads,
@@ -180,7 +210,136 @@ def run_shop_keep_alive(a, jvm, platform: dict, platform_file: Path, out: Path) 
         for k in range(a.servers):
             r["shops"].append(one_shop(java, a, out / f"shop{k}", k, bar))
     r["analysis"] = analyze(r, theta, c_link)
-    r["c_link_source"] = f"the platform file's C_link ({c_link['mean_us']:.2f} µs)"
+    r["constant_source"] = f"the platform file's C_link ({c_link['mean_us']:.2f} µs)"
+    return r
+
+
+CHAT_USERS_PER_ROOM = 20
+
+
+def chat_commands(java: str, a, mode: str):
+    """The chat server in one thread model (its heap fixed, its compiler threads for its whole
+    life) and the load of short sessions."""
+    server = (f"{java} {' '.join(JVM_FLAGS)} -Xms512m -Xmx512m -jar {jar(CHAT_JAR)} --port 0 "
+              f"--threads {mode} --max-seconds 3600")
+    load = (f"{java} -Xmx1g -cp {jar(CHAT_JAR)} org.jvmos.workloads.chat.ChatLoad --port {{port}}"
+            f" --rooms {{level}} --users-per-room {CHAT_USERS_PER_ROOM} --messages {a.messages} "
+            f"--message-bytes 40 --max-seconds 600")
+    return server, load
+
+
+def chat_load(srv: CommandServer, a) -> dict:
+    """One load of short sessions, and whether every message reached every member of its room
+    (the chat's equal work)."""
+    res = srv.load(str(a.rooms))
+    users = a.rooms * CHAT_USERS_PER_ROOM
+    want = users * CHAT_USERS_PER_ROOM * a.messages
+    return {"users": res.get("users"), "messages_sent": res.get("messages_sent"),
+            "deliveries": res.get("deliveries"),
+            "complete": (res.get("users") == users and res.get("deliveries") == want and
+                         res.get("messages_sent") == users * a.messages and
+                         not res.get("lost") and not res.get("duplicated") and
+                         not res.get("wrong_room") and not res.get("bad_frames"))}
+
+
+def recorded_threads(srv: CommandServer, a, out: Path, platform_file: Path) -> dict:
+    box = {}
+    res = rec.record(rec.Options(
+        pid=srv.pid, layers=["threads"], mode="count", out=out, platform=str(platform_file),
+        workload=lambda: box.setdefault("load", chat_load(srv, a)),
+        log=lambda m: log(f"  [{out.name}] {m}")))
+    if res.status != "complete":
+        raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
+    part, jdk, pid = whatif.jvm_of_run(res.summary, srv.pid)
+    c = whatif.counts(part)
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {"run_dir": str(out), "threads_created": c["threads_created"], "load": box["load"],
+            "count_hooks": whatif.count_hooks(manifest, "thread-pool"),
+            "summary_sha256": th.sha256_of(res.summary), "engine": manifest.get("engine") or {}}
+
+
+def chat_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
+    """Two live chat servers, platform (A) and virtual (B): a warm-up of each, then --windows
+    loads of each in ABBA/BAAB order, each load's CPU of its server less its JIT's."""
+    order = window_order(a.windows, 29, k)
+    loads = {"A": [], "B": []}
+    srv = {}
+    with contextlib.ExitStack() as stack:
+        for arm, mode in (("A", "platform"), ("B", "virtual")):
+            cmd, load = chat_commands(java, a, mode)
+            srv[arm] = stack.enter_context(CommandServer(cmd, load, d / f"server-{mode}",
+                                                         load_timeout=660))
+        for _ in range(WARMUP_LOADS):              # the warm-up: past the JIT's first waves
+            for arm in "AB":
+                chat_load(srv[arm], a)
+        for arm in order:
+            try:
+                s0 = proctimes.snapshot(srv[arm].pid)
+                res = chat_load(srv[arm], a)
+                s1 = proctimes.snapshot(srv[arm].pid)
+            except cputime.ProcessGone as e:
+                raise JvmosError(f"a chat server is gone: {e} (see {d}/server-*/)")
+            w = proctimes.window(s0, s1)
+            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
+                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"], **res})
+            bar.step()
+    if not any(f.stat().st_size for f in d.glob("server-*/server-stderr.txt")):
+        shutil.rmtree(d, ignore_errors=True)   # the servers' logs: nothing once they served
+    return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
+
+
+def chat_jvm(theta: dict, a):
+    """The JDK of the chat test: θ's own (a θ prices the JDK it was fitted on), 21 or later."""
+    from jvmos.experiments.chat import feature
+    jvm = select_jdks([a.jdk or theta["jdk"]])[0]
+    why = th.stale(theta, str(jvm.home))
+    if why:
+        raise JvmosError(why)
+    if feature(jvm) < 21:
+        raise JvmosError(f"held-out chat-virtual needs virtual threads (JDK 21+), and θ "
+                         f"thread-pool was fitted on {jdk_label(jvm)}: run 'jvmos calibrate "
+                         f"--in-situ --in-situ-terms thread-pool --jdk HOME' with a JDK 21+")
+    return jvm
+
+
+def run_chat_virtual(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    theta = (platform.get("theta") or {}).get("thread-pool")
+    if not theta:
+        raise JvmosError("no θ thread-pool on this machine: run 'jvmos calibrate --in-situ "
+                         "--in-situ-terms thread-pool --jdk HOME' with a JDK 21+")
+    jvm = chat_jvm(theta, a)
+    c_nt = (platform.get("constants") or {}).get("C_nt")
+    if not c_nt:
+        raise JvmosError("no C_nt in the platform file: run 'jvmos calibrate'")
+    java = str(jvm.home / "bin" / "java")
+    r = {"name": "chat-virtual", "what_if": "thread-pool", "term": "θ thread-pool (C_nt)",
+         "program": f"the chat server, short sessions ({a.rooms} rooms x "
+                    f"{CHAT_USERS_PER_ROOM} users, {a.messages} message(s) each)",
+         "program_id": program_id(jar(CHAT_JAR), "org.jvmos.workloads.chat (jar)"),
+         "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+         "change": "platform threads (a reader and a writer per connection) -> virtual threads",
+         "rooms": a.rooms, "messages": a.messages, "keep": 0,
+         "theta_sha256": theta["theta_sha256"], "theta_source": {
+             k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
+         "recorded": {}, "pairs": []}
+    for arm, mode in (("A", "platform"), ("B", "virtual")):
+        cmd, load = chat_commands(java, a, mode)
+        with CommandServer(cmd, load, out / f"recorded-server-{mode}", load_timeout=660) as srv:
+            for _ in range(WARMUP_LOADS):
+                chat_load(srv, a)
+            r["recorded"][arm] = recorded_threads(srv, a, out / f"recorded-{arm}",
+                                                  platform_file)
+        shutil.rmtree(out / f"recorded-server-{mode}", ignore_errors=True)
+    with Progress(a.servers * 2 * a.windows, "held-out chat-virtual", unit="load") as bar:
+        for k in range(a.servers):
+            r["pairs"].append(chat_pair(java, a, out / f"pair{k}", k, bar))
+    removed = r["recorded"]["A"]["threads_created"] - r["keep"]
+    bad = [x for u in r["pairs"] for arm in "AB" for x in u["loads"][arm] if not x["complete"]]
+    r["analysis"] = judge(r, unit_diffs(r["pairs"]), removed, theta, c_nt,
+                          f"{len(bad)} load(s) lost or garbled messages" if bad else "")
+    r["analysis"]["count_error_b"] = r["recorded"]["B"]["threads_created"] - r["keep"]
+    r["constant_source"] = f"the platform file's C_nt ({c_nt['mean_us']:.2f} µs)"
     return r
 
 
@@ -190,39 +349,54 @@ def leaked(r: dict) -> bool:
     return not r["analysis"].get("theta_programs_disjoint", True)
 
 
+def removed_text(r: dict) -> str:
+    x = r["analysis"]
+    if r["name"] == "chat-virtual":
+        return (f"{x['removed']:,} threads ({r['recorded']['A']['threads_created']:,} started - "
+                f"{r['keep']} kept)")
+    return (f"{x['removed']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
+            f"{r['keep']} kept)")
+
+
 def tables(results: dict) -> list:
-    t = Table(f"Held-out tests of θ ({results['jdk_label']}; θ sha256 "
-              f"{results['tests'][0]['theta_sha256'][:12]})",
-              ["term", "program", "arm (A -> B)", "count removed (recording of A)",
-               "predicted by θ, ms [95%, model error incl.]", "C_os's part (C_link), ms",
-               "measured A - B, ms [90% CI]", "ratio [90% CI]", "confirmed?",
-               "count error of B"])
+    t = Table("Held-out tests of θ", ["term", "program (JDK)", "arm (A -> B)",
+                                      "count removed (recording of A)",
+                                      "predicted by θ, ms [95%, model error incl.]",
+                                      "C_os's part, ms", "measured A - B, ms [90% CI]",
+                                      "ratio [90% CI]", "confirmed?", "count error of B",
+                                      "θ sha256"])
     for r in results["tests"]:
         x = r["analysis"]
         p, m, ra = x["prediction"], x["measured90"], x["ratio"]
-        t.add(["θ keep-alive (C_link)", r["program"], r["change"],
-               f"{x['removed']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
-               f"{r['keep']} kept)",
+        unit = "pairs" if r["name"] == "chat-virtual" else "shops"
+        t.add([r.get("term", "θ keep-alive (C_link)"),
+               f"{r['program']} ({r.get('jdk_label') or results['jdk_label']})", r["change"],
+               removed_text(r),
                f"{p['predicted_ns'] / 1e6:,.2f} [{p['predicted_ci_ns'][0] / 1e6:,.2f}, "
                f"{p['predicted_ci_ns'][1] / 1e6:,.2f}]",
                f"{x['c_os_predicted_ns'] / 1e6:,.2f}",
                f"{m['mean'] / 1e6:,.2f} [{m['ci'][0] / 1e6:,.2f}, {m['ci'][1] / 1e6:,.2f}] "
-               f"(n={m['n']} shops)",
+               f"(n={m['n']} {unit})",
                "—" if ra is None else f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]",
                x["verdict"]["verdict"] if not leaked(r) else "LEAKED: no verdict",
-               f"{x['count_error_b']:+,}"])
+               f"{x['count_error_b']:+,}", r["theta_sha256"][:12]])
     return [t]
 
 
 NOTES = [
-    "count removed: the accepts the probes counted in one recorded load of arm A (links layer, "
-    "count mode) less the connections the change keeps (one per load thread); arm B's "
-    "recording scores that count only (count error: B's accepts less the kept ones).",
-    "predicted by θ: count x θ (jvmos calibrate --in-situ: the request server's whole CPU per "
-    "connection, fitted by dose-response), its interval θ's with the leave-one-dose-out "
-    "model error; C_os's part: count x C_link, the OS's part only (the paper's prediction).",
-    "measured: per load, the shop's CPU clock (every thread) less its JIT threads' CPU; A - B "
-    "averaged per shop, the mean over shops with its Student t 90% interval.",
+    "count removed: what the probes counted in one recorded load of arm A (count mode) less "
+    "the uses the change keeps. Shop: accepts (links layer), one connection kept per load "
+    "thread. Chat: native threads started (threads layer), none kept per load (the virtual "
+    "scheduler's carriers start once). Arm B's recording scores that count only (count "
+    "error: B's count less the uses kept).",
+    "predicted by θ: count x θ (jvmos calibrate --in-situ: on jvmos's request server, the "
+    "whole CPU per use fitted by dose-response: per connection for keep-alive; per thread "
+    "started, less a pool's hand-off, for thread-pool), its interval θ's with the leave-one-"
+    "dose-out model error; C_os's part: count x C_link or C_nt, the OS's part only (the "
+    "paper's prediction).",
+    "measured: per load, the server's CPU clock (every thread) less its JIT threads' CPU; A - "
+    "B averaged per unit (a shop; a pair of live chat servers), the mean over units with its "
+    "Student t 90% interval.",
     "confirmed: the ratio's 90% interval (delta method) inside [0.8, 1.25]; refuted: wholly "
     "outside; inconclusive: otherwise. No leak: the held-out program (its jar, by sha256 and "
     "name) is none of the programs θ was fitted on; otherwise no verdict is given.",
@@ -240,19 +414,24 @@ def render(src: Path) -> int:
     return 0
 
 
+RUNS = {"shop-keep-alive": run_shop_keep_alive, "chat-virtual": run_chat_virtual}
+
+
 def main(argv) -> int:
     a = parse(argv)
     if a.render:
         return render(Path(a.render))
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     platform_file = cal.platform_path(a.platform)
     platform = cal.load(platform_file) or {}
     out = out_dir(a.out, "held-out")
-    results = {"experiment": "held-out", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
-               "date": time.strftime("%Y-%m-%d"), "commit": iv.git_commit(),
-               "analysis_plan": __doc__.split("\n\n")[2], "tests": []}
-    results["tests"].append(run_shop_keep_alive(a, jvm, platform, platform_file, out))
-    write_outputs(out, "held-out", tables(results), results, NOTES)
+    only = a.only.split(",")
+    results = {"experiment": "held-out", "date": time.strftime("%Y-%m-%d"),
+               "commit": iv.git_commit(), "analysis_plan": __doc__.split("\n\n")[2],
+               "tests": []}
+    for name in only:
+        results["tests"].append(RUNS[name](a, platform, platform_file, out))
+        # each finished test is kept at once: a later one that fails loses nothing
+        write_outputs(out, "held-out", tables(results), results, NOTES)
     print((out / "held-out.md").read_text())
     log(f"results: {out}")
     if any(leaked(r) for r in results["tests"]):
@@ -266,10 +445,10 @@ def main(argv) -> int:
 
 
 def store_verdicts(results: dict, platform_file: Path) -> None:
-    """Each held-out verdict beside θ in the platform file (predict --what-if prints it)."""
+    """Each held-out verdict beside its θ in the platform file (predict --what-if prints it)."""
     platform = cal.load(platform_file) or {}
     for r in results["tests"]:
-        t = (platform.get("theta") or {}).get("keep-alive")
+        t = (platform.get("theta") or {}).get(r.get("what_if", "keep-alive"))
         if not t or t.get("theta_sha256") != r["theta_sha256"]:
             continue            # θ changed since: the verdict is not about it
         t.setdefault("held_out", {})[r["name"]] = {

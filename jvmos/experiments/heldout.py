@@ -63,7 +63,8 @@ def parse(argv):
                                        "  jvmos run held-out --servers 2 --windows 2 --pages 40"
                                        "\n  jvmos run held-out --render results/predictions/"
                                        "held-out\n")
-    p.add_argument("--only", default=",".join(TESTS), help=f"tests ({', '.join(TESTS)})")
+    p.add_argument("--only", help=f"tests ({', '.join(TESTS)}; default: every test whose θ "
+                                  f"this machine has, the others skipped with the reason)")
     p.add_argument("--servers", type=int, default=4, help="fresh shops (default 4)")
     p.add_argument("--windows", type=int, default=4,
                    help="loads of each arm per shop, ABBA (default 4)")
@@ -83,7 +84,7 @@ def parse(argv):
     if a.servers < 2 or min(a.windows, a.threads, a.pages, a.rooms, a.messages) < 1:
         p.error("--servers must be at least 2; --windows, --threads, --pages, --rooms and "
                 "--messages at least 1")
-    bad = [x for x in a.only.split(",") if x not in TESTS]
+    bad = [x for x in (a.only or ",".join(TESTS)).split(",") if x not in TESTS]
     if bad:
         p.error(f"unknown held-out test(s) {', '.join(bad)} (known: {', '.join(TESTS)})")
     return a
@@ -288,6 +289,15 @@ def chat_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
     return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
 
 
+def analyze_chat(r: dict, theta: dict, c_nt: dict) -> dict:
+    removed = r["recorded"]["A"]["threads_created"] - r["keep"]
+    bad = [x for u in r["pairs"] for arm in "AB" for x in u["loads"][arm] if not x["complete"]]
+    out = judge(r, unit_diffs(r["pairs"]), removed, theta, c_nt,
+                f"{len(bad)} load(s) lost or garbled messages" if bad else "")
+    out["count_error_b"] = r["recorded"]["B"]["threads_created"] - r["keep"]
+    return out
+
+
 def chat_jvm(theta: dict, a):
     """The JDK of the chat test: θ's own (a θ prices the JDK it was fitted on), 21 or later."""
     from jvmos.experiments.chat import feature
@@ -334,11 +344,7 @@ def run_chat_virtual(a, platform: dict, platform_file: Path, out: Path) -> dict:
     with Progress(a.servers * 2 * a.windows, "held-out chat-virtual", unit="load") as bar:
         for k in range(a.servers):
             r["pairs"].append(chat_pair(java, a, out / f"pair{k}", k, bar))
-    removed = r["recorded"]["A"]["threads_created"] - r["keep"]
-    bad = [x for u in r["pairs"] for arm in "AB" for x in u["loads"][arm] if not x["complete"]]
-    r["analysis"] = judge(r, unit_diffs(r["pairs"]), removed, theta, c_nt,
-                          f"{len(bad)} load(s) lost or garbled messages" if bad else "")
-    r["analysis"]["count_error_b"] = r["recorded"]["B"]["threads_created"] - r["keep"]
+    r["analysis"] = analyze_chat(r, theta, c_nt)
     r["constant_source"] = f"the platform file's C_nt ({c_nt['mean_us']:.2f} µs)"
     return r
 
@@ -403,9 +409,13 @@ NOTES = [
 ]
 
 
+def notes_of(results: dict) -> list:
+    return NOTES + [f"skipped: {k} ({v})" for k, v in (results.get("skipped") or {}).items()]
+
+
 def render(src: Path) -> int:
     results = load_finished(src / "held-out.json", "held-out", "tests")
-    notes = list(NOTES)
+    notes = notes_of(results)
     if any("theta_programs_disjoint" not in r["analysis"] for r in results["tests"]):
         notes.append("this run predates the no-leak rule by program: it compared load sets' "
                      "sha256 with θ's runs only (a check that could not fail across programs)")
@@ -417,6 +427,25 @@ def render(src: Path) -> int:
 RUNS = {"shop-keep-alive": run_shop_keep_alive, "chat-virtual": run_chat_virtual}
 
 
+def cannot_run(name: str, a, platform: dict):
+    """Why held-out test NAME cannot run here (no θ for it, or θ's JDK cannot run it), or
+    None."""
+    what_if = {"shop-keep-alive": "keep-alive", "chat-virtual": "thread-pool"}[name]
+    theta = (platform.get("theta") or {}).get(what_if)
+    try:
+        if not theta:
+            return f"no θ {what_if} on this machine (jvmos calibrate --in-situ)"
+        if name == "chat-virtual":
+            chat_jvm(theta, a)
+        else:
+            why = th.stale(theta, str(select_jdks([a.jdk] if a.jdk else None)[0].home))
+            if why:
+                return why
+    except JvmosError as e:
+        return str(e)
+    return None
+
+
 def main(argv) -> int:
     a = parse(argv)
     if a.render:
@@ -424,14 +453,23 @@ def main(argv) -> int:
     platform_file = cal.platform_path(a.platform)
     platform = cal.load(platform_file) or {}
     out = out_dir(a.out, "held-out")
-    only = a.only.split(",")
     results = {"experiment": "held-out", "date": time.strftime("%Y-%m-%d"),
                "commit": iv.git_commit(), "analysis_plan": __doc__.split("\n\n")[2],
-               "tests": []}
-    for name in only:
+               "tests": [], "skipped": {}}
+    for name in (a.only.split(",") if a.only else TESTS):
+        if not a.only:
+            why = cannot_run(name, a, platform)
+            if why:
+                # not asked for by name: a test this machine cannot run is skipped, saying why
+                results["skipped"][name] = why
+                log(f"held-out {name} skipped: {why}")
+                continue
         results["tests"].append(RUNS[name](a, platform, platform_file, out))
         # each finished test is kept at once: a later one that fails loses nothing
-        write_outputs(out, "held-out", tables(results), results, NOTES)
+        write_outputs(out, "held-out", tables(results), results, notes_of(results))
+    if not results["tests"]:
+        raise JvmosError("no held-out test can run on this machine: " + "; ".join(
+            f"{k}: {v}" for k, v in results["skipped"].items()))
     print((out / "held-out.md").read_text())
     log(f"results: {out}")
     if any(leaked(r) for r in results["tests"]):

@@ -95,3 +95,64 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
 
 def test_in_situ_bad_input():
     one_error_line(run_jvmos(["calibrate", "--in-situ", "--in-situ-requests", "3"], timeout=60))
+
+
+def _modern_jdk():
+    """A JDK 21 or later found on this machine (virtual threads), or None."""
+    from jvmos.experiments.chat import feature
+    from jvmos.jdk import discover_jdks
+    return next((j for j in discover_jdks() if feature(j) >= 21), None)
+
+
+def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
+    """θ thread-pool on two live servers per group (a thread per connection, a pool) and its
+    held-out test on the chat server, platform -> virtual threads, on θ's own JDK."""
+    jvm = _modern_jdk()
+    if jvm is None:
+        pytest.skip("no JDK 21 or later on this machine (virtual threads)")
+    plat = tmp_path / "platform.json"
+    shutil.copy(platform_file, plat)
+    r = run_jvmos(["calibrate", "--in-situ", "--in-situ-terms", "thread-pool", "--trials", "2",
+                   "--in-situ-requests", "200", "--jdk", str(jvm.home), "--platform", str(plat),
+                   "--out", str(tmp_path / "insitu")], timeout=600)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(plat.read_text())["theta"]["thread-pool"]
+    groups = json.loads((tmp_path / "insitu" / "thread-pool" / "insitu.json").read_text())
+    assert t["jdk"] == str(jvm.home) and t["unit"] == "thread"
+    assert t["runs_sha256"] == [g["sha256"] for g in groups["runs"]]
+    for g in groups["runs"]:
+        arms = g["arms"]
+        assert len(arms["per-connection"]) == len(arms["pool"]) == len(g["windows"]) == 16
+        for w, p, q in zip(g["windows"], arms["per-connection"], arms["pool"]):
+            # one window of θ is the pair's difference, the same dose and the same requests
+            assert w["dose"] == p["dose"] == q["dose"] and p["answer"] == q["answer"]
+            assert w["cpu_ns"] == pytest.approx(p["cpu_ns"] - q["cpu_ns"])
+    assert t["fit"]["ns_per_use"] > 0, "a thread per connection costs more CPU than a pool"
+
+    out = tmp_path / "ho"
+    r = run_jvmos(["run", "held-out", "--only", "chat-virtual", "--servers", "2", "--windows",
+                   "1", "--rooms", "2", "--platform", str(plat), "--out", str(out)],
+                  timeout=900)
+    assert r.returncode == 0, r.stderr
+    ho = json.loads((out / "held-out.json").read_text())["tests"][0]
+    x = ho["analysis"]
+    assert ho["theta_sha256"] == t["theta_sha256"] and ho["jdk"] == t["jdk"]
+    assert x["theta_programs_disjoint"] and x["equal_work"]
+    # a reader and a writer thread per connection: 40 users, at least 80 threads started
+    assert ho["recorded"]["A"]["threads_created"] >= 80
+    assert x["removed"] == ho["recorded"]["A"]["threads_created"]
+    assert x["prediction"]["predicted_ns"] == pytest.approx(x["removed"] * t["fit"]["ns_per_use"])
+    assert ho["recorded"]["A"]["count_hooks"], "the probes that counted the threads are named"
+    # small sizes do not speak for θ
+    assert "held_out" not in json.loads(plat.read_text())["theta"]["thread-pool"]
+
+
+def test_chat_held_out_needs_a_theta_for_threads(platform_file, tmp_path):
+    plat = tmp_path / "platform.json"
+    data = json.loads(platform_file.read_text())
+    data.pop("theta", None)
+    plat.write_text(json.dumps(data))
+    r = run_jvmos(["run", "held-out", "--only", "chat-virtual", "--platform", str(plat),
+                   "--out", str(tmp_path / "x")], timeout=120)
+    line = one_error_line(r)
+    assert "no θ thread-pool" in line

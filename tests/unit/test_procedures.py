@@ -1,6 +1,7 @@
 """The procedures behind committed results (scripts/procedures): the render step re-makes the
 committed table from the committed data, byte for byte, and the measuring steps are at least
 well-formed (they need root and minutes of recording, so `make test` does not run them)."""
+import json
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,28 @@ def test_cold_waits_render_remakes_the_committed_table(tmp_path):
                         str(tmp_path / "runs")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "cold-waits.md").read_text() == (src / "cold-waits.md").read_text()
+
+
+def test_chat_messages_dose_remakes_the_committed_table(tmp_path):
+    """The post-hoc split of held-out chat-virtual's saving (per delivery, and the sessions
+    alone) re-made from the two committed runs, byte for byte."""
+    src = ROOT / "results" / "predictions" / "held-out-chat"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    shutil.copy(src / "held-out.json", a)
+    shutil.copy(src / "messages-4" / "held-out.json", b)
+    r = subprocess.run([sys.executable, str(PROC / "chat_messages_dose.py"), str(a), str(b)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (a / "messages-dose.md").read_text() == (src / "messages-dose.md").read_text()
+    # two runs that priced different θ cannot be set side by side
+    data = json.loads((b / "held-out.json").read_text())
+    data["tests"][0]["theta_sha256"] = "0" * 64
+    (b / "held-out.json").write_text(json.dumps(data))
+    r = subprocess.run([sys.executable, str(PROC / "chat_messages_dose.py"), str(a), str(b)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "different θ" in r.stderr
 
 
 def test_measuring_procedures_are_well_formed():

@@ -135,3 +135,64 @@ def test_render_of_a_run_before_the_program_rule(tmp_path):
     assert heldout.render(tmp_path) == 0
     md = (tmp_path / "held-out.md").read_text()
     assert "predates the no-leak rule" in md and "LEAKED" not in md
+
+
+def test_thread_theta_is_the_slope_of_the_pairs_cpu_difference():
+    """A thread per connection (P) costs θ_link + θ_thread per connection, a pool (Q) θ_link
+    plus a hand-off: θ thread-pool, fitted on P - Q windows, recovers θ_thread whatever the
+    connection's own cost and the servers' different baselines."""
+    from jvmos import insitu
+    import random
+    rnd = random.Random(5)
+    uses = {"every:1": 1000, "every:2": 500, "every:4": 250, "keep-alive": 1}
+
+    def win(dose, i, cpu):
+        return {"dose": dose, "uses": uses[dose], "index": i, "answer": 7 + i, "bytes": 1024,
+                "cpu_ns": cpu, "cpu_with_jit_ns": cpu + 5e6, "stime_ns": cpu / 2,
+                "utime_ns": cpu / 2, "minflt": 10, "syscr": 3, "syscw": 3,
+                "jit_threads_exited": 0}
+
+    groups = []
+    for g in range(6):
+        ws = []
+        for i, d in enumerate(th.dose_order(list(uses), 4, g)):
+            p = win(d, i, 300e6 + uses[d] * (58e3 + 120e3) + rnd.gauss(0, 2e6))
+            q = win(d, i, 250e6 + uses[d] * (58e3 + 6e3) + rnd.gauss(0, 2e6))
+            ws.append(insitu.difference_window(p, q))
+        groups.append(ws)
+    f = th.fit(groups, "keep-alive")
+    assert f["ns_per_use"] == pytest.approx(114e3, rel=0.03)
+    assert f["ci_ns"][0] < 114e3 < f["ci_ns"][1]
+    w = groups[0][0]
+    assert w["minflt"] == 0 and w["cpu_with_jit_ns"] == pytest.approx(w["cpu_ns"])
+    # the two servers did different work for the same requests: refused
+    p, q = win("every:1", 0, 1.0), win("every:1", 0, 1.0)
+    q["answer"] += 1
+    with pytest.raises(Exception, match="different work"):
+        insitu.difference_window(p, q)
+
+
+def test_chat_held_out_analysis_by_hand():
+    f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
+    theta = {"fit": f, "programs": [{"jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}
+
+    def pair(diff_ns):
+        ok = {"complete": True}
+        return {"loads": {"A": [{"cpu_ns": 50e6 + diff_ns, **ok}, {"cpu_ns": 50e6 + diff_ns,
+                                                                   **ok}],
+                          "B": [{"cpu_ns": 50e6, **ok}, {"cpu_ns": 50e6, **ok}]}}
+
+    r = {"pairs": [pair(16.0e6), pair(17.2e6), pair(17.2e6)], "keep": 0,
+         "recorded": {"A": {"threads_created": 400}, "B": {"threads_created": 3}},
+         "program_id": {"jar": "jvmos-chat.jar", "jar_sha256": "chat-jar"}}
+    x = heldout.analyze_chat(r, theta, {"mean_us": 80.0})
+    assert x["removed"] == 400 and x["count_error_b"] == 3
+    assert x["prediction"]["predicted_ns"] == pytest.approx(400 * 42e3)
+    assert x["measured90"]["mean"] == pytest.approx(16.8e6)
+    assert x["ratio"]["ratio"] == pytest.approx(1.0)
+    assert x["c_os_predicted_ns"] == pytest.approx(32e6)
+    assert x["theta_programs_disjoint"] and x["equal_work"]
+    # a load that lost a message is unequal work: no ratio verdict
+    r["pairs"][1]["loads"]["B"][0]["complete"] = False
+    assert heldout.analyze_chat(r, theta, {"mean_us": 80.0})["verdict"]["verdict"] == \
+        "unequal work"

@@ -153,6 +153,13 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
     if bad or not terms:
         raise JvmosError(f"--in-situ-terms: unknown {', '.join(bad) or 'none'} (known: "
                          f"{', '.join(insitu.DESIGNS)})")
+    try:
+        chunks = sorted({int(x) for x in args.in_situ_chunks.split(",") if x.strip()})
+    except ValueError:
+        chunks = []
+    if len(chunks) < 3 or chunks[0] < 1 or chunks[-1] > 16 << 20:
+        raise JvmosError(f"--in-situ-chunks: three or more write sizes in bytes, 1 to "
+                         f"16,777,216 (got '{args.in_situ_chunks}')")
     written = []
     if "keep-alive" in terms:
         r = insitu.calibrate_links(jvm, servers=args.trials, n=args.in_situ_requests, out=out,
@@ -164,7 +171,7 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
         # the write's dose is a server option: groups of four live servers, 256 KiB answers
         w = insitu.calibrate_chunks(jvm, groups=args.trials,
                                     n=max(8, args.in_situ_requests // 5),
-                                    out=out / "bigger-chunks", log=log)
+                                    out=out / "bigger-chunks", log=log, chunks=chunks)
         insitu.store(path, w)
         print("\n".join(insitu.summary_lines(w)))
         written.append(f"{out}/bigger-chunks/insitu.json")
@@ -751,6 +758,10 @@ def _verb_calibrate(sub) -> None:
     c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks,thread-pool",
                    help="with --in-situ: the what-ifs to fit θ for (default "
                         "keep-alive,bigger-chunks,thread-pool)")
+    c.add_argument("--in-situ-chunks", default="1024,2048,4096,8192", metavar="BYTES,...",
+                   help="with --in-situ: the write sizes of θ for writes (bigger-chunks), one "
+                        "live server each (default 1024,2048,4096,8192: an unbuffered "
+                        "stream's writes up to a buffer's)")
     c.add_argument("--refit", metavar="DIR",
                    help="with --in-situ: fit θ again from a finished in-situ run's windows "
                         "(DIR/insitu.json; nothing measured) and store it")

@@ -33,9 +33,27 @@ JVM_FLAGS = ("-XX:-UseDynamicNumberOfCompilerThreads",)
 DOSES = {"every:1": "a new connection per request", "every:2": "every 2nd request",
          "every:4": "every 4th request", "keep-alive": "one connection per window"}
 BASELINE = "keep-alive"
-CHUNK_RESPONSE = 256 << 10
-CHUNK_DOSES = {"8192": "8 KiB writes", "16384": "16 KiB writes", "32768": "32 KiB writes",
-               "65536": "64 KiB writes"}
+# the write sizes of θ for writes (--in-situ-chunks): the regime of the change it prices, from
+# an unbuffered stream's small writes to a buffer's; a first fit on 8-64 KiB writes found no
+# per-write line there (results/predictions/theta-writes)
+CHUNKS = (1024, 2048, 4096, 8192)
+
+
+def chunk_response(chunks) -> int:
+    """The answer's size for write doses `chunks`: at least 64 KiB and 4 writes of the
+    largest, so that every dose writes the same bytes in whole chunks."""
+    return max(64 << 10, 4 * max(chunks))
+
+
+def chunk_design(chunks) -> dict:
+    """θ for writes' design at these write sizes."""
+    resp = chunk_response(chunks)
+    return {**DESIGNS["bigger-chunks"],
+            "doses": {str(c): f"{c / 1024:g} KiB writes" for c in sorted(chunks)},
+            "baseline": str(max(chunks)),
+            "use": f"a blocking write of the server, the same bytes in fewer writes "
+                   f"({resp >> 10} KiB answers from a heap array, in writes of "
+                   f"{', '.join(f'{c / 1024:g}' for c in sorted(chunks))} KiB)"}
 
 # what each θ prices, and how its uses were counted
 DESIGNS = {
@@ -44,10 +62,8 @@ DESIGNS = {
         "use": "a connection opened by the client and accepted by the server",
         "counted_by": "the client's count of the connections it opened (no probe)",
         "applies_to": "a recording's accepts (links layer: accept and accept4)"},
-    "bigger-chunks": {
-        "term": "C_I/Ochunk", "unit": "write", "doses": CHUNK_DOSES, "baseline": "65536",
-        "use": "a blocking write of the server, the same bytes in fewer writes (256 KiB "
-               "answers from a heap array)",
+    "bigger-chunks": {           # doses, baseline and use: chunk_design
+        "term": "C_I/Ochunk", "unit": "write",
         "counted_by": "the kernel's count of the server's write syscalls (/proc/PID/io "
                       "syscw; no probe)",
         "applies_to": "a recording's blocking writes (io layer: write, writev, sendto, "
@@ -93,21 +109,23 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
             "sha256": th.sha256_of(windows)}
 
 
-def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
-    """One group of four live servers, one per write size (the dose is a server's start-up
-    option), the same 256 KiB answers from a heap array over one keep-alive connection:
+def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int,
+                chunks=CHUNKS) -> dict:
+    """One group of live servers, one per write size (the dose is a server's start-up
+    option), the same answers from a heap array over one keep-alive connection:
     windows of n requests to one and the other in rounds of reversed orders; the uses of a
     window are the kernel's count of its server's write syscalls."""
     srv, ok, windows = {}, False, []
-    count = {dose: 0 for dose in CHUNK_DOSES}
+    doses = [str(c) for c in sorted(chunks)]
+    count = {dose: 0 for dose in doses}
     try:
-        for dose in CHUNK_DOSES:
-            st = {**iv.DEFAULT, "response": CHUNK_RESPONSE, "chunk": int(dose),
+        for dose in doses:
+            st = {**iv.DEFAULT, "response": chunk_response(chunks), "chunk": int(dose),
                   "client": "keep-alive"}
             srv[dose] = iv.Server(java, st, d / dose, Path("/dev/null"), JVM_FLAGS)
-        for dose in CHUNK_DOSES:            # the settling round: the JIT, kept apart
+        for dose in doses:                  # the settling round: the JIT, kept apart
             srv[dose].load(n)
-        order = th.dose_order(list(CHUNK_DOSES), rounds, seed)
+        order = th.dose_order(doses, rounds, seed)
         for dose in order:
             s0 = proctimes.snapshot(srv[dose].proc.pid)
             res = srv[dose].load(n)
@@ -126,7 +144,7 @@ def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
             shutil.rmtree(d / dose)
     if d.is_dir() and not any(d.iterdir()):
         d.rmdir()
-    return {"order": order, "windows": windows, "server": srv["8192"].cmd,
+    return {"order": order, "windows": windows, "server": srv[doses[0]].cmd,
             "sha256": th.sha256_of(windows)}
 
 
@@ -205,17 +223,17 @@ def calibrate_threads(jvm, groups: int = 12, rounds: int = 4, n: int = 1000, out
 
 
 def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: Path = None,
-                     log: Callable = print) -> dict:
+                     log: Callable = print, chunks=CHUNKS) -> dict:
     java = str(jvm.home / "bin" / "java")
     c_program("reqload")
     jar(IO_JAR)
     t0 = time.time()
     runs = []
     for k in range(groups):
-        log(f"in-situ θ for writes: group {k + 1}/{groups} (4 servers, {rounds} rounds, "
-            f"{n:,} requests of {CHUNK_RESPONSE >> 10} KiB a window)")
-        runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k))
-    return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out)
+        log(f"in-situ θ for writes: group {k + 1}/{groups} ({len(chunks)} servers, {rounds} "
+            f"rounds, {n:,} requests of {chunk_response(chunks) >> 10} KiB a window)")
+        runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k, chunks))
+    return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out, chunk_design(chunks))
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
@@ -244,9 +262,9 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
 
 
 def finish(runs: List[dict], jvm, n: int, rounds: int, t0: float, what_if: str,
-           out: Path) -> dict:
+           out: Path, design: dict = None) -> dict:
     """θ's record from the runs, written beside them (insitu.json, insitu.md)."""
-    rec = theta_record(runs, jvm, n, rounds, time.time() - t0, what_if)
+    rec = theta_record(runs, jvm, n, rounds, time.time() - t0, what_if, design)
     write(out, rec, runs)
     return rec
 
@@ -268,9 +286,9 @@ def window_record(dose: str, uses: int, index: int, w: dict, res: dict) -> dict:
 
 
 def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
-                 what_if: str = "keep-alive") -> dict:
+                 what_if: str = "keep-alive", design: dict = None) -> dict:
     """θ's record from the servers' windows: the fit and everything it came from."""
-    design = DESIGNS[what_if]
+    design = design or DESIGNS[what_if]
     # the same requests gave the same answers whatever the dose: the i-th window of each
     # server (keep-alive: of each run) got the same checksum
     key = "index" if what_if == "bigger-chunks" else "position"
@@ -311,8 +329,14 @@ def refit(src: Path, jvm) -> dict:
         if th.sha256_of(r["windows"]) != r["sha256"]:
             raise JvmosError(f"{src}/insitu.json: a server's windows no longer match their "
                              f"sha256 (edited?)")
+    what_if = old.get("what_if", "keep-alive")
+    design = None
+    if what_if == "bigger-chunks":
+        # the write sizes the windows were measured at, not today's default
+        design = {**DESIGNS[what_if], "doses": old["doses"], "baseline": old["baseline"],
+                  "use": old["use"]}
     rec = theta_record(runs, jvm, old["requests_per_window"], old["rounds"], old["seconds"],
-                       old.get("what_if", "keep-alive"))
+                       what_if, design)
     rec["refitted_from"] = {"theta_sha256": old["theta_sha256"], "date": old["date"],
                             "commit": old["commit"]}
     # the programs the windows were measured on, not the jars built now

@@ -75,7 +75,12 @@ DESIGNS = {
                "of 2, the same doses of connections; θ is the slope of their CPU difference)",
         "counted_by": "the client's count of the connections it opened: the thread-per-"
                       "connection server starts one thread for each (no probe)",
-        "applies_to": "a recording's native threads started (threads layer: pthread_create)"},
+        "applies_to": "a recording's native threads started (the threads layer's "
+                      "thread_create count), each priced as one connection's thread less a "
+                      "pool's hand-off",
+        "clock": "the thread-per-connection server's CPU clock less the pool server's, each "
+                 "less its JIT compiler threads' CPU (ticks): a difference of two processes",
+        "servers_per_run": 2},
 }
 THREAD_MODES = ("per-connection", "pool")
 
@@ -175,6 +180,7 @@ def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
                 s1 = proctimes.snapshot(srv[m].proc.pid)
                 got[m] = window_record(dose, res["connections"], i, proctimes.window(s0, s1),
                                        res)
+                got[m]["first"] = (m == THREAD_MODES[i % 2])    # which server went first
                 arms[m].append(got[m])
             windows.append(difference_window(got["per-connection"], got["pool"]))
         ok = True
@@ -219,6 +225,7 @@ def calibrate_threads(jvm, groups: int = 12, rounds: int = 4, n: int = 1000, out
         log(f"in-situ θ for threads: group {k + 1}/{groups} (a thread per connection and a "
             f"pool, {rounds} rounds of {len(DOSES)} doses, {n:,} requests a window)")
         runs.append(thread_group(java, out / f"group{k}", n, rounds, 53 + k))
+        keep_partial(out, runs)
     return finish(runs, jvm, n, rounds, t0, "thread-pool", out)
 
 
@@ -233,6 +240,7 @@ def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: 
         log(f"in-situ θ for writes: group {k + 1}/{groups} ({len(chunks)} servers, {rounds} "
             f"rounds, {n:,} requests of {chunk_response(chunks) >> 10} KiB a window)")
         runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k, chunks))
+        keep_partial(out, runs)
     return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out, chunk_design(chunks))
 
 
@@ -258,7 +266,20 @@ def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out:
         log(f"in-situ θ for connections: server {k + 1}/{servers} ({rounds} rounds of "
             f"{len(DOSES)} doses, {n:,} requests a window)")
         runs.append(one_server(java, out / f"server{k}", n, rounds, 17 + k, log))
+        keep_partial(out, runs)
     return finish(runs, jvm, n, rounds, t0, "keep-alive", out)
+
+
+PARTIAL = "insitu.partial.json"
+
+
+def keep_partial(out: Path, runs: List[dict]) -> None:
+    """The runs finished so far, kept on disk at once: a server that dies later loses nothing
+    measured before it (the file goes when θ is written)."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (PARTIAL + ".tmp")
+    tmp.write_text(json.dumps({"runs": runs}) + "\n")
+    tmp.replace(out / PARTIAL)
 
 
 def finish(runs: List[dict], jvm, n: int, rounds: int, t0: float, what_if: str,
@@ -266,6 +287,7 @@ def finish(runs: List[dict], jvm, n: int, rounds: int, t0: float, what_if: str,
     """θ's record from the runs, written beside them (insitu.json, insitu.md)."""
     rec = theta_record(runs, jvm, n, rounds, time.time() - t0, what_if, design)
     write(out, rec, runs)
+    (out / PARTIAL).unlink(missing_ok=True)
     return rec
 
 
@@ -305,9 +327,13 @@ def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
            "fit": fit, "moved_with_dose_per_use": moved_with_dose(runs),
            "doses": design["doses"], "baseline": design["baseline"], "requests_per_window": n,
            "servers": len(runs), "rounds": rounds, "server_cmd": runs[0]["server"],
+           # a run (the unit of θ's interval) is one server, or a group of live servers
+           "servers_per_run": design.get("servers_per_run", 1 if what_if == "keep-alive" else
+                                         len(design["doses"])),
            "jvm_flags": list(JVM_FLAGS), "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
            "commit": iv.git_commit(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-           "clock": "the server's CPU clock (ns) less its JIT compiler threads' CPU (ticks)",
+           "clock": design.get("clock", "the server's CPU clock (ns) less its JIT compiler "
+                                        "threads' CPU (ticks)"),
            "counted_by": design["counted_by"], "applies_to": design["applies_to"],
            "runs_sha256": [r["sha256"] for r in runs],
            # the programs θ was fitted on: a held-out test must use none of them
@@ -326,6 +352,9 @@ def refit(src: Path, jvm) -> dict:
     except (OSError, ValueError, KeyError) as e:
         raise JvmosError(f"{src}/insitu.json is not a finished in-situ run: {e}")
     for r in runs:
+        if "arms" in r and th.sha256_of(r["arms"]) != r.get("arms_sha256"):
+            raise JvmosError(f"{src}/insitu.json: a group's server windows no longer match "
+                             f"their sha256 (edited?)")
         if th.sha256_of(r["windows"]) != r["sha256"]:
             raise JvmosError(f"{src}/insitu.json: a server's windows no longer match their "
                              f"sha256 (edited?)")
@@ -367,7 +396,7 @@ def summary_lines(rec: dict) -> List[str]:
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
             "  θ's clock: the server's CPU less its JIT threads'; what moved with the dose, per "
-            f"{unit} (the whole process, JIT included): kernel CPU "
+            f"{unit} ({'the pair difference' if rec['what_if'] == 'thread-pool' else 'the whole process'}, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "

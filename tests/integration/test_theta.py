@@ -119,7 +119,11 @@ def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
     t = json.loads(plat.read_text())["theta"]["thread-pool"]
     groups = json.loads((tmp_path / "insitu" / "thread-pool" / "insitu.json").read_text())
     assert t["jdk"] == str(jvm.home) and t["unit"] == "thread"
-    assert t["runs_sha256"] == [g["sha256"] for g in groups["runs"]]
+    from jvmos.heuristic import theta as th
+    # θ names its runs by their content: recomputed here, windows and each server's own
+    assert t["runs_sha256"] == [th.sha256_of(g["windows"]) for g in groups["runs"]]
+    assert all(g["arms_sha256"] == th.sha256_of(g["arms"]) for g in groups["runs"])
+    assert t["servers"] == 2 and t["servers_per_run"] == 2
     for g in groups["runs"]:
         arms = g["arms"]
         assert len(arms["per-connection"]) == len(arms["pool"]) == len(g["windows"]) == 16
@@ -127,6 +131,14 @@ def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
             # one window of θ is the pair's difference, the same dose and the same requests
             assert w["dose"] == p["dose"] == q["dose"] and p["answer"] == q["answer"]
             assert w["cpu_ns"] == pytest.approx(p["cpu_ns"] - q["cpu_ns"])
+            assert p["first"] != q["first"]
+        # each dose had the thread-per-connection server first as often as the pool
+        for d in t["doses"]:
+            firsts = [p["first"] for p in arms["per-connection"] if p["dose"] == d]
+            assert firsts.count(True) == firsts.count(False) == 2
+        # the client's count: a connection per request, every 2nd or 4th, or one per window
+        assert {w["dose"]: w["uses"] for w in g["windows"]} == {
+            "every:1": 200, "every:2": 100, "every:4": 50, "keep-alive": 1}
     assert t["fit"]["ns_per_use"] > 0, "a thread per connection costs more CPU than a pool"
 
     out = tmp_path / "ho"
@@ -138,13 +150,16 @@ def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
     x = ho["analysis"]
     assert ho["theta_sha256"] == t["theta_sha256"] and ho["jdk"] == t["jdk"]
     assert x["theta_programs_disjoint"] and x["equal_work"]
-    # a reader and a writer thread per connection: 40 users, at least 80 threads started
-    assert ho["recorded"]["A"]["threads_created"] >= 80
-    assert x["removed"] == ho["recorded"]["A"]["threads_created"]
-    assert x["prediction"]["predicted_ns"] == pytest.approx(x["removed"] * t["fit"]["ns_per_use"])
+    # a reader and a writer thread per connection: 40 users, 80 threads started (a thread the
+    # JVM starts on its own may join them; a double count, 160, may not)
+    assert 80 <= ho["recorded"]["A"]["threads_created"] <= 90
+    # virtual threads: no platform thread per connection
+    assert ho["recorded"]["B"]["threads_created"] < 40
     assert ho["recorded"]["A"]["count_hooks"], "the probes that counted the threads are named"
+    assert not ho["full_size"]
     # small sizes do not speak for θ
     assert "held_out" not in json.loads(plat.read_text())["theta"]["thread-pool"]
+    assert not (out / "held-out.partial.json").exists()
 
 
 def test_chat_held_out_needs_a_theta_for_threads(platform_file, tmp_path):

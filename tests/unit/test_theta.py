@@ -196,3 +196,54 @@ def test_chat_held_out_analysis_by_hand():
     r["pairs"][1]["loads"]["B"][0]["complete"] = False
     assert heldout.analyze_chat(r, theta, {"mean_us": 80.0})["verdict"]["verdict"] == \
         "unequal work"
+
+
+def test_ipc_kept_and_analysis_by_hand():
+    # 200 answers of 50,000 bytes: each flushed from an 8 KiB buffer in 7 writes
+    rec = {"writes": 10_000, "write_bytes": 200 * 50_000, "reads": 900}
+    assert heldout.ipc_kept(rec, 200) == 200 * 7
+    assert heldout.ipc_kept({"write_bytes": 200 * 100}, 200) == 200   # one write an answer
+    f = th.fit([_server(4.95e3), _server(5.05e3), _server(5e3)], "keep-alive")
+    theta = {"fit": f, "programs": [{"jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}
+
+    def pair(diff_ns, size=50_000):
+        ok = {"complete": True, "bytes_received": size}
+        return {"loads": {"A": [{"cpu_ns": 9e8 + diff_ns, **ok}], "B": [{"cpu_ns": 9e8, **ok}]}}
+
+    r = {"pairs": [pair(42.0e6), pair(44.0e6), pair(43.0e6)], "keep": 1400,
+         "recorded": {"A": rec, "B": {"writes": 1405, "reads": 210}},
+         "program_id": {"jar": "jvmos-ipc.jar", "jar_sha256": "ipc-jar"}}
+    x = heldout.analyze_ipc(r, theta, {"mean_us": 2.0})
+    assert x["removed"] == 8600 and x["count_error_b"] == 5
+    assert x["prediction"]["predicted_ns"] == pytest.approx(8600 * 5e3)
+    assert x["measured90"]["mean"] == pytest.approx(43e6)
+    assert x["ratio"]["ratio"] == pytest.approx(1.0)
+    assert x["reads_a"] == 900 and x["reads_b"] == 210
+    assert x["units_needed_for_0.2"] >= 2
+    r["pairs"][0]["loads"]["B"][0]["bytes_received"] = 49_000
+    assert heldout.analyze_ipc(r, theta, {"mean_us": 2.0})["verdict"]["verdict"] == \
+        "unequal work"
+
+
+def test_only_a_full_size_test_stores_its_verdict():
+    a = heldout.parse([])
+    assert all(heldout.full_size(t, a) for t in heldout.TESTS)
+    for argv, test in ((["--rooms", "2"], "chat-virtual"), (["--messages", "4"], "chat-virtual"),
+                       (["--pages", "40"], "shop-keep-alive"),
+                       (["--ipc-calls", "20"], "ipc-buffered"), (["--servers", "3"], "ipc-buffered"),
+                       (["--windows", "2"], "shop-keep-alive")):
+        assert not heldout.full_size(test, heldout.parse(argv)), argv
+
+
+def test_a_test_without_its_theta_is_skipped_saying_why():
+    a = heldout.parse([])
+    assert "no θ thread-pool" in heldout.cannot_run("chat-virtual", a, {})
+    assert "no θ bigger-chunks" in heldout.cannot_run("ipc-buffered", a, {"theta": {}})
+
+
+def test_partial_results_are_kept_and_replaced(tmp_path):
+    heldout.keep_partial(tmp_path, {"pairs": [1]})
+    heldout.keep_partial(tmp_path, {"pairs": [1, 2]})
+    import json
+    assert json.loads((tmp_path / heldout.PARTIAL).read_text()) == {"pairs": [1, 2]}
+    assert [p.name for p in tmp_path.iterdir()] == [heldout.PARTIAL]

@@ -81,8 +81,8 @@ def parse(argv):
                    help="chat: messages each user sends (default 1: short sessions)")
     p.add_argument("--ipc-size", type=int, default=5000,
                    help="ipc: Integers per SV answer (default 5000: about 50 KB)")
-    p.add_argument("--ipc-calls", type=int, default=200,
-                   help="ipc: calls per client run, one load (default 200)")
+    p.add_argument("--ipc-calls", type=int, default=50,
+                   help="ipc: calls per client run, one load (default 50)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file with θ (jvmos calibrate --in-situ)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-held-out)")
@@ -194,7 +194,7 @@ def full_size(name: str, a) -> bool:
         return False
     return {"shop-keep-alive": a.threads >= 4 and a.pages >= 250,
             "chat-virtual": a.rooms >= 10 and a.messages == 1,
-            "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 200}[name]
+            "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 50}[name]
 
 
 def unit_diffs(units: list) -> list:

@@ -197,6 +197,20 @@ COUNT_CAVEATS = {
 }
 
 
+def outside_regime(mean_bytes: float, theta: dict) -> Optional[str]:
+    """Why θ for writes cannot price writes of this mean size (None when it can): a write's
+    cost depends on its size, and θ holds only between the write sizes it was fitted on."""
+    try:
+        sizes = sorted(int(d) for d in theta.get("doses") or {})
+    except ValueError:
+        return None
+    if sizes and not sizes[0] <= mean_bytes <= sizes[-1]:
+        return (f"this recording's writes average {mean_bytes:,.0f} bytes, outside the write "
+                f"sizes θ was fitted on ({sizes[0]:,}-{sizes[-1]:,} bytes): what a write costs "
+                f"depends on its size")
+    return None
+
+
 def count_hooks(manifest: dict, name: str) -> list:
     """The probes of a recording that counted what-if NAME's uses (from its manifest)."""
     keys = COUNT_SYSCALLS.get(name)
@@ -242,6 +256,8 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
             why = (f"θ's per-use model does not fit its own doses: its interval with the "
                    f"model error ({t['fit']['model_error_relative']:.0%} beyond noise) "
                    f"reaches {lo / 1e3:,.1f} µs, below 0")
+        if not why and name == "bigger-chunks" and c["io_writes"]:
+            why = outside_regime(c["io_write_bytes"] / c["io_writes"], t)
         verdicts = list((t.get("held_out") or {}).values())
         validated = [sorted(v["count_hooks"]) for v in verdicts if v.get("count_hooks")]
         if not why and hooks is not None and verdicts:

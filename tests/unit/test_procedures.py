@@ -5,6 +5,8 @@ import json
 import shutil
 import subprocess
 import sys
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +32,22 @@ def test_chat_messages_dose_remakes_the_committed_table(tmp_path):
     b.mkdir()
     shutil.copy(src / "held-out.json", a)
     shutil.copy(src / "messages-4" / "held-out.json", b)
+    for d, s in ((a, src), (b, src / "messages-4")):
+        for arm in "AB":
+            (d / f"recorded-{arm}").mkdir()
+            shutil.copy(s / f"recorded-{arm}" / "summary.json", d / f"recorded-{arm}")
     r = subprocess.run([sys.executable, str(PROC / "chat_messages_dose.py"), str(a), str(b)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (a / "messages-dose.md").read_text() == (src / "messages-dose.md").read_text()
+    # the slope by hand, from the two runs' own paired differences
+    d1 = json.loads((a / "held-out.json").read_text())["tests"][0]["analysis"]["diffs_ns"]
+    d4 = json.loads((b / "held-out.json").read_text())["tests"][0]["analysis"]["diffs_ns"]
+    got = json.loads((a / "messages-dose.json").read_text())
+    assert got["per_delivery_ns"] == pytest.approx(
+        (sum(d4) / len(d4) - sum(d1) / len(d1)) / (200 * 20 * 3))
+    # a = the 1-message saving less one message's worth of deliveries
+    assert got["sessions_ns"] == pytest.approx(sum(d1) / len(d1) - got["per_delivery_ns"] * 4000)
     # two runs that priced different θ cannot be set side by side
     data = json.loads((b / "held-out.json").read_text())
     data["tests"][0]["theta_sha256"] = "0" * 64

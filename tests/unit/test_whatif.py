@@ -147,6 +147,22 @@ def test_theta_prices_the_whole_change_and_refuses_other_hooks():
                                                      hooks=TP)["theta"]["refused"]
 
 
+def test_theta_for_writes_prices_only_writes_of_its_sizes():
+    """θ for writes holds between the write sizes it was fitted on: a recording whose writes
+    average 5 bytes (an unbuffered ObjectOutputStream) is refused, one of 2 KiB is priced."""
+    t = {"fit": THETA_FIT, "jdk": "/jdk", "theta_sha256": "w", "held_out": {},
+         "doses": {"1024": "1 KiB", "2048": "2 KiB", "4096": "4 KiB", "8192": "8 KiB"}}
+    p = dict(PLATFORM, theta={"bigger-chunks": t})
+    tiny = summary(io_syscall={"syscalls": {"write": {"calls": 1000, "bytes": 5000}}})
+    r = whatif.from_run("bigger-chunks", tiny, p, "/jdk")
+    assert "average 5 bytes" in r["theta"]["refused"] and r["theta"]["whole_change_us"] is None
+    ok = summary(io_syscall={"syscalls": {"write": {"calls": 1000, "bytes": 2048 * 1000}}})
+    r = whatif.from_run("bigger-chunks", ok, p, "/jdk")
+    assert r["theta"]["refused"] is None
+    assert r["theta"]["whole_change_us"] == pytest.approx(1000 * 50.0)
+    assert whatif.outside_regime(9000, t) and not whatif.outside_regime(1024, t)
+
+
 def test_count_hooks_and_caveats():
     m = {"probes": {"attached": TP + ["tracepoint:syscalls:sys_enter_close",
                                       "tracepoint:syscalls:sys_exit_accept",

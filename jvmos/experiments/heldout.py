@@ -617,19 +617,24 @@ def main(argv) -> int:
     results = {"experiment": "held-out", "date": time.strftime("%Y-%m-%d"),
                "commit": iv.git_commit(), "analysis_plan": __doc__.split("\n\n")[2],
                "tests": [], "skipped": {}}
-    for name in (a.only.split(",") if a.only else TESTS):
-        if not a.only:
-            why = cannot_run(name, a, platform)
-            if why:
-                # not asked for by name: a test this machine cannot run is skipped, saying why
-                results["skipped"][name] = why
-                log(f"held-out {name} skipped: {why}")
-                continue
-        results["tests"].append(RUNS[name](a, platform, platform_file, out))
+    names = a.only.split(",") if a.only else []
+    for name in ([] if a.only else TESTS):
+        # not asked for by name: a test this machine cannot run is skipped, saying why
+        why = cannot_run(name, a, platform)
+        if why:
+            results["skipped"][name] = why
+            log(f"held-out {name} skipped: {why}")
+        else:
+            names.append(name)
+    for name in names:
+        # one test: its recordings and servers in the run's directory; several: each its own
+        here = out if len(names) == 1 else out / name
+        here.mkdir(parents=True, exist_ok=True)
+        results["tests"].append(RUNS[name](a, platform, platform_file, here))
         results["tests"][-1]["full_size"] = full_size(name, a)
         # each finished test is kept at once: a later one that fails loses nothing
         write_outputs(out, "held-out", tables(results), results, notes_of(results))
-        (out / PARTIAL).unlink(missing_ok=True)
+        (here / PARTIAL).unlink(missing_ok=True)
     if not results["tests"]:
         raise JvmosError("no held-out test can run on this machine: " + "; ".join(
             f"{k}: {v}" for k, v in results["skipped"].items()))

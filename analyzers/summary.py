@@ -52,11 +52,11 @@ def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
 
 
 def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str], mode: str,
-                probes: Optional[dict] = None, thr_incl: int = 0) -> dict:
+                probes: Optional[dict] = None, thr_incl: int = 0, scope: str = "host") -> dict:
     """One process's categories, each resource's from its own analyzer."""
     cats = {}
     cats.update(threads.categories(fns, thr_incl, probes, mode))
-    cats.update(links.categories(fns, probes))
+    cats.update(links.categories(fns, probes, scope))
     cats.update(mem.categories(fns, probes, costs, mode))
     cats.update(io.categories(fns, paths, confirmed, costs, jvm_key, mode))
     cats.update(census.categories(fns))
@@ -103,7 +103,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
                   key=lambda p: int(p))
     for pid in pids:
         cats = _categories(fns.get(pid, {}), pathmap.get(pid, {}), confirmed.get(pid, 0),
-                           costs, jvms_by_pid.get(pid), mode, probes, int(incl.get(pid, 0)))
+                           costs, jvms_by_pid.get(pid), mode, probes, int(incl.get(pid, 0)),
+                           scope)
         io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
         by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
                        "categories": cats, "paths": io.paths(pathmap.get(pid, {}), io_bytes)}

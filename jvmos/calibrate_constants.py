@@ -45,6 +45,10 @@ def measure(jvm, trials: int = 5, chunk: int = constants.DEFAULT_CHUNK, log: Cal
                 log(f"platform constant {name}: trial {t + 1}/{trials}")
                 run = Path(tmp) / f"{name}-{t}"
                 res = rec.record(rec.Options(
+                    # C_link and C_file price the syscall (the OS's part): timed on its
+                    # tracepoints, as the kernel serves it, not on libc's functions (this
+                    # microbenchmark runs alone; the host-wide tracepoint tax does not matter)
+                    scope="host" if layers == ["links"] else "process",
                     cmd=cmd, layers=layers, out=run, stdout=run.parent / f"{name}-{t}.out",
                     stderr=run.parent / f"{name}-{t}.err", jdks=[str(jvm.home)],
                     platform=platform_file, calibrate_if_missing=False, log=lambda m: None))

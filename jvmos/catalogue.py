@@ -103,6 +103,25 @@ THREAD_SPAN_SYSCALLS = ("clone", "clone3", "mmap", "munmap", "mprotect", "madvis
                         "rseq", "rt_sigprocmask", "sched_getaffinity", "set_robust_list",
                         "gettid", "exit")
 LINK_SYSCALLS = ("accept", "accept4", "connect", "open", "openat", "openat2", "close")
+# libc's functions that make each links syscall (--scope process), the syscall's own wrapper
+# first: aliases at one address are probed once under the first name; glibc's internal
+# __open_nocancel and __close_nocancel (fopen, fclose, opendir, NSS, sysconf) are separate
+# code, exported GLIBC_PRIVATE, and probed as the syscall they make (probelist.LIBC_STANDS_FOR).
+# The fortified __open_2 and __openat_2 jump into open and openat and are seen there.
+# openat2 has no wrapper in glibc 2.36: at --scope process it is not seen.
+LINK_LIBC_WRAPPERS = {"accept": ("accept",), "accept4": ("accept4",),
+                      "connect": ("connect", "__connect"),
+                      "open": ("open", "open64", "__open_nocancel", "__open64_nocancel"),
+                      "openat": ("openat", "openat64"),
+                      "close": ("close", "__close", "__close_nocancel")}
+# libc functions probed under another name than the syscall they make: read as that syscall
+LIBC_STANDS_FOR = {"__open_nocancel": "open", "__open64_nocancel": "open",
+                   "__close_nocancel": "close", "__close": "close", "__connect": "connect"}
+# what a libc wrapper cannot see, said in the manifest and the report (--scope process)
+LINK_BLIND_SPOTS = ("the dynamic loader's own open and close (dlopen of a library: ld.so "
+                    "makes them without libc), openat2 (no glibc wrapper), and any raw "
+                    "syscall(2); a non-blocking connect's EINPROGRESS is counted as failed "
+                    "(libc returns -1 and leaves the cause in errno)")
 
 _LAYERS = [
     Layer("io",
@@ -134,9 +153,12 @@ _LAYERS = [
           symbols=THREAD_SYMBOLS, timed_spans=True),
     Layer("links",
           "accept, connect, open and close: the paper's C_link and C_file",
-          "a syscall tracepoint pair (≈0.5 µs) per accept/connect/open/close, and "
-          "sched_switch; the same host-wide syscall-tracepoint tax as threads",
-          syscalls=LINK_SYSCALLS, tracepoints=("sched:sched_switch",)),
+          "an entry+return pair on libc's wrapper per accept/connect/open/close (≈1.5 µs; "
+          "no syscall tracepoint at --scope process), and sched_switch; at --scope host a "
+          "syscall tracepoint pair (≈0.5 µs) and the host-wide syscall-tracepoint tax",
+          syscalls=LINK_SYSCALLS, tracepoints=("sched:sched_switch",),
+          symbols={"@LIBC@": tuple(s for names in LINK_LIBC_WRAPPERS.values()
+                                   for s in names)}),
     Layer("mem",
           "the libc allocator, the kernel's memory syscalls and user page faults",
           "a uprobe pair per allocator call and per memory call (≈1.7 µs; ≈0.9 µs for an "

@@ -9,7 +9,7 @@ retired bpftrace scripts named their uprobes by address ("uprobe:<library>:<deci
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from jvmos.catalogue import jni_symbol_of_usdt
+from jvmos.catalogue import LIBC_STANDS_FOR, jni_symbol_of_usdt
 
 
 @dataclass
@@ -34,7 +34,8 @@ class ProbeList:
 def symbol_of_probe(probe: str, addresses: Dict[str, str]) -> str:
     """'uprobe:/x/libjvm.so:9136384' -> 'jni_GetByteArrayRegion' (with that address in
     `addresses`); 'tracepoint:syscalls:sys_exit_write' -> 'write'; a HotSpot USDT probe of a
-    JNI function -> that function's symbol."""
+    JNI function -> that function's symbol; glibc's __close_nocancel -> 'close' (the syscall
+    it makes: catalogue.LIBC_STANDS_FOR)."""
     kind, _, rest = probe.partition(":")
     if kind == "usdt":
         sym = addresses.get(rest)
@@ -47,7 +48,7 @@ def symbol_of_probe(probe: str, addresses: Dict[str, str]) -> str:
         sym = addresses.get(rest)
         if sym is None:
             sym = rest.rsplit(":", 1)[-1]
-        return sym
+        return LIBC_STANDS_FOR.get(sym, sym)
     if kind == "tracepoint":
         name = rest.rsplit(":", 1)[-1]
         for pre in ("sys_exit_", "sys_enter_"):

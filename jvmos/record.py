@@ -58,6 +58,16 @@ from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
+def blind_spots(layers, scope: str) -> Dict[str, str]:
+    """What a layer's attach points cannot see at this scope (libc's wrappers at --scope
+    process), said in the manifest and the report."""
+    from jvmos.catalogue import LINK_BLIND_SPOTS
+    out = {}
+    if scope == "process" and "links" in layers:
+        out["links"] = LINK_BLIND_SPOTS
+    return out
+
+
 @dataclass
 class Options:
     cmd: Optional[List[str]] = None
@@ -471,6 +481,8 @@ def _prepare(opts: Options, log) -> _Run:
                    "scope": {"mode": opts.scope}},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
+        # what the chosen attach points cannot see, by layer
+        "blind_spots": blind_spots(opts.layers, opts.scope),
     }
 
     return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,

@@ -60,8 +60,10 @@ def scope_line(manifest: dict) -> str:
                 + (f" ({n} process(es))" if n else "")
                 + (" as uprobe_multi links" if eng.get("uprobe_multi") else "")
                 + (f" ({eng['fallback']})" if eng.get("fallback") else "")
-                + ("; libc's wrappers stand for the io and mem syscalls" if sc == "process"
-                   else "; syscall tracepoints instead of libc's wrappers")
+                + ("; libc's wrappers stand for the io, mem and links syscalls"
+                   if sc == "process" else "; syscall tracepoints instead of libc's wrappers")
+                + "".join(f"; not seen by {layer}: {what}"
+                          for layer, what in (manifest.get("blind_spots") or {}).items())
                 + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else "")
                 + ("; syscall tracepoints sent every syscall of the host through the slow path"
                    if sys_tp else ""))

@@ -24,17 +24,18 @@
  * connect under way) is a link, not a failure.
  *
  * Attach points, and why:
- *  - the syscall tracepoints syscalls:sys_enter_X / sys_exit_X (at both scopes, by default):
- *    they see every call the kernel serves, whatever made it: the JDK's natives through
- *    libc's wrappers, but also glibc's internal __open_nocancel/__close_nocancel (fopen,
- *    fclose, opendir, NSS, sysconf) and the dynamic loader's own open/close (dlopen of every
- *    JDK library), which no uprobe on libc's wrappers sees; and only the kernel's return
- *    value tells connect's -EINPROGRESS from a failure (libc returns -1 and sets errno).
- *    Every process on the host runs these programs; those not traced return at the first
- *    line (one hash lookup).
- *  - libc's wrappers as uprobe pairs (libc_enter + libc_*_ret), opened in the traced processes
- *    only: kept for measurement (JVMOS_LINKS_LIBC, see links.py), not the default, because
- *    they miss the calls above.
+ *  - libc's functions that make these syscalls, as uprobe pairs (libc_enter + libc_*_ret),
+ *    opened in the traced processes only: the default (--scope process), so that no syscall
+ *    tracepoint is enabled and no other process on the host pays. They include glibc's
+ *    internal __open_nocancel and __close_nocancel (fopen, fclose, opendir, NSS, sysconf).
+ *    They do not see the dynamic loader's own open/close (dlopen), openat2 (no wrapper) or a
+ *    raw syscall(2), and libc's -1 does not tell connect's EINPROGRESS from a failure (errno
+ *    is not read): counted as failed. The manifest names these blind spots.
+ *  - the syscall tracepoints syscalls:sys_enter_X / sys_exit_X (--scope host): they see every
+ *    call the kernel serves, whatever made it, and the kernel's return value tells
+ *    -EINPROGRESS from a failure. Every process on the host runs these programs (those not
+ *    traced return at the first line, one hash lookup), and an enabled syscall tracepoint
+ *    sends every syscall of the host through the slow path.
  *  - sched_switch (tp_btf: prev and next task_struct as arguments): counts every switch out
  *    of a traced thread (@hits "links:sched_switch", the probe effect), notes when a thread
  *    inside a link call is switched out, and adds the interval when it runs again.

@@ -1,24 +1,25 @@
 """The links layer, compiled (probes/links.bpf.c, probes/links.h): accept, accept4, connect
 (category link) and open, openat, openat2, close (category file), the paper's C_link/C_file.
 
-Attach points: the syscall tracepoints at both scopes. libc's wrappers (a uprobe pair in the
-traced processes only, cheaper for every other process on the host) were measured as the
---scope process alternative and not chosen: they do not see what a JVM's libc and dynamic
-loader do without them (__open_nocancel/__close_nocancel under fopen, fclose, opendir and
-sysconf; ld.so's own open/close under dlopen), so they count fewer calls than the kernel
-serves, and they cannot tell connect's EINPROGRESS from a failure (libc returns -1 and puts
-the cause in errno). Measured (2-core VM, LinkBench --mode accept --links 500 on JDK 17,
-tracepoint witness on the same pid): accept 500/500 and connect 500/500 agree, but close
-1018 of 1112, open(at) 60 of 101 and failed file calls 1 of 57 are seen on the libc route.
-Costs: the tracepoint pair 0.64-0.71 us per call in the traced process, the libc uprobe pair
-on close 1.87-1.93 us; a bystander's close(-1) takes 0.26 us alone, 0.65 us while the
-tracepoints are attached, 0.26 us with the libc route. JVMOS_LINKS_LIBC=close,openat,... (a developer's switch, for measuring
-that choice again) puts those syscalls on libc's wrappers at --scope process.
+Attach points. --scope process (the default): libc's functions that make these syscalls
+(catalogue.LINK_LIBC_WRAPPERS: the wrappers and glibc's internal __open_nocancel and
+__close_nocancel), a uprobe pair opened in the traced processes only, so that no syscall
+tracepoint is enabled and no other process on the host pays anything. What they cannot see is
+catalogue.LINK_BLIND_SPOTS (the dynamic loader's own open/close, openat2, raw syscalls; a
+non-blocking connect's EINPROGRESS counted as failed), written into the manifest.
+--scope host: the syscall tracepoints, which see every call the kernel serves, at the
+host-wide cost of an enabled syscall tracepoint (results/overhead).
+
+Measured before the nocancel functions were added (2-core VM, LinkBench --mode accept --links
+500 on JDK 17, tracepoint witness on the same pid): accept 500/500 and connect 500/500 agree on
+the libc route; close 1018 of 1112 and open(at) 60 of 101 were seen, the rest made by glibc's
+nocancel paths and ld.so. Costs: the tracepoint pair 0.64-0.71 us per call in the traced
+process, the libc uprobe pair on close 1.87-1.93 us; a bystander's close(-1) takes 0.26 us
+alone, 0.65 us while the tracepoints are attached, 0.26 us with the libc route.
 """
 from jvmos.enginecalib import Calibration
-import os
 
-from jvmos.catalogue import LINK_SYSCALLS
+from jvmos.catalogue import LINK_LIBC_WRAPPERS, LINK_SYSCALLS
 
 NAME = OBJECT = "links"
 HEADER = "links.h"
@@ -38,19 +39,6 @@ HEADER_NAMES = {
 }
 
 LINK = ("accept", "accept4", "connect")
-# libc's wrappers of each syscall, the plain name first: a later name at the same address
-# (open64, openat64) is probed once, under the first, so the analyzers see the syscall's name.
-# openat2 has no wrapper in glibc 2.36: it stays on its tracepoint on either route.
-LIBC_WRAPPERS = {"accept": ("accept",), "accept4": ("accept4",), "connect": ("connect",),
-                 "open": ("open", "open64"), "openat": ("openat", "openat64"),
-                 "close": ("close",)}
-
-
-def libc_route() -> set:
-    """The syscalls put on libc's wrappers at --scope process: none unless JVMOS_LINKS_LIBC
-    names them (the measured choice is the tracepoints; see the module's docstring)."""
-    want = {s.strip() for s in os.environ.get("JVMOS_LINKS_LIBC", "").split(",") if s.strip()}
-    return {s for s in want if s in LIBC_WRAPPERS}
 
 
 def constants(ctx) -> dict:
@@ -58,11 +46,10 @@ def constants(ctx) -> dict:
 
 
 def plan(ctx) -> None:
-    libc = libc_route() if ctx.scope == "process" else set()
     for sc in LINK_SYSCALLS:
         cat = "link" if sc in LINK else "file"
-        if sc in libc:
-            for sym in LIBC_WRAPPERS[sc]:
+        if ctx.scope == "process":
+            for sym in LINK_LIBC_WRAPPERS.get(sc, ()):     # openat2: none, not seen
                 ctx.uprobe("LIBC", sym, "libc_enter", f"libc_{cat}_ret")
             continue
         ctx.tracepoint("syscalls", f"sys_enter_{sc}", "sys_link_enter")
@@ -70,8 +57,11 @@ def plan(ctx) -> None:
 
 
 CALIBRATIONS = [
+    # the tracepoint pair is the --scope host route; at --scope process the layer's libc
+    # pairs are charged the symbol pair's cost (io's calibration, on libc's write wrapper)
     Calibration("link_syscall_hit", "close", 200_000, ("links",), ("links:syscall_pair",),
-                "links.bpf.c's sys_link_enter + sys_file_exit on close(-1) (EBADF)"),
+                "links.bpf.c's sys_link_enter + sys_file_exit on close(-1) (EBADF)",
+                scope="host"),
     Calibration("sched_switch_links_hit", "yield", 100_000, ("links",),
                 ("links:sched_switch",),
                 "links.bpf.c's links_switch, per switch out of a traced thread (two threads "

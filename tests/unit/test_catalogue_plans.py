@@ -70,3 +70,14 @@ def test_the_io_layers_syscalls_are_the_catalogued_io_syscalls_and_their_libc_wr
     assert host == set(cat.IO_SYSCALLS)
     procsys, procsyms = _attached("io", "process")
     assert not procsys and procsyms["@LIBC@"] == set(cat.IO_LIBC_WRAPPERS)
+
+
+def test_at_process_scope_only_the_threads_layer_enables_syscall_tracepoints():
+    """Issue 31: --scope process enables no syscall tracepoint (each taxes every task on the
+    host). io, mem and links count on libc's functions there; threads still times thread
+    creation and futex on syscall tracepoints (what is left of the issue)."""
+    using = {name for name in cat.LAYER_INFO if _attached(name, "process")[0]}
+    assert using == {"threads"}
+    # at --scope host, every layer that makes syscalls uses their tracepoints
+    assert {name for name in cat.LAYER_INFO if _attached(name, "host")[0]} == \
+        {"io", "threads", "links", "mem"}

@@ -19,6 +19,7 @@ from jvmos.analyzers.correction import combine, validate_costs, validate_probes
 from jvmos.analyzers.overhead import probe_overhead
 from jvmos.analyzers.rawparse import Raw
 from jvmos.catalogue import CATEGORIES, GUARANTEED, GUARANTEED_IO
+from jvmos.catalogue import IO_SYSCALL_OF_WRAPPER, SPAN_CATEGORIES
 from jvmos.probelist import symbol_of_probe
 
 SCHEMA = "jvmos.summary/1"
@@ -134,6 +135,8 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
             c["time_ns"] = None
             c["time_unknown_reason"] = (f"{mapname} summed to {v} ns (negative: the probes' "
                                         "bookkeeping of a span went wrong)")
+    for pid in pids:
+        split_spans(by_pid[pid]["categories"], by_pid[pid].get("off_cpu"))
     cats_total: Dict[str, dict] = {}
     for name in CATEGORIES:
         per = [(pid, by_pid[pid]["categories"][name]) for pid in pids
@@ -284,6 +287,33 @@ _SHARED = ("probe_window_ns",)
 # keys recomputed from the summed figures
 _CORRECTION_KEYS = ("time_ns", "time_raw_ns", "time_hits", "correction_ns", "corrected",
                     "floored", "correction_dominates", "time_ci95_ns")
+
+
+SPAN_BASIS = ("estimated: the span (corrected) less the time the threads layer saw its "
+              "threads blocked in the same syscalls (sched_switch with the syscall in progress); "
+              "floored at 0")
+
+
+def split_spans(cats: dict, off: Optional[dict]) -> None:
+    """A span category's time (io_syscall, sync: entry to return, blocking included) split
+    into the part blocked in those syscalls, from the off-CPU section (the threads layer's
+    sched_switch, by syscall), and the rest, on-CPU (an estimate, labelled). Without an
+    off-CPU section (no threads layer) nothing is split: the span stays a span."""
+    by = (off or {}).get("by_syscall") or {}
+    if not by:
+        return
+    for name in SPAN_CATEGORIES:
+        c = cats.get(name)
+        if not c or c.get("time_ns") is None:
+            continue
+        if name == "sync":
+            names = {"futex"}
+        else:
+            names = {IO_SYSCALL_OF_WRAPPER.get(k, k) for k in (c.get("syscalls") or {})}
+        blocked = sum((by.get(n) or {}).get("blocked_ns", 0) for n in names)
+        c["blocked_ns"] = blocked
+        c["on_cpu_ns"] = max(0, c["time_ns"] - blocked)
+        c["on_cpu_basis"] = SPAN_BASIS
 
 
 def merge_figures(figs: list) -> dict:

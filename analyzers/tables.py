@@ -94,11 +94,22 @@ def method_text(c: dict) -> str:
 
 
 def category_table(summary: dict, title: str = "Categories") -> Table:
-    t = Table(title, ["category", "calls", "bytes", "time", "measured raw", "method"])
+    """Each category's figures, its time with what kind of time it is: on-CPU, a span with
+    blocking included (split into blocked and on-CPU where the threads layer saw the blocking),
+    or waiting."""
+    from jvmos.catalogue import time_kind
+    t = Table(title, ["category", "calls", "bytes", "time", "time kind", "blocked in it",
+                      "on-CPU (est.)", "measured raw", "method"])
     for name, c in summary.get("categories", {}).items():
         method = method_text(c)
         raw = c.get("time_raw_ns")
+        span = time_kind(name).startswith("span")
+        split = c.get("blocked_ns") is not None
+        blocked = fmt_ns(c["blocked_ns"]) if split else ("not split (no threads layer)"
+                                                          if span else "")
+        on_cpu = fmt_ns(c["on_cpu_ns"]) if split else ""
         t.add([name, fmt_count(c.get("calls")), fmt_bytes(c.get("bytes")),
-               fmt_time(c), fmt_ns(raw), method],
-              [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), raw, method])
+               fmt_time(c), time_kind(name), blocked, on_cpu, fmt_ns(raw), method],
+              [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), time_kind(name),
+               c.get("blocked_ns"), c.get("on_cpu_ns"), raw, method])
     return t

@@ -91,6 +91,8 @@ OPTIONAL_SYMBOL_PREFIXES = ("Java_sun_nio_ch_",)
 # --scope process (an enabled syscall tracepoint slows every process on the host)
 IO_LIBC_WRAPPERS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "send", "sendto",
                     "recv", "recvfrom", "sendmsg", "recvmsg", "sendfile")
+# the syscall each of those wrappers makes, where its name differs
+IO_SYSCALL_OF_WRAPPER = {"send": "sendto", "recv": "recvfrom"}
 MEM_ALLOCATOR = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign")
 MEM_SYSCALLS = ("brk", "mmap", "munmap", "mprotect", "madvise")
 # the libc calls of the memory syscalls probed at --scope process (brk is reached through sbrk)
@@ -114,6 +116,20 @@ LINK_LIBC_WRAPPERS = {"accept": ("accept",), "accept4": ("accept4",),
                       "open": ("open", "open64", "__open_nocancel", "__open64_nocancel"),
                       "openat": ("openat", "openat64"),
                       "close": ("close", "__close", "__close_nocancel")}
+# what a category's time is: on-CPU (the probes' span less the time switched out, or an
+# estimate of CPU), an entry-to-return span with blocking included, or waiting
+WAITING_CATEGORIES = ("runq", "thread_wait")
+SPAN_CATEGORIES = ("io_syscall", "sync")
+
+
+def time_kind(name: str) -> str:
+    if name in WAITING_CATEGORIES:
+        return "waiting"
+    if name in SPAN_CATEGORIES:
+        return "span (blocking included)"
+    return "on-CPU"
+
+
 # libc functions probed under another name than the syscall they make: read as that syscall
 LIBC_STANDS_FOR = {"__open_nocancel": "open", "__open64_nocancel": "open",
                    "__close_nocancel": "close", "__close": "close", "__connect": "connect"}

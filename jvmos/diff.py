@@ -16,11 +16,10 @@ from typing import List, Optional, Sequence
 from jvmos import JvmosError
 from jvmos.analyzers.stats import welch_diff_ci
 from jvmos.analyzers.tables import Table, fmt_count
+from jvmos.catalogue import time_kind
 from jvmos.heuristic import whatif
 from jvmos.report import load_run
 
-WAITING = ("runq", "thread_wait")
-SPANS = ("io_syscall", "sync")          # entry-to-return spans: blocking included
 
 # the categories whose time a what-if's change removes (the OS's part the term prices)
 WHAT_IF_CATEGORIES = {
@@ -28,14 +27,6 @@ WHAT_IF_CATEGORIES = {
     "pretouch": ("vm",), "reuse-native-buffers": ("malloc", "free_estimated"),
     "direct-buffers": ("nio_copy",), "bigger-chunks": ("io_syscall",),
 }
-
-
-def time_kind(name: str) -> str:
-    if name in WAITING:
-        return "waiting"
-    if name in SPANS:
-        return "span (blocking included)"
-    return "on-CPU"
 
 
 class Side:

@@ -46,7 +46,7 @@ def test_render_of_a_recorded_run(tmp_path, name):
 
 def test_render_figures_of_socket_census(tmp_path):
     text = report.render(run_dir(tmp_path, "socket-census"))
-    assert "| jni_call | 1,728 | — | — | — | measured |" in text
+    assert "| jni_call | 1,728 | — | — | on-CPU |  |  | — | measured |" in text
     assert "| nio_copy | 72,432 | 1 MB |" in text
     assert "| nio | 72,432 | 1 MB |" in text
     assert "| other | — | 357 kB |" in text

@@ -101,19 +101,23 @@ def test_category_table_says_what_is_counted_estimated_floored_unknown():
     raw = {r[0]: dict(zip(t.headers, r)) for r in t.raw_rows}
     # write: 2,000 - 10 x 300 < 0 -> floored at 0, shown with its interval [0, raw]
     assert rows["io_syscall"][3] == "0 ns (floored; 95%: 0 ns to 2 µs)"
-    assert rows["io_syscall"][4] == "2 µs" and "floored" in rows["io_syscall"][5]
+    assert rows["io_syscall"][4] == "span (blocking included)"
+    assert rows["io_syscall"][5] == "not split (no threads layer)"
+    assert rows["io_syscall"][7] == "2 µs" and "floored" in rows["io_syscall"][8]
     # malloc: 100 probed calls, 80,000 - 100 x 600 = 20,000
     assert rows["malloc"][1:4] == ["100", "6.4 kB", "20 µs"]
-    assert rows["malloc"][5].startswith("measured (calls probed), corrected")
+    assert rows["malloc"][4] == "on-CPU"
+    assert rows["malloc"][8].startswith("measured (calls probed), corrected")
     assert raw["malloc"]["time"] == 20_000 and raw["malloc"]["measured raw"] == 80_000
     # the frees: 100 estimated, 100 x 14 = 1,400 ns
     assert rows["free_estimated"][1:4] == ["100", "—", "1.4 µs"]
-    assert rows["free_estimated"][5] == "estimated (calls estimated, not probed)"
+    assert rows["free_estimated"][8] == "estimated (calls estimated, not probed)"
     # kernel copy without its calibration: unknown, not 0
     assert rows["kernel_copy"][3] == "unknown"
     rows_csv = list(csv.reader(io.StringIO(t.csv())))
-    assert rows_csv[0] == ["category", "calls", "bytes", "time", "measured raw", "method"]
-    assert ["free_estimated", "100", "", "1400.0", "",
+    assert rows_csv[0] == ["category", "calls", "bytes", "time", "time kind", "blocked in it",
+                           "on-CPU (est.)", "measured raw", "method"]
+    assert ["free_estimated", "100", "", "1400.0", "on-CPU", "", "", "",
             "estimated (calls estimated, not probed)"] in rows_csv
 
 
@@ -121,7 +125,8 @@ def test_category_table_names_an_uncorrected_time():
     t = category_table({"categories": {"io_syscall": {
         "calls": 3, "bytes": 30, "time_ns": None, "time_raw_ns": 1234, "corrected": False,
         "method": "measured"}}})
-    assert t.rows[0] == ["io_syscall", "3", "30 B", "unknown", "1.23 µs",
+    assert t.rows[0] == ["io_syscall", "3", "30 B", "unknown", "span (blocking included)",
+                         "not split (no threads layer)", "", "1.23 µs",
                          "measured, not corrected: probe costs not calibrated"]
 
 
@@ -142,3 +147,25 @@ def test_table6_keeps_probed_allocator_calls_and_estimated_frees_apart():
     assert row["allocator calls (probed)"] == "181,664"
     assert row["frees (estimated)"] == "181,424"
     assert all(len(x) == len(t.headers) for x in t.rows + t.raw_rows)
+
+
+def test_a_span_is_split_into_blocked_and_on_cpu_where_the_threads_layer_saw_it():
+    """A real chat server showed io_syscall 12,611 s "measured": its threads' blocked time,
+    summed. With the off-CPU section by syscall, the span is split, the on-CPU part labelled
+    an estimate; without it nothing is split."""
+    from jvmos.analyzers.summary import split_spans
+    cats = {"io_syscall": {"time_ns": 10_000, "syscalls": {"read": {}, "send": {}}},
+            "sync": {"time_ns": 5_000}, "malloc": {"time_ns": 700}}
+    off = {"by_syscall": {"read": {"blocked_ns": 6_000}, "sendto": {"blocked_ns": 1_000},
+                          "futex": {"blocked_ns": 9_000}, "poll": {"blocked_ns": 50_000}}}
+    split_spans(cats, off)
+    assert cats["io_syscall"]["blocked_ns"] == 7_000 and cats["io_syscall"]["on_cpu_ns"] == 3_000
+    # more blocked than the span (the two are measured by different probes): floored at 0
+    assert cats["sync"]["blocked_ns"] == 9_000 and cats["sync"]["on_cpu_ns"] == 0
+    assert "blocked_ns" not in cats["malloc"]
+    t = category_table({"categories": cats})
+    row = {r[0]: r for r in t.rows}["io_syscall"]
+    assert row[4:7] == ["span (blocking included)", "7 µs", "3 µs"]
+    none = {"io_syscall": {"time_ns": 10_000}}
+    split_spans(none, None)
+    assert "blocked_ns" not in none["io_syscall"]

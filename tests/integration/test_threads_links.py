@@ -129,3 +129,25 @@ def test_count_mode_runs_every_layer_at_once(platform_file, tmp_path):
     assert "per-layer times are partial" in r.stderr
     assert cats["malloc"]["calls"] > 0 and cats["malloc"]["method"] == "estimated"
     assert cats["vm"]["calls"] > 0
+
+
+def test_spans_are_split_into_blocked_and_on_cpu(platform_file, tmp_path):
+    """io_syscall and sync are spans (blocking included); with the threads layer, each is
+    split into the time its threads were blocked in those syscalls and an on-CPU estimate,
+    per process and in total. The acceptor waits for its peers in futex hand-offs: most of
+    sync is blocked."""
+    s = record(tmp_path / "split", "io,threads", "org.jvmos.workloads.LinkBench", "--mode",
+               "accept", "--links", "300", "--batch", "50")
+    sync = s["categories"]["sync"]
+    assert sync["blocked_ns"] > 0 and sync["on_cpu_ns"] >= 0
+    assert sync["on_cpu_ns"] == max(0, sync["time_ns"] - sync["blocked_ns"]) or \
+        len(s["by_pid"]) > 1          # a total sums the processes' floored parts
+    assert sync["blocked_ns"] > sync["on_cpu_ns"], sync
+    assert "estimated" in sync["on_cpu_basis"]
+    pid = jvm_pid(s)
+    blocked_futex = s["by_pid"][pid]["off_cpu"]["by_syscall"]["futex"]["blocked_ns"]
+    assert s["by_pid"][pid]["categories"]["sync"]["blocked_ns"] == blocked_futex
+    # without the threads layer nothing is split
+    s = record(tmp_path / "io", "io", "org.jvmos.workloads.LinkBench", "--mode", "accept",
+               "--links", "100", "--batch", "50")
+    assert "blocked_ns" not in s["categories"].get("io_syscall", {})

@@ -42,10 +42,17 @@ from jvmos.session import Session
 from jvmos.tools import IO_JAR, c_program, jar
 from jvmos.enginecalib import Calibration  # noqa: F401 (the layer modules' declarations)
 
+# not a probe's cost: what any task of the host pays per syscall while a syscall tracepoint
+# is enabled (reported beside a recording that enabled one; optional, never required)
+TAX_KEY = "syscall_tracepoint_tax"
+
 MEASURED_WITH = {
     "uprobe": "calib.bpf.c's minimal uprobe (filter + one count) on probecal's function",
     "uprobe_pair": "calib.bpf.c's minimal uprobe + uretprobe on probecal's function",
     "tracepoint": "calib.bpf.c's minimal tracepoint (filter + one count) on getpid(2)",
+    TAX_KEY: "probecal's write(2) loop, which no program sees, while one idle syscall "
+             "tracepoint (calib.bpf.c's minimal program on getppid) is enabled: per write - "
+             "bare per write",
     "jni_copy_time_hit": "io.bpf.c's jni_get_region + jni_ret on probecal's copy function",
     "jni_copy_time_window": "io.bpf.c's jni_get_region + jni_ret: timed per call - bare per call",
     "jni_copy_count_hit": "io.bpf.c's jni_get_region on probecal's copy function",
@@ -221,6 +228,13 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         hits = _calib_hits(raw)
         _check(hits, n, "tracepoint")
         add("tracepoint", (res[COST] - bare["getpid"][COST]) / hits)
+        # the host-wide tax of an enabled syscall tracepoint: the write loop, which no program
+        # sees (the tracepoint is on getppid, which nothing calls), pays the syscall slow path
+        # that every task of the host takes while any syscall tracepoint is enabled
+        res, _, _ = run_traced(prog, "write", n, extra_tps=[
+            {"object": "calib", "group": "syscalls", "name": "sys_enter_getppid",
+             "program": "min_tp"}])
+        add(TAX_KEY, (res[COST] - bare["write"][COST]) / n)
         # the io layer's JNI copy programs
         res, raw, _ = run_traced(prog, "call", n, extra_uprobes=jni(True), run_mode="time")
         calls, timed = calls_time(raw, "jni_copy")

@@ -58,6 +58,26 @@ from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
+def host_tax(platform: Optional[dict], kinds: dict) -> Optional[dict]:
+    """When the plan enables syscall tracepoints: what every syscall of every task on the host
+    pays for them while they are on, from jvmos calibrate --probes (an idle syscall tracepoint
+    beside a write(2) loop), or why it is unknown. None when no syscall tracepoint is on."""
+    if not any(k.startswith("tracepoint:syscalls:") for k in kinds):
+        return None
+    from jvmos.enginecost import TAX_KEY
+    probes = (platform or {}).get("engine_probes") or {}
+    tax, bare = probes.get(TAX_KEY), probes.get("bare_write")
+    if not tax or tax.get("mean_ns") is None:
+        return {"ns_per_syscall": None,
+                "why": "not calibrated on this machine (jvmos calibrate --probes measures it)"}
+    out = {"ns_per_syscall": tax["mean_ns"], "ci95_ns": tax.get("ci95_ns"),
+           "measured_with": tax.get("measured_with"), "source": "jvmos calibrate --probes"}
+    if bare and bare.get("mean_ns"):
+        out["bare_write_ns"] = bare["mean_ns"]
+        out["pct_of_bare_write"] = 100 * tax["mean_ns"] / bare["mean_ns"]
+    return out
+
+
 def blind_spots(layers, scope: str) -> Dict[str, str]:
     """What a layer's attach points cannot see at this scope (libc's wrappers at --scope
     process), said in the manifest and the report."""
@@ -483,6 +503,8 @@ def _prepare(opts: Options, log) -> _Run:
         "start_time": None, "end_time": None,
         # what the chosen attach points cannot see, by layer
         "blind_spots": blind_spots(opts.layers, opts.scope),
+        # what every task of the host paid while the recording's syscall tracepoints were on
+        "host_tax": host_tax(platform, script.kinds),
     }
 
     return _Run(opts=opts, log=log, warnings=warnings, jvms=jvms, out=out,

@@ -1,6 +1,7 @@
 """`jvmos report RUN_DIR`: re-read a finished run directory, without the live process."""
 import json
 from pathlib import Path
+from typing import Optional
 
 from jvmos import JvmosError
 from jvmos.analyzers.summary import missed_note
@@ -44,6 +45,21 @@ def target_cpu_line(t: dict) -> str:
     return f"  = {share} ({cpu / 1e6:,.1f} ms CPU during the recording{lb})"
 
 
+def tax_text(tax: Optional[dict]) -> str:
+    """What the syscall tracepoints cost every task on the host, as calibrated."""
+    if not tax:
+        return ""
+    if tax.get("ns_per_syscall") is None:
+        return f" (their cost to other processes: unknown, {tax.get('why', 'not calibrated')})"
+    ci = tax.get("ci95_ns")
+    text = (f" (about {tax['ns_per_syscall']:,.0f} ns more per syscall for every task"
+            + (f", 95% [{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else ""))
+    if tax.get("pct_of_bare_write") is not None:
+        text += (f": +{tax['pct_of_bare_write']:.0f}% on a bare {tax['bare_write_ns']:,.0f} ns "
+                 f"write(2)")
+    return text + "; jvmos calibrate --probes)"
+
+
 def scope_line(manifest: dict) -> str:
     """Where the probes trapped: only in the traced processes, or in every process mapping
     the library (older recordings say nothing: they were host-wide)."""
@@ -66,7 +82,7 @@ def scope_line(manifest: dict) -> str:
                           for layer, what in (manifest.get("blind_spots") or {}).items())
                 + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else "")
                 + ("; syscall tracepoints sent every syscall of the host through the slow path"
-                   if sys_tp else ""))
+                   + tax_text(manifest.get("host_tax")) if sys_tp else ""))
     sc = probes.get("scope") or {}
     if sc.get("mode") == "process":
         moved = len(sc.get("sites_moved") or {})

@@ -136,3 +136,28 @@ def test_load_run_of_a_summary_damaged_into_binary(tmp_path):
     (d / "summary.json").write_bytes(b"\x00\xff\xfe\x81" * 16)
     with pytest.raises(JvmosError):
         report.load_run(d)
+
+
+def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
+    """Issue 31: whenever syscall tracepoints were on, the report prints the calibrated tax
+    every task of the host paid per syscall; unknown (and why) when not calibrated; nothing
+    when no syscall tracepoint was on."""
+    from jvmos import record, report
+    kinds = {"tracepoint:syscalls:sys_enter_close": "tracepoint"}
+    plat = {"engine_probes": {"syscall_tracepoint_tax": {"mean_ns": 42.0,
+                                                         "ci95_ns": [30.0, 54.0]},
+                              "bare_write": {"mean_ns": 280.0}}}
+    tax = record.host_tax(plat, kinds)
+    assert tax["ns_per_syscall"] == 42.0 and tax["pct_of_bare_write"] == pytest.approx(15.0)
+    text = report.tax_text(tax)
+    assert "about 42 ns more per syscall for every task, 95% [30, 54]" in text
+    assert "+15% on a bare 280 ns write(2)" in text
+    assert record.host_tax(plat, {"uprobe:/lib/libc.so.6:close": "uprobe"}) is None
+    unknown = record.host_tax({"engine_probes": {}}, kinds)
+    assert unknown["ns_per_syscall"] is None
+    assert "unknown, not calibrated on this machine" in report.tax_text(unknown)
+    m = {"engine": {"name": "bpf"}, "scope": "host", "host_tax": tax,
+         "probes": {"kinds": kinds}}
+    assert "about 42 ns more per syscall" in report.scope_line(m)
+    m["probes"]["kinds"] = {}
+    assert "per syscall" not in report.scope_line(m)

@@ -104,8 +104,10 @@ examples:
 
 cost: one compiled engine per JVM in --mode count (entry probes, uprobes in that process only);
 a JVM whose estimated probe effect passes --max-overhead has its layers shed (jni, mem, io,
-threads, links in that order) and put back after --shed-backoff. The threads and links layers
-use syscall tracepoints, which cost every process on the host a little.
+threads, links in that order) and put back after --shed-backoff. Only the threads layer uses
+syscall tracepoints (every process on the host pays a little per syscall while they are on:
+the figure jvmos calibrate --probes measures); io, mem and links count on libc's functions in
+the watched JVM only.
 """
 
 

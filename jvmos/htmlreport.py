@@ -25,7 +25,9 @@ from jvmos import JvmosError
 from jvmos.export import write_atomically
 from jvmos.analyzers.summary import missed_note
 from jvmos.analyzers.tables import Table, category_table, fmt_count, fmt_ns
-from jvmos.report import load_run, render, scope_line
+from jvmos.report import load_run, probe_kinds_table, render, scope_line
+
+PROBE_KINDS_TITLE = "Probe effect by probe kind"
 
 CATEGORY_TITLE = "Categories (all traced processes)"       # the text report's title
 
@@ -689,22 +691,6 @@ def warnings_of(m: dict, s: dict) -> List[str]:
     return out
 
 
-def _probe_cost_table(t: dict) -> Optional[Table]:
-    per = t.get("probe_cost_per_hit_ns") or {}
-    hits = t.get("probe_hits") or {}
-    if not per and not hits:
-        return None
-    pt = Table("Probe cost by probe kind", ["probe kind", "hits", "cost per hit",
-                                            "95% interval", "total", "source"])
-    for kind in sorted(set(per) | set(hits), key=lambda k: -(hits.get(k) or 0)):
-        p = per.get(kind) or {}
-        ci = p.get("ci95_ns")
-        pt.add([kind, fmt_count(hits.get(kind)), fmt_ns(p.get("ns")),
-                f"{fmt_ns(ci[0])} to {fmt_ns(ci[1])}" if ci and None not in ci else "—",
-                fmt_ns(p.get("total_ns")), p.get("source") or "no calibrated cost"])
-    return pt
-
-
 def _terms_table(t: dict) -> Optional[Table]:
     terms = t.get("guaranteed_overhead_terms") or {}
     if not terms:
@@ -823,6 +809,10 @@ def _run_page(run_dir: Path, m: dict, s: dict, page_dir: Path) -> str:
             body.append(category_table_html(s, cat_table))
             i += 2
             continue
+        if (b[0] == "heading" and b[2].startswith(PROBE_KINDS_TITLE) and i + 1 < len(blocks)
+                and blocks[i + 1][0] == "table"):
+            i += 2          # shown in its own section, "Probe costs"
+            continue
         body.append(blocks_html([b], shift=0))
         i += 1
     tt = _terms_table(s.get("totals") or {})
@@ -831,11 +821,12 @@ def _run_page(run_dir: Path, m: dict, s: dict, page_dir: Path) -> str:
     body.append("</section>")
 
     body.append('<section id="probe-costs"><h2>Probe costs</h2>')
-    pt = _probe_cost_table(s.get("totals") or {})
+    pt = probe_kinds_table(s.get("totals") or {})
     if pt:
         body.append("<p>Every probe kind that fired × its calibrated cost per hit: the probe "
                     "effect, removed from the measured times (corrected).</p>")
-        body.append(table_html(pt.headers, pt.rows, markdown=False))
+        body.append(f"<h3>{esc(pt.title)}</h3>" + table_html(pt.headers, pt.rows,
+                                                             markdown=False))
     else:
         body.append('<p class="muted">no probe in this recording</p>')
     body.append("</section>")

@@ -108,6 +108,37 @@ def engine_label(manifest: dict) -> str:
     return str(manifest.get("bpftrace") or "probe engine not recorded")
 
 
+def probe_kinds_table(t: dict) -> Optional[Table]:
+    """Which probes the probe effect comes from: per kind, its hits in the traced processes,
+    the calibrated cost of one hit (and where it came from) and their product, largest first:
+    where cutting probes would pay."""
+    hits, costs = t.get("probe_hits") or {}, t.get("probe_cost_per_hit_ns") or {}
+    if not hits:
+        return None
+    total = t.get("probe_overhead_ns")
+    tab = Table("Probe effect by probe kind (estimated: hits x calibrated cost per hit, CPU "
+                "time of the traced threads)",
+                ["probe kind", "one hit is", "hits", "ns per hit [95%]", "cost per hit from",
+                 "estimated effect", "share of the probe effect"])
+    rows = []
+    for kind, n in hits.items():
+        c = costs.get(kind) or {}
+        eff = c.get("total_ns", n * c["ns"] if c.get("ns") is not None else None)
+        rows.append((kind, n, c, eff))
+    for kind, n, c, eff in sorted(rows, key=lambda r: -(r[3] or 0)):
+        ci = c.get("ci95_ns")
+        src = (c.get("source") or "not calibrated").split(":", 1)[0]
+        tab.add([kind, c.get("what", ""), fmt_count(n),
+                 "unknown" if c.get("ns") is None else
+                 f"{c['ns']:,.0f}" + (f" [{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else ""),
+                 src + (f" ({c['calibration_key']})" if c.get("calibration_key") else ""),
+                 fmt_ns(eff) if eff is not None else "unknown",
+                 f"{100 * eff / total:.1f}%" if eff is not None and total else "—"],
+                [kind, c.get("what"), n, c.get("ns"), src, eff,
+                 eff / total if eff is not None and total else None])
+    return tab
+
+
 def waits_table(waits: dict) -> Table:
     """--wall: where the sampled threads waited off the CPU, by boundary and Java call site."""
     t = Table(f"Where threads waited: Java call sites (async-profiler wall-clock samples of "
@@ -191,6 +222,9 @@ def render(run_dir) -> str:
         out.append(f"note: {missed_note(what, n)}")
     out.append("")
     out.append(category_table(s, "Categories (all traced processes)").markdown())
+    pk = probe_kinds_table(t)
+    if pk:
+        out.append(pk.markdown())
     jc = s["categories"].get("jni_copy", {}).get("functions", {})
     if jc:
         ft = Table("JNI copy functions", ["function", "calls", "bytes", "time"])

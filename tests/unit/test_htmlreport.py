@@ -239,9 +239,15 @@ def test_time_run_page(tmp_path):
     costs = p.table_after(text, "Probe costs")
     hits = summary["totals"]["probe_hits"]
     assert sorted(r[0] for r in costs) == sorted(hits)
+    per = summary["totals"]["probe_cost_per_hit_ns"]
     for r in costs:
-        assert r[1] == fmt_count(hits[r[0]])
-        assert r[2] == fmt_ns(summary["totals"]["probe_cost_per_hit_ns"][r[0]]["ns"])
+        assert r[2] == fmt_count(hits[r[0]])
+        assert r[3].startswith(f"{per[r[0]]['ns']:,.0f}")
+        assert r[5] == fmt_ns(per[r[0]]["total_ns"])
+    # largest effect first, shares of the probe effect adding up to 100%
+    effects = [per[r[0]]["total_ns"] for r in costs]
+    assert effects == sorted(effects, reverse=True)
+    assert sum(float(r[6].rstrip("%")) for r in costs) == pytest.approx(100, abs=0.1 * len(costs))
     # the headline figures of the text report
     assert "guaranteed overhead 1.91 ms (0.1% of wall)" in vis
     assert "no sampling in this recording" in vis

@@ -161,3 +161,21 @@ def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
     assert "about 42 ns more per syscall" in report.scope_line(m)
     m["probes"]["kinds"] = {}
     assert "per syscall" not in report.scope_line(m)
+
+
+def test_the_probe_effect_is_shown_by_probe_kind_largest_first():
+    from jvmos import report
+    t = {"probe_overhead_ns": 1000.0,
+         "probe_hits": {"io:jni_copy": 2, "threads:futex_pair": 1, "x:unknown": 5},
+         "probe_cost_per_hit_ns": {
+             "io:jni_copy": {"ns": 100.0, "ci95_ns": [90.0, 110.0], "total_ns": 200.0,
+                             "source": "measured: io.bpf.c's ...",
+                             "calibration_key": "jni_copy_time_hit", "what": "a JNI copy"},
+             "threads:futex_pair": {"ns": 800.0, "total_ns": 800.0,
+                                    "source": "borrowed: calib ...", "what": "a futex"}}}
+    tab = report.probe_kinds_table(t)
+    assert [r[0] for r in tab.rows] == ["threads:futex_pair", "io:jni_copy", "x:unknown"]
+    assert tab.rows[0][4] == "borrowed" and tab.rows[0][6] == "80.0%"
+    assert tab.rows[1][3] == "100 [90, 110]" and tab.rows[1][4] == "measured (jni_copy_time_hit)"
+    assert tab.rows[2][3] == "unknown" and tab.rows[2][5] == "unknown"
+    assert report.probe_kinds_table({}) is None

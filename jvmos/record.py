@@ -58,6 +58,41 @@ from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
 
+def kernel_io(pid: int) -> Optional[dict]:
+    """The kernel's counts of a process's read and write syscalls (/proc/PID/io syscr,
+    syscw), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            kv = dict(line.split(": ") for line in f.read().splitlines() if ": " in line)
+        return {"syscr": int(kv["syscr"]), "syscw": int(kv["syscw"])}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def io_wrapper_bound(manifest: dict, summary: dict) -> Optional[dict]:
+    """What libc's wrappers did not see of the target's reads and writes (--scope process,
+    io layer, attach mode): the kernel's counts of its read and write syscalls over the
+    recording against the wrappers' calls. The kernel's syscr and syscw count read, readv,
+    pread64 (and preadv) and write, writev, pwrite64 (and pwritev), sendfile and splice-like
+    calls, not the socket calls (send*, recv*): the wrappers compared are those."""
+    k = manifest.get("kernel_io")
+    if not k or manifest.get("scope") != "process" or "io" not in (manifest.get("layers")
+                                                                  or []):
+        return None
+    part = ((summary.get("by_pid") or {}).get(str(k["pid"])) or {}).get("categories") or {}
+    sc = (part.get("io_syscall") or {}).get("syscalls") or {}
+    calls = lambda names: sum((sc.get(n) or {}).get("calls", 0) for n in names)
+    seen_r, seen_w = calls(("read", "readv", "pread64")), calls(("write", "writev", "pwrite64"))
+    return {"pid": k["pid"], "kernel_reads": k["syscr"], "wrapper_reads": seen_r,
+            "kernel_writes": k["syscw"], "wrapper_writes": seen_w,
+            "reads_not_seen": k["syscr"] - seen_r, "writes_not_seen": k["syscw"] - seen_w,
+            "basis": "the kernel's syscr/syscw of the process over the recording less the "
+                     "calls libc's read/readv/pread64 and write/writev/pwrite64 wrappers saw: "
+                     "calls made without them (the dynamic loader's, glibc's internal "
+                     "nocancel reads and writes, a raw syscall(2)); a difference of a few "
+                     "either way is the start and stop of counting, not a miss"}
+
+
 def host_tax(platform: Optional[dict], kinds: dict) -> Optional[dict]:
     """When the plan enables syscall tracepoints: what every syscall of every task on the host
     pays for them while they are on, from jvmos calibrate --probes (an idle syscall tracepoint
@@ -634,6 +669,9 @@ def _trace_engine(run: _Run) -> None:
                 cpu_watch.start()
             if opts.pid is not None and not eng.start():
                 abort(f"the engine did not start counting: {eng.first_error()}")
+            # the kernel's own count of the target's read and write syscalls, to bound what
+            # libc's wrappers miss (attach mode: the process counts from the engine's start)
+            io_at_start = kernel_io(root) if opts.pid is not None else None
             # a reader can see tracing has begun: the probes count from here (attach mode
             # counts from the engine's start, a launched command from its first instruction)
             manifest["start_time"] = _now_iso()
@@ -662,6 +700,14 @@ def _trace_engine(run: _Run) -> None:
             tree.stop.set()
             tree.join()
             manifest["end_time"] = _now_iso()
+            if io_at_start is not None:
+                end = kernel_io(root)
+                if end is not None:
+                    manifest["kernel_io"] = {
+                        "pid": root, "syscr": end["syscr"] - io_at_start["syscr"],
+                        "syscw": end["syscw"] - io_at_start["syscw"],
+                        "window": "from the start of counting to the stop (/proc/PID/io, "
+                                  "every thread of the process, exited ones included)"}
             stopped_early = not eng.alive()
             maps = None if stopped_early else eng.stop()
             if maps is not None:
@@ -922,6 +968,9 @@ def _conclude(run: _Run) -> Result:
                         "probe fired): only syscall figures apply")
         log(f"warning: {warnings[-1]}")
     summary["totals"]["attach_seconds"] = manifest["attach_seconds"]
+    bound = io_wrapper_bound(manifest, summary)
+    if bound:
+        summary["totals"]["io_wrapper_bound"] = bound
     if opts.sample:     # before the totals that read the categories' times
         merge_samples(summary, sampling.collect(out, log=log))
     summary["totals"].update(cputime.overhead_totals(

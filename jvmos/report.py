@@ -213,6 +213,12 @@ def render(run_dir) -> str:
     else:
         out.append("probe effect: unknown: no probe-cost calibration (jvmos calibrate --probes);"
                    " corrected times are unknown, time_raw_ns keeps what the probes measured")
+    b = t.get("io_wrapper_bound")
+    if b:
+        out.append(f"io on libc's wrappers, against the kernel's count (pid {b['pid']}): reads "
+                   f"{b['wrapper_reads']:,} of {b['kernel_reads']:,}, writes "
+                   f"{b['wrapper_writes']:,} of {b['kernel_writes']:,} (not seen: "
+                   f"{b['reads_not_seen']:,} and {b['writes_not_seen']:,}; /proc/PID/io)")
     for w in s.get("warnings") or []:
         out.append(f"warning: {w}")
     if t.get("lost_events"):

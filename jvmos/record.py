@@ -632,28 +632,7 @@ def _trace_engine(run: _Run) -> None:
             if ev.get("event") != "ready":
                 abort(f"the engine failed before tracing started: {eng.first_error()}"
                       + never_ran)
-            attach_s = time.time() - t_attach
-            sites = ev.get("sites") or []
-            manifest["attach_seconds"] = round(attach_s, 3)
-            manifest["probes"]["sites"] = sites
-            # the raw tracepoint programs every layer's object attached (common's and each
-            # layer's own), as the engine says
-            manifest["probes"]["tp_btf"] = ev.get("tp_btf_programs") or []
-            manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"), "pid": ev.get("pid"),
-                                       "load_s": round(ev.get("load_s", 0), 4),
-                                       "attach_s": round(ev.get("attach_s", 0), 4)})
-            if ev.get("fallback"):
-                manifest["engine"]["fallback"] = ev["fallback"]
-                run.warnings.append(ev["fallback"])
-                log(f"warning: {ev['fallback']}")
-            moved = sum(1 for x in sites if x.get("shift"))
-            stepped = sorted({x["symbol"] for x in sites if x.get("class") == "single-stepped"})
-            log(f"tracing pid {root} with the compiled engine ({ev.get('uprobes', 0)} uprobes, "
-                f"{ev.get('tracepoints', 0)} tracepoints, attached in {attach_s:.2f}s; "
-                f"{moved} probe(s) moved onto an emulated instruction"
-                + (f", {len(stepped)} single-stepped: {', '.join(stepped[:4])}" if stepped else "")
-                + ")" + (f" for {opts.duration}s" if opts.duration else "")
-                + ("; Ctrl-C to stop" if opts.pid else ""))
+            _note_ready(run, ev, root, time.time() - t_attach)
             if opts.sample and opts.pid is not None:
                 if not jvms:
                     abort(f"--sample needs a JVM: pid {opts.pid} is not one")
@@ -700,49 +679,7 @@ def _trace_engine(run: _Run) -> None:
             tree.stop.set()
             tree.join()
             manifest["end_time"] = _now_iso()
-            if io_at_start is not None:
-                end = kernel_io(root)
-                if end is not None:
-                    manifest["kernel_io"] = {
-                        "pid": root, "syscr": end["syscr"] - io_at_start["syscr"],
-                        "syscw": end["syscw"] - io_at_start["syscw"],
-                        "window": "from the start of counting to the stop (/proc/PID/io, "
-                                  "every thread of the process, exited ones included)"}
-            stopped_early = not eng.alive()
-            maps = None if stopped_early else eng.stop()
-            if maps is not None:
-                try:
-                    run.raw_path.write_text(json.dumps(maps) + "\n")   # as the engine handed it
-                except OSError as e:
-                    run.warnings.append(f"the engine's maps could not be kept in "
-                                        f"{run.raw_path}: {e}")
-                run.engine_raw = engine_mod.to_raw(maps, plan)
-                # what the engine attached (bpftrace's attached_probes): uprobe attach points
-                # of the root, tracepoints, and common.bpf.c's raw tracepoints
-                run.engine_raw.attached_probes = sum(
-                    int(ev.get(k) or 0) for k in ("uprobes", "tracepoints", "tp_btf"))
-                late = maps.get("released_at_stop") or []
-                if late:
-                    manifest["engine"]["released_at_stop"] = late
-                    run.warnings.append(
-                        f"{len(late)} child process(es) started a program just before the stop "
-                        f"and were held at their exec until it (pids {', '.join(map(str, late[:5]))}"
-                        "): they ran nothing while traced, and ran on once let go")
-            if eng.closed is not None:
-                manifest["teardown_seconds"] = round(eng.closed.get("detach_s", 0), 4)
-            run.engine_end = ("stopped by jvmos: final maps read, every link closed"
-                              if maps is not None and eng.closed is not None else
-                              "stopped by jvmos: final maps read; the engine did not confirm "
-                              "that it closed its links (its exit closes them)"
-                              if maps is not None else
-                              f"exited before the stop: {eng.first_error()}" if stopped_early
-                              else f"no final maps after the stop: {eng.first_error()}")
-            if maps is not None and eng.closed is None:
-                run.warnings.append(f"the engine {run.engine_end.split('; ', 1)[1]}")
-            manifest["engine"]["end"] = run.engine_end
-            manifest["engine"]["procs"] = eng.procs
-            if eng.warnings:
-                manifest["engine"]["warnings"] = eng.warnings
+            stopped_early = _stop_engine(run, eng, ev, root, io_at_start)
         finally:
             if tree is not None and tree.is_alive():
                 tree.stop.set()
@@ -756,6 +693,84 @@ def _trace_engine(run: _Run) -> None:
                         stopped_early=stopped_early,
                         engine_rc=eng.proc.returncode if eng is not None else None,
                         sig=session.interrupted)
+
+
+def _note_ready(run: _Run, ev: dict, root: int, attach_s: float) -> None:
+    """The engine is ready: what it attached goes into the manifest, and one line to the user."""
+    opts, manifest, log = run.opts, run.manifest, run.log
+    sites = ev.get("sites") or []
+    manifest["attach_seconds"] = round(attach_s, 3)
+    manifest["probes"]["sites"] = sites
+    # the raw tracepoint programs every layer's object attached (common's and each
+    # layer's own), as the engine says
+    manifest["probes"]["tp_btf"] = ev.get("tp_btf_programs") or []
+    manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"), "pid": ev.get("pid"),
+                               "load_s": round(ev.get("load_s", 0), 4),
+                               "attach_s": round(ev.get("attach_s", 0), 4)})
+    if ev.get("fallback"):
+        manifest["engine"]["fallback"] = ev["fallback"]
+        run.warnings.append(ev["fallback"])
+        log(f"warning: {ev['fallback']}")
+    moved = sum(1 for x in sites if x.get("shift"))
+    stepped = sorted({x["symbol"] for x in sites if x.get("class") == "single-stepped"})
+    log(f"tracing pid {root} with the compiled engine ({ev.get('uprobes', 0)} uprobes, "
+        f"{ev.get('tracepoints', 0)} tracepoints, attached in {attach_s:.2f}s; "
+        f"{moved} probe(s) moved onto an emulated instruction"
+        + (f", {len(stepped)} single-stepped: {', '.join(stepped[:4])}" if stepped else "")
+        + ")" + (f" for {opts.duration}s" if opts.duration else "")
+        + ("; Ctrl-C to stop" if opts.pid else ""))
+
+
+def _stop_engine(run: _Run, eng, ev: dict, root: int, io_at_start) -> bool:
+    """Counting ends: the kernel's io counters read again (attach mode), the engine stopped, its
+    final maps kept and read, how it ended in the manifest. True when the engine had
+    already exited (no final maps)."""
+    from jvmos import engine as engine_mod
+    manifest, plan = run.manifest, run.plan
+    if io_at_start is not None:
+        end = kernel_io(root)
+        if end is not None:
+            manifest["kernel_io"] = {
+                "pid": root, "syscr": end["syscr"] - io_at_start["syscr"],
+                "syscw": end["syscw"] - io_at_start["syscw"],
+                "window": "from the start of counting to the stop (/proc/PID/io, "
+                          "every thread of the process, exited ones included)"}
+    stopped_early = not eng.alive()
+    maps = None if stopped_early else eng.stop()
+    if maps is not None:
+        try:
+            run.raw_path.write_text(json.dumps(maps) + "\n")   # as the engine handed it
+        except OSError as e:
+            run.warnings.append(f"the engine's maps could not be kept in "
+                                f"{run.raw_path}: {e}")
+        run.engine_raw = engine_mod.to_raw(maps, plan)
+        # what the engine attached (bpftrace's attached_probes): uprobe attach points
+        # of the root, tracepoints, and common.bpf.c's raw tracepoints
+        run.engine_raw.attached_probes = sum(
+            int(ev.get(k) or 0) for k in ("uprobes", "tracepoints", "tp_btf"))
+        late = maps.get("released_at_stop") or []
+        if late:
+            manifest["engine"]["released_at_stop"] = late
+            run.warnings.append(
+                f"{len(late)} child process(es) started a program just before the stop "
+                f"and were held at their exec until it (pids {', '.join(map(str, late[:5]))}"
+                "): they ran nothing while traced, and ran on once let go")
+    if eng.closed is not None:
+        manifest["teardown_seconds"] = round(eng.closed.get("detach_s", 0), 4)
+    run.engine_end = ("stopped by jvmos: final maps read, every link closed"
+                      if maps is not None and eng.closed is not None else
+                      "stopped by jvmos: final maps read; the engine did not confirm "
+                      "that it closed its links (its exit closes them)"
+                      if maps is not None else
+                      f"exited before the stop: {eng.first_error()}" if stopped_early
+                      else f"no final maps after the stop: {eng.first_error()}")
+    if maps is not None and eng.closed is None:
+        run.warnings.append(f"the engine {run.engine_end.split('; ', 1)[1]}")
+    manifest["engine"]["end"] = run.engine_end
+    manifest["engine"]["procs"] = eng.procs
+    if eng.warnings:
+        manifest["engine"]["warnings"] = eng.warnings
+    return stopped_early
 
 
 def _release_held(run: _Run, tree) -> None:

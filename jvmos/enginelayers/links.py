@@ -10,6 +10,12 @@ non-blocking connect's EINPROGRESS counted as failed), written into the manifest
 --scope host: the syscall tracepoints, which see every call the kernel serves, at the
 host-wide cost of an enabled syscall tracepoint (results/overhead).
 
+The price at process scope: glibc's openat, __open_nocancel and __close_nocancel begin with
+instructions the kernel single-steps under a uprobe (a stack adjustment, a mov), and a probe
+with a return probe cannot be moved past a stack adjustment, so their hits cost about 9 us
+instead of under 1 us; the recording warns that they are charged at the emulated cost (an
+underestimate) until the calibration measures a single-stepped pair.
+
 Measured before the nocancel functions were added (2-core VM, LinkBench --mode accept --links
 500 on JDK 17, tracepoint witness on the same pid): accept 500/500 and connect 500/500 agree on
 the libc route; close 1018 of 1112 and open(at) 60 of 101 were seen, the rest made by glibc's

@@ -16,8 +16,7 @@ KINDS = {
     "links:syscall_pair": ("accept/connect/open/close: a sys_enter/sys_exit tracepoint pair",
                            "link_syscall_hit", "link_syscall_hit"),
     "links:libc_pair": ("accept/connect/open/close (--scope process): a uprobe/uretprobe "
-                        "pair on libc's function", "symbol_pair_time_hit",
-                        "symbol_pair_time_hit"),
+                        "pair on libc's function", "link_libc_hit", "link_libc_hit"),
     "links:sched_switch": ("a switch out of a traced thread: the sched_switch program",
                            "sched_switch_links_hit", "sched_switch_links_hit"),
 }

@@ -39,7 +39,8 @@ def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
     for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time"),
                            ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall"),
-                           ("calls", "@nhits"), ("untimed_calls", "@untimed")):
+                           ("calls", "@nhits"), ("untimed_calls", "@untimed"),
+                           ("untimed_calls", "@in_progress")):
         for (pid, cat, probe), v in raw.keyed(mapname).items():
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):
@@ -125,16 +126,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     # total, and calls, bytes and times of the processes add up to the totals)
     for pid in pids:
         io.correct_times(by_pid[pid]["categories"], probes, mode, scope)
-    # a time that summed negative is no time: its category's time is unknown in that process
-    for mapname, pid, cat, sym, v in dropped:
-        warnings.append(f"{mapname}[{pid},{cat},{sym}] summed to {v / 1e6:,.3f} ms, a negative "
-                        "figure (the probes' bookkeeping of a span went wrong): that category's "
-                        "time in that process is unknown (null); its calls are counted")
-        c = (by_pid.get(pid) or {}).get("categories", {}).get(cat)
-        if c is not None:
-            c["time_ns"] = None
-            c["time_unknown_reason"] = (f"{mapname} summed to {v} ns (negative: the probes' "
-                                        "bookkeeping of a span went wrong)")
+    unknown_negative(dropped, by_pid, warnings)
     for pid in pids:
         split_spans(by_pid[pid]["categories"], by_pid[pid].get("off_cpu"))
     cats_total: Dict[str, dict] = {}
@@ -289,9 +281,26 @@ _CORRECTION_KEYS = ("time_ns", "time_raw_ns", "time_hits", "correction_ns", "cor
                     "floored", "correction_dominates", "time_ci95_ns")
 
 
+def unknown_negative(dropped: list, by_pid: dict, warnings: list) -> None:
+    """A time that summed negative is no time: its category's time is unknown (null) in that
+    process, and a warning says so."""
+    for mapname, pid, cat, sym, v in dropped:
+        warnings.append(f"{mapname}[{pid},{cat},{sym}] summed to {v / 1e6:,.3f} ms, a negative "
+                        "figure (the probes' bookkeeping of a span went wrong): that category's "
+                        "time in that process is unknown (null); its calls are counted")
+        c = (by_pid.get(pid) or {}).get("categories", {}).get(cat)
+        if c is not None:
+            c["time_ns"] = None
+            c["time_unknown_reason"] = (f"{mapname} summed to {v} ns (negative: the probes' "
+                                        "bookkeeping of a span went wrong)")
+
+
 SPAN_BASIS = ("estimated: the span (corrected) less the time the threads layer saw its "
-              "threads blocked in the same syscalls (sched_switch with the syscall in progress); "
-              "floored at 0")
+              "threads off the CPU in the same syscalls, blocked or preempted (sched_switch with "
+              "the syscall in progress); that off-CPU time covers every call of those syscalls, "
+              "the ones the span did not time too (made without libc's wrappers, or in "
+              "progress at the start), so the on-CPU part is, if anything, low; floored at 0 "
+              "(on_cpu_floored)")
 
 
 def split_spans(cats: dict, off: Optional[dict]) -> None:
@@ -311,8 +320,12 @@ def split_spans(cats: dict, off: Optional[dict]) -> None:
         else:
             names = {IO_SYSCALL_OF_WRAPPER.get(k, k) for k in (c.get("syscalls") or {})}
         blocked = sum((by.get(n) or {}).get("blocked_ns", 0) for n in names)
+        preempted = sum((by.get(n) or {}).get("preempted_ns", 0) for n in names)
         c["blocked_ns"] = blocked
-        c["on_cpu_ns"] = max(0, c["time_ns"] - blocked)
+        c["preempted_in_it_ns"] = preempted
+        c["on_cpu_ns"] = max(0, c["time_ns"] - blocked - preempted)
+        if c["time_ns"] - blocked - preempted < 0:
+            c["on_cpu_floored"] = True
         c["on_cpu_basis"] = SPAN_BASIS
 
 

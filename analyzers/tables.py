@@ -98,18 +98,20 @@ def category_table(summary: dict, title: str = "Categories") -> Table:
     blocking included (split into blocked and on-CPU where the threads layer saw the blocking),
     or waiting."""
     from jvmos.catalogue import time_kind
-    t = Table(title, ["category", "calls", "bytes", "time", "time kind", "blocked in it",
-                      "on-CPU (est.)", "measured raw", "method"])
+    t = Table(title, ["category", "calls", "bytes", "time", "time kind",
+                      "off-CPU in it (blocked, preempted)", "on-CPU (est.)", "measured raw",
+                      "method"])
     for name, c in summary.get("categories", {}).items():
         method = method_text(c)
         raw = c.get("time_raw_ns")
         span = time_kind(name).startswith("span")
         split = c.get("blocked_ns") is not None
-        blocked = fmt_ns(c["blocked_ns"]) if split else ("not split (no threads layer)"
-                                                          if span else "")
-        on_cpu = fmt_ns(c["on_cpu_ns"]) if split else ""
+        off = (c["blocked_ns"] + c.get("preempted_in_it_ns", 0)) if split else None
+        blocked = fmt_ns(off) if split else ("not split (no threads layer)" if span else "")
+        on_cpu = (fmt_ns(c["on_cpu_ns"]) + (" (floored)" if c.get("on_cpu_floored") else "")
+                  if split else "")
         t.add([name, fmt_count(c.get("calls")), fmt_bytes(c.get("bytes")),
                fmt_time(c), time_kind(name), blocked, on_cpu, fmt_ns(raw), method],
               [name, c.get("calls"), c.get("bytes"), c.get("time_ns"), time_kind(name),
-               c.get("blocked_ns"), c.get("on_cpu_ns"), raw, method])
+               off, c.get("on_cpu_ns"), raw, method])
     return t

@@ -92,7 +92,7 @@ OPTIONAL_SYMBOL_PREFIXES = ("Java_sun_nio_ch_",)
 IO_LIBC_WRAPPERS = ("read", "write", "pread64", "pwrite64", "readv", "writev", "send", "sendto",
                     "recv", "recvfrom", "sendmsg", "recvmsg", "sendfile")
 # the syscall each of those wrappers makes, where its name differs
-IO_SYSCALL_OF_WRAPPER = {"send": "sendto", "recv": "recvfrom"}
+IO_SYSCALL_OF_WRAPPER = {"send": "sendto", "recv": "recvfrom", "sendfile64": "sendfile"}
 MEM_ALLOCATOR = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign")
 MEM_SYSCALLS = ("brk", "mmap", "munmap", "mprotect", "madvise")
 # the libc calls of the memory syscalls probed at --scope process (brk is reached through sbrk)
@@ -137,7 +137,10 @@ LIBC_STANDS_FOR = {"__open_nocancel": "open", "__open64_nocancel": "open",
 LINK_BLIND_SPOTS = ("the dynamic loader's own open and close (dlopen of a library: ld.so "
                     "makes them without libc), openat2 (no glibc wrapper), and any raw "
                     "syscall(2); a non-blocking connect's EINPROGRESS is counted as failed "
-                    "(libc returns -1 and leaves the cause in errno)")
+                    "(libc returns -1 and leaves the cause in errno); a call already in "
+                    "progress when counting began (a blocking accept, say) has no return "
+                    "probe: with --pid it is found in the kernel's /proc/TID/syscall and, if "
+                    "it ended during the recording, counted untimed, its outcome not seen")
 
 _LAYERS = [
     Layer("io",
@@ -215,7 +218,7 @@ OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_byt
                     "@path_calls": 3, "@csw": 3, "@offcpu_ns": 3, "@offcpu_n": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,
                     "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@missed": 2,
                     "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1,
-                    "@hits": 2, "@untimed": 3}
+                    "@hits": 2, "@untimed": 3, "@in_progress": 3}
 
 
 # Categories reported in summary.json, in table order, with what they are.

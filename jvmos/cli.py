@@ -22,8 +22,9 @@ cost: the compiled engine (probes/*.bpf.c) opens its uprobes in the traced proce
 (uprobe_multi links with their pid; attach and detach take a fraction of a second). A uprobe
 hit costs ~0.6-0.8 us where the engine could place it on an instruction the kernel emulates,
 ~9 us where it is single-stepped (this 2-core VM, 24 Nov); every probed JNI copy and I/O call
-pays one (--mode count) or an entry+return pair (--mode time). The threads and links layers,
-and --scope host, use syscall tracepoints, which cost every process on the host something.
+pays one (--mode count) or an entry+return pair (--mode time). The threads layer, and every
+layer at --scope host, use syscall tracepoints, which cost every process on the host something
+(the report prints the figure 'jvmos calibrate --probes' measured).
 'jvmos calibrate --probes' measures this machine's costs; every recording is corrected with them.
 """
 RUN_EXAMPLES = """\

@@ -49,7 +49,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from jvmos import JvmosError, __version__
 from jvmos import calibrate as cal
 from jvmos.catalogue import (DEFAULT_LAYERS, LAYERS, OPTIONAL_SYMBOL_PREFIXES, TIMED_SPAN_LAYERS,
-                             Mode)
+                             LINK_SYSCALLS, Mode)
 from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
                   symbols)
 from jvmos import sampling
@@ -57,6 +57,73 @@ from jvmos import cputime
 from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
+
+def _task_state(pid: int, tid) -> Optional[tuple]:
+    """(the thread's /proc/TID/syscall line, its voluntary context switches), or None."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+            line = f.read().strip()
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            vcsw = next(int(x.split()[1]) for x in f if x.startswith("voluntary_ctxt_switches"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return line, vcsw
+
+
+def links_in_progress(pid: int) -> Dict[int, tuple]:
+    """{tid: (its /proc/TID/syscall line, its voluntary switches)} of the process's threads
+    blocked in a links syscall now (accept, accept4, connect, open, openat, close): calls
+    whose return no probe will see at --scope process (a uretprobe is armed at the entry)."""
+    from jvmos.analyzers.threads import syscall_name
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        st = _task_state(pid, tid)
+        head = st[0].split()[0] if st and st[0] else ""
+        if head.lstrip("-").isdigit() and int(head) >= 0 and \
+                syscall_name(int(head) + 1) in LINK_SYSCALLS:
+            out[int(tid)] = st
+    return out
+
+
+def ended_in_progress(pid: int, start: Dict[int, tuple]) -> Dict[int, str]:
+    """Of the calls in progress at the start, those that ended before the stop: the thread is
+    gone, is no longer in that call (its syscall line changed), or was switched in and out
+    again since (its voluntary switches grew: a blocked call returns only once woken, and the
+    same loop's next call would show the same line). {tid: the syscall's name}."""
+    from jvmos.analyzers.threads import syscall_name
+    out = {}
+    for tid, (line, vcsw) in start.items():
+        now = _task_state(pid, tid)
+        if now is None or now[0] != line or now[1] > vcsw:
+            out[tid] = syscall_name(int(line.split()[0]) + 1)
+    return out
+
+
+def count_in_progress(run, root: int, start: Dict[int, tuple], ended: Dict[int, str]) -> None:
+    """The ended calls counted in the links layer's figures as untimed calls (@in_progress),
+    under libc's function of the same name, and said in the manifest."""
+    by = {}
+    for name in ended.values():
+        by[name] = by.get(name, 0) + 1
+    run.manifest["links_in_progress_at_start"] = {
+        "threads": len(start), "ended_during_recording": by,
+        "how": "threads blocked in a links syscall when counting began (/proc/TID/syscall), "
+               "and whether they left it before the stop; counted as untimed calls, their "
+               "time and outcome not seen"}
+    raw = run.engine_raw
+    libc = (run.manifest.get("probes") or {}).get("libc") or "libc"
+    if raw is None or not by:
+        return
+    m = raw.maps.setdefault("@in_progress", {})
+    for name, n in by.items():
+        cat = "link" if name in ("accept", "accept4", "connect") else "file"
+        key = f"{root},{cat},uprobe:{libc}:{name}"
+        m[key] = m.get(key, 0) + n
+
 
 def kernel_io(pid: int) -> Optional[dict]:
     """The kernel's counts of a process's read and write syscalls (/proc/PID/io syscr,
@@ -73,8 +140,11 @@ def io_wrapper_bound(manifest: dict, summary: dict) -> Optional[dict]:
     """What libc's wrappers did not see of the target's reads and writes (--scope process,
     io layer, attach mode): the kernel's counts of its read and write syscalls over the
     recording against the wrappers' calls. The kernel's syscr and syscw count read, readv,
-    pread64 (and preadv) and write, writev, pwrite64 (and pwritev), sendfile and splice-like
-    calls, not the socket calls (send*, recv*): the wrappers compared are those."""
+    pread64, preadv and write, writev, pwrite64, pwritev (on files and sockets alike),
+    sendfile and copy_file_range in both, and the kernel's own reads for the task (an exec's);
+    not send*/recv*. The wrappers compared: read, readv, pread64, write, writev, pwrite64 and
+    sendfile (preadv, pwritev and copy_file_range are not probed: if used, they show as not
+    seen)."""
     k = manifest.get("kernel_io")
     if not k or manifest.get("scope") != "process" or "io" not in (manifest.get("layers")
                                                                   or []):
@@ -82,7 +152,9 @@ def io_wrapper_bound(manifest: dict, summary: dict) -> Optional[dict]:
     part = ((summary.get("by_pid") or {}).get(str(k["pid"])) or {}).get("categories") or {}
     sc = (part.get("io_syscall") or {}).get("syscalls") or {}
     calls = lambda names: sum((sc.get(n) or {}).get("calls", 0) for n in names)
-    seen_r, seen_w = calls(("read", "readv", "pread64")), calls(("write", "writev", "pwrite64"))
+    # sendfile adds one to both of the kernel's counts
+    seen_r = calls(("read", "readv", "pread64", "sendfile"))
+    seen_w = calls(("write", "writev", "pwrite64", "sendfile"))
     return {"pid": k["pid"], "kernel_reads": k["syscr"], "wrapper_reads": seen_r,
             "kernel_writes": k["syscw"], "wrapper_writes": seen_w,
             "reads_not_seen": k["syscr"] - seen_r, "writes_not_seen": k["syscw"] - seen_w,
@@ -102,6 +174,9 @@ def host_tax(platform: Optional[dict], kinds: dict) -> Optional[dict]:
     from jvmos.enginecost import TAX_KEY
     probes = (platform or {}).get("engine_probes") or {}
     tax, bare = probes.get(TAX_KEY), probes.get("bare_write")
+    if TAX_KEY in (probes.get("unresolved") or {}):
+        return {"ns_per_syscall": None,
+                "why": "calibrated, but not resolved from the noise on this machine"}
     if not tax or tax.get("mean_ns") is None:
         return {"ns_per_syscall": None,
                 "why": "not calibrated on this machine (jvmos calibrate --probes measures it)"}
@@ -651,6 +726,9 @@ def _trace_engine(run: _Run) -> None:
             # the kernel's own count of the target's read and write syscalls, to bound what
             # libc's wrappers miss (attach mode: the process counts from the engine's start)
             io_at_start = kernel_io(root) if opts.pid is not None else None
+            # the links calls already in progress (no return probe on them: libc's route)
+            links_at_start = (links_in_progress(root) if opts.pid is not None
+                              and opts.scope == "process" and "links" in opts.layers else None)
             # a reader can see tracing has begun: the probes count from here (attach mode
             # counts from the engine's start, a launched command from its first instruction)
             manifest["start_time"] = _now_iso()
@@ -679,7 +757,10 @@ def _trace_engine(run: _Run) -> None:
             tree.stop.set()
             tree.join()
             manifest["end_time"] = _now_iso()
+            ended = ended_in_progress(root, links_at_start) if links_at_start else None
             stopped_early = _stop_engine(run, eng, ev, root, io_at_start)
+            if ended is not None:
+                count_in_progress(run, root, links_at_start, ended)
         finally:
             if tree is not None and tree.is_alive():
                 tree.stop.set()

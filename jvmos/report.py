@@ -1,7 +1,7 @@
 """`jvmos report RUN_DIR`: re-read a finished run directory, without the live process."""
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from jvmos import JvmosError
 from jvmos.analyzers.summary import missed_note
@@ -45,6 +45,15 @@ def target_cpu_line(t: dict) -> str:
     return f"  = {share} ({cpu / 1e6:,.1f} ms CPU during the recording{lb})"
 
 
+def wrapped_text(manifest: dict) -> str:
+    """Which recorded layers' syscalls libc's wrappers stand for (--scope process)."""
+    layers = [x for x in ("io", "mem", "links") if x in (manifest.get("layers") or [])]
+    if not layers:
+        return ""
+    return (f"; libc's wrappers stand for the {', '.join(layers[:-1]) + ' and ' if len(layers) > 1 else ''}"
+            f"{layers[-1]} syscalls")
+
+
 def tax_text(tax: Optional[dict]) -> str:
     """What the syscall tracepoints cost every task on the host, as calibrated."""
     if not tax:
@@ -52,12 +61,13 @@ def tax_text(tax: Optional[dict]) -> str:
     if tax.get("ns_per_syscall") is None:
         return f" (their cost to other processes: unknown, {tax.get('why', 'not calibrated')})"
     ci = tax.get("ci95_ns")
-    text = (f" (about {tax['ns_per_syscall']:,.0f} ns more per syscall for every task"
-            + (f", 95% [{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else ""))
+    text = (f" (one idle syscall tracepoint costs every task about {tax['ns_per_syscall']:,.0f} "
+            f"ns more per syscall" + (f", 95% [{ci[0]:,.0f}, {ci[1]:,.0f}]" if ci else ""))
     if tax.get("pct_of_bare_write") is not None:
-        text += (f": +{tax['pct_of_bare_write']:.0f}% on a bare {tax['bare_write_ns']:,.0f} ns "
+        text += (f", +{tax['pct_of_bare_write']:.0f}% on a bare {tax['bare_write_ns']:,.0f} ns "
                  f"write(2)")
-    return text + "; jvmos calibrate --probes)"
+    return text + (" on this machine (jvmos calibrate --probes); more tracepoints, and programs "
+                   "that run for other processes at --scope host, cost more)")
 
 
 def scope_line(manifest: dict) -> str:
@@ -76,8 +86,8 @@ def scope_line(manifest: dict) -> str:
                 + (f" ({n} process(es))" if n else "")
                 + (" as uprobe_multi links" if eng.get("uprobe_multi") else "")
                 + (f" ({eng['fallback']})" if eng.get("fallback") else "")
-                + ("; libc's wrappers stand for the io, mem and links syscalls"
-                   if sc == "process" else "; syscall tracepoints instead of libc's wrappers")
+                + (wrapped_text(manifest) if sc == "process"
+                   else "; syscall tracepoints instead of libc's wrappers")
                 + "".join(f"; not seen by {layer}: {what}"
                           for layer, what in (manifest.get("blind_spots") or {}).items())
                 + (f"; {moved} probe(s) moved onto an emulated instruction" if moved else "")
@@ -154,6 +164,35 @@ def waits_table(waits: dict) -> Table:
     return t
 
 
+def probe_effect_lines(t: dict) -> List[str]:
+    """The probe effect's headline, and the io wrappers' bound against the kernel's count."""
+    out: List[str] = []
+    if t.get("probe_overhead_ns") is not None:
+        out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
+                   f"traced processes" + (f" (= {t['slowdown_pct']:.0f}% of their CPU time without the probes, "
+                                             "estimated)"
+                                          if t.get("slowdown_pct") is not None else "")
+                   + f"; mode {t.get('mode', 'time')}")
+    elif t.get("mode") == "sample":
+        out.append("probe effect: no probes; async-profiler's sampling overhead is small and "
+                   "not subtracted")
+    elif t.get("probe_overhead_known_ns") is not None:
+        unk = ", ".join(f"{k} ({n:,} hits)" for k, n in
+                        (t.get("probe_overhead_unknown_kinds") or {}).items())
+        out.append(f"probe effect: unknown (kinds without a calibrated cost: {unk or '?'}); the "
+                   f"calibrated kinds cost {fmt_ns(t['probe_overhead_known_ns'])}")
+    else:
+        out.append("probe effect: unknown: no probe-cost calibration (jvmos calibrate --probes);"
+                   " corrected times are unknown, time_raw_ns keeps what the probes measured")
+    b = t.get("io_wrapper_bound")
+    if b:
+        out.append(f"io on libc's wrappers, against the kernel's count (pid {b['pid']}): reads "
+                   f"{b['wrapper_reads']:,} of {b['kernel_reads']:,}, writes "
+                   f"{b['wrapper_writes']:,} of {b['kernel_writes']:,} (not seen: "
+                   f"{b['reads_not_seen']:,} and {b['writes_not_seen']:,}; /proc/PID/io)")
+    return out
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -196,29 +235,7 @@ def render(run_dir) -> str:
                    f"{fmt_ns(off['total_ns'])} in {off['intervals']:,} intervals: blocked "
                    f"{fmt_ns(off['blocked_ns'])}, preempted {fmt_ns(off['preempted_ns'])}"
                    + (f", stopped {fmt_ns(off['stopped_ns'])}" if off.get("stopped_ns") else ""))
-    if t.get("probe_overhead_ns") is not None:
-        out.append(f"probe effect: jvmos added an estimated {fmt_ns(t['probe_overhead_ns'])} to the "
-                   f"traced processes" + (f" (= {t['slowdown_pct']:.0f}% of their CPU time without the probes, "
-                                             "estimated)"
-                                          if t.get("slowdown_pct") is not None else "")
-                   + f"; mode {t.get('mode', 'time')}")
-    elif t.get("mode") == "sample":
-        out.append("probe effect: no probes; async-profiler's sampling overhead is small and "
-                   "not subtracted")
-    elif t.get("probe_overhead_known_ns") is not None:
-        unk = ", ".join(f"{k} ({n:,} hits)" for k, n in
-                        (t.get("probe_overhead_unknown_kinds") or {}).items())
-        out.append(f"probe effect: unknown (kinds without a calibrated cost: {unk or '?'}); the "
-                   f"calibrated kinds cost {fmt_ns(t['probe_overhead_known_ns'])}")
-    else:
-        out.append("probe effect: unknown: no probe-cost calibration (jvmos calibrate --probes);"
-                   " corrected times are unknown, time_raw_ns keeps what the probes measured")
-    b = t.get("io_wrapper_bound")
-    if b:
-        out.append(f"io on libc's wrappers, against the kernel's count (pid {b['pid']}): reads "
-                   f"{b['wrapper_reads']:,} of {b['kernel_reads']:,}, writes "
-                   f"{b['wrapper_writes']:,} of {b['kernel_writes']:,} (not seen: "
-                   f"{b['reads_not_seen']:,} and {b['writes_not_seen']:,}; /proc/PID/io)")
+    out += probe_effect_lines(t)
     for w in s.get("warnings") or []:
         out.append(f"warning: {w}")
     if t.get("lost_events"):

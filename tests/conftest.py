@@ -55,12 +55,15 @@ def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
     their order, so the others are attached by then)."""
     text = (script + f'\ntracepoint:syscalls:sys_enter_getppid /pid == {os.getpid()}/ '
             f'{{ printf("{WITNESS_SYNCED}\\n"); }}')
-    p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(out), "-e", text],
-                         stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env=dict(os.environ, **(env or {})))
+    # its stderr to a file, never a pipe nobody reads (a full pipe would stall bpftrace)
+    err = out.with_name(out.name + ".stderr")
+    with open(err, "w") as ef:
+        p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(out), "-e", text],
+                             stderr=ef, text=True, start_new_session=True,
+                             env=dict(os.environ, **(env or {})))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert p.poll() is None, p.stderr.read()
+        assert p.poll() is None, err.read_text()
         os.getppid()
         if out.exists() and WITNESS_SYNCED in out.read_text():
             return p

@@ -63,11 +63,13 @@ def plan(ctx) -> None:
 
 
 CALIBRATIONS = [
-    # the tracepoint pair is the --scope host route; at --scope process the layer's libc
-    # pairs are charged the symbol pair's cost (io's calibration, on libc's write wrapper)
+    # the tracepoint pair is the --scope host route, the libc pair the --scope process one
     Calibration("link_syscall_hit", "close", 200_000, ("links",), ("links:syscall_pair",),
                 "links.bpf.c's sys_link_enter + sys_file_exit on close(-1) (EBADF)",
                 scope="host"),
+    Calibration("link_libc_hit", "close", 200_000, ("links",), ("links:libc_pair",),
+                "links.bpf.c's libc_enter + libc_file_ret on libc's close(-1) (EBADF), as "
+                "placed", scope="process"),
     Calibration("sched_switch_links_hit", "yield", 100_000, ("links",),
                 ("links:sched_switch",),
                 "links.bpf.c's links_switch, per switch out of a traced thread (two threads "

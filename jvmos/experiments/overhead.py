@@ -187,12 +187,13 @@ def run_idle_tracepoint(cmd: List[str]) -> dict:
             "attach_seconds": (ready or {}).get("spawn_to_ready_s")}
 
 
-def syscall_tracepoints_of_layers(layers=("threads", "links")) -> List[str]:
-    """The syscall tracepoints these compiled layers put on, from their own plan (the
-    libraries are left out: only the tracepoints are wanted)."""
+def syscall_tracepoints_of_layers(layers=("threads", "links"), scope="process") -> List[str]:
+    """The syscall tracepoints these compiled layers put on at this scope, from their own
+    plan (the libraries are left out: only the tracepoints are wanted). At --scope process
+    (since 27 Nov) only the threads layer's."""
     from jvmos import engine as eng
     plan = eng.build_plan(list(layers), {}, lambda path: {}, root=0, counting=False,
-                          follow=False)
+                          follow=False, scope=scope)
     return sorted({t["name"] for t in plan.doc["tracepoints"] if t["group"] == "syscalls"})
 
 
@@ -202,14 +203,16 @@ TAX_CALLS = 1_000_000
 def tracepoint_tax(rounds: int) -> dict:
     """What enabled syscall tracepoints cost a process that never triggers them, measured
     interleaved: the bystander's write loop (TAX_CALLS calls, its CPU time per call) alone,
-    with one idle tracepoint (getppid), and with the threads and links layers' set, each a
+    with one idle tracepoint (getppid), and with a process-scope recording's set (the
+    threads layer's since the links layer moved to libc's functions), each a
     minimal compiled program that returns at once for an untraced process; `rounds` turns
     of the three arms in a row, so that the machine's drift falls on each arm alike."""
     from jvmos import enginecost
     cmd = [str(c_program("bystander")), "--loop", "write", "--count", str(TAX_CALLS)]
     layer_tps = syscall_tracepoints_of_layers()
     arms = [("none", []), ("one idle syscall tracepoint (getppid)", ["sys_enter_getppid"]),
-            (f"the threads and links layers' {len(layer_tps)} syscall tracepoints", layer_tps)]
+            (f"a process-scope recording's {len(layer_tps)} syscall tracepoints (the threads "
+             f"layer's)", layer_tps)]
     got = {name: [] for name, _ in arms}
 
     def per_call(stdout: str) -> float:
@@ -574,7 +577,7 @@ def main(argv) -> int:
         "neither loop calls. While any syscall tracepoint is enabled the kernel sends every "
         "syscall of every task on the host through its slow path (syscall_regfunc marks each "
         "task): its bystander write(2) slowdown is the tax every layer that uses a syscall "
-        "tracepoint (threads, links, and every layer at --scope host) puts on the host, "
+        "tracepoint (threads, and every layer at --scope host) puts on the host, "
         "whatever its programs do. Its scope says so: host.",
         f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
         "count mode, process scope.",

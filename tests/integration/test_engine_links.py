@@ -288,3 +288,33 @@ def test_what_libcs_functions_miss_against_the_kernel(platform_file, tmp_path):
     assert "dynamic loader" in man["blind_spots"]["links"]
     # no syscall tracepoint in a links recording at --scope process
     assert not any(k.startswith("tracepoint:syscalls:") for k in man["probes"]["kinds"])
+
+
+FCLOSE_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	int n = atoi(argv[2]);
+	for (int i = 0; i < n; i++) {
+		FILE *f = fopen(argv[1], "w");
+		if (!f || fclose(f))
+			return 1;
+	}
+	return 0;
+}
+"""
+
+
+def test_glibcs_internal_closes_are_counted_at_process_scope(platform_file, tmp_path):
+    """fclose closes through glibc's internal __close_nocancel, not close(3): counted at
+    --scope process only because the layer probes that function too."""
+    (tmp_path / "fc.c").write_text(FCLOSE_C)
+    exe = tmp_path / unique_name()
+    subprocess.run(["cc", "-O1", "-o", str(exe), str(tmp_path / "fc.c")], check=True,
+                   timeout=120)
+    n = 3000
+    s = record(tmp_path / "rec", [exe, tmp_path / "f.txt", n])
+    calls, _ = counted(s)
+    assert calls.get("close", 0) >= n, calls
+    assert calls.get("open", 0) + calls.get("openat", 0) >= n, calls

@@ -64,10 +64,16 @@ def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str) -> l
     from the engine or its plan."""
     import json
     import os
+    import shutil
     import sys
     out = tmp_path / f"rec-{scope}"
+    # a copy of the session's platform file: a recording may add to its own (a JDK met for the
+    # first time), and the shared one must stay as the other tests found it
+    plat = tmp_path / f"platform-{scope}.json"
+    shutil.copy(os.environ["JVMOS_PLATFORM"], plat)
     p = subprocess.Popen([sys.executable, "-m", "jvmos.cli", "record", "--layers", layers,
-                          "--scope", scope, "--out", str(out), "--", "sleep", "8"],
+                          "--scope", scope, "--platform", str(plat), "--out", str(out), "--",
+                          "sleep", "8"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          cwd=ROOT)
     try:
@@ -95,7 +101,7 @@ def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str) -> l
         p.communicate(timeout=120)         # drains its stderr to the end
 
 
-def test_process_scope_enables_no_syscall_tracepoint(tmp_path):
+def test_process_scope_enables_no_syscall_tracepoint(platform_file, tmp_path):
     """Issue 31: at --scope process the io, links and mem layers hold no syscall tracepoint
     (every task of the host would pay for one); at --scope host the same check sees the links
     layer's, so it can fail. The threads layer still times thread creation and futex on

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from conftest import can_trace, run_jvmos
+from jvmos.experiments import overhead
 from jvmos.jdk import discover_jdks
 
 pytestmark = [pytest.mark.integration,
@@ -244,7 +245,9 @@ def test_overhead_quick(platform_file, tmp_path):
     # the syscall-tracepoint tax: three arms, interleaved rounds, each arm's median of its own
     # rounds, the slowdown of the medians against the arm without tracepoints
     tax = res["tracepoint_tax"]
-    assert [x["tracepoints"] for x in tax["arms"]][:2] == [0, 1] and tax["arms"][2]["tracepoints"] > 30
+    # the third arm: what a process-scope recording still enables (the threads layer's)
+    assert [x["tracepoints"] for x in tax["arms"]][:2] == [0, 1]
+    assert tax["arms"][2]["tracepoints"] == len(overhead.syscall_tracepoints_of_layers()) > 0
     for arm in tax["arms"]:
         assert len(arm["ns_per_call_rounds"]) == tax["rounds"] == 2
         assert arm["median_ns"] == pytest.approx(sorted(arm["ns_per_call_rounds"])[0] / 2

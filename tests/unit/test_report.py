@@ -150,8 +150,14 @@ def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
     tax = record.host_tax(plat, kinds)
     assert tax["ns_per_syscall"] == 42.0 and tax["pct_of_bare_write"] == pytest.approx(15.0)
     text = report.tax_text(tax)
-    assert "about 42 ns more per syscall for every task, 95% [30, 54]" in text
-    assert "+15% on a bare 280 ns write(2)" in text
+    assert "one idle syscall tracepoint costs every task about 42 ns more per syscall, 95% " \
+        "[30, 54]" in text
+    assert "+15% on a bare 280 ns write(2) on this machine" in text
+    assert "more tracepoints" in text
+    # calibrated but not resolved from the noise: said so, not "not calibrated"
+    unres = record.host_tax({"engine_probes": {"unresolved": {"syscall_tracepoint_tax": {}}}},
+                            kinds)
+    assert "not resolved from the noise" in report.tax_text(unres)
     assert record.host_tax(plat, {"uprobe:/lib/libc.so.6:close": "uprobe"}) is None
     unknown = record.host_tax({"engine_probes": {}}, kinds)
     assert unknown["ns_per_syscall"] is None
@@ -159,6 +165,7 @@ def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
     m = {"engine": {"name": "bpf"}, "scope": "host", "host_tax": tax,
          "probes": {"kinds": kinds}}
     assert "about 42 ns more per syscall" in report.scope_line(m)
+    assert "libc's wrappers stand for" not in report.scope_line(m)      # host scope
     m["probes"]["kinds"] = {}
     assert "per syscall" not in report.scope_line(m)
 

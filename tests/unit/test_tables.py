@@ -115,8 +115,9 @@ def test_category_table_says_what_is_counted_estimated_floored_unknown():
     # kernel copy without its calibration: unknown, not 0
     assert rows["kernel_copy"][3] == "unknown"
     rows_csv = list(csv.reader(io.StringIO(t.csv())))
-    assert rows_csv[0] == ["category", "calls", "bytes", "time", "time kind", "blocked in it",
-                           "on-CPU (est.)", "measured raw", "method"]
+    assert rows_csv[0] == ["category", "calls", "bytes", "time", "time kind",
+                           "off-CPU in it (blocked, preempted)", "on-CPU (est.)",
+                           "measured raw", "method"]
     assert ["free_estimated", "100", "", "1400.0", "on-CPU", "", "", "",
             "estimated (calls estimated, not probed)"] in rows_csv
 
@@ -156,16 +157,21 @@ def test_a_span_is_split_into_blocked_and_on_cpu_where_the_threads_layer_saw_it(
     from jvmos.analyzers.summary import split_spans
     cats = {"io_syscall": {"time_ns": 10_000, "syscalls": {"read": {}, "send": {}}},
             "sync": {"time_ns": 5_000}, "malloc": {"time_ns": 700}}
-    off = {"by_syscall": {"read": {"blocked_ns": 6_000}, "sendto": {"blocked_ns": 1_000},
+    off = {"by_syscall": {"read": {"blocked_ns": 6_000, "preempted_ns": 500},
+                          "sendto": {"blocked_ns": 1_000},
                           "futex": {"blocked_ns": 9_000}, "poll": {"blocked_ns": 50_000}}}
     split_spans(cats, off)
-    assert cats["io_syscall"]["blocked_ns"] == 7_000 and cats["io_syscall"]["on_cpu_ns"] == 3_000
-    # more blocked than the span (the two are measured by different probes): floored at 0
+    io_ = cats["io_syscall"]
+    assert io_["blocked_ns"] == 7_000 and io_["preempted_in_it_ns"] == 500
+    assert io_["on_cpu_ns"] == 2_500 and "on_cpu_floored" not in io_
+    # more off-CPU than the span (the two are measured by different probes): floored at 0
     assert cats["sync"]["blocked_ns"] == 9_000 and cats["sync"]["on_cpu_ns"] == 0
+    assert cats["sync"]["on_cpu_floored"]
     assert "blocked_ns" not in cats["malloc"]
     t = category_table({"categories": cats})
-    row = {r[0]: r for r in t.rows}["io_syscall"]
-    assert row[4:7] == ["span (blocking included)", "7 µs", "3 µs"]
+    rows = {r[0]: r for r in t.rows}
+    assert rows["io_syscall"][4:7] == ["span (blocking included)", "7.5 µs", "2.5 µs"]
+    assert rows["sync"][6] == "0 ns (floored)"
     none = {"io_syscall": {"time_ns": 10_000}}
     split_spans(none, None)
     assert "blocked_ns" not in none["io_syscall"]

@@ -283,7 +283,9 @@ def test_what_libcs_functions_miss_against_the_kernel(platform_file, tmp_path):
     missed = kernel_files - seen_files
     print(f"file calls: kernel {kernel_files}, libc's functions {seen_files}, missed {missed} "
           f"({missed / kernel_files:.1%})")
-    assert 0 <= missed < kernel_files
+    # the loader's opens and closes of a JVM's start: 73 of 632 (11.6%) on 27 Nov; a route
+    # that lost glibc's internal calls too would miss far more
+    assert 0 <= missed <= 0.2 * kernel_files
     man = json.loads((tmp_path / "rec" / "manifest.json").read_text())
     assert "dynamic loader" in man["blind_spots"]["links"]
     # no syscall tracepoint in a links recording at --scope process

@@ -77,3 +77,14 @@ def test_each_readme_command_parses(line, cmd):
             pytest.fail(f"README line {line}: `{cmd}` is refused by its parser: exit {e.code}")
     except JvmosError as e:
         pytest.fail(f"README line {line}: `{cmd}` is refused by its parser: {e}")
+
+
+def test_the_readme_stays_a_users_page():
+    """Issue 32: the README is for users, at most 350 lines; methods, fields, the agent's
+    detail and history live in docs/ and CHANGELOG.md."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 350, len(lines)
+    for doc in ("docs/run-directory.md", "docs/methodology.md", "docs/layout.md",
+                "docs/agent.md", "CHANGELOG.md"):
+        assert (ROOT / doc).is_file(), doc
+        assert doc.split("/")[-1] in "\n".join(lines), f"the README points to {doc}"

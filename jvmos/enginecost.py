@@ -284,6 +284,14 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         # each compiled layer's own probe costs
         for c in layer_calibrations(layers):
             add(c.key, _layer_cost(c, prog, target, libc, bare, log))
+    return _aggregate(samples, placement, layers, n, trials, log)
+
+
+def _aggregate(samples: Dict[str, List[float]], placement: dict,
+               layers: Optional[List[str]], n: int, trials: int, log) -> dict:
+    """The trials' samples of each cost made into the platform file's engine_probes: mean and
+    interval, windows floored at 0 where unresolved, unresolved costs kept apart (or
+    borrowed), and what they were measured on."""
     what = dict(MEASURED_WITH, **{c.key: c.measured_with for c in layer_calibrations()})
     out, unresolved = {}, {}
     for k, v in samples.items():

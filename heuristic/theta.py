@@ -162,3 +162,41 @@ def stale(theta: Optional[dict], jdk: Optional[str]) -> Optional[str]:
     if jdk and theta.get("jdk") and os.path.realpath(theta["jdk"]) != os.path.realpath(jdk):
         return f"θ was fitted on {theta['jdk']}, not this recording's {jdk}"
     return None
+
+
+def _jdk_key(jdk: Optional[str]) -> str:
+    import os
+    return os.path.realpath(jdk) if jdk else ""
+
+
+def of(platform: Optional[dict], what_if: str, jdk: Optional[str] = None) -> Optional[dict]:
+    """θ for a what-if: the latest ("theta") when it was fitted on this JDK or no other JDK's
+    is kept; else the one kept for this JDK ("theta_by_jdk": each other JDK's latest); else the
+    latest, which stale() then names as another JDK's. Each θ is stored once."""
+    p = platform or {}
+    latest = (p.get("theta") or {}).get(what_if)
+    if jdk and not (latest and _jdk_key(latest.get("jdk")) == _jdk_key(jdk)):
+        t = ((p.get("theta_by_jdk") or {}).get(what_if) or {}).get(_jdk_key(jdk))
+        if t:
+            return t
+    return latest
+
+
+def keep(platform: dict, rec: dict) -> None:
+    """θ stored as its what-if's latest; the latest it replaces, if fitted on another JDK,
+    is kept as that JDK's (under "theta_by_jdk"), so that each JDK keeps its own."""
+    w = rec["what_if"]
+    by = platform.setdefault("theta_by_jdk", {}).setdefault(w, {})
+    old = (platform.get("theta") or {}).get(w)
+    if old and _jdk_key(old.get("jdk")) != _jdk_key(rec.get("jdk")):
+        by[_jdk_key(old.get("jdk"))] = old
+    by.pop(_jdk_key(rec.get("jdk")), None)
+    platform.setdefault("theta", {})[w] = rec
+
+
+def all_of(platform: Optional[dict], what_if: str) -> List[dict]:
+    """Every stored θ of a what-if: the latest first, then each other JDK's."""
+    p = platform or {}
+    out = [t for t in [(p.get("theta") or {}).get(what_if)] if t]
+    out += [t for t in ((p.get("theta_by_jdk") or {}).get(what_if) or {}).values() if t]
+    return out

@@ -247,9 +247,9 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
         v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"
     if name in COUNT_CAVEATS:
         res["count_caveat"] = COUNT_CAVEATS[name]
-    t = ((platform or {}).get("theta") or {}).get(name)
+    from jvmos.heuristic import theta as th
+    t = th.of(platform, name, jdk_home)
     if t:
-        from jvmos.heuristic import theta as th
         why = th.stale(t, jdk_home)
         lo = t["fit"]["ci_with_model_error_ns"][0]
         if not why and lo <= 0:

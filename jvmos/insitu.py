@@ -377,7 +377,7 @@ def refit(src: Path, jvm) -> dict:
 
 def store(platform_file: Path, rec: dict) -> None:
     platform = cal.load(platform_file) or {}
-    platform.setdefault("theta", {})[rec["what_if"]] = rec
+    th.keep(platform, rec)       # the what-if's latest, and this JDK's
     cal.save(platform_file, platform)
 
 

@@ -38,6 +38,7 @@ import math
 import json
 import shutil
 import time
+from typing import Optional
 from pathlib import Path
 
 from jvmos import JvmosError
@@ -217,7 +218,7 @@ def analyze(r: dict, theta: dict, c_link: dict) -> dict:
 
 def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> dict:
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = (platform.get("theta") or {}).get("keep-alive")
+    theta = th.of(platform, "keep-alive", str(jvm.home))
     why = th.stale(theta, str(jvm.home))
     if why:
         raise JvmosError(why)
@@ -408,7 +409,7 @@ def analyze_ipc(r: dict, theta: dict, c_chunk: dict) -> dict:
 
 def run_ipc_buffered(a, platform: dict, platform_file: Path, out: Path) -> dict:
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = (platform.get("theta") or {}).get("bigger-chunks")
+    theta = th.of(platform, "bigger-chunks", str(jvm.home))
     why = th.stale(theta, str(jvm.home))
     if why:
         raise JvmosError(why.replace("--in-situ'", "--in-situ --in-situ-terms bigger-chunks'"))
@@ -447,6 +448,22 @@ def run_ipc_buffered(a, platform: dict, platform_file: Path, out: Path) -> dict:
     return r
 
 
+def chat_theta(platform: dict, a) -> Optional[dict]:
+    """θ thread-pool for the chat test: that of --jdk when given; else one fitted on a JDK 21
+    or later (virtual threads), the latest first."""
+    if a.jdk:
+        return th.of(platform, "thread-pool", a.jdk)
+    from jvmos.experiments.chat import feature
+    cands = th.all_of(platform, "thread-pool")
+    for t in cands:
+        try:
+            if feature(select_jdks([t["jdk"]])[0]) >= 21:
+                return t
+        except JvmosError:
+            continue
+    return cands[0] if cands else None
+
+
 def chat_jvm(theta: dict, a):
     """The JDK of the chat test: θ's own (a θ prices the JDK it was fitted on), 21 or later."""
     from jvmos.experiments.chat import feature
@@ -462,7 +479,7 @@ def chat_jvm(theta: dict, a):
 
 
 def run_chat_virtual(a, platform: dict, platform_file: Path, out: Path) -> dict:
-    theta = (platform.get("theta") or {}).get("thread-pool")
+    theta = chat_theta(platform, a)
     if not theta:
         raise JvmosError("no θ thread-pool on this machine: run 'jvmos calibrate --in-situ "
                          "--in-situ-terms thread-pool --jdk HOME' with a JDK 21+")
@@ -592,7 +609,8 @@ def cannot_run(name: str, a, platform: dict):
     None."""
     what_if = {"shop-keep-alive": "keep-alive", "chat-virtual": "thread-pool",
                "ipc-buffered": "bigger-chunks"}[name]
-    theta = (platform.get("theta") or {}).get(what_if)
+    theta = (chat_theta(platform, a) if name == "chat-virtual" else
+             th.of(platform, what_if, str(select_jdks([a.jdk] if a.jdk else None)[0].home)))
     try:
         if not theta:
             return f"no θ {what_if} on this machine (jvmos calibrate --in-situ)"
@@ -654,12 +672,14 @@ def store_verdicts(results: dict, platform_file: Path) -> None:
     """Each held-out verdict beside its θ in the platform file (predict --what-if prints it)."""
     platform = cal.load(platform_file) or {}
     for r in results["tests"]:
-        t = (platform.get("theta") or {}).get(r.get("what_if", "keep-alive"))
-        if not t or t.get("theta_sha256") != r["theta_sha256"]:
-            continue            # θ changed since: the verdict is not about it
-        t.setdefault("held_out", {})[r["name"]] = {
-            "verdict": r["analysis"]["verdict"]["verdict"],
-            "ratio": r["analysis"]["ratio"], "date": results["date"],
-            "count_hooks": r["recorded"]["A"]["count_hooks"],
-            "commit": results["commit"]}
+        # the θ it tested, wherever it is kept (the latest, its JDK's); a θ fitted again
+        # since is another θ: the verdict is not about it
+        for t in th.all_of(platform, r.get("what_if", "keep-alive")):
+            if t.get("theta_sha256") != r["theta_sha256"]:
+                continue
+            t.setdefault("held_out", {})[r["name"]] = {
+                "verdict": r["analysis"]["verdict"]["verdict"],
+                "ratio": r["analysis"]["ratio"], "date": results["date"],
+                "count_hooks": r["recorded"]["A"]["count_hooks"],
+                "commit": results["commit"]}
     cal.save(platform_file, platform)

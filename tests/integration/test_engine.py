@@ -120,6 +120,11 @@ def _gated_java(tmp_path: Path, n: int):
     go = tmp_path / "GO"
     p = subprocess.Popen([java(), "-cp", str(classes), "GatedWrites", str(go), str(n), "10"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the JVM's start-up (which may copy through JNI too) is over before any witness attaches:
+    # a loaded machine would otherwise let a witness count a start-up copy the recording,
+    # attached a moment later, does not
+    line = p.stderr.readline()
+    assert line.startswith("waiting for"), line
     return p, go
 
 

@@ -4,7 +4,6 @@ tests it on the shop, names θ's sha256 and keeps its runs apart from θ's; `jvm
 --what-if keep-alive` prices a recording with it. Speed is not asserted; a connection must
 cost CPU (a slope above 0) and the arithmetic must hold."""
 import json
-import shutil
 
 import pytest
 
@@ -14,9 +13,17 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
 
 
+def _without_theta(platform_file, plat):
+    """A copy of the session's platform file with no θ in it (a developer's may hold some)."""
+    data = json.loads(platform_file.read_text())
+    data.pop("theta", None)
+    data.pop("theta_by_jdk", None)
+    plat.write_text(json.dumps(data))
+
+
 def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     plat = tmp_path / "platform.json"
-    shutil.copy(platform_file, plat)
+    _without_theta(platform_file, plat)
     r = run_jvmos(["calibrate", "--in-situ", "--trials", "2", "--in-situ-requests", "200",
                    "--platform", str(plat), "--out", str(tmp_path / "insitu")], timeout=600)
     assert r.returncode == 0, r.stderr
@@ -130,7 +137,7 @@ def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
     if jvm is None:
         pytest.skip("no JDK 21 or later on this machine (virtual threads)")
     plat = tmp_path / "platform.json"
-    shutil.copy(platform_file, plat)
+    _without_theta(platform_file, plat)
     r = run_jvmos(["calibrate", "--in-situ", "--in-situ-terms", "thread-pool", "--trials", "2",
                    "--in-situ-requests", "200", "--jdk", str(jvm.home), "--platform", str(plat),
                    "--out", str(tmp_path / "insitu")], timeout=600)

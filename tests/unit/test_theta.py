@@ -247,3 +247,23 @@ def test_partial_results_are_kept_and_replaced(tmp_path):
     import json
     assert json.loads((tmp_path / heldout.PARTIAL).read_text()) == {"pairs": [1, 2]}
     assert [p.name for p in tmp_path.iterdir()] == [heldout.PARTIAL]
+
+
+def test_theta_is_kept_per_jdk_and_found_for_a_recordings_jdk(tmp_path):
+    """Each JDK keeps its own θ beside the what-if's latest: fitting θ on JDK 25 (for the chat
+    test) no longer leaves a JDK 17 recording without one."""
+    platform = {}
+    t17 = {"what_if": "thread-pool", "jdk": "/jdk17", "theta_sha256": "a"}
+    t25 = {"what_if": "thread-pool", "jdk": "/jdk25", "theta_sha256": "b"}
+    th.keep(platform, t17)
+    th.keep(platform, t25)
+    assert platform["theta"]["thread-pool"] is t25                  # the latest
+    assert th.of(platform, "thread-pool", "/jdk17") is t17
+    assert th.of(platform, "thread-pool", "/jdk25") is t25
+    # a JDK with none of its own: the latest, which stale() then names as another JDK's
+    other = th.of(platform, "thread-pool", "/jdk21")
+    assert other is t25 and "not this recording's" in th.stale(other, "/jdk21")
+    assert th.of(platform, "keep-alive", "/jdk17") is None
+    # a file made before θ was kept per JDK: its one θ
+    assert th.of({"theta": {"keep-alive": t17}}, "keep-alive", "/jdk25") is t17
+    assert {t["theta_sha256"] for t in th.all_of(platform, "thread-pool")} == {"a", "b"}

@@ -229,3 +229,18 @@ def test_store_verdicts(tmp_path):
     assert k["status"].startswith("not validated: no: measured 2.00x")
     assert k["measured_cpu_per_use_us"] == pytest.approx(20.0)
     assert k["measured_cpu_per_use_ci95_us"] == pytest.approx([15.0, 25.0])
+
+
+def test_the_what_if_prices_with_the_theta_of_the_recordings_jdk():
+    from jvmos.heuristic import theta as th
+    p = dict(PLATFORM)
+    t17 = {"what_if": "keep-alive", "fit": THETA_FIT, "jdk": "/jdk", "theta_sha256": "a",
+           "held_out": {}}
+    t25 = {"what_if": "keep-alive", "fit": dict(THETA_FIT, ns_per_use=90e3), "jdk": "/jdk25",
+           "theta_sha256": "b", "held_out": {}}
+    th.keep(p, t17)
+    th.keep(p, t25)          # the latest is JDK 25's
+    s = summary(link={"syscalls": {"accept": {"calls": 11}}})
+    r = whatif.from_run("keep-alive", s, p, "/jdk", keep=1)
+    assert r["theta"]["refused"] is None and r["theta"]["source"]["theta_sha256"] == "a"
+    assert r["theta"]["whole_change_us"] == pytest.approx(500.0)

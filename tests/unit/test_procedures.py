@@ -57,10 +57,46 @@ def test_chat_messages_dose_remakes_the_committed_table(tmp_path):
     assert r.returncode != 0 and "different θ" in r.stderr
 
 
-def test_measuring_procedures_are_well_formed():
-    r = subprocess.run([sys.executable, "-m", "py_compile", str(PROC / "ipc_cold_waits.py")],
-                       capture_output=True, text=True)
+def test_equal_200_remakes_the_committed_table():
+    """Table 5's per-thread cost at 200 threads, re-made from the committed recordings."""
+    r = subprocess.run([sys.executable, str(PROC / "threads_equal200.py"),
+                        str(ROOT / "results" / "threads" / "equal-200"),
+                        str(ROOT / "results" / "chat" / "repeats" / "runs")],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    assert r.stdout == (ROOT / "results" / "threads" / "equal-200" / "per-thread.md").read_text()
+
+
+def test_java_layer_sampled_counts_a_collapsed_profile(tmp_path):
+    """The counting script on a small collapsed profile whose counts are known."""
+    prof = tmp_path / "p.collapsed"
+    prof.write_text("main;java/lang/Thread.start;JVM_StartThread;pthread_create 5\n"
+                    "main;java/lang/Thread.start;java/lang/Thread.start0 3\n"
+                    "main;other 7\n")
+    r = subprocess.run([sys.executable, str(PROC / "threads_java_layer_sampled.py"), str(prof)],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["samples_total"] == 15 and got["samples_in_thread_start"] == 8
+    assert got["samples_in_thread_start_outside_jvm_startthread"] == 3
+    assert got["top_leaf_frames_outside_jvm_startthread"] == [["java/lang/Thread.start0", 3]]
+
+
+def test_no_procedure_code_under_results():
+    """results/ holds data only; procedures live in scripts/procedures."""
+    # (a recording keeps the script it launched, as data: runs/*/workload/)
+    code = [p for p in (ROOT / "results").rglob("*") if p.suffix in (".py", ".sh")
+            and "workload" not in p.parts]
+    assert code == [], code
+
+
+def test_measuring_procedures_are_well_formed():
+    for name in ("ipc_cold_waits.py", "start_signal_check.py"):
+        r = subprocess.run([sys.executable, "-m", "py_compile", str(PROC / name)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    assert "results/start-signal-check" in (PROC / "start_signal_check.py").read_text()
+    assert (ROOT / "results" / "start-signal-check" / "after-10x10").is_dir()
     r = subprocess.run(["bash", "-n", str(PROC / "matmul_sampled.sh")], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr

@@ -7,13 +7,14 @@ below) and in the chat server's 5x20 level (results/chat/repeats, its 3 repeats)
       --out results/threads/equal-200/record-{threads,four-layers}-$i -- java -cp \\
       workloads/java/io/target/jvmos-io.jar org.jvmos.workloads.NoOpThreads --threads 200 \\
       --repeat 1 --warmup 1; done; done
-  .venv/bin/python results/threads/equal-200/per-thread.py > results/threads/equal-200/per-thread.md
+  .venv/bin/python scripts/procedures/threads_equal200.py results/threads/equal-200 \
+      results/chat/repeats/runs > results/threads/equal-200/per-thread.md
 """
 import json
+import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-CHAT = HERE.parents[1] / "chat" / "repeats" / "runs"
+HERE, CHAT = Path(sys.argv[1]), Path(sys.argv[2])
 
 
 def parts(summary: Path) -> dict:

@@ -7,7 +7,7 @@ with (26 Nov, OpenJDK 17.0.15; the collapsed file, 84 MB, is not kept):
 (its stdout: stdout.json). This script counts the samples under Thread.start, those outside
 JVM_StartThread (the Java layer, if the profiler were free), and their leaf frames:
 
-  .venv/bin/python results/threads/java-layer-sampled/analyze.py /tmp/nt.collapsed > results/threads/java-layer-sampled/samples.json
+  .venv/bin/python scripts/procedures/threads_java_layer_sampled.py /tmp/nt.collapsed > results/threads/java-layer-sampled/samples.json
 """
 import json
 import sys

@@ -1,7 +1,8 @@
 """The shop's boundary activity in the seconds right after a load: attach first (start gate),
 then drive one load, and read the live view's 1-s intervals after it.
 
-  JVMOS_PLATFORM=build/test-platform.json .venv/bin/python results/start-signal-check/procedure.py OUT
+  JVMOS_PLATFORM=build/test-platform.json .venv/bin/python scripts/procedures/start_signal_check.py \
+      results/start-signal-check
 """
 import json, subprocess, sys, time, shutil
 from pathlib import Path

@@ -58,6 +58,70 @@ COUNT_MODE_THREADS = ("--mode count: the return probes that close the JVM and pt
                       "--mode time); ")
 
 
+def _layers(parts: Dict[str, dict], tc: dict) -> dict:
+    """Per thread label (java, internal): its threads and the libc, kernel and JVM layers'
+    corrected times, each the sum of its known parts."""
+    def layer_sum(names):
+        return sum_known(parts[n]["time_ns"] for n in names if n in parts)
+
+    layers = {}
+    for lab in THREAD_LABELS:
+        layers[lab] = {
+            "threads": get(tc, f"pthread_create {lab}"),
+            "libc_ns": layer_sum([f"libc create {lab}", f"libc start {lab}", f"libc exit {lab}"]),
+            "kernel_ns": layer_sum([f"kernel in create {lab}", f"kernel in start/exit {lab}",
+                                    f"kernel exit {lab}"]
+                                   + (["kernel in jvm start java"] if lab == "java" else [])),
+            "jvm_ns": layer_sum((["jvm start java"] if lab == "java" else [])
+                                + [f"jvm exit {lab}"]),
+        }
+    return layers
+
+
+def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict) -> dict:
+    """thread_wait and runq (waiting, not corrected) and sync (futex spans, corrected with the
+    syscall tracepoint window) of one process."""
+    out = {}
+    if tw:
+        out["thread_wait"] = {
+            "calls": get(tw, "first run delay"), "bytes": None,
+            "time_ns": sum(v.get("time_ns", 0) for v in tw.values()),
+            "method": "measured",
+            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
+                      for k, v in sorted(tw.items())},
+            "basis": "waiting, not work: new thread's delay to first run, futex waits and "
+                     "off-CPU time inside thread creation spans; not corrected (the probes' "
+                     "cost is not part of a wait)"}
+    if sy:
+        sparts = {}
+        for k, v in sorted(sy.items()):
+            sparts[k] = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
+                                     c["sys_ci"], SYS_SOURCE)
+            sparts[k]["calls"] = v.get("calls", 0)
+        cat = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
+        cat.update(combine(sparts.values()))
+        cat.update({
+            "method": "measured", "probe_window_source": SYS_SOURCE,
+            "wait_calls": get(sy, "futex wait"), "wake_calls": get(sy, "futex wake"),
+            "parts": sparts,
+            "basis": "futex syscalls of the traced threads, time includes blocking"})
+        out["sync"] = cat
+    if rq:
+        out["runq"] = {
+            "calls": sum(v.get("calls", 0) for v in rq.values()), "bytes": None,
+            "time_ns": sum(v.get("time_ns", 0) for v in rq.values()),
+            "method": "measured",
+            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
+                      for k, v in sorted(rq.items())},
+            "lower_bound": True,
+            "basis": "waiting, not work: a traced thread runnable (woken after blocking, or "
+                     "preempted) until its next switch-in; calls = waits seen, a lower bound "
+                     "(a thread's waits count from its first switch-out in the recording); "
+                     "not corrected (a wait is not the probes' cost, though the probes on the "
+                     "running threads lengthen it)"}
+    return out
+
+
 def categories(fns: dict, incl_ns: int, probes: Optional[dict],
                       mode: str = "time") -> dict:
     c = probe_costs(probes)
@@ -137,20 +201,7 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
     part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], SYS_SOURCE,
          window=c["sys_window"], ci=c["sys_ci"])
 
-    def layer_sum(names):
-        return sum_known(parts[n]["time_ns"] for n in names if n in parts)
-
-    layers = {}
-    for lab in THREAD_LABELS:
-        layers[lab] = {
-            "threads": get(tc, f"pthread_create {lab}"),
-            "libc_ns": layer_sum([f"libc create {lab}", f"libc start {lab}", f"libc exit {lab}"]),
-            "kernel_ns": layer_sum([f"kernel in create {lab}", f"kernel in start/exit {lab}",
-                                    f"kernel exit {lab}"]
-                                   + (["kernel in jvm start java"] if lab == "java" else [])),
-            "jvm_ns": layer_sum((["jvm start java"] if lab == "java" else [])
-                                + [f"jvm exit {lab}"]),
-        }
+    layers = _layers(parts, tc)
     native_names = [n for n in parts if not n.startswith("jvm ")]
     clones = sum(v["calls"] for k, v in tc.items() if k in ("clone", "clone3"))
     window_note = ("each part names the calibrated window it borrowed (probe_window_source); "
@@ -180,43 +231,7 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "start_probe_outside_window_ns": mul(jstart, nested_pair),
             "parts": {n: parts[n] for n in jnames}})
         out["thread_jvm"] = cat
-    if tw:
-        out["thread_wait"] = {
-            "calls": get(tw, "first run delay"), "bytes": None,
-            "time_ns": sum(v.get("time_ns", 0) for v in tw.values()),
-            "method": "measured",
-            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
-                      for k, v in sorted(tw.items())},
-            "basis": "waiting, not work: new thread's delay to first run, futex waits and "
-                     "off-CPU time inside thread creation spans; not corrected (the probes' "
-                     "cost is not part of a wait)"}
-    if sy:
-        sparts = {}
-        for k, v in sorted(sy.items()):
-            sparts[k] = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
-                                     c["sys_ci"], SYS_SOURCE)
-            sparts[k]["calls"] = v.get("calls", 0)
-        cat = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
-        cat.update(combine(sparts.values()))
-        cat.update({
-            "method": "measured", "probe_window_source": SYS_SOURCE,
-            "wait_calls": get(sy, "futex wait"), "wake_calls": get(sy, "futex wake"),
-            "parts": sparts,
-            "basis": "futex syscalls of the traced threads, time includes blocking"})
-        out["sync"] = cat
-    if rq:
-        out["runq"] = {
-            "calls": sum(v.get("calls", 0) for v in rq.values()), "bytes": None,
-            "time_ns": sum(v.get("time_ns", 0) for v in rq.values()),
-            "method": "measured",
-            "parts": {k: {"calls": v.get("calls", 0), "time_ns": v.get("time_ns", 0)}
-                      for k, v in sorted(rq.items())},
-            "lower_bound": True,
-            "basis": "waiting, not work: a traced thread runnable (woken after blocking, or "
-                     "preempted) until its next switch-in; calls = waits seen, a lower bound "
-                     "(a thread's waits count from its first switch-out in the recording); "
-                     "not corrected (a wait is not the probes' cost, though the probes on the "
-                     "running threads lengthen it)"}
+    out.update(_waits_and_sync(tw, sy, rq, c))
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):
             if name in out:

@@ -143,14 +143,19 @@ def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int,
         raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
     finally:
         iv.stop_servers(srv.values(), quiet=not ok)
-    for dose in srv:
-        err = d / dose / "server-stderr.txt"
-        if err.exists() and not err.stat().st_size:
-            shutil.rmtree(d / dose)
-    if d.is_dir() and not any(d.iterdir()):
-        d.rmdir()
+    drop_quiet_logs(d, srv)
     return {"order": order, "windows": windows, "server": srv[doses[0]].cmd,
             "sha256": th.sha256_of(windows)}
+
+
+def drop_quiet_logs(d: Path, names) -> None:
+    """A group's servers that wrote nothing to stderr leave no folder (nor the group one)."""
+    for name in names:
+        err = d / name / "server-stderr.txt"
+        if err.exists() and not err.stat().st_size:
+            shutil.rmtree(d / name)
+    if d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
 
 
 def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
@@ -188,12 +193,7 @@ def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
         raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
     finally:
         iv.stop_servers(srv.values(), quiet=not ok)
-    for m in srv:
-        err = d / m / "server-stderr.txt"
-        if err.exists() and not err.stat().st_size:
-            shutil.rmtree(d / m)
-    if d.is_dir() and not any(d.iterdir()):
-        d.rmdir()
+    drop_quiet_logs(d, srv)
     return {"order": order, "windows": windows, "arms": arms,
             "server": srv["per-connection"].cmd, "sha256": th.sha256_of(windows),
             "arms_sha256": th.sha256_of(arms)}

@@ -101,21 +101,33 @@ def parse(argv):
     return a
 
 
-def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: Path) -> dict:
+def recorded_load(pid: int, layer: str, what_if: str, load, out: Path,
+                  platform_file: Path) -> dict:
+    """One load recorded on a warmed server (count mode, one layer): the counts of its JVM
+    (whatif.counts), the probes that counted the what-if's uses, and what names the run."""
     box = {}
     res = rec.record(rec.Options(
-        pid=shop.pid, layers=["links"], mode="count", out=out, platform=str(platform_file),
-        workload=lambda: box.setdefault("load", shop.load(a.threads, a.pages, keepalive)),
+        pid=pid, layers=[layer], mode="count", out=out, platform=str(platform_file),
+        workload=lambda: box.setdefault("load", load()),
         log=lambda m: log(f"  [{out.name}] {m}")))
     if res.status != "complete":
         raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
-    part, jdk, pid = whatif.jvm_of_run(res.summary, shop.pid)
-    c = whatif.counts(part)
-    summary_sha = th.sha256_of(res.summary)
+    part, _, _ = whatif.jvm_of_run(res.summary, pid)
     manifest = json.loads((out / "manifest.json").read_text())
-    return {"run_dir": str(out), "accepts": c["accepts"], "load": box["load"],
-            "count_hooks": whatif.count_hooks(manifest, "keep-alive"),
-            "summary_sha256": summary_sha, "engine": manifest.get("engine") or {}}
+    return {"counts": whatif.counts(part), "run_dir": str(out), "load": box["load"],
+            "count_hooks": whatif.count_hooks(manifest, what_if),
+            "summary_sha256": th.sha256_of(res.summary), "engine": manifest.get("engine") or {}}
+
+
+def _kept(r: dict, **fields) -> dict:
+    """A recorded load as a held-out result keeps it: its named counts, not every count."""
+    return {**fields, **{k: v for k, v in r.items() if k != "counts"}}
+
+
+def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: Path) -> dict:
+    r = recorded_load(shop.pid, "links", "keep-alive",
+                      lambda: shop.load(a.threads, a.pages, keepalive), out, platform_file)
+    return _kept(r, accepts=r["counts"]["accepts"])
 
 
 def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
@@ -283,19 +295,9 @@ def chat_load(srv: CommandServer, a) -> dict:
 
 
 def recorded_threads(srv: CommandServer, a, out: Path, platform_file: Path) -> dict:
-    box = {}
-    res = rec.record(rec.Options(
-        pid=srv.pid, layers=["threads"], mode="count", out=out, platform=str(platform_file),
-        workload=lambda: box.setdefault("load", chat_load(srv, a)),
-        log=lambda m: log(f"  [{out.name}] {m}")))
-    if res.status != "complete":
-        raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
-    part, jdk, pid = whatif.jvm_of_run(res.summary, srv.pid)
-    c = whatif.counts(part)
-    manifest = json.loads((out / "manifest.json").read_text())
-    return {"run_dir": str(out), "threads_created": c["threads_created"], "load": box["load"],
-            "count_hooks": whatif.count_hooks(manifest, "thread-pool"),
-            "summary_sha256": th.sha256_of(res.summary), "engine": manifest.get("engine") or {}}
+    r = recorded_load(srv.pid, "threads", "thread-pool", lambda: chat_load(srv, a), out,
+                      platform_file)
+    return _kept(r, threads_created=r["counts"]["threads_created"])
 
 
 def server_pair(servers: dict, load, a, d: Path, k: int, bar: Progress, seed: int) -> dict:
@@ -369,20 +371,10 @@ def ipc_load(srv: CommandServer, a) -> dict:
 
 
 def recorded_writes(srv: CommandServer, a, out: Path, platform_file: Path) -> dict:
-    box = {}
-    res = rec.record(rec.Options(
-        pid=srv.pid, layers=["io"], mode="count", out=out, platform=str(platform_file),
-        workload=lambda: box.setdefault("load", ipc_load(srv, a)),
-        log=lambda m: log(f"  [{out.name}] {m}")))
-    if res.status != "complete":
-        raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
-    part, jdk, pid = whatif.jvm_of_run(res.summary, srv.pid)
-    c = whatif.counts(part)
-    manifest = json.loads((out / "manifest.json").read_text())
-    return {"run_dir": str(out), "writes": c["io_writes"], "write_bytes": c["io_write_bytes"],
-            "reads": c["io_reads"], "load": box["load"],
-            "count_hooks": whatif.count_hooks(manifest, "bigger-chunks"),
-            "summary_sha256": th.sha256_of(res.summary), "engine": manifest.get("engine") or {}}
+    r = recorded_load(srv.pid, "io", "bigger-chunks", lambda: ipc_load(srv, a), out,
+                      platform_file)
+    c = r["counts"]
+    return _kept(r, writes=c["io_writes"], write_bytes=c["io_write_bytes"], reads=c["io_reads"])
 
 
 def ipc_kept(recorded: dict, calls: int, buffer: int = IPC_BUFFER) -> int:

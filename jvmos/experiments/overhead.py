@@ -310,10 +310,9 @@ def run_jvmos(name: str, cmd: List[str], out: Path, **kw) -> dict:
 
 
 # ---------------------------------------------------------------------------- the table
-def main(argv) -> int:
-    a = parse(argv)
-    out = out_dir(a.out, "overhead")
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+def workload_commands(a, jvm):
+    """The traced loops ({name: (command, iterations)}: the Java write and direct-allocation
+    loops) and the C write loop run bare beside them."""
     java = str(jvm.home / "bin" / "java")
     cp = str(jar(IO_JAR))
     loops = {
@@ -325,10 +324,27 @@ def main(argv) -> int:
     }
     c_write = [str(c_program("blocking_io")), "--iterations", str(a.writes), "--size", "10",
                "--target", "/dev/null"]
-    results = {"experiment": "overhead", "jdk": jdk_label(jvm), "writes": a.writes,
-               "allocs": a.allocs, "layers": a.layers, "bare": {}, "rows": []}
+    return loops, c_write
 
-    # bare loops, interleaved, each a median of --repeat
+
+def configurations(a) -> list:
+    """(layer, loop, mode, scope) of every jvmos row: each layer in both modes and scopes
+    (--quick: time mode at process scope only), and with --full the full recording."""
+    configs = []
+    for layer in a.layers:
+        loop = "alloc" if layer == "mem" else "write"
+        for mode in ("count", "time"):
+            for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
+                configs.append((layer, loop, mode, sc))
+    if a.full:
+        # a full recording, every layer at once, on the write loop: its set-up and teardown
+        # (goal: <= 1 s each) and what it costs the bystander
+        configs.append((",".join(FULL_LAYERS), "write", "count", "process"))
+    return configs
+
+
+def bare_loops(loops: dict, c_write: list, a) -> dict:
+    """The loops bare, interleaved, each a median of --repeat runs."""
     bare = {"write": [], "alloc": [], "c_write": []}
     for r in range(a.repeat):
         log(f"bare loops {r + 1}/{a.repeat}")
@@ -336,10 +352,186 @@ def main(argv) -> int:
         bare["alloc"].append(run_bare(loops["alloc"][0])["elapsed_ns"])
         bare["c_write"].append(run_bare(c_write)["elapsed_ns"])
     med = {k: statistics.median(v) for k, v in bare.items()}
-    results["bare"] = {"runs_ns": bare, "median_ns": med,
-                       "per_op_ns": {"java_write": med["write"] / a.writes,
-                                     "java_alloc": med["alloc"] / a.allocs,
-                                     "c_write": med["c_write"] / a.writes}}
+    return {"runs_ns": bare, "median_ns": med,
+            "per_op_ns": {"java_write": med["write"] / a.writes,
+                          "java_alloc": med["alloc"] / a.allocs,
+                          "c_write": med["c_write"] / a.writes}}
+
+
+def score_rows(rows: list) -> dict:
+    """Each row's bystander slowdown against its baseline (its paired controls, else the
+    control row), and the jvmos io rows' ratio to the compiled floor. Returns the control
+    row's bystander ns per call."""
+    # the bystander's control per call, and each row's slowdown against it
+    control = next(r["bystander"] for r in rows if r["kind"] == "control")
+    ctl = {b: control[b]["ns_per_call"] for b in ("write", "malloc")}
+    if None in ctl.values():
+        log("warning: the control bystander ran no round beside the untraced loop: rows "
+            "without a paired control have no baseline")
+    for r in rows:
+        pc = r.get("paired_control") or {}
+        for b in ("write", "malloc"):
+            v = r["bystander"][b]["ns_per_call"]
+            own = (pc.get(b) or {}).get("ns_per_call")
+            if own and (pc.get(b) or {}).get("rounds", 0) >= MIN_ROUNDS:
+                base, how = own, "paired controls"
+            else:
+                base, how = ctl[b], "control row"
+            r["bystander"][b]["baseline_ns"] = base
+            r["bystander"][b]["baseline"] = how if base else None
+            r["bystander"][b]["slowdown_pct"] = (None if v is None or not base
+                                                 else 100.0 * (v - base) / base)
+    # against the minimal compiled programs at the same probe points (process scope only)
+    floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
+             if r["kind"] in ("ref-count", "ref-time")}
+    for r in rows:
+        if r["kind"] in ("jvmos-count", "jvmos-time"):
+            r["floor_ratio"] = None     # the floor is at the io layer's probe points only
+        if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
+            f = floor.get((r["mode"], r["scope"]))
+            r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
+    return ctl
+
+
+def tax_table(results: dict, rounds: int) -> Table:
+    """The syscall-tracepoint tax, measured interleaved, kept in results and tabled."""
+    log(f"the syscall-tracepoint tax: {rounds} interleaved rounds")
+    tax = results["tracepoint_tax"] = tracepoint_tax(rounds)
+    tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
+               f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
+               f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
+               ["arm", "tracepoints", "median", "rounds", "slowdown: median against the arm without tracepoints"])
+    for arm in tax["arms"]:
+        tt.add([arm["arm"], str(arm["tracepoints"]), f"{arm['median_ns']:.0f} ns",
+                ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
+                "—" if arm["tracepoints"] == 0 else f"{arm['slowdown_pct']:+.0f}%"],
+               [arm["arm"], arm["tracepoints"], arm["median_ns"],
+                " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
+                None if arm["tracepoints"] == 0 else arm["slowdown_pct"]])
+    return tt
+
+
+def cost_table(rows: list, jvm) -> Table:
+    """The main table: every configuration's added cost per op, bystander slowdowns, goals."""
+    t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
+              "C loops beside the run)",
+              ["configuration", "scope", "traced loop", "added per op", "vs floor",
+               "bystander write(2), CPU", "write slowdown", "bystander malloc+free, CPU",
+               "malloc slowdown", "bystander goal <5%", "set-up s", "teardown s"])
+    for r in rows:
+        bw, bm = r["bystander"]["write"], r["bystander"]["malloc"]
+
+        def cell(b):
+            if b["ns_per_call"] is None:
+                return "— (no round inside the loop)"
+            s = f"{b['ns_per_call']:.0f} ns, {b['rounds']} rounds"
+            if b.get("slowdown_pct") is None or r["kind"] == "control":
+                return s
+            mark = "" if b.get("baseline") == "paired controls" else " (control row)"
+            return s + f" vs {b['baseline_ns']:.0f}{mark}"
+
+        def pct(b):
+            return ("—" if b.get("slowdown_pct") is None or r["kind"] == "control"
+                    else f"{b['slowdown_pct']:+.0f}%")
+        judged = [(n, b) for n, b in (("write", bw), ("malloc", bm))
+                  if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
+        worst = max((b["slowdown_pct"] for _, b in judged), default=None)
+        unjudged = [n for n, b in (("write", bw), ("malloc", bm)) if (n, b) not in judged]
+        goal = ("—" if r["kind"] == "control" else
+                f"NOT reached ({worst:+.0f}%)" if worst is not None
+                and worst >= BYSTANDER_GOAL_PCT else
+                f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached")
+        fr = r.get("floor_ratio")
+        full = "," in (r.get("layer") or "")
+
+        def secs(v):
+            # the goal (a full recording's set-up and teardown each within 1 s) is judged on
+            # the full recording's row only
+            if v is None:
+                return "—"
+            if not full:
+                return f"{v:.2f}"
+            return f"{v:.2f} (goal ≤{SETUP_GOAL_S:g} s " + \
+                ("reached)" if v <= SETUP_GOAL_S else "NOT reached)")
+        t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
+               f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")
+               if fr is not None else "—", cell(bw), pct(bw), cell(bm), pct(bm), goal,
+               secs(r.get("attach_seconds")), secs(r.get("teardown_seconds"))],
+              [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr, bw["ns_per_call"],
+               bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal,
+               r.get("attach_seconds"), r.get("teardown_seconds")])
+    return t
+
+
+def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
+    """What each column of the tables is, and how it was measured."""
+    bt = results["bare"]["per_op_ns"]
+    notes = [
+        f"bare loops (median of {a.repeat}): Java write {bt['java_write']:.0f} ns, C write "
+        f"{bt['c_write']:.0f} ns, Java direct-buffer allocation {bt['java_alloc']:.0f} ns per op; "
+        f"{a.writes:,} writes, {a.allocs:,} allocations.",
+        "added per op: (loop time under the configuration - bare loop time) / iterations, from "
+        "the loop's own clock; the write loop makes one JNI GetByteArrayRegion and one write(2) "
+        "per op, the allocation loop one malloc (and the direct buffer's bookkeeping).",
+        "vs floor: added per write over the minimal compiled programs', at process scope (count "
+        "mode vs the counting programs, time mode vs the timing pair), at the probe points of "
+        "the mode: count, the JNI copy's entry and libc write's entry and return (jvmos "
+        "--mode count reads an I/O call's bytes from its return value); time, entry and "
+        "return on both. The floor's programs are calib.bpf.c's: the traced-process filter "
+        "and one count, or a clock pair.",
+        "bystander: median CPU ns per call (its own user + system time, which holds any trap "
+        "into a probe; waiting for a CPU is left out) over the rounds that ended while the "
+        "traced loop was still running, shown as 'ns, rounds vs baseline (slowdown)'; no "
+        f"verdict on fewer than {MIN_ROUNDS} rounds. "
+        + ("The baseline of each row is its paired controls: the same bystander beside the "
+           "untraced write loop, run just before and just after that configuration, the "
+           "median of both runs' rounds (the bystander's speed drifts between minutes on this "
+           "VM by more than the effects sought); '(control row)' marks a row whose paired "
+           "controls had too few rounds"
+           if a.paired else "The baseline is the control row")
+        + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
+        f"malloc+free beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",
+        "scope process: uprobes trap only in the traced process (uprobe_multi links with its "
+        "pid), libc's wrappers stand for the io and mem layers' syscalls; scope host: those "
+        "layers' syscall tracepoints instead. Syscall and scheduler tracepoints are host-wide "
+        "at either scope: every process's events run through them, and the untraced return "
+        "at the first line.",
+        "one run per configuration on a shared 2-core machine: differences of a few percent "
+        "are within its noise.",
+        "jvmos rows: the compiled probes (probes/*.bpf.c) loaded by jvmos's engine, each "
+        "uprobe on an emulated instruction where one comes first. set-up: seconds until every "
+        "probe was open (the manifest's attach_seconds: loading and placement included); "
+        "teardown: seconds until every link was closed, awaited. Goal: each <= 1 s.",
+        "one idle syscall tracepoint: a minimal compiled program on sys_enter_getppid, which "
+        "neither loop calls. While any syscall tracepoint is enabled the kernel sends every "
+        "syscall of every task on the host through its slow path (syscall_regfunc marks each "
+        "task): its bystander write(2) slowdown is the tax every layer that uses a syscall "
+        "tracepoint (threads, and every layer at --scope host) puts on the host, "
+        "whatever its programs do. Its scope says so: host.",
+        f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
+        "count mode, process scope.",
+    ]
+    if with_tax:
+        notes.append("the tracepoint tax (second table): each arm's programs are calib.bpf.c's "
+                     "min_tp (the traced-set filter and a count), attached by the engine while "
+                     "it traces a placeholder process; the bystander is not traced and never "
+                     "makes those syscalls. The arms run in turn, round after round, so that "
+                     "the machine's drift falls on each alike. What the bystander pays is the "
+                     "kernel's syscall slow path, which every task takes while any syscall "
+                     "tracepoint is enabled.")
+    return notes
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    out = out_dir(a.out, "overhead")
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    loops, c_write = workload_commands(a, jvm)
+    results = {"experiment": "overhead", "jdk": jdk_label(jvm), "writes": a.writes,
+               "allocs": a.allocs, "layers": a.layers, "bare": {}, "rows": []}
+
+    results["bare"] = bare_loops(loops, c_write, a)
+    med = results["bare"]["median_ns"]
 
     rows = []
 
@@ -415,17 +607,7 @@ def main(argv) -> int:
     add("one idle syscall tracepoint (compiled, getppid)", "ref-idle-tp", "write", "host",
         got, {"attach_seconds": got[0]["attach_seconds"]}, n=n_ctl, base_per_op=ctl_per_op)
 
-    configs = []
-    for layer in a.layers:
-        loop = "alloc" if layer == "mem" else "write"
-        for mode in ("count", "time"):
-            for sc in (("process", "host") if not a.quick or mode == "count" else ("process",)):
-                configs.append((layer, loop, mode, sc))
-    if a.full:
-        # a full recording, every layer at once, on the write loop: its set-up and teardown
-        # (goal: <= 1 s each) and what it costs the bystander
-        configs.append((",".join(FULL_LAYERS), "write", "count", "process"))
-    for layer, loop, mode, sc in configs:
+    for layer, loop, mode, sc in configurations(a):
         short = "full" if "," in layer else layer
         name = f"jvmos {short} {mode} {sc}"
         log(name)
@@ -442,154 +624,13 @@ def main(argv) -> int:
     add("jvmos --mode sample (async-profiler)", "jvmos-sample", "write", None, got,
         {"mode": "sample", "run_dir": got[0]["run_dir"]})
 
-    # the bystander's control per call, and each row's slowdown against it
-    control = next(r["bystander"] for r in rows if r["kind"] == "control")
-    ctl = {b: control[b]["ns_per_call"] for b in ("write", "malloc")}
-    if None in ctl.values():
-        log("warning: the control bystander ran no round beside the untraced loop: rows "
-            "without a paired control have no baseline")
-    for r in rows:
-        pc = r.get("paired_control") or {}
-        for b in ("write", "malloc"):
-            v = r["bystander"][b]["ns_per_call"]
-            own = (pc.get(b) or {}).get("ns_per_call")
-            if own and (pc.get(b) or {}).get("rounds", 0) >= MIN_ROUNDS:
-                base, how = own, "paired controls"
-            else:
-                base, how = ctl[b], "control row"
-            r["bystander"][b]["baseline_ns"] = base
-            r["bystander"][b]["baseline"] = how if base else None
-            r["bystander"][b]["slowdown_pct"] = (None if v is None or not base
-                                                 else 100.0 * (v - base) / base)
-    # against the minimal compiled programs at the same probe points (process scope only)
-    floor = {(r["kind"][4:], r["scope"]): r["added_ns_per_op"] for r in rows
-             if r["kind"] in ("ref-count", "ref-time")}
-    for r in rows:
-        if r["kind"] in ("jvmos-count", "jvmos-time"):
-            r["floor_ratio"] = None     # the floor is at the io layer's probe points only
-        if r["kind"] in ("jvmos-count", "jvmos-time") and r.get("layer") == "io":
-            f = floor.get((r["mode"], r["scope"]))
-            r["floor_ratio"] = r["added_ns_per_op"] / f if f and f > 0 else None
+    ctl = score_rows(rows)
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
-    tables = []
-    if a.tax_rounds:
-        log(f"the syscall-tracepoint tax: {a.tax_rounds} interleaved rounds")
-        tax = results["tracepoint_tax"] = tracepoint_tax(a.tax_rounds)
-        tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
-                   f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
-                   f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
-                   ["arm", "tracepoints", "median", "rounds", "slowdown: median against the arm without tracepoints"])
-        for arm in tax["arms"]:
-            tt.add([arm["arm"], str(arm["tracepoints"]), f"{arm['median_ns']:.0f} ns",
-                    ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
-                    "—" if arm["tracepoints"] == 0 else f"{arm['slowdown_pct']:+.0f}%"],
-                   [arm["arm"], arm["tracepoints"], arm["median_ns"],
-                    " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
-                    None if arm["tracepoints"] == 0 else arm["slowdown_pct"]])
-        tables.append(tt)
+    tables = [tax_table(results, a.tax_rounds)] if a.tax_rounds else []
 
-    t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
-              "C loops beside the run)",
-              ["configuration", "scope", "traced loop", "added per op", "vs floor",
-               "bystander write(2), CPU", "write slowdown", "bystander malloc+free, CPU",
-               "malloc slowdown", "bystander goal <5%", "set-up s", "teardown s"])
-    for r in rows:
-        bw, bm = r["bystander"]["write"], r["bystander"]["malloc"]
-
-        def cell(b):
-            if b["ns_per_call"] is None:
-                return "— (no round inside the loop)"
-            s = f"{b['ns_per_call']:.0f} ns, {b['rounds']} rounds"
-            if b.get("slowdown_pct") is None or r["kind"] == "control":
-                return s
-            mark = "" if b.get("baseline") == "paired controls" else " (control row)"
-            return s + f" vs {b['baseline_ns']:.0f}{mark}"
-
-        def pct(b):
-            return ("—" if b.get("slowdown_pct") is None or r["kind"] == "control"
-                    else f"{b['slowdown_pct']:+.0f}%")
-        judged = [(n, b) for n, b in (("write", bw), ("malloc", bm))
-                  if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
-        worst = max((b["slowdown_pct"] for _, b in judged), default=None)
-        unjudged = [n for n, b in (("write", bw), ("malloc", bm)) if (n, b) not in judged]
-        goal = ("—" if r["kind"] == "control" else
-                f"NOT reached ({worst:+.0f}%)" if worst is not None
-                and worst >= BYSTANDER_GOAL_PCT else
-                f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached")
-        fr = r.get("floor_ratio")
-        full = "," in (r.get("layer") or "")
-
-        def secs(v):
-            # the goal (a full recording's set-up and teardown each within 1 s) is judged on
-            # the full recording's row only
-            if v is None:
-                return "—"
-            if not full:
-                return f"{v:.2f}"
-            return f"{v:.2f} (goal ≤{SETUP_GOAL_S:g} s " + \
-                ("reached)" if v <= SETUP_GOAL_S else "NOT reached)")
-        t.add([r["name"], r["scope"] or "—", r["loop"], f"{r['added_ns_per_op']:+.0f} ns",
-               f"{fr:.2f}x" + (" (goal ≤1.2x reached)" if fr <= FLOOR_GOAL else " (goal ≤1.2x NOT reached)")
-               if fr is not None else "—", cell(bw), pct(bw), cell(bm), pct(bm), goal,
-               secs(r.get("attach_seconds")), secs(r.get("teardown_seconds"))],
-              [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr, bw["ns_per_call"],
-               bw.get("slowdown_pct"), bm["ns_per_call"], bm.get("slowdown_pct"), goal,
-               r.get("attach_seconds"), r.get("teardown_seconds")])
-    bt = results["bare"]["per_op_ns"]
-    notes = [
-        f"bare loops (median of {a.repeat}): Java write {bt['java_write']:.0f} ns, C write "
-        f"{bt['c_write']:.0f} ns, Java direct-buffer allocation {bt['java_alloc']:.0f} ns per op; "
-        f"{a.writes:,} writes, {a.allocs:,} allocations.",
-        "added per op: (loop time under the configuration - bare loop time) / iterations, from "
-        "the loop's own clock; the write loop makes one JNI GetByteArrayRegion and one write(2) "
-        "per op, the allocation loop one malloc (and the direct buffer's bookkeeping).",
-        "vs floor: added per write over the minimal compiled programs', at process scope (count "
-        "mode vs the counting programs, time mode vs the timing pair), at the probe points of "
-        "the mode: count, the JNI copy's entry and libc write's entry and return (jvmos "
-        "--mode count reads an I/O call's bytes from its return value); time, entry and "
-        "return on both. The floor's programs are calib.bpf.c's: the traced-process filter "
-        "and one count, or a clock pair.",
-        "bystander: median CPU ns per call (its own user + system time, which holds any trap "
-        "into a probe; waiting for a CPU is left out) over the rounds that ended while the "
-        "traced loop was still running, shown as 'ns, rounds vs baseline (slowdown)'; no "
-        f"verdict on fewer than {MIN_ROUNDS} rounds. "
-        + ("The baseline of each row is its paired controls: the same bystander beside the "
-           "untraced write loop, run just before and just after that configuration, the "
-           "median of both runs' rounds (the bystander's speed drifts between minutes on this "
-           "VM by more than the effects sought); '(control row)' marks a row whose paired "
-           "controls had too few rounds"
-           if a.paired else "The baseline is the control row")
-        + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
-        f"malloc+free beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",
-        "scope process: uprobes trap only in the traced process (uprobe_multi links with its "
-        "pid), libc's wrappers stand for the io and mem layers' syscalls; scope host: those "
-        "layers' syscall tracepoints instead. Syscall and scheduler tracepoints are host-wide "
-        "at either scope: every process's events run through them, and the untraced return "
-        "at the first line.",
-        "one run per configuration on a shared 2-core machine: differences of a few percent "
-        "are within its noise.",
-        "jvmos rows: the compiled probes (probes/*.bpf.c) loaded by jvmos's engine, each "
-        "uprobe on an emulated instruction where one comes first. set-up: seconds until every "
-        "probe was open (the manifest's attach_seconds: loading and placement included); "
-        "teardown: seconds until every link was closed, awaited. Goal: each <= 1 s.",
-        "one idle syscall tracepoint: a minimal compiled program on sys_enter_getppid, which "
-        "neither loop calls. While any syscall tracepoint is enabled the kernel sends every "
-        "syscall of every task on the host through its slow path (syscall_regfunc marks each "
-        "task): its bystander write(2) slowdown is the tax every layer that uses a syscall "
-        "tracepoint (threads, and every layer at --scope host) puts on the host, "
-        "whatever its programs do. Its scope says so: host.",
-        f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
-        "count mode, process scope.",
-    ]
-    if tables:
-        notes.append("the tracepoint tax (second table): each arm's programs are calib.bpf.c's "
-                     "min_tp (the traced-set filter and a count), attached by the engine while "
-                     "it traces a placeholder process; the bystander is not traced and never "
-                     "makes those syscalls. The arms run in turn, round after round, so that "
-                     "the machine's drift falls on each alike. What the bystander pays is the "
-                     "kernel's syscall slow path, which every task takes while any syscall "
-                     "tracepoint is enabled.")
+    t = cost_table(rows, jvm)
+    notes = notes_of(results, a, ctl, bool(tables))
     write_outputs(out, "overhead", [t] + tables, _jsonable(results), notes)
     print(t.markdown())
     for x in tables:

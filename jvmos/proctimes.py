@@ -53,12 +53,18 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def io_counters(pid: int) -> Dict[str, str]:
+    """/proc/PID/io as {field: text} (syscr, syscw, rchar, wchar, ...). FileNotFoundError or
+    ProcessLookupError when the process is gone."""
+    return dict(line.split(": ") for line in _read(f"/proc/{pid}/io").splitlines()
+                if ": " in line)
+
+
 def snapshot(pid: int) -> dict:
     """The counters of pid now. cputime.ProcessGone when the process is gone."""
     try:
         comm, f = _stat_fields(_read(f"/proc/{pid}/stat"))
-        io = dict(line.split(": ") for line in _read(f"/proc/{pid}/io").splitlines()
-                  if ": " in line)
+        io = io_counters(pid)
     except (FileNotFoundError, ProcessLookupError) as e:
         raise cputime.ProcessGone(f"pid {pid}: {e}") from None
     # after comm: state(0) ppid pgrp session tty tpgid flags minflt(7) cminflt majflt(9)

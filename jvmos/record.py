@@ -128,9 +128,9 @@ def count_in_progress(run, root: int, start: Dict[int, tuple], ended: Dict[int, 
 def kernel_io(pid: int) -> Optional[dict]:
     """The kernel's counts of a process's read and write syscalls (/proc/PID/io syscr,
     syscw), or None when it is gone."""
+    from jvmos import proctimes
     try:
-        with open(f"/proc/{pid}/io") as f:
-            kv = dict(line.split(": ") for line in f.read().splitlines() if ": " in line)
+        kv = proctimes.io_counters(pid)
         return {"syscr": int(kv["syscr"]), "syscw": int(kv["syscw"])}
     except (OSError, KeyError, ValueError):
         return None

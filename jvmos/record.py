@@ -155,14 +155,19 @@ def io_wrapper_bound(manifest: dict, summary: dict) -> Optional[dict]:
     # sendfile adds one to both of the kernel's counts
     seen_r = calls(("read", "readv", "pread64", "sendfile"))
     seen_w = calls(("write", "writev", "pwrite64", "sendfile"))
-    return {"pid": k["pid"], "kernel_reads": k["syscr"], "wrapper_reads": seen_r,
-            "kernel_writes": k["syscw"], "wrapper_writes": seen_w,
-            "reads_not_seen": k["syscr"] - seen_r, "writes_not_seen": k["syscw"] - seen_w,
-            "basis": "the kernel's syscr/syscw of the process over the recording less the "
-                     "calls libc's read/readv/pread64 and write/writev/pwrite64 wrappers saw: "
-                     "calls made without them (the dynamic loader's, glibc's internal "
-                     "nocancel reads and writes, a raw syscall(2)); a difference of a few "
-                     "either way is the start and stop of counting, not a miss"}
+    (r_lo, r_hi), (w_lo, w_hi) = k["syscr"], k["syscw"]
+    return {"pid": k["pid"], "kernel_reads_range": [r_lo, r_hi], "wrapper_reads": seen_r,
+            "kernel_writes_range": [w_lo, w_hi], "wrapper_writes": seen_w,
+            # what the wrappers surely missed: the kernel's least count beyond theirs
+            "reads_not_seen_at_least": max(0, r_lo - seen_r),
+            "writes_not_seen_at_least": max(0, w_lo - seen_w),
+            "within": r_lo <= seen_r <= r_hi and w_lo <= seen_w <= w_hi,
+            "basis": "the kernel's syscr/syscw of the process while counting ran (a range: "
+                     "read just inside and just outside the start and the stop) against the "
+                     "calls libc's read/readv/pread64/sendfile and write/writev/pwrite64/"
+                     "sendfile wrappers saw; calls made without them (the dynamic loader's, "
+                     "glibc's internal nocancel reads and writes, a raw syscall(2)) put the "
+                     "kernel's least count above the wrappers'"}
 
 
 def host_tax(platform: Optional[dict], kinds: dict) -> Optional[dict]:
@@ -721,11 +726,14 @@ def _trace_engine(run: _Run) -> None:
             t0 = time.monotonic_ns()
             if cpu_watch is not None:
                 cpu_watch.start()
+            # the kernel's own count of the target's read and write syscalls, read on both
+            # sides of the start of counting (and of its stop), to bound what libc's wrappers
+            # miss (attach mode: the process counts from the engine's start)
+            io_before = kernel_io(root) if opts.pid is not None else None
             if opts.pid is not None and not eng.start():
                 abort(f"the engine did not start counting: {eng.first_error()}")
-            # the kernel's own count of the target's read and write syscalls, to bound what
-            # libc's wrappers miss (attach mode: the process counts from the engine's start)
-            io_at_start = kernel_io(root) if opts.pid is not None else None
+            io_at_start = ((io_before, kernel_io(root))
+                           if io_before is not None else None)
             # the links calls already in progress (no return probe on them: libc's route)
             links_at_start = (links_in_progress(root) if opts.pid is not None
                               and opts.scope == "process" and "links" in opts.layers else None)
@@ -808,16 +816,20 @@ def _stop_engine(run: _Run, eng, ev: dict, root: int, io_at_start) -> bool:
     already exited (no final maps)."""
     from jvmos import engine as engine_mod
     manifest, plan = run.manifest, run.plan
-    if io_at_start is not None:
-        end = kernel_io(root)
-        if end is not None:
-            manifest["kernel_io"] = {
-                "pid": root, "syscr": end["syscr"] - io_at_start["syscr"],
-                "syscw": end["syscw"] - io_at_start["syscw"],
-                "window": "from the start of counting to the stop (/proc/PID/io, "
-                          "every thread of the process, exited ones included)"}
+    end_before = kernel_io(root) if io_at_start is not None else None
     stopped_early = not eng.alive()
     maps = None if stopped_early else eng.stop()
+    end_after = kernel_io(root) if end_before is not None else None
+    if end_after is not None and None not in io_at_start:
+        # counting began between the first two reads and ended between the last two: the
+        # kernel's count over it lies between these ends
+        s0, s1 = io_at_start
+        manifest["kernel_io"] = {
+            "pid": root, **{k: [end_before[k] - s1[k], end_after[k] - s0[k]]
+                            for k in ("syscr", "syscw")},
+            "window": "the kernel's count of the process's read and write syscalls while "
+                      "counting ran, between the counters read just inside and just outside "
+                      "its start and stop (/proc/PID/io, every thread, exited ones included)"}
     if maps is not None:
         try:
             run.raw_path.write_text(json.dumps(maps) + "\n")   # as the engine handed it

@@ -185,11 +185,15 @@ def probe_effect_lines(t: dict) -> List[str]:
         out.append("probe effect: unknown: no probe-cost calibration (jvmos calibrate --probes);"
                    " corrected times are unknown, time_raw_ns keeps what the probes measured")
     b = t.get("io_wrapper_bound")
-    if b:
-        out.append(f"io on libc's wrappers, against the kernel's count (pid {b['pid']}): reads "
-                   f"{b['wrapper_reads']:,} of {b['kernel_reads']:,}, writes "
-                   f"{b['wrapper_writes']:,} of {b['kernel_writes']:,} (not seen: "
-                   f"{b['reads_not_seen']:,} and {b['writes_not_seen']:,}; /proc/PID/io)")
+    if b and "kernel_writes_range" in b:
+        kr, kw = b["kernel_reads_range"], b["kernel_writes_range"]
+        out.append(f"io on libc's wrappers, against the kernel's count (pid {b['pid']}, "
+                   f"/proc/PID/io while counting ran): reads {b['wrapper_reads']:,} seen, the "
+                   f"kernel's {kr[0]:,}-{kr[1]:,}; writes {b['wrapper_writes']:,} seen, the "
+                   f"kernel's {kw[0]:,}-{kw[1]:,}"
+                   + ("" if b["within"] else
+                      f" (not seen: at least {b['reads_not_seen_at_least']:,} reads and "
+                      f"{b['writes_not_seen_at_least']:,} writes)"))
     return out
 
 

@@ -186,3 +186,22 @@ def test_the_probe_effect_is_shown_by_probe_kind_largest_first():
     assert tab.rows[1][3] == "100 [90, 110]" and tab.rows[1][4] == "measured (jni_copy_time_hit)"
     assert tab.rows[2][3] == "unknown" and tab.rows[2][5] == "unknown"
     assert report.probe_kinds_table({}) is None
+
+
+def test_the_io_wrappers_are_set_against_the_kernels_count_range():
+    from jvmos import record, report
+    man = {"scope": "process", "layers": ["io"],
+           "kernel_io": {"pid": 7, "syscr": [10, 12], "syscw": [1000, 1040]}}
+    summ = {"by_pid": {"7": {"categories": {"io_syscall": {"syscalls": {
+        "write": {"calls": 990}, "read": {"calls": 11}}}}}}}
+    b = record.io_wrapper_bound(man, summ)
+    assert b["kernel_writes_range"] == [1000, 1040] and b["wrapper_writes"] == 990
+    assert b["writes_not_seen_at_least"] == 10 and b["reads_not_seen_at_least"] == 0
+    assert not b["within"]
+    line = report.probe_effect_lines({"io_wrapper_bound": b})[-1]
+    assert "writes 990 seen, the kernel's 1,000-1,040" in line and "at least 0 reads" in line
+    summ["by_pid"]["7"]["categories"]["io_syscall"]["syscalls"]["write"]["calls"] = 1020
+    b = record.io_wrapper_bound(man, summ)
+    assert b["within"] and "not seen" not in report.probe_effect_lines({"io_wrapper_bound": b})[-1]
+    # not a process-scope io recording: no bound
+    assert record.io_wrapper_bound(dict(man, scope="host"), summ) is None

@@ -159,3 +159,13 @@ def flame_graph_stand_ins(run_dir: Path) -> None:
         if not page.exists():
             page.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>flame "
                             f"graph {pid}</title></head><body><p>stand-in</p></body></html>\n")
+
+
+@pytest.fixture
+def own_platform(platform_file, tmp_path) -> dict:
+    """A copy of the session's calibration, as an environment for run_jvmos: a new JDK's NIO
+    copy is calibrated into it on its first recording, and the shared file is not written by
+    a test running beside others."""
+    copy = tmp_path / "own-platform.json"
+    shutil.copy(platform_file, copy)
+    return {"JVMOS_PLATFORM": str(copy)}

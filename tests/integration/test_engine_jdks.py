@@ -48,14 +48,6 @@ def classes(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture
-def own_platform(platform_file, tmp_path) -> dict:
-    """A copy of the session's calibration: a new JDK's NIO copy is calibrated into it on
-    its first recording, and the shared file is not written by a test running beside
-    others."""
-    copy = tmp_path / "platform.json"
-    shutil.copy(platform_file, copy)
-    return {"JVMOS_PLATFORM": str(copy)}
 
 
 def witness_counts(out: Path) -> dict:

@@ -68,10 +68,10 @@ def stripped(tmp_path_factory):
     return home, bare
 
 
-def record(out: Path, java: Path, n: int, layers="io"):
+def record(out: Path, java: Path, n: int, layers="io", env=None):
     r = run_jvmos(["record", "--layers", layers, "--out", str(out), "--", str(java), "-cp",
                    str(IO_JAR), "org.jvmos.workloads.BlockingIo", "--iterations", str(n),
-                   "--size", str(SIZE), "--target", "/dev/null"])
+                   "--size", str(SIZE), "--target", "/dev/null"], env=env)
     s = json.loads((out / "summary.json").read_text())
     m = json.loads((out / "manifest.json").read_text())
     return r, s, m
@@ -81,12 +81,12 @@ def gbar(s):
     return s["categories"]["jni_copy"]["functions"]["GetByteArrayRegion"]
 
 
-def test_stripped_libjvm_still_counts_jni_copies_through_usdt(platform_file, stripped,
+def test_stripped_libjvm_still_counts_jni_copies_through_usdt(own_platform, stripped,
                                                                tmp_path):
     home, _ = stripped
     java = home / "bin" / "java"
     n1, n2 = 20_000, 50_000
-    r1, s1, m1 = record(tmp_path / "a", java, n1)
+    r1, s1, m1 = record(tmp_path / "a", java, n1, env=own_platform)
     # the probes of the JNI copies are USDT probes of the stripped file
     kinds = m1["probes"]["kinds"]
     lib = str(home / "lib/server/libjvm.so")
@@ -102,7 +102,7 @@ def test_stripped_libjvm_still_counts_jni_copies_through_usdt(platform_file, str
     assert "partial" in r1.stderr.strip().splitlines()[-1]
 
     # with the census layer too, n2 writes: the census counts through USDT as well
-    r2, s2, m2 = record(tmp_path / "b", java, n2, layers="io,jni")
+    r2, s2, m2 = record(tmp_path / "b", java, n2, layers="io,jni", env=own_platform)
     assert s2["status"] == "partial", r2.stderr
     census = s2["categories"]["jni_call"]
     assert census["functions"]["GetByteArrayRegion"] == gbar(s2)["calls"]
@@ -124,11 +124,11 @@ def test_stripped_libjvm_still_counts_jni_copies_through_usdt(platform_file, str
         assert s["totals"]["missed_events"].get("jni_copy_no_entry", 0) == 0
 
 
-def test_libjvm_without_symbols_or_notes_names_jni_probes_missing(platform_file, stripped,
+def test_libjvm_without_symbols_or_notes_names_jni_probes_missing(own_platform, stripped,
                                                                    tmp_path):
     _, bare = stripped
     n = 20_000
-    r, s, m = record(tmp_path / "c", bare / "bin" / "java", n)
+    r, s, m = record(tmp_path / "c", bare / "bin" / "java", n, env=own_platform)
     assert r.returncode != 0
     assert r.stderr.strip().splitlines()[-1].startswith("jvmos: error:")
     assert s["status"] == "partial" and m["status"] == "partial"
@@ -141,7 +141,7 @@ def test_libjvm_without_symbols_or_notes_names_jni_probes_missing(platform_file,
     assert s["categories"].get("jni_copy", {}).get("calls", 0) == 0
 
 
-def test_attach_to_a_running_jvm_with_stripped_libjvm(platform_file, stripped, tmp_path):
+def test_attach_to_a_running_jvm_with_stripped_libjvm(own_platform, stripped, tmp_path):
     """--pid: the JVM exists before bpftrace; the USDT probes attach by path all the same."""
     import time
     home, _ = stripped
@@ -153,7 +153,8 @@ def test_attach_to_a_running_jvm_with_stripped_libjvm(platform_file, stripped, t
     try:
         time.sleep(1.0)
         out = tmp_path / "attach"
-        r = run_jvmos(["record", "--pid", str(jvm.pid), "--duration", "3", "--out", str(out)])
+        r = run_jvmos(["record", "--pid", str(jvm.pid), "--duration", "3", "--out", str(out)],
+                      env=own_platform)
         s = json.loads((out / "summary.json").read_text())
         m = json.loads((out / "manifest.json").read_text())
         assert m["probes"]["kinds"][f"usdt:{lib}:hotspot_jni:GetByteArrayRegion__entry"] == "usdt"

@@ -64,9 +64,11 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> dict:
 def _mean_by_dose(windows: List[dict]) -> Dict[str, dict]:
     by: Dict[str, dict] = {}
     for w in windows:
-        d = by.setdefault(w["dose"], {"x": w["uses"], "ys": []})
-        d["ys"].append(w["cpu_ns"])
-    return {k: {"x": v["x"], "y": sum(v["ys"]) / len(v["ys"])} for k, v in by.items()}
+        d = by.setdefault(w["dose"], {"xs": [], "ys": []})
+        d["xs"].append(w["uses"])       # equal within a dose, except where the kernel counts
+        d["ys"].append(w["cpu_ns"])     # them (writes, page faults): then their mean
+    return {k: {"x": sum(v["xs"]) / len(v["xs"]), "y": sum(v["ys"]) / len(v["ys"])}
+            for k, v in by.items()}
 
 
 def loo_errors(servers: List[List[dict]], baseline: str) -> List[dict]:

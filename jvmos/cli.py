@@ -183,6 +183,14 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
         insitu.store(path, t)
         print("\n".join(insitu.summary_lines(t)))
         written.append(f"{out}/thread-pool/insitu.json")
+    if "pretouch" in terms:
+        # a pair of fresh servers per heap size, without and with -XX:+AlwaysPreTouch
+        f = insitu.calibrate_faults(jvm, groups=args.trials,
+                                    n=max(8, 4 * args.in_situ_requests),
+                                    out=out / "pretouch", log=log)
+        insitu.store(path, f)
+        print("\n".join(insitu.summary_lines(f)))
+        written.append(f"{out}/pretouch/insitu.json")
     print(f"wrote θ ({', '.join(terms)}) into {path}; the windows: {', '.join(written)}")
     return 0
 
@@ -756,9 +764,9 @@ def _verb_calibrate(sub) -> None:
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,
                    help="with --in-situ: requests per window (default 1000)")
-    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks,thread-pool",
+    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks,thread-pool,pretouch",
                    help="with --in-situ: the what-ifs to fit θ for (default "
-                        "keep-alive,bigger-chunks,thread-pool)")
+                        "keep-alive,bigger-chunks,thread-pool,pretouch)")
     c.add_argument("--in-situ-chunks", default="1024,2048,4096,8192", metavar="BYTES,...",
                    help="with --in-situ: the write sizes of θ for writes (bigger-chunks), one "
                         "live server each (default 1024,2048,4096,8192: an unbuffered "

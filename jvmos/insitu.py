@@ -84,6 +84,29 @@ DESIGNS = {
 }
 THREAD_MODES = ("per-connection", "pool")
 
+# θ for first touches (the pretouch what-if): the dose is the heap's size, -Xms = -Xmx, and
+# each dose is a pair of fresh servers, without and with -XX:+AlwaysPreTouch; every request
+# makes GARBAGE_KB of short-lived arrays, so the young generation's pages are touched for the
+# first time in the windows by the one and at start-up by the other
+HEAPS_MB = (128, 256, 512, 1024)
+GARBAGE_KB = 256
+PRETOUCH_MODES = ("touch-in-run", "pretouched")
+DESIGNS["pretouch"] = {
+    "term": "C_mem (page faults)", "unit": "page fault",
+    "doses": {str(h): f"a {h} MiB heap (-Xms = -Xmx)" for h in HEAPS_MB},
+    "baseline": str(HEAPS_MB[0]),
+    "use": "a first touch of a Java heap page in the run, less the same page touched at "
+           "start-up (pairs of fresh servers of the same heap, without and with "
+           f"-XX:+AlwaysPreTouch, {GARBAGE_KB} KiB of garbage per request; θ is the slope of "
+           "their CPU difference against their difference in minor page faults)",
+    "counted_by": "the kernel's count of the servers' minor page faults (/proc/PID/stat "
+                  "minflt, the pair's difference; no probe)",
+    "applies_to": "a recording's user page faults in the Java heap (mem layer: page_fault_user "
+                  "inside the heap's range, jcmd GC.heap_info)",
+    "clock": "the server's CPU clock less the pretouched server's, each less its JIT compiler "
+             "threads' CPU (ticks): a difference of two processes",
+    "servers_per_run": 2 * len(HEAPS_MB)}
+
 
 def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
     st = dict(iv.DEFAULT)
@@ -199,18 +222,81 @@ def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
             "arms_sha256": th.sha256_of(arms)}
 
 
+def pretouch_pair(java: str, d: Path, heap_mb: int, n: int, rounds: int, first: int,
+                  start_index: int) -> List[dict]:
+    """One dose of θ for first touches: two fresh servers of one heap size, P touching its
+    heap in the run and Q pretouched, given the same `rounds` windows of n requests, P and Q
+    alternating which goes first. A first touch happens once in a server's life, so the
+    settling round (the JIT's first waves) is of requests that make no garbage (the server's
+    --garbage-after): it touches little of the heap, and the windows' requests all do."""
+    srv, ok, windows = {}, False, []
+    try:
+        for m in PRETOUCH_MODES:
+            srv[m] = iv.Server(java, pretouch_settings(heap_mb, m == "pretouched"),
+                               d / f"{heap_mb}-{m}", Path("/dev/null"), JVM_FLAGS)
+        for m in PRETOUCH_MODES:
+            srv[m].load(SETTLE_REQUESTS)
+        for r in range(rounds):
+            got = {}
+            for m in (PRETOUCH_MODES if (first + r) % 2 == 0 else PRETOUCH_MODES[::-1]):
+                s0 = proctimes.snapshot(srv[m].proc.pid)
+                res = srv[m].load(n)
+                s1 = proctimes.snapshot(srv[m].proc.pid)
+                w = proctimes.window(s0, s1)
+                got[m] = window_record(str(heap_mb), w["minflt"], start_index + r, w, res)
+            p, q = got["touch-in-run"], got["pretouched"]
+            windows.append(difference_window(p, q, uses=p["uses"] - q["uses"]))
+            windows[-1]["round"] = r
+            windows[-1]["first"] = PRETOUCH_MODES[(first + r) % 2]
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
+    finally:
+        iv.stop_servers(srv.values(), quiet=not ok)
+    drop_quiet_logs(d, [f"{heap_mb}-{m}" for m in PRETOUCH_MODES])
+    return windows
+
+
+SETTLE_REQUESTS = 2000      # the requests without garbage before a pair's windows
+
+
+def pretouch_settings(heap_mb: int, pretouched: bool) -> dict:
+    return {**iv.DEFAULT, "garbage_kb": GARBAGE_KB, "garbage_after": SETTLE_REQUESTS,
+            "heap_mb": heap_mb, "pretouch": pretouched}
+
+
+def pretouch_group(java: str, d: Path, n: int, rounds: int, seed: int,
+                   heaps=HEAPS_MB) -> dict:
+    """One group of θ for first touches: a pair of fresh servers per heap size, the heaps in
+    an order drawn from the seed; a window is the pair's difference, its uses the difference
+    of their minor page faults."""
+    order = th.dose_order([str(h) for h in heaps], 1, seed)
+    windows = []
+    for i, dose in enumerate(order):
+        windows += pretouch_pair(java, d, int(dose), n, rounds, seed + i, len(windows))
+    if d.is_dir() and not any(d.iterdir()):
+        d.rmdir()
+    server = iv.server_cmd(java, pretouch_settings(heaps[0], False), Path("server.port"),
+                           Path("/dev/null"), JVM_FLAGS)
+    return {"order": order, "windows": windows, "server": server,
+            "sha256": th.sha256_of(windows)}
+
+
 DIFFERENCED = ("cpu_ns", "cpu_with_jit_ns", "stime_ns", "utime_ns", "minflt", "syscr", "syscw",
                "jit_threads_exited")
 
 
-def difference_window(p: dict, q: dict) -> dict:
-    """One window of the thread θ: P's window less Q's (the same dose, the same requests);
-    its uses P's (the threads it started, one per connection)."""
-    if p["answer"] != q["answer"] or p["bytes"] != q["bytes"] or p["uses"] != q["uses"]:
-        raise JvmosError("the thread-per-connection and the pool server did different work for "
-                         f"the same requests (answers {p['answer']} and {q['answer']}, "
-                         f"connections {p['uses']} and {q['uses']})")
+def difference_window(p: dict, q: dict, uses: int = None) -> dict:
+    """One window of a two-server θ: P's window less Q's (the same dose, the same requests);
+    its uses P's (threads: the threads it started, one per connection), or `uses` (first
+    touches: the difference of their page faults)."""
+    if p["answer"] != q["answer"] or p["bytes"] != q["bytes"] or \
+            (uses is None and p["uses"] != q["uses"]):
+        raise JvmosError("the two servers of a pair did different work for the same requests "
+                         f"(answers {p['answer']} and {q['answer']}, uses {p['uses']} and "
+                         f"{q['uses']})")
     return {**{k: p[k] for k in ("dose", "uses", "index", "answer", "bytes")},
+            **({"uses": uses} if uses is not None else {}),
             **{k: p[k] - q[k] for k in DIFFERENCED}}
 
 
@@ -242,6 +328,22 @@ def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: 
         runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k, chunks))
         keep_partial(out, runs)
     return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out, chunk_design(chunks))
+
+
+def calibrate_faults(jvm, groups: int = 12, rounds: int = 1, n: int = 4000, out: Path = None,
+                     log: Callable = print) -> dict:
+    java = str(jvm.home / "bin" / "java")
+    c_program("reqload")
+    jar(IO_JAR)
+    t0 = time.time()
+    runs = []
+    for k in range(groups):
+        log(f"in-situ θ for first touches: group {k + 1}/{groups} ({len(HEAPS_MB)} heap sizes, "
+            f"a pair of fresh servers each, {rounds} windows of {n:,} requests with "
+            f"{GARBAGE_KB} KiB of garbage each)")
+        runs.append(pretouch_group(java, out / f"group{k}", n, rounds, 71 + 10 * k))
+        keep_partial(out, runs)
+    return finish(runs, jvm, n, rounds, t0, "pretouch", out)
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
@@ -396,7 +498,7 @@ def summary_lines(rec: dict) -> List[str]:
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
             "  θ's clock: the server's CPU less its JIT threads'; what moved with the dose, per "
-            f"{unit} ({'the pair difference' if rec['what_if'] == 'thread-pool' else 'the whole process'}, JIT included): kernel CPU "
+            f"{unit} ({'the pair difference' if rec['what_if'] in ('thread-pool', 'pretouch') else 'the whole process'}, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "

@@ -161,12 +161,15 @@ def arm_settings(spec: Spec, arm: str) -> dict:
 
 def server_cmd(java: str, st: dict, port_file: Path, data_file: Path,
                flags: tuple = ()) -> List[str]:
-    cmd = [java] + list(flags) + HEAP + (["-XX:+AlwaysPreTouch"] if st["pretouch"] else []) + [
+    heap = [f"-Xms{st['heap_mb']}m", f"-Xmx{st['heap_mb']}m"] if st.get("heap_mb") else HEAP
+    cmd = [java] + list(flags) + heap + (["-XX:+AlwaysPreTouch"] if st["pretouch"] else []) + [
         "-cp", str(jar(IO_JAR)), "org.jvmos.workloads.Intervene", "--port-file", str(port_file),
         "--threads", st["threads"], "--pool", str(st["pool"]), "--response", str(st["response"]),
         "--chunk", str(st["chunk"]), "--buffer", st["buffer"], "--file-mode", st["file_mode"],
         "--inflate", st["inflate"], "--inflate-count", str(st["inflate_count"]),
         "--garbage-kb", str(st["garbage_kb"]), "--max-seconds", "900"]
+    if st.get("garbage_after"):
+        cmd += ["--garbage-after", str(st["garbage_after"])]
     if st["file_mode"] != "none":
         cmd += ["--file", str(data_file)]
     return cmd

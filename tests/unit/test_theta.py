@@ -172,6 +172,39 @@ def test_thread_theta_is_the_slope_of_the_pairs_cpu_difference():
         insitu.difference_window(p, q)
 
 
+def test_pretouch_theta_prices_the_pairs_difference_in_page_faults():
+    """A first touch costs 2 µs: a server touching its heap in the run (P) less the same
+    server pretouched (Q), per heap size, gives windows whose uses are the difference of their
+    minor faults (not equal within a pair); the fit recovers the cost, and the settings of a
+    pair differ only in -XX:+AlwaysPreTouch."""
+    from jvmos import insitu
+    import random
+    rnd = random.Random(9)
+    faults = {"128": 18000, "256": 36000, "512": 73000, "1024": 147000}
+
+    def win(dose, i, flt, cpu):
+        return {"dose": dose, "uses": flt, "index": i, "answer": 11 + i, "bytes": 1024,
+                "cpu_ns": cpu, "cpu_with_jit_ns": cpu, "stime_ns": cpu, "utime_ns": 0,
+                "minflt": flt, "syscr": 1, "syscw": 1, "jit_threads_exited": 0}
+
+    groups = []
+    for g in range(8):
+        ws = []
+        for i, d in enumerate(th.dose_order(list(faults), 1, g)):
+            f = faults[d] + rnd.randint(-500, 500)
+            p = win(d, i, f + 900, 400e6 + 2e3 * (f + 900) + rnd.gauss(0, 3e6))
+            q = win(d, i, 900, 400e6 + 2e3 * 900 + rnd.gauss(0, 3e6))
+            ws.append(insitu.difference_window(p, q, uses=p["uses"] - q["uses"]))
+        groups.append(ws)
+    assert all(w["uses"] == w["minflt"] for ws in groups for w in ws)
+    f = th.fit(groups, insitu.DESIGNS["pretouch"]["baseline"])
+    assert f["ns_per_use"] == pytest.approx(2e3, rel=0.05)
+    assert f["ci_ns"][0] < 2e3 < f["ci_ns"][1]
+    a, b = insitu.pretouch_settings(256, False), insitu.pretouch_settings(256, True)
+    assert {k for k in a if a[k] != b[k]} == {"pretouch"}
+    assert a["garbage_after"] == insitu.SETTLE_REQUESTS and a["garbage_kb"] > 0
+
+
 def test_chat_held_out_analysis_by_hand():
     f = th.fit([_server(40e3), _server(44e3), _server(42e3)], "keep-alive")
     theta = {"fit": f, "programs": [{"jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}

@@ -45,12 +45,14 @@ import java.util.zip.Inflater;
  *       fixed 1 KiB block inflated by a new Inflater (zlib's stream, state and window malloc'ed
  *       and freed each time) or by one reused per thread
  *   <li>{@code --garbage-kb N}: per request, N KiB of short-lived arrays (young-generation pages
- *       first touched in the run unless {@code -XX:+AlwaysPreTouch} touched them at start-up)
+ *       first touched in the run unless {@code -XX:+AlwaysPreTouch} touched them at start-up),
+ *       from the request numbered {@code --garbage-after N} on (default 0: every request), so
+ *       that a settling load can warm the JIT without touching the heap
  * </ul>
  *
  * <pre>Intervene --port-file F [--threads ...] [--pool N] [--response B] [--chunk B]
  *           [--buffer heap|direct] [--file PATH --file-mode ...] [--inflate ...]
- *           [--garbage-kb N] [--max-seconds S]</pre>
+ *           [--garbage-kb N] [--garbage-after N] [--max-seconds S]</pre>
  */
 public final class Intervene extends Workload {
 
@@ -60,7 +62,8 @@ public final class Intervene extends Workload {
 
     Intervene() {
         super(List.of("port-file", "threads", "pool", "response", "chunk", "buffer", "file",
-                      "file-mode", "inflate", "inflate-count", "garbage-kb", "max-seconds"),
+                      "file-mode", "inflate", "inflate-count", "garbage-kb", "garbage-after",
+                      "max-seconds"),
               List.of());
     }
 
@@ -78,6 +81,7 @@ public final class Intervene extends Workload {
     private String inflate;
     private int inflateCount;
     private int garbageKb;
+    private long garbageAfter;
     private byte[] payload;
     private byte[] compressed;
     private final AtomicLong served = new AtomicLong();
@@ -99,6 +103,7 @@ public final class Intervene extends Workload {
         inflate = cli.string("inflate", "none");
         inflateCount = cli.intValue("inflate-count", 1, 1, 1024);
         garbageKb = cli.intValue("garbage-kb", 0, 0, 1 << 20);
+        garbageAfter = cli.intValue("garbage-after", 0, 0, Integer.MAX_VALUE);
         int maxSeconds = cli.intValue("max-seconds", 600, 1, 86400);
         check("threads", threads, "per-connection", "pool", "virtual");
         check("buffer", buffer, "heap", "direct");
@@ -173,6 +178,7 @@ public final class Intervene extends Workload {
         out.println(Cli.summary("intervene").put("requests", served.get())
                 .put("threads", threads).put("buffer", buffer).put("chunk", chunk)
                 .put("file_mode", fileMode).put("inflate", inflate).put("garbage_kb", garbageKb)
+                .put("garbage_after", garbageAfter)
                 .put("java_version", Cli.javaVersion()));
         return 0;
     }
@@ -327,7 +333,7 @@ public final class Intervene extends Workload {
             }
             crc.update(inflated, 0, got);
         }
-        if (garbageKb > 0) {
+        if (garbageKb > 0 && n >= garbageAfter) {
             int s = 0;
             for (int k = 0; k < garbageKb; k += 64) {
                 byte[] g = new byte[Math.min(64, garbageKb - k) * 1024];

@@ -83,8 +83,10 @@ def missed_note(what: str, n: int) -> str:
 
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
-          probes: Optional[dict] = None, mode: str = "time", scope: str = "host") -> dict:
-    """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants)."""
+          probes: Optional[dict] = None, mode: str = "time", scope: str = "host",
+          java_heap: Optional[dict] = None) -> dict:
+    """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants).
+    java_heap: the manifest's (the heap's range, or why not); None: the recording has none."""
     validate_probes(probes)
     validate_costs(costs)
     warnings = []
@@ -116,10 +118,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         off = threads.off_cpu(offcpu_ns, offcpu_n, pid)
         if off:
             by_pid[pid]["off_cpu"] = off
-        grow = {k: mem.growth(raw.keyed(m), pid) for k, m in
-                (("vm_bytes", "@grow_vm"), ("malloc_bytes", "@grow_malloc"))}
-        if any(grow.values()):
-            by_pid[pid]["memory_growth"] = dict(grow, bucket_s=0.25)
+        mem.process_figures(by_pid[pid], raw, pid, java_heap)
 
     # each process's measured times are corrected on its own figures; the totals are then
     # the sums of the per-process corrected figures (a floored process stays floored in the

@@ -71,11 +71,15 @@ KEEPS = ("thread-pool", "keep-alive", "file-handles")
 
 
 def counts(s: dict) -> dict:
-    """model.counts_from_summary plus the NIO copy estimate's bytes and copies."""
+    """model.counts_from_summary plus the NIO copy estimate's bytes and copies, and the user
+    page faults in the Java heap (what AlwaysPreTouch can remove; None when the heap's range
+    is unknown or the mem layer did not run)."""
     c = model.counts_from_summary(s)
-    nio = (s.get("categories") or {}).get("nio_copy") or {}
+    cats = s.get("categories") or {}
+    nio = cats.get("nio_copy") or {}
     c["nio_copy_bytes"] = nio.get("bytes") or 0
     c["nio_copy_calls"] = nio.get("calls") or 0
+    c["heap_page_faults"] = (cats.get("vm") or {}).get("page_faults_heap")
     return c
 
 
@@ -182,8 +186,10 @@ def jvm_of_run(summary: dict, pid: Optional[int] = None) -> Tuple[dict, Optional
     return summary, None, "every process of the recording"
 
 
-# the syscalls whose hooks count each what-if's uses (what a hook-set check compares)
+# the hooks (syscalls, or the page-fault tracepoint) that count each what-if's uses (what a
+# hook-set check compares)
 COUNT_SYSCALLS = {"keep-alive": ("accept",), "file-handles": ("open",),
+                  "pretouch": ("page_fault",),
                   "thread-pool": ("clone", "pthread_create"),
                   "bigger-chunks": ("write", "sendto", "sendmsg")}
 
@@ -231,11 +237,14 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     w = WHAT_IFS[name]
     if name == "direct-buffers":
         removed, calls, keep = c["nio_copy_bytes"], c["nio_copy_calls"], 0
+    elif name == "pretouch" and c.get("heap_page_faults") is not None:
+        # only the heap's first touches move to start-up: the faults inside its range
+        removed, calls, keep = c["heap_page_faults"], 0.0, 0
     else:
         keep = min(keep, c[w.count_key]) if name in KEEPS else 0
         removed, calls = c[w.count_key] - keep, 0.0
     res = predict(name, removed, platform, jdk_home, calls)
-    res["counted"] = c[w.count_key]
+    res["counted"] = removed + keep if name == "pretouch" else c[w.count_key]
     res["keep"] = keep
     res["bound"] = ("the OS's part only, not a bound on the change: the count is an upper "
                     "bound (every counted use but --keep taken as removable), but the price "
@@ -245,7 +254,12 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
     v = res["validation"] = dict(validation(platform, name))
     if v.get("jdk") and jdk_home and v["jdk"] != jdk_home:
         v["status"] += f" (on {v['jdk']}, not this recording's {jdk_home})"
-    if name in COUNT_CAVEATS:
+    if name == "pretouch" and c.get("heap_page_faults") is not None:
+        res["count_caveat"] = (f"the count is the user page faults inside the Java heap's range "
+                               f"({c['heap_page_faults']:,} of {c['page_faults']:,}; 2 MiB "
+                               f"granularity): metaspace, code cache and native memory fault "
+                               f"as before")
+    elif name in COUNT_CAVEATS:
         res["count_caveat"] = COUNT_CAVEATS[name]
     from jvmos.heuristic import theta as th
     t = th.of(platform, name, jdk_home)
@@ -258,6 +272,10 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
                    f"reaches {lo / 1e3:,.1f} µs, below 0")
         if not why and name == "bigger-chunks" and c["io_writes"]:
             why = outside_regime(c["io_write_bytes"] / c["io_writes"], t)
+        if not why and name == "pretouch" and c.get("heap_page_faults") is None:
+            why = ("θ prices first touches of the Java heap, and this recording did not read "
+                   "the heap's range (the JVM had exited, or its collector prints none): "
+                   "every user fault is not a heap first touch")
         verdicts = list((t.get("held_out") or {}).values())
         validated = [sorted(v["count_hooks"]) for v in verdicts if v.get("count_hooks")]
         if not why and hooks is not None and verdicts:

@@ -216,7 +216,8 @@ def layers_markdown() -> str:
 # name -> number of key fields (the last may contain ':' but no ','); a map not listed has one.
 OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3,
                     "@path_calls": 3, "@csw": 3, "@offcpu_ns": 3, "@offcpu_n": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,
-                    "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@missed": 2,
+                    "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@fault_region": 2,
+                    "@missed": 2,
                     "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1,
                     "@hits": 2, "@untimed": 3, "@in_progress": 3}
 

@@ -645,6 +645,14 @@ def provenance_rows(m: dict, s: dict) -> List[Tuple[str, str]]:
                                                  list(map(str, probes["usdt_skipped"])))))
         if probes.get("script_sha256"):
             add(("probe script sha256", f"<code>{esc(probes['script_sha256'])}</code>"))
+    heap = m.get("java_heap")
+    if heap:
+        add(("Java heap", esc(
+            f"pid {heap.get('pid')}: [{heap['start']:#x}, {heap['end']:#x}) "
+            f"({(heap['end'] - heap['start']) / (1 << 20):,.0f} MiB, {heap.get('collector') or '?'}; "
+            f"{heap.get('source')}, read after counting stopped)"
+            if heap.get("start") is not None and heap.get("end") is not None
+            else f"pid {heap.get('pid')}: unknown ({heap.get('unknown')})")))
     if m.get("platform_file"):
         add(("probe-cost calibration", f"<code>{esc(m['platform_file'])}</code>"))
     t = s.get("totals") or {}

@@ -54,6 +54,7 @@ from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, j
                   symbols)
 from jvmos import sampling
 from jvmos import cputime
+from jvmos import javaheap
 from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
@@ -820,6 +821,12 @@ def _stop_engine(run: _Run, eng, ev: dict, root: int, io_at_start) -> bool:
     stopped_early = not eng.alive()
     maps = None if stopped_early else eng.stop()
     end_after = kernel_io(root) if end_before is not None else None
+    if "mem" in run.opts.layers:
+        manifest["java_heap"] = java_heap_at_stop(root, maps is not None or not eng.alive())
+        heap = manifest["java_heap"]
+        run.log(f"java heap of pid {root}: " + (
+            f"[{heap['start']:#x}, {heap['end']:#x}) ({heap.get('collector')})"
+            if "start" in heap else f"unknown: {heap['unknown']}"))
     if end_after is not None and None not in io_at_start:
         # counting began between the first two reads and ended between the last two: the
         # kernel's count over it lies between these ends
@@ -864,6 +871,19 @@ def _stop_engine(run: _Run, eng, ev: dict, root: int, io_at_start) -> bool:
     if eng.warnings:
         manifest["engine"]["warnings"] = eng.warnings
     return stopped_early
+
+
+def java_heap_at_stop(pid: int, counting_over: bool) -> dict:
+    """The manifest's java_heap: the address range of the recorded JVM's Java heap (the mem
+    layer's page faults in it are page_faults_heap), read with its JDK's jcmd once counting
+    is over: jcmd starts a thread in the JVM (its attach listener), whose work must not be
+    counted. Unknown, with the reason, when the process is gone or counting did not stop."""
+    if not counting_over:
+        return {"pid": pid, "unknown": "the engine did not confirm that counting stopped: "
+                                       "jcmd was not run in the traced process"}
+    if not alive(pid):
+        return {"pid": pid, "unknown": f"pid {pid} had exited when counting stopped"}
+    return javaheap.read_java_heap(pid)
 
 
 def _release_held(run: _Run, tree) -> None:
@@ -963,7 +983,8 @@ def summary_inputs(platform: Optional[dict], manifest: dict, pids: Dict[str, dic
                                                      probes.get("sites"), raw)
     kw = dict(addresses=probes.get("addresses") or {}, costs=cal.costs_for(platform),
               jvms_by_pid=jvm_home_by_pid, probes=probe_costs,
-              mode=manifest.get("mode", "time"), scope=manifest.get("scope") or "process")
+              mode=manifest.get("mode", "time"), scope=manifest.get("scope") or "process",
+              java_heap=manifest.get("java_heap"))
     return kw, probe_warnings, jvm_home_by_pid
 
 

@@ -197,6 +197,22 @@ def probe_effect_lines(t: dict) -> List[str]:
     return out
 
 
+def page_fault_line(vm: Optional[dict]) -> Optional[str]:
+    """The user page faults of the vm category, and how many fell in the Java heap."""
+    if not vm or not vm.get("page_faults"):
+        return None
+    line = (f"user page faults: {vm['page_faults']:,} (estimated time "
+            f"{fmt_ns(vm.get('page_fault_time_ns'))})")
+    if vm.get("page_faults_heap") is not None:
+        line += f", of which in the Java heap: {vm['page_faults_heap']:,}"
+        if vm.get("page_faults_unregioned"):
+            line += (f" (a lower bound: {vm['page_faults_unregioned']:,} fault(s) were not "
+                     "counted by address)")
+    elif vm.get("page_faults_heap_unknown"):
+        line += f"; in the Java heap: unknown ({vm['page_faults_heap_unknown']})"
+    return line
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -233,6 +249,9 @@ def render(run_dir) -> str:
         cs = t["context_switches"]
         out.append(f"context switches: {cs['voluntary']:,} voluntary, {cs['involuntary']:,} "
                    f"involuntary, over {cs['threads']:,} threads")
+    faults = page_fault_line(s["categories"].get("vm"))
+    if faults:
+        out.append(faults)
     off = t.get("off_cpu")
     if off:
         out.append(f"off-CPU time (waiting, not in the guaranteed overhead; a lower bound): "

@@ -27,6 +27,10 @@
 #define JVMOS_MAX_PROCS		4096
 #define JVMOS_MAX_ENTRIES	16384
 #define JVMOS_MAX_THREADS	65536
+/* counts holds, per traced process, a few keys per thread (context switches), two per
+ * quarter-second of the growth timelines (4,800 in 10 minutes), and one per 2 MiB region a
+ * page fault fell in (a heap of 8 GiB touched whole: 4,096) */
+#define JVMOS_MAX_COUNTS	65536
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -51,7 +55,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, JVMOS_MAX_ENTRIES);
+	__uint(max_entries, JVMOS_MAX_COUNTS);
 	__type(key, struct jvmos_count_key);
 	__type(value, __u64);
 } counts SEC(".maps");

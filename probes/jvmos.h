@@ -66,7 +66,8 @@ struct jvmos_count_key {
 	__u16 what;
 	__u16 sub;
 	__u32 x;		/* a further key where a map needs one: a thread id (@csw), a
-				 * quarter-second bucket (@grow_vm); 0 otherwise */
+				 * quarter-second bucket (@grow_vm), a 2 MiB region of
+				 * addresses (@fault_region); 0 otherwise */
 	__u32 pad;
 };
 

@@ -4,7 +4,8 @@
  * engine (probes/engine) loads and attaches. The analyzers read the figures as
  * @calls/@bytes/@time[pid, category, probe], @ncalls[pid, "vm", "page_fault_user"],
  * @ntime[pid, "malloc" | "vm", "off-CPU"], @grow_vm/@grow_malloc[pid, quarter-second],
- * @missed[pid, what] and @hits[pid, "mem:sched_switch"] (mem.h lists the ids).
+ * @fault_region[pid, 2 MiB region], @missed[pid, what] and @hits[pid, "mem:sched_switch"]
+ * (mem.h lists the ids).
  *
  * Run through `jvmos record --engine bpf --layers mem`. Which function each program is
  * attached to comes from the plan (jvmos/enginelayers/mem.py); each uprobe carries its probe
@@ -31,7 +32,10 @@
  *    break moved, from the previous break the process got). User page faults
  *    (exceptions:page_fault_user, a raw BTF tracepoint): calls only, under the name
  *    page_fault_user (a fault has no exit event: jvmos costs it with a calibrated per-fault
- *    time and marks it estimated).
+ *    time and marks it estimated). Each fault is also counted by the 2 MiB region of its
+ *    address (address >> 21), so that the faults in the Java heap, whose range jvmos reads
+ *    from the JVM after counting stops, can be told apart from the others (a JVM touches a
+ *    few hundred to a few thousand regions, one counts entry each).
  *  - Time is on-CPU time: sched_switch (tp_btf) notes when a thread inside a timed allocator
  *    call or memory call is switched out (preempted, or blocked on the mmap lock behind
  *    another thread's page fault) and adds the interval until it runs again to its off-CPU
@@ -477,6 +481,9 @@ int BPF_PROG(mem_page_fault_user, unsigned long address, struct pt_regs *regs,
 	if (s)
 		__sync_fetch_and_add(&s->calls, 1);
 	jvmos_count_x(tgid, JVMOS_WHAT_GROW_VM, 0, bucket(), MEM_PAGE);
+	/* x: the 2 MiB region (a user address has 47 bits, so its region fits 26) */
+	jvmos_count_x(tgid, JVMOS_WHAT_FAULT_REGION, 0,
+		      (__u32)(address >> JVMOS_FAULT_REGION_SHIFT), 1);
 	return 0;
 }
 

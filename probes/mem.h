@@ -24,6 +24,10 @@
 /* counts: what (sub 0, x: the quarter-second since the start of counting) */
 #define JVMOS_WHAT_GROW_VM		(JVMOS_BASE_MEM + 1)
 #define JVMOS_WHAT_GROW_MALLOC		(JVMOS_BASE_MEM + 2)
+/* counts: user page faults by the 2 MiB region of their address (sub 0, x: address >> 21),
+ * read as @fault_region[pid, region] */
+#define JVMOS_WHAT_FAULT_REGION		(JVMOS_BASE_MEM + 3)
+#define JVMOS_FAULT_REGION_SHIFT	21
 
 /* missed (sub of JVMOS_WHAT_MISSED) */
 #define JVMOS_MISSED_MALLOC_OFFCPU_EXCEEDS_SPAN	(JVMOS_BASE_MEM + 1)

@@ -12,9 +12,13 @@ CATEGORIES = {"malloc": BASE + 1, "malloc_untimed": BASE + 2, "vm": BASE + 3,
               "vm_timed": BASE + 4}
 NAMES = {BASE + 1: ("page_fault_user", "@ncalls", None),
          BASE + 2: ("off-CPU", None, "@ntime")}
-# @grow_vm / @grow_malloc[pid, quarter-second]: the bucket is the entry's x
+# @grow_vm / @grow_malloc[pid, quarter-second]: the bucket is the entry's x;
+# @fault_region[pid, region]: user page faults by the 2 MiB region of their address
+# (address >> FAULT_REGION_SHIFT), the entry's x
 WHATS = {BASE + 1: ("@grow_vm", lambda sub, x: str(x) if sub == 0 else None),
-         BASE + 2: ("@grow_malloc", lambda sub, x: str(x) if sub == 0 else None)}
+         BASE + 2: ("@grow_malloc", lambda sub, x: str(x) if sub == 0 else None),
+         BASE + 3: ("@fault_region", lambda sub, x: str(x) if sub == 0 else None)}
+FAULT_REGION_SHIFT = 21
 MISSED = {"malloc_offcpu_exceeds_span": BASE + 1, "malloc_no_entry": BASE + 2,
           "vm_offcpu_exceeds_span": BASE + 3}
 HITS = {"mem:sched_switch": BASE + 1}
@@ -29,7 +33,8 @@ assert set(SIZE_OF) == set(MEM_ALLOCATOR)
 HEADER_NAMES = {
     **{f"CAT_{k.upper()}": v for k, v in CATEGORIES.items()},
     "NAME_PAGE_FAULT_USER": BASE + 1, "NAME_OFF_CPU": BASE + 2,
-    "WHAT_GROW_VM": BASE + 1, "WHAT_GROW_MALLOC": BASE + 2,
+    "WHAT_GROW_VM": BASE + 1, "WHAT_GROW_MALLOC": BASE + 2, "WHAT_FAULT_REGION": BASE + 3,
+    "FAULT_REGION_SHIFT": FAULT_REGION_SHIFT,
     **{f"MISSED_{k.upper()}": v for k, v in MISSED.items()},
     "HIT_MEM_SCHED_SWITCH": BASE + 1,
     "MEM_SIZE_ARG0": SIZE_ARG0, "MEM_SIZE_ARG1": SIZE_ARG1, "MEM_SIZE_ARG2": SIZE_ARG2,

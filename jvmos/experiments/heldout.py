@@ -9,6 +9,10 @@ ipc-buffered: seed 000's socket server (workloads/java/ipc, object streams), its
 the socket as they are (arm A: ObjectOutputStream's blocks of at most 1 KiB go to the socket
 one write each) or buffered by 8 KiB (arm B), answering SV calls (--ipc-size Integers per
 answer, --ipc-calls calls per client); θ bigger-chunks.
+shop-pretouch: the shop on a fixed 1 GiB heap (-Xms1g -Xmx1g), as it is (arm A: the heap's
+pages are first touched as the shop allocates) or with -XX:+AlwaysPreTouch (arm B: touched at
+start-up, before it listens); θ pretouch. A first touch happens once in a JVM's life, so this
+test measures fresh shops from their first load on, with no warm-up.
 
 The analysis, fixed before the data:
   * Prediction, from arm A's recording and the declared change only: one load of arm A is
@@ -16,7 +20,9 @@ The analysis, fixed before the data:
     connection per load thread, so the uses removed are A's accepts less the load's threads.
     Chat: threads layer; virtual threads keep no platform thread per connection (the
     scheduler's carriers start once, not per load), so the uses removed are A's threads
-    started. The saving per load is removed x θ (its interval θ's, model error included).
+    started. Pretouch: mem layer, a fresh shop of arm A recorded over its first --windows
+    loads; the uses removed are its user page faults inside the Java heap's range (the only
+    ones AlwaysPreTouch moves to start-up), none kept. The saving per load is removed x θ (its interval θ's, model error included).
     Beside it, the paper's prediction, removed x C_link or C_nt (the OS's part only). Arm B is
     recorded too, for the count error only (B's count against the uses kept).
   * Measurement, no probe attached. Shop: --servers fresh shops, each loaded with both arms
@@ -57,7 +63,7 @@ from jvmos.heuristic import theta as th
 from jvmos.heuristic import whatif
 from jvmos.tools import CHAT_JAR, IPC_JAR, SHOP_JAR, jar, program_id
 
-TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered")
+TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered", "shop-pretouch")
 WARMUP_LOADS = 3            # loads of each arm before the measured ones, in every shop
 JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
 
@@ -206,6 +212,7 @@ def full_size(name: str, a) -> bool:
     if a.servers < 4 or a.windows < 4:
         return False
     return {"shop-keep-alive": a.threads >= 4 and a.pages >= 250,
+            "shop-pretouch": a.threads >= 4 and a.pages >= 250,
             "chat-virtual": a.rooms >= 10 and a.messages == 1,
             "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 50}[name]
 
@@ -263,6 +270,114 @@ def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> di
             keep_partial(out, r)
     r["analysis"] = analyze(r, theta, c_link)
     r["constant_source"] = f"the platform file's C_link ({c_link['mean_us']:.2f} µs)"
+    return r
+
+
+PRETOUCH_FLAG = "-XX:+AlwaysPreTouch"
+
+
+def pretouch_args(arm: str) -> list:
+    return JVM_FLAGS + ([PRETOUCH_FLAG] if arm == "B" else [])
+
+
+def recorded_heap_faults(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
+    """A fresh shop of one arm, recorded (mem layer, count mode) over its first --windows
+    loads, as the measured shops are loaded: its page faults in the Java heap."""
+    loads = lambda: [shop.load(a.threads, a.pages, False) for _ in range(a.windows)]
+    with Shop(java, out.parent / f"recorded-server-{arm}", page_bytes=4096, max_seconds=1800,
+              jvm_args=pretouch_args(arm)) as shop:
+        r = recorded_load(shop.pid, "mem", "pretouch", loads, out, platform_file)
+    shutil.rmtree(out.parent / f"recorded-server-{arm}", ignore_errors=True)
+    heap = r["counts"].get("heap_page_faults")
+    if heap is None:
+        raise JvmosError(f"the recording {out} could not tell the Java heap's page faults from "
+                         f"the others (the heap's range was not read): no prediction")
+    return _kept(r, heap_page_faults=heap, page_faults=r["counts"].get("page_faults", 0),
+                 pages=sum(x["pages"] for x in r["load"]))
+
+
+def shop_pretouch_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
+    """Two fresh shops, A as it is and B pretouched, loaded from their first load on (no
+    warm-up: the first touches are what is measured), --windows loads each in ABBA/BAAB
+    order; per load its shop's CPU less its JIT's."""
+    order = window_order(a.windows, 41, k)
+    loads = {"A": [], "B": []}
+    with contextlib.ExitStack() as stack:
+        shops = {arm: stack.enter_context(Shop(java, d / f"shop-{arm}", page_bytes=4096,
+                                               max_seconds=1800, jvm_args=pretouch_args(arm)))
+                 for arm in "AB"}
+        for arm in order:
+            try:
+                s0 = proctimes.snapshot(shops[arm].pid)
+                res = shops[arm].load(a.threads, a.pages, False)
+                s1 = proctimes.snapshot(shops[arm].pid)
+            except cputime.ProcessGone as e:
+                raise JvmosError(f"a shop is gone: {e} (see {d}/shop-*/)")
+            w = proctimes.window(s0, s1)
+            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
+                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
+                               "minflt": w["minflt"], "pages": res["pages"],
+                               "errors": res.get("errors", 0)})
+            bar.step()
+    if not any(f.stat().st_size for f in d.glob("shop-*/server-stderr.txt")):
+        shutil.rmtree(d, ignore_errors=True)
+    return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
+
+
+def unit_sums(units: list) -> list:
+    """Per unit (a pair of fresh shops), the sum of its A loads' CPU less the sum of its B's:
+    the whole first --windows loads, where the first touches fall."""
+    return [sum(x["cpu_ns"] for x in u["loads"]["A"]) -
+            sum(x["cpu_ns"] for x in u["loads"]["B"]) for u in units]
+
+
+def analyze_pretouch(r: dict, theta: dict, c_pf: dict) -> dict:
+    units = r["pairs"]
+    removed = r["recorded"]["A"]["heap_page_faults"] - r["keep"]
+    pages = {x["pages"] for u in units for arm in "AB" for x in u["loads"][arm]}
+    errors = sum(x["errors"] for u in units for arm in "AB" for x in u["loads"][arm])
+    equal = pages == {r["threads"] * r["pages"]} and errors == 0
+    out = judge(r, unit_sums(units), removed, theta, c_pf,
+                "" if equal else f"pages {sorted(pages)}, errors {errors}")
+    out["count_error_b"] = r["recorded"]["B"]["heap_page_faults"] - r["keep"]
+    # the kernel's own count, beside the probes': every minor fault of the measured shops
+    out["minflt_a_minus_b"] = sum(sum(x["minflt"] for x in u["loads"]["A"]) -
+                                  sum(x["minflt"] for x in u["loads"]["B"])
+                                  for u in units) / len(units)
+    return out
+
+
+def run_shop_pretouch(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    theta = th.of(platform, "pretouch", str(jvm.home))
+    why = th.stale(theta, str(jvm.home))
+    if why:
+        raise JvmosError(why)
+    pf = (platform.get("copy") or {}).get("page_fault")
+    if not pf:
+        raise JvmosError("no calibrated page-fault cost in the platform file: run "
+                         "'jvmos calibrate'")
+    java = str(jvm.home / "bin" / "java")
+    r = {"name": "shop-pretouch", "what_if": "pretouch", "term": "θ pretouch (C_mem's faults)",
+         "program": f"the shop (Tomcat), its first {a.windows} loads",
+         "program_id": program_id(jar(SHOP_JAR), "org.jvmos.workloads.shop (jar)"),
+         "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+         "change": f"-Xms1g -Xmx1g -> the same with {PRETOUCH_FLAG}",
+         "threads": a.threads, "pages": a.pages, "windows": a.windows, "keep": 0,
+         "theta_sha256": theta["theta_sha256"], "theta_source": {
+             k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
+         "recorded": {}, "pairs": []}
+    for arm in "AB":
+        r["recorded"][arm] = recorded_heap_faults(java, a, arm, out / f"recorded-{arm}",
+                                                  platform_file)
+    with Progress(a.servers * 2 * a.windows, "held-out shop-pretouch", unit="load") as bar:
+        for k in range(a.servers):
+            r["pairs"].append(shop_pretouch_pair(java, a, out / f"pair{k}", k, bar))
+            keep_partial(out, r)
+    r["analysis"] = analyze_pretouch(r, theta, {"mean_us": pf["ns_per_call"] / 1e3})
+    r["constant_source"] = (f"the platform file's page-fault cost ({pf['ns_per_call']:,.0f} ns "
+                            f"per fault: {pf.get('what', '')})")
     return r
 
 
@@ -519,6 +634,10 @@ def removed_text(r: dict) -> str:
     if r["name"] == "ipc-buffered":
         return (f"{x['removed']:,} writes ({r['recorded']['A']['writes']:,} written - "
                 f"{r['keep']:,} kept; reads {x['reads_a']:,} in A, not priced)")
+    if r["name"] == "shop-pretouch":
+        return (f"{x['removed']:,} page faults in the Java heap (of "
+                f"{r['recorded']['A']['page_faults']:,} in all; the kernel's minor faults, A - "
+                f"B, in the measured shops: {x['minflt_a_minus_b']:,.0f})")
     if r["name"] == "chat-virtual":
         return (f"{x['removed']:,} threads ({r['recorded']['A']['threads_created']:,} started - "
                 f"{r['keep']} kept)")
@@ -536,7 +655,8 @@ def tables(results: dict) -> list:
     for r in results["tests"]:
         x = r["analysis"]
         p, m, ra = x["prediction"], x["measured90"], x["ratio"]
-        unit = "shops" if r["name"] == "shop-keep-alive" else "pairs"
+        unit = {"shop-keep-alive": "shops", "shop-pretouch": "shop pairs"}.get(r["name"],
+                                                                              "pairs")
         t.add([r.get("term", "θ keep-alive (C_link)"),
                f"{r['program']} ({r.get('jdk_label') or results['jdk_label']})", r["change"],
                removed_text(r),
@@ -560,17 +680,21 @@ NOTES = [
     "thread. Chat: native threads started (threads layer), none kept per load (the virtual "
     "scheduler's carriers start once). ipc: blocking writes (io layer), kept: each answer's bytes "
     "(A's written bytes over its calls) in whole 8 KiB buffers, per call; the reads the change "
-    "also removes are shown, not priced. Arm B's recording scores that count only (count "
-    "error: B's count less the uses kept).",
+    "also removes are shown, not priced. Pretouch: a fresh shop of arm A recorded (mem layer) "
+    "over its first --windows loads, its user page faults inside the Java heap's range (read "
+    "with jcmd GC.heap_info; 2 MiB granularity), none kept. Arm B's recording scores that "
+    "count only (count error: B's count less the uses kept).",
     "predicted by θ: count x θ (jvmos calibrate --in-situ: on jvmos's request server, the "
     "whole CPU per use fitted by dose-response: per connection for keep-alive; per thread "
     "started, less a pool's hand-off, for thread-pool; per write of the same bytes in fewer "
-    "writes, for bigger-chunks), its interval θ's with the leave-one-"
-    "dose-out model error; C_os's part: count x C_link, C_nt or C_I/Ochunk, the OS's part only (the "
-    "paper's prediction).",
+    "writes, for bigger-chunks; per first touch of a heap page, less the same page "
+    "pretouched, for pretouch), its interval θ's with the leave-one-dose-out model error; "
+    "C_os's part: count x C_link, C_nt, C_I/Ochunk or the calibrated page-fault cost, the "
+    "OS's part only (the paper's prediction).",
     "measured: per load, the server's CPU clock (every thread) less its JIT threads' CPU; A - "
     "B averaged per unit (a shop; a pair of live chat servers), the mean over units with its "
-    "Student t 90% interval.",
+    "Student t 90% interval. Pretouch: a unit is a pair of fresh shops, and its A - B is "
+    "summed over their first --windows loads (where the first touches fall), not averaged.",
     "confirmed: the ratio's 90% interval (delta method) inside [0.8, 1.25]; refuted: wholly "
     "outside; inconclusive: otherwise. No leak: the held-out program (its jar, by sha256 and "
     "name) is none of the programs θ was fitted on; otherwise no verdict is given.",
@@ -593,14 +717,14 @@ def render(src: Path) -> int:
 
 
 RUNS = {"shop-keep-alive": run_shop_keep_alive, "chat-virtual": run_chat_virtual,
-        "ipc-buffered": run_ipc_buffered}
+        "ipc-buffered": run_ipc_buffered, "shop-pretouch": run_shop_pretouch}
 
 
 def cannot_run(name: str, a, platform: dict):
     """Why held-out test NAME cannot run here (no θ for it, or θ's JDK cannot run it), or
     None."""
     what_if = {"shop-keep-alive": "keep-alive", "chat-virtual": "thread-pool",
-               "ipc-buffered": "bigger-chunks"}[name]
+               "ipc-buffered": "bigger-chunks", "shop-pretouch": "pretouch"}[name]
     theta = (chat_theta(platform, a) if name == "chat-virtual" else
              th.of(platform, what_if, str(select_jdks([a.jdk] if a.jdk else None)[0].home)))
     try:

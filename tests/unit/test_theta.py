@@ -258,6 +258,35 @@ def test_ipc_kept_and_analysis_by_hand():
         "unequal work"
 
 
+def test_pretouch_analysis_sums_the_first_loads_by_hand():
+    """The shop pairs' A - B is summed over their loads (the first touches fall in the first
+    ones), the count removed is the recording's heap faults (not every fault), and B's heap
+    faults score the count."""
+    f = th.fit([_server(1.95e3), _server(2.05e3), _server(2e3)], "keep-alive")
+    theta = {"fit": f, "programs": [{"jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}
+
+    def pair(first_ns, rest_ns, pages=1000):
+        a = [{"cpu_ns": 5e8 + first_ns, "minflt": 120_000, "pages": pages, "errors": 0}] + \
+            [{"cpu_ns": 5e8 + rest_ns, "minflt": 9_000, "pages": pages, "errors": 0}] * 3
+        b = [{"cpu_ns": 5e8, "minflt": 2_000, "pages": pages, "errors": 0}] * 4
+        return {"loads": {"A": a, "B": b}}
+
+    r = {"pairs": [pair(190e6, 3e6), pair(200e6, 4e6), pair(195e6, 2e6)], "keep": 0,
+         "threads": 4, "pages": 250,
+         "recorded": {"A": {"heap_page_faults": 100_000, "page_faults": 140_000},
+                      "B": {"heap_page_faults": 300, "page_faults": 30_000}},
+         "program_id": {"jar": "shop.jar", "jar_sha256": "shop-jar"}}
+    x = heldout.analyze_pretouch(r, theta, {"mean_us": 0.9})
+    assert x["removed"] == 100_000 and x["count_error_b"] == 300
+    assert x["measured90"]["mean"] == pytest.approx(204e6)      # 195 + 3 x 3 ms, summed
+    assert x["ratio"]["ratio"] == pytest.approx(204e6 / 200e6)
+    assert x["c_os_predicted_ns"] == pytest.approx(100_000 * 900)
+    assert x["minflt_a_minus_b"] == pytest.approx(120_000 + 27_000 - 8_000)
+    r["pairs"][1]["loads"]["A"][2] = {**r["pairs"][1]["loads"]["A"][2], "errors": 1}
+    assert heldout.analyze_pretouch(r, theta, {"mean_us": 0.9})["verdict"]["verdict"] == \
+        "unequal work"
+
+
 def test_only_a_full_size_test_stores_its_verdict():
     a = heldout.parse([])
     assert all(heldout.full_size(t, a) for t in heldout.TESTS)

@@ -97,6 +97,28 @@ def test_from_run_keeps_only_where_a_change_keeps():
     assert t["bound"].startswith("the OS's part only, not a bound on the change")
 
 
+def test_pretouch_counts_only_the_heaps_faults_and_theta_needs_them():
+    """AlwaysPreTouch moves only the heap's first touches: with the heap's range read, the
+    count removed is the faults inside it; without it θ is refused (the count would be every
+    fault) and the OS's part keeps the old count with its caveat."""
+    fit = {"ns_per_use": 2000.0, "ci_with_model_error_ns": [1500.0, 2500.0],
+           "se_with_model_error_ns": 250.0, "df": 11.0, "level": 0.95,
+           "model_error_relative": 0.1}
+    p = {**PLATFORM, "theta": {"pretouch": {"what_if": "pretouch", "fit": fit, "jdk": "/jdk",
+                                            "theta_sha256": "t"}}}
+    known = summary(vm={"page_faults": 1000, "page_faults_heap": 600})
+    f = whatif.from_run("pretouch", known, p, "/jdk")
+    assert (f["removed"], f["counted"]) == (600, 600)
+    assert f["predicted_us"] == pytest.approx(600 * 1.5)
+    assert f["theta"]["whole_change_us"] == pytest.approx(600 * 2.0)
+    assert "600 of 1,000" in f["count_caveat"]
+    unknown = summary(vm={"page_faults": 1000, "page_faults_heap": None})
+    g = whatif.from_run("pretouch", unknown, p, "/jdk")
+    assert g["removed"] == 1000 and g["theta"]["whole_change_us"] is None
+    assert "did not read the heap's range" in g["theta"]["refused"]
+    assert "every user page fault" in g["count_caveat"]
+
+
 def test_from_run_scales_a_stored_validation():
     p = dict(PLATFORM, interventions={"keep-alive": {
         "status": "not validated: no: measured 10.00x the prediction", "date": "2026-11-26",

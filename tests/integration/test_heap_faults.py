@@ -1,0 +1,111 @@
+"""User page faults in the Java heap (the mem layer's @fault_region, the heap's range read
+with jcmd GC.heap_info after counting stops): `jvmos record --pid` of a live JVM that, once
+counting has started, allocates a 64 MiB long[] in a fixed heap (-Xms = -Xmx) and writes to
+every 4 KiB page of it. Without AlwaysPreTouch those pages are first touched then, 16,384
+faults inside the heap; with -XX:+AlwaysPreTouch the JVM touched its whole heap at startup,
+before the recording, and the heap faults while counting are a small fraction of that."""
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import JVMOS, ROOT, can_trace, wait_for_manifest
+from jvmos.jdk import discover_jdks
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
+
+ARRAY_PAGES = (64 << 20) // 4096            # 16,384: the pages of the 64 MiB array
+
+TOUCH = """
+import java.nio.file.*;
+
+public class Touch {
+    public static void main(String[] a) throws Exception {
+        Path dir = Paths.get(a[0]);
+        Files.write(dir.resolve("ready"), new byte[0]);
+        while (!Files.exists(dir.resolve("go"))) Thread.sleep(20);
+        long[] x = new long[8 << 20];                         // 64 MiB
+        for (int i = 0; i < x.length; i += 512) x[i] = i;     // a write to every 4 KiB page
+        long sum = 0;
+        for (int i = 0; i < x.length; i += 512) sum += x[i];
+        Files.write(dir.resolve("done"), Long.toString(sum).getBytes());
+        Thread.sleep(600_000);
+    }
+}
+"""
+
+
+def wait_for(path: Path, proc, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, f"the JVM exited ({proc.returncode}) before {path.name}"
+        assert time.monotonic() < deadline, f"no {path.name} after {timeout:.0f} s"
+        time.sleep(0.05)
+
+
+def record_touch(tmp_path: Path, *jvm_flags) -> tuple:
+    """(summary, manifest) of a recording of the Touch program's allocation."""
+    if "[always]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.skip("transparent huge pages are always on: a fault may give 2 MiB, not 4 KiB")
+    java = discover_jdks()[0].home / "bin" / "java"
+    src = tmp_path / "Touch.java"
+    src.write_text(TOUCH)
+    # a fixed heap: a growing one would commit (and could move) its range as it grows
+    jvm = subprocess.Popen([str(java), "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", *jvm_flags,
+                            str(src), str(tmp_path)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    out = tmp_path / "rec"
+    rec = None
+    try:
+        wait_for(tmp_path / "ready", jvm)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--layers", "mem",
+                                        "--duration", "600", "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        wait_for_manifest(out, started=True)
+        (tmp_path / "go").write_text("")
+        wait_for(tmp_path / "done", jvm)
+        rec.send_signal(signal.SIGINT)                  # the JVM lives on: its heap is read
+        _, err = rec.communicate(timeout=300)
+        assert rec.returncode == 0, err
+        assert jvm.poll() is None
+    finally:
+        if rec is not None and rec.poll() is None:
+            rec.kill()
+            rec.wait()
+        jvm.kill()
+        jvm.wait()
+    s = json.loads((out / "summary.json").read_text())
+    m = json.loads((out / "manifest.json").read_text())
+    assert s["status"] == "complete", s.get("status_reason")
+    heap = m["java_heap"]
+    assert heap["pid"] == jvm.pid and heap["collector"] == "G1", heap
+    assert heap["end"] - heap["start"] == 256 << 20 and heap["source"] == "jcmd GC.heap_info"
+    return s, m
+
+
+def test_first_touches_of_the_heap_are_heap_faults(platform_file, tmp_path):
+    s, m = record_touch(tmp_path)
+    vm = s["categories"]["vm"]
+    print(f"page_faults {vm['page_faults']:,}, page_faults_heap {vm['page_faults_heap']:,}")
+    # every page of the array is first touched while counting ran (the JVM faulted in only
+    # the few regions it used before)
+    assert vm["page_faults_heap"] >= ARRAY_PAGES * 0.95
+    assert vm["page_faults_heap"] <= vm["page_faults"]
+    assert "2 MiB" in vm["page_faults_heap_method"]
+    assert not vm.get("page_faults_unregioned")
+    jvm = s["by_pid"][str(m["attach_pid"])]["categories"]["vm"]
+    assert jvm["page_faults_heap"] == vm["page_faults_heap"]
+
+
+def test_a_pretouched_heap_has_few_heap_faults(platform_file, tmp_path):
+    s, _ = record_touch(tmp_path, "-XX:+AlwaysPreTouch")
+    vm = s["categories"]["vm"]
+    print(f"page_faults {vm['page_faults']:,}, page_faults_heap {vm['page_faults_heap']:,}")
+    # the heap was touched whole at startup: the array's pages fault no more
+    assert vm["page_faults_heap"] is not None and vm["page_faults_heap"] < ARRAY_PAGES / 10
+    assert vm["page_faults_heap"] <= vm["page_faults"]

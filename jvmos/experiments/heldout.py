@@ -11,8 +11,9 @@ one write each) or buffered by 8 KiB (arm B), answering SV calls (--ipc-size Int
 answer, --ipc-calls calls per client); θ bigger-chunks.
 shop-pretouch: the shop on a fixed 1 GiB heap (-Xms1g -Xmx1g), as it is (arm A: the heap's
 pages are first touched as the shop allocates) or with -XX:+AlwaysPreTouch (arm B: touched at
-start-up, before it listens); θ pretouch. A first touch happens once in a JVM's life, so this
-test measures fresh shops from their first load on, with no warm-up.
+start-up, before it listens); θ pretouch. A first touch happens once in a JVM's life: after
+the warm-up, G1 keeps growing its young generation into the untouched heap for about eight
+loads (--pretouch-loads), and those loads are the ones measured and recorded.
 
 The analysis, fixed before the data:
   * Prediction, from arm A's recording and the declared change only: one load of arm A is
@@ -20,9 +21,9 @@ The analysis, fixed before the data:
     connection per load thread, so the uses removed are A's accepts less the load's threads.
     Chat: threads layer; virtual threads keep no platform thread per connection (the
     scheduler's carriers start once, not per load), so the uses removed are A's threads
-    started. Pretouch: mem layer, a fresh shop of arm A recorded over its first --windows
-    loads; the uses removed are its user page faults inside the Java heap's range (the only
-    ones AlwaysPreTouch moves to start-up), none kept. The saving per load is removed x θ (its interval θ's, model error included).
+    started. Pretouch: mem layer, a fresh shop of arm A, warmed like the measured ones, recorded
+    over its next --pretouch-loads loads; the uses removed are its user page faults inside the
+    Java heap's range (the only ones AlwaysPreTouch moves to start-up), none kept. The saving per load is removed x θ (its interval θ's, model error included).
     Beside it, the paper's prediction, removed x C_link or C_nt (the OS's part only). Arm B is
     recorded too, for the count error only (B's count against the uses kept).
   * Measurement, no probe attached. Shop: --servers fresh shops, each loaded with both arms
@@ -90,6 +91,9 @@ def parse(argv):
                    help="ipc: Integers per SV answer (default 5000: about 50 KB)")
     p.add_argument("--ipc-calls", type=int, default=50,
                    help="ipc: calls per client run, one load (default 50)")
+    p.add_argument("--pretouch-loads", type=int, default=8,
+                   help="shop-pretouch: loads of each arm after the warm-up, all measured and "
+                        "summed (default 8: while G1 grows into the heap)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file with θ (jvmos calibrate --in-situ)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-held-out)")
@@ -98,7 +102,7 @@ def parse(argv):
     if a.render:
         return a
     if a.servers < 2 or min(a.windows, a.threads, a.pages, a.rooms, a.messages, a.ipc_size,
-                            a.ipc_calls) < 1:
+                            a.ipc_calls, a.pretouch_loads) < 1:
         p.error("--servers must be at least 2; --windows, --threads, --pages, --rooms, "
                 "--messages, --ipc-size and --ipc-calls at least 1")
     bad = [x for x in (a.only or ",".join(TESTS)).split(",") if x not in TESTS]
@@ -212,7 +216,7 @@ def full_size(name: str, a) -> bool:
     if a.servers < 4 or a.windows < 4:
         return False
     return {"shop-keep-alive": a.threads >= 4 and a.pages >= 250,
-            "shop-pretouch": a.threads >= 4 and a.pages >= 250,
+            "shop-pretouch": a.threads >= 4 and a.pages >= 250 and a.pretouch_loads >= 8,
             "chat-virtual": a.rooms >= 10 and a.messages == 1,
             "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 50}[name]
 
@@ -281,11 +285,14 @@ def pretouch_args(arm: str) -> list:
 
 
 def recorded_heap_faults(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
-    """A fresh shop of one arm, recorded (mem layer, count mode) over its first --windows
-    loads, as the measured shops are loaded: its page faults in the Java heap."""
-    loads = lambda: [shop.load(a.threads, a.pages, False) for _ in range(a.windows)]
+    """A fresh shop of one arm, warmed and then recorded (mem layer, count mode) over
+    --pretouch-loads loads, as the measured shops are loaded: its page faults in the Java
+    heap."""
+    loads = lambda: [shop.load(a.threads, a.pages, False) for _ in range(a.pretouch_loads)]
     with Shop(java, out.parent / f"recorded-server-{arm}", page_bytes=4096, max_seconds=1800,
               jvm_args=pretouch_args(arm)) as shop:
+        for _ in range(WARMUP_LOADS):
+            shop.load(a.threads, a.pages, False)
         r = recorded_load(shop.pid, "mem", "pretouch", loads, out, platform_file)
     shutil.rmtree(out.parent / f"recorded-server-{arm}", ignore_errors=True)
     heap = r["counts"].get("heap_page_faults")
@@ -297,15 +304,17 @@ def recorded_heap_faults(java: str, a, arm: str, out: Path, platform_file: Path)
 
 
 def shop_pretouch_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
-    """Two fresh shops, A as it is and B pretouched, loaded from their first load on (no
-    warm-up: the first touches are what is measured), --windows loads each in ABBA/BAAB
-    order; per load its shop's CPU less its JIT's."""
-    order = window_order(a.windows, 41, k)
+    """Two fresh shops, A as it is and B pretouched: the warm-up of each, then
+    --pretouch-loads loads each in ABBA/BAAB order; per load its shop's CPU less its JIT's."""
+    order = window_order(a.pretouch_loads, 41, k)
     loads = {"A": [], "B": []}
     with contextlib.ExitStack() as stack:
         shops = {arm: stack.enter_context(Shop(java, d / f"shop-{arm}", page_bytes=4096,
                                                max_seconds=1800, jvm_args=pretouch_args(arm)))
                  for arm in "AB"}
+        for _ in range(WARMUP_LOADS):              # the JIT's first waves, not measured
+            for arm in "AB":
+                shops[arm].load(a.threads, a.pages, False)
         for arm in order:
             try:
                 s0 = proctimes.snapshot(shops[arm].pid)
@@ -326,7 +335,7 @@ def shop_pretouch_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
 
 def unit_sums(units: list) -> list:
     """Per unit (a pair of fresh shops), the sum of its A loads' CPU less the sum of its B's:
-    the whole first --windows loads, where the first touches fall."""
+    every measured load, where the first touches fall."""
     return [sum(x["cpu_ns"] for x in u["loads"]["A"]) -
             sum(x["cpu_ns"] for x in u["loads"]["B"]) for u in units]
 
@@ -359,19 +368,21 @@ def run_shop_pretouch(a, platform: dict, platform_file: Path, out: Path) -> dict
                          "'jvmos calibrate'")
     java = str(jvm.home / "bin" / "java")
     r = {"name": "shop-pretouch", "what_if": "pretouch", "term": "θ pretouch (C_mem's faults)",
-         "program": f"the shop (Tomcat), its first {a.windows} loads",
+         "program": f"the shop (Tomcat), {a.pretouch_loads} loads after {WARMUP_LOADS} of "
+                    f"warm-up",
          "program_id": program_id(jar(SHOP_JAR), "org.jvmos.workloads.shop (jar)"),
          "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
          "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
          "change": f"-Xms1g -Xmx1g -> the same with {PRETOUCH_FLAG}",
-         "threads": a.threads, "pages": a.pages, "windows": a.windows, "keep": 0,
+         "threads": a.threads, "pages": a.pages, "loads": a.pretouch_loads, "keep": 0,
          "theta_sha256": theta["theta_sha256"], "theta_source": {
              k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
          "recorded": {}, "pairs": []}
     for arm in "AB":
         r["recorded"][arm] = recorded_heap_faults(java, a, arm, out / f"recorded-{arm}",
                                                   platform_file)
-    with Progress(a.servers * 2 * a.windows, "held-out shop-pretouch", unit="load") as bar:
+    with Progress(a.servers * 2 * a.pretouch_loads, "held-out shop-pretouch",
+                  unit="load") as bar:
         for k in range(a.servers):
             r["pairs"].append(shop_pretouch_pair(java, a, out / f"pair{k}", k, bar))
             keep_partial(out, r)
@@ -680,9 +691,9 @@ NOTES = [
     "thread. Chat: native threads started (threads layer), none kept per load (the virtual "
     "scheduler's carriers start once). ipc: blocking writes (io layer), kept: each answer's bytes "
     "(A's written bytes over its calls) in whole 8 KiB buffers, per call; the reads the change "
-    "also removes are shown, not priced. Pretouch: a fresh shop of arm A recorded (mem layer) "
-    "over its first --windows loads, its user page faults inside the Java heap's range (read "
-    "with jcmd GC.heap_info; 2 MiB granularity), none kept. Arm B's recording scores that "
+    "also removes are shown, not priced. Pretouch: a fresh shop of arm A, warmed, recorded (mem "
+    "layer) over --pretouch-loads loads, its user page faults inside the Java heap's range "
+    "(read with jcmd GC.heap_info; 2 MiB granularity), none kept. Arm B's recording scores that "
     "count only (count error: B's count less the uses kept).",
     "predicted by θ: count x θ (jvmos calibrate --in-situ: on jvmos's request server, the "
     "whole CPU per use fitted by dose-response: per connection for keep-alive; per thread "
@@ -694,7 +705,8 @@ NOTES = [
     "measured: per load, the server's CPU clock (every thread) less its JIT threads' CPU; A - "
     "B averaged per unit (a shop; a pair of live chat servers), the mean over units with its "
     "Student t 90% interval. Pretouch: a unit is a pair of fresh shops, and its A - B is "
-    "summed over their first --windows loads (where the first touches fall), not averaged.",
+    "summed over their --pretouch-loads measured loads (where the first touches fall), not "
+    "averaged.",
     "confirmed: the ratio's 90% interval (delta method) inside [0.8, 1.25]; refuted: wholly "
     "outside; inconclusive: otherwise. No leak: the held-out program (its jar, by sha256 and "
     "name) is none of the programs θ was fitted on; otherwise no verdict is given.",

@@ -155,6 +155,26 @@ def predict(removed: float, theta: dict) -> dict:
             "interval": f"{theta['level']:.0%}, θ's interval with its model error"}
 
 
+def combine(parts: List[dict], level: float = 0.95) -> dict:
+    """The whole saving of a change that removes several kinds of use at once: the sum of
+    each kind's prediction (predict()), its standard error the root of the sum of their
+    squares (the θ are fitted on different servers: independent), on Welch-Satterthwaite
+    degrees of freedom, and its interval at `level`."""
+    mean = sum(p["predicted_ns"] for p in parts)
+    var = sum(p["predicted_se_ns"] ** 2 for p in parts)
+    den = sum(p["predicted_se_ns"] ** 4 / p["predicted_df"] for p in parts
+              if p["predicted_se_ns"] and p["predicted_df"])
+    df = var * var / den if den else float("inf")
+    se = math.sqrt(var)
+    t = float(st.t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else \
+        float(st.norm.ppf(0.5 + level / 2))
+    return {"removed": None, "predicted_ns": mean, "predicted_ci_ns": [mean - t * se,
+                                                                       mean + t * se],
+            "predicted_se_ns": se, "predicted_df": df, "parts": parts,
+            "interval": f"{level:.0%}, the θ's intervals with their model errors, combined "
+                        f"(independent; Welch-Satterthwaite df {df:.1f})"}
+
+
 def stale(theta: Optional[dict], jdk: Optional[str]) -> Optional[str]:
     """Why θ cannot price a recording of this JDK (None when it can); JDK homes compared after
     resolving links."""

@@ -64,7 +64,7 @@ from jvmos.heuristic import theta as th
 from jvmos.heuristic import whatif
 from jvmos.tools import CHAT_JAR, IPC_JAR, SHOP_JAR, jar, program_id
 
-TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered", "shop-pretouch")
+TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered", "shop-pretouch", "shop-combined")
 WARMUP_LOADS = 3            # loads of each arm before the measured ones, in every shop
 JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
 
@@ -112,20 +112,22 @@ def parse(argv):
 
 
 def recorded_load(pid: int, layer: str, what_if: str, load, out: Path,
-                  platform_file: Path) -> dict:
-    """One load recorded on a warmed server (count mode, one layer): the counts of its JVM
-    (whatif.counts), the probes that counted the what-if's uses, and what names the run."""
+                  platform_file: Path, layers: Optional[list] = None) -> dict:
+    """One load recorded on a warmed server (count mode, one layer, or `layers`): the counts
+    of its JVM (whatif.counts), the probes that counted the what-if's uses (for several,
+    what_if is a comma-separated list), and what names the run."""
     box = {}
     res = rec.record(rec.Options(
-        pid=pid, layers=[layer], mode="count", out=out, platform=str(platform_file),
+        pid=pid, layers=layers or [layer], mode="count", out=out, platform=str(platform_file),
         workload=lambda: box.setdefault("load", load()),
         log=lambda m: log(f"  [{out.name}] {m}")))
     if res.status != "complete":
         raise JvmosError(f"the recording {out} ended {res.status}: {res.reason}")
     part, _, _ = whatif.jvm_of_run(res.summary, pid)
     manifest = json.loads((out / "manifest.json").read_text())
+    hooks = sorted({h for w in what_if.split(",") for h in whatif.count_hooks(manifest, w)})
     return {"counts": whatif.counts(part), "run_dir": str(out), "load": box["load"],
-            "count_hooks": whatif.count_hooks(manifest, what_if),
+            "count_hooks": hooks,
             "summary_sha256": th.sha256_of(res.summary), "engine": manifest.get("engine") or {}}
 
 
@@ -167,10 +169,13 @@ def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
 
 
 def judge(r: dict, diffs: list, removed: float, theta: dict, constant: dict,
-          unequal: str = "") -> dict:
+          unequal: str = "", prediction: Optional[dict] = None,
+          programs: Optional[list] = None) -> dict:
     """The verdict of one held-out test: measured (the units' mean A - B CPU) against removed
-    x θ, and beside it removed x the paper's constant (the OS's part); the no-leak rule."""
-    p = th.predict(removed, theta["fit"])
+    x θ (or a `prediction` made of several θ, whose `programs` are all of theirs), and beside
+    it removed x the paper's constant (the OS's part; or the constant's `c_os_ns`); the
+    no-leak rule."""
+    p = prediction or th.predict(removed, theta["fit"])
     meas = stats.paired_diff_ci(diffs, 0.90)
     meas95 = stats.paired_diff_ci(diffs, 0.95)
     ratio = stats.ratio_ci(diffs, p["predicted_ns"], p["predicted_se_ns"], 0.90,
@@ -187,10 +192,11 @@ def judge(r: dict, diffs: list, removed: float, theta: dict, constant: dict,
     # that a rebuilt copy of θ's own program is caught too); a θ that names no program
     # cannot be checked and counts as leaked
     mine = r["program_id"]
-    progs = theta.get("programs")
+    progs = programs if prediction else theta.get("programs")
     leak_programs = (not progs) or any(x.get("jar_sha256") == mine["jar_sha256"] or
                                        x.get("jar") == mine["jar"] for x in progs)
-    cos_ns = removed * constant["mean_us"] * 1e3
+    cos_ns = constant["c_os_ns"] if "c_os_ns" in constant else \
+        removed * constant["mean_us"] * 1e3
     return {"removed": removed, "prediction": p, "measured90": meas, "measured95": meas95,
             "diffs_ns": diffs, "ratio": ratio, "verdict": v, "equal_work": not unequal,
             "units_needed_for_0.2": need,
@@ -217,6 +223,7 @@ def full_size(name: str, a) -> bool:
         return False
     return {"shop-keep-alive": a.threads >= 4 and a.pages >= 250,
             "shop-pretouch": a.threads >= 4 and a.pages >= 250 and a.pretouch_loads >= 8,
+            "shop-combined": a.threads >= 4 and a.pages >= 250 and a.pretouch_loads >= 8,
             "chat-virtual": a.rooms >= 10 and a.messages == 1,
             "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 50}[name]
 
@@ -389,6 +396,169 @@ def run_shop_pretouch(a, platform: dict, platform_file: Path, out: Path) -> dict
     r["analysis"] = analyze_pretouch(r, theta, {"mean_us": pf["ns_per_call"] / 1e3})
     r["constant_source"] = (f"the platform file's page-fault cost ({pf['ns_per_call']:,.0f} ns "
                             f"per fault: {pf.get('what', '')})")
+    return r
+
+
+COMBINED_POOL = 4           # arm B's bounded pool: Tomcat's workers, one per load thread
+COMBINED_LAYERS = ["links", "mem", "threads"]
+COMBINED_WHAT_IFS = ("keep-alive", "pretouch", "thread-pool")
+
+
+def combined_shop(java: str, arm: str, d: Path) -> Shop:
+    """Arm A: the shop as it is (1 GiB heap, Tomcat's pool up to 500 workers). Arm B: the same
+    pretouched, its pool bounded to COMBINED_POOL workers (its loads keep their connections
+    alive)."""
+    return Shop(java, d, page_bytes=4096, max_seconds=1800, jvm_args=pretouch_args(arm),
+                max_threads=500 if arm == "A" else COMBINED_POOL)
+
+
+def recorded_combined(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
+    """A fresh shop of one arm, warmed and recorded (links, mem and threads layers, count
+    mode) over --pretouch-loads loads: its accepts, heap page faults and threads started."""
+    keepalive = arm == "B"
+    loads = lambda: [shop.load(a.threads, a.pages, keepalive) for _ in range(a.pretouch_loads)]
+    with combined_shop(java, arm, out.parent / f"recorded-server-{arm}") as shop:
+        for _ in range(WARMUP_LOADS):
+            shop.load(a.threads, a.pages, keepalive)
+        r = recorded_load(shop.pid, "", ",".join(COMBINED_WHAT_IFS), loads, out, platform_file,
+                          layers=COMBINED_LAYERS)
+    shutil.rmtree(out.parent / f"recorded-server-{arm}", ignore_errors=True)
+    c = r["counts"]
+    if c.get("heap_page_faults") is None:
+        raise JvmosError(f"the recording {out} could not tell the Java heap's page faults from "
+                         f"the others (the heap's range was not read): no prediction")
+    return _kept(r, accepts=c["accepts"], heap_page_faults=c["heap_page_faults"],
+                 page_faults=c["page_faults"], threads_created=c["threads_created"],
+                 pages=sum(x["pages"] for x in r["load"]))
+
+
+def combined_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
+    """Two fresh shops, A as it is and B with the three changes: the warm-up of each, then
+    --pretouch-loads loads each in ABBA/BAAB order; per load its shop's CPU less its JIT's."""
+    order = window_order(a.pretouch_loads, 43, k)
+    loads = {"A": [], "B": []}
+    with contextlib.ExitStack() as stack:
+        shops = {arm: stack.enter_context(combined_shop(java, arm, d / f"shop-{arm}"))
+                 for arm in "AB"}
+        for _ in range(WARMUP_LOADS):
+            for arm in "AB":
+                shops[arm].load(a.threads, a.pages, arm == "B")
+        for arm in order:
+            try:
+                s0 = proctimes.snapshot(shops[arm].pid)
+                res = shops[arm].load(a.threads, a.pages, arm == "B")
+                s1 = proctimes.snapshot(shops[arm].pid)
+            except cputime.ProcessGone as e:
+                raise JvmosError(f"a shop is gone: {e} (see {d}/shop-*/)")
+            w = proctimes.window(s0, s1)
+            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
+                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
+                               "minflt": w["minflt"], "pages": res["pages"],
+                               "connections": res["connections"],
+                               "errors": res.get("errors", 0)})
+            bar.step()
+    if not any(f.stat().st_size for f in d.glob("shop-*/server-stderr.txt")):
+        shutil.rmtree(d, ignore_errors=True)
+    return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
+
+
+def combined_terms(r: dict) -> dict:
+    """Per kind of use, the count removed (arm A's recording less what the change keeps):
+    keep-alive keeps one connection per load thread per load, pretouch none, the bounded pool
+    starts its workers before the loads (every thread A started in its loads is taken as
+    removed: an upper bound, the JVM's own threads included)."""
+    a = r["recorded"]["A"]
+    return {"keep-alive": a["accepts"] - r["threads"] * r["loads"],
+            "pretouch": a["heap_page_faults"], "thread-pool": a["threads_created"]}
+
+
+def analyze_combined(r: dict, thetas: dict, constants: dict) -> dict:
+    """The three θ's predictions summed (theta.combine) against the pairs' summed A - B; the
+    OS's part beside it (each count x its constant, summed)."""
+    units = r["pairs"]
+    removed = combined_terms(r)
+    parts = {w: th.predict(n, thetas[w]["fit"]) for w, n in removed.items() if n}
+    p = th.combine(list(parts.values()))
+    pages = {x["pages"] for u in units for arm in "AB" for x in u["loads"][arm]}
+    errors = sum(x["errors"] for u in units for arm in "AB" for x in u["loads"][arm])
+    equal = pages == {r["threads"] * r["pages"]} and errors == 0
+    cos = sum(n * constants[w] * 1e3 for w, n in removed.items())
+    progs = [x for w in parts for x in (thetas[w].get("programs") or [])] or None
+    out = judge(r, unit_sums(units), sum(removed.values()), {}, {"c_os_ns": cos},
+                "" if equal else f"pages {sorted(pages)}, errors {errors}", prediction=p,
+                programs=progs)
+    b = r["recorded"]["B"]
+    out["removed_by_kind"] = removed
+    out["predicted_by_kind_ns"] = {w: x["predicted_ns"] for w, x in parts.items()}
+    out["count_error_b_by_kind"] = {"keep-alive": b["accepts"] - r["threads"] * r["loads"],
+                                    "pretouch": b["heap_page_faults"],
+                                    "thread-pool": b["threads_created"]}
+    out["count_error_b"] = sum(out["count_error_b_by_kind"].values())
+    out["minflt_a_minus_b"] = sum(sum(x["minflt"] for x in u["loads"]["A"]) -
+                                  sum(x["minflt"] for x in u["loads"]["B"])
+                                  for u in units) / len(units)
+    return out
+
+
+def combined_thetas(platform: dict, jdk: str, removed_threads: Optional[int] = None) -> dict:
+    """The θ of each kind of use, on this JDK; thread-pool's is needed only when the recording
+    of A started threads in its loads."""
+    out = {}
+    for w in COMBINED_WHAT_IFS:
+        t = th.of(platform, w, jdk)
+        why = th.stale(t, jdk)
+        if w == "thread-pool" and removed_threads == 0:
+            continue
+        if why:
+            raise JvmosError(f"θ {w}: {why}")
+        out[w] = t
+    return out
+
+
+def combined_constants(platform: dict) -> dict:
+    k = platform.get("constants") or {}
+    pf = (platform.get("copy") or {}).get("page_fault")
+    if not (k.get("C_link") and k.get("C_nt") and pf):
+        raise JvmosError("the platform file lacks C_link, C_nt or the page-fault cost: run "
+                         "'jvmos calibrate'")
+    return {"keep-alive": k["C_link"]["mean_us"], "thread-pool": k["C_nt"]["mean_us"],
+            "pretouch": pf["ns_per_call"] / 1e3}
+
+
+def run_shop_combined(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    jdk = str(jvm.home)
+    combined_thetas(platform, jdk, 0)           # refused before anything runs
+    constants = combined_constants(platform)
+    java = str(jvm.home / "bin" / "java")
+    r = {"name": "shop-combined", "what_if": ",".join(COMBINED_WHAT_IFS),
+         "term": "θ keep-alive + θ pretouch + θ thread-pool",
+         "program": f"the shop (Tomcat), {a.pretouch_loads} loads after {WARMUP_LOADS} of "
+                    f"warm-up",
+         "program_id": program_id(jar(SHOP_JAR), "org.jvmos.workloads.shop (jar)"),
+         "jdk": jdk, "jdk_label": jdk_label(jvm),
+         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+         "change": f"a connection per page, Tomcat's pool up to 500, -Xms1g -Xmx1g -> "
+                   f"keep-alive, a pool of {COMBINED_POOL}, and {PRETOUCH_FLAG}",
+         "threads": a.threads, "pages": a.pages, "loads": a.pretouch_loads,
+         "recorded": {}, "pairs": []}
+    for arm in "AB":
+        r["recorded"][arm] = recorded_combined(java, a, arm, out / f"recorded-{arm}",
+                                               platform_file)
+    thetas = combined_thetas(platform, jdk, r["recorded"]["A"]["threads_created"])
+    r["theta_sha256"] = ",".join(thetas[w]["theta_sha256"][:12] for w in thetas)
+    r["thetas_sha256"] = {w: t["theta_sha256"] for w, t in thetas.items()}
+    r["theta_source"] = {w: {k: t.get(k) for k in ("date", "commit", "jdk_label")}
+                         for w, t in thetas.items()}
+    with Progress(a.servers * 2 * a.pretouch_loads, "held-out shop-combined",
+                  unit="load") as bar:
+        for k in range(a.servers):
+            r["pairs"].append(combined_pair(java, a, out / f"pair{k}", k, bar))
+            keep_partial(out, r)
+    r["analysis"] = analyze_combined(r, thetas, constants)
+    r["constant_source"] = ("the platform file's C_link, C_nt and page-fault cost "
+                            f"({constants['keep-alive']:.2f}, {constants['thread-pool']:.2f} "
+                            f"and {constants['pretouch']:.2f} µs)")
     return r
 
 
@@ -645,6 +815,11 @@ def removed_text(r: dict) -> str:
     if r["name"] == "ipc-buffered":
         return (f"{x['removed']:,} writes ({r['recorded']['A']['writes']:,} written - "
                 f"{r['keep']:,} kept; reads {x['reads_a']:,} in A, not priced)")
+    if r["name"] == "shop-combined":
+        k = x["removed_by_kind"]
+        return (f"{k['keep-alive']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
+                f"{r['threads'] * r['loads']:,} kept), {k['pretouch']:,} page faults in the "
+                f"Java heap, {k['thread-pool']:,} threads started")
     if r["name"] == "shop-pretouch":
         return (f"{x['removed']:,} page faults in the Java heap (of "
                 f"{r['recorded']['A']['page_faults']:,} in all; the kernel's minor faults, A - "
@@ -666,8 +841,8 @@ def tables(results: dict) -> list:
     for r in results["tests"]:
         x = r["analysis"]
         p, m, ra = x["prediction"], x["measured90"], x["ratio"]
-        unit = {"shop-keep-alive": "shops", "shop-pretouch": "shop pairs"}.get(r["name"],
-                                                                              "pairs")
+        unit = {"shop-keep-alive": "shops", "shop-pretouch": "shop pairs",
+                "shop-combined": "shop pairs"}.get(r["name"], "pairs")
         t.add([r.get("term", "θ keep-alive (C_link)"),
                f"{r['program']} ({r.get('jdk_label') or results['jdk_label']})", r["change"],
                removed_text(r),
@@ -729,12 +904,19 @@ def render(src: Path) -> int:
 
 
 RUNS = {"shop-keep-alive": run_shop_keep_alive, "chat-virtual": run_chat_virtual,
-        "ipc-buffered": run_ipc_buffered, "shop-pretouch": run_shop_pretouch}
+        "ipc-buffered": run_ipc_buffered, "shop-pretouch": run_shop_pretouch,
+        "shop-combined": run_shop_combined}
 
 
 def cannot_run(name: str, a, platform: dict):
     """Why held-out test NAME cannot run here (no θ for it, or θ's JDK cannot run it), or
     None."""
+    if name == "shop-combined":
+        try:
+            combined_thetas(platform, str(select_jdks([a.jdk] if a.jdk else None)[0].home), 0)
+        except JvmosError as e:
+            return str(e)
+        return None
     what_if = {"shop-keep-alive": "keep-alive", "chat-virtual": "thread-pool",
                "ipc-buffered": "bigger-chunks", "shop-pretouch": "pretouch"}[name]
     theta = (chat_theta(platform, a) if name == "chat-virtual" else

@@ -287,6 +287,46 @@ def test_pretouch_analysis_sums_the_first_loads_by_hand():
         "unequal work"
 
 
+def test_combined_prediction_sums_the_thetas_by_hand():
+    """The combined arm: each kind's count removed (keep-alive keeps one connection per load
+    thread per load) times its θ, summed, its standard error the root of the sum of squares;
+    the OS's part each count x its constant, summed; a θ that prices nothing is left out."""
+    fit = lambda per: th.fit([_server(per * 0.98), _server(per * 1.02), _server(per)],
+                             "keep-alive")
+    thetas = {"keep-alive": {"fit": fit(60e3), "programs": [{"jar": "io.jar",
+                                                             "jar_sha256": "io"}]},
+              "pretouch": {"fit": fit(2e3), "programs": [{"jar": "io.jar",
+                                                          "jar_sha256": "io"}]}}
+    u = lambda d: {"loads": {"A": [{"cpu_ns": 4e8 + d / 2, "minflt": 9, "pages": 1000,
+                                    "errors": 0}] * 2,
+                             "B": [{"cpu_ns": 4e8, "minflt": 1, "pages": 1000,
+                                    "errors": 0}] * 2}}
+    r = {"pairs": [u(740e6), u(760e6), u(750e6)], "threads": 4, "pages": 250, "loads": 2,
+         "recorded": {"A": {"accepts": 2008, "heap_page_faults": 150_000,
+                            "threads_created": 0},
+                      "B": {"accepts": 9, "heap_page_faults": 40, "threads_created": 0}},
+         "program_id": {"jar": "shop.jar", "jar_sha256": "shop"}}
+    assert heldout.combined_terms(r) == {"keep-alive": 2000, "pretouch": 150_000,
+                                         "thread-pool": 0}
+    x = heldout.analyze_combined(r, thetas, {"keep-alive": 7.0, "pretouch": 1.5,
+                                             "thread-pool": 80.0})
+    want = 2000 * thetas["keep-alive"]["fit"]["ns_per_use"] + \
+        150_000 * thetas["pretouch"]["fit"]["ns_per_use"]
+    assert x["prediction"]["predicted_ns"] == pytest.approx(want)
+    se = [th.predict(2000, thetas["keep-alive"]["fit"])["predicted_se_ns"],
+          th.predict(150_000, thetas["pretouch"]["fit"])["predicted_se_ns"]]
+    assert x["prediction"]["predicted_se_ns"] == pytest.approx(math.hypot(*se))
+    assert set(x["predicted_by_kind_ns"]) == {"keep-alive", "pretouch"}
+    assert x["measured90"]["mean"] == pytest.approx(750e6)
+    assert x["c_os_predicted_ns"] == pytest.approx(2000 * 7e3 + 150_000 * 1.5e3)
+    assert x["count_error_b_by_kind"] == {"keep-alive": 1, "pretouch": 40, "thread-pool": 0}
+    assert x["theta_programs_disjoint"]
+    plat = {"theta": {w: {**t, "jdk": "/jdk"} for w, t in thetas.items()}}
+    assert set(heldout.combined_thetas(plat, "/jdk", 0)) == {"keep-alive", "pretouch"}
+    with pytest.raises(Exception, match="θ thread-pool"):      # threads removed, no θ
+        heldout.combined_thetas(plat, "/jdk", 5)
+
+
 def test_only_a_full_size_test_stores_its_verdict():
     a = heldout.parse([])
     assert all(heldout.full_size(t, a) for t in heldout.TESTS)

@@ -182,8 +182,9 @@ _LAYERS = [
           "the libc allocator, the kernel's memory syscalls and user page faults",
           "a uprobe pair per allocator call and per memory call (≈1.7 µs; ≈0.9 µs for an "
           "allocator call in --mode count; libc's wrappers at --scope process, syscall "
-          "tracepoints at --scope host), a tracepoint per page fault (≈0.2 µs): the costliest "
-          "layer per call",
+          "tracepoints at --scope host), a tracepoint per page fault (≈0.2 µs; the faults are "
+          "counted per 2 MiB region, and those in the Java heap, whose range jcmd reads after "
+          "counting stops, are reported apart): the costliest layer per call",
           syscalls=MEM_SYSCALLS,
           tracepoints=("exceptions:page_fault_user", "sched:sched_switch",
                        "sched:sched_process_exec", "sched:sched_process_free"),

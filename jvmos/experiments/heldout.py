@@ -819,7 +819,8 @@ def removed_text(r: dict) -> str:
         k = x["removed_by_kind"]
         return (f"{k['keep-alive']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
                 f"{r['threads'] * r['loads']:,} kept), {k['pretouch']:,} page faults in the "
-                f"Java heap, {k['thread-pool']:,} threads started")
+                f"Java heap, {k['thread-pool']:,} thread{'s' if k['thread-pool'] != 1 else ''} "
+                f"started")
     if r["name"] == "shop-pretouch":
         return (f"{x['removed']:,} page faults in the Java heap (of "
                 f"{r['recorded']['A']['page_faults']:,} in all; the kernel's minor faults, A - "
@@ -856,7 +857,8 @@ def tables(results: dict) -> list:
                 ("" if r.get("full_size", True) else " (below full size: not stored)")),
                f"{x['count_error_b']:+,}",
                "—" if x.get("units_needed_for_0.2") is None else
-               f"{x['units_needed_for_0.2']}", r["theta_sha256"][:12]])
+               f"{x['units_needed_for_0.2']}",
+               ", ".join(h[:12] for h in r["theta_sha256"].split(","))])
     return [t]
 
 
@@ -868,7 +870,10 @@ NOTES = [
     "(A's written bytes over its calls) in whole 8 KiB buffers, per call; the reads the change "
     "also removes are shown, not priced. Pretouch: a fresh shop of arm A, warmed, recorded (mem "
     "layer) over --pretouch-loads loads, its user page faults inside the Java heap's range "
-    "(read with jcmd GC.heap_info; 2 MiB granularity), none kept. Arm B's recording scores that "
+    "(read with jcmd GC.heap_info; 2 MiB granularity), none kept. Combined: the same shop "
+    "recorded with the links, mem and threads layers: its accepts less one connection per "
+    "load thread per load, its heap faults, and every thread it started in those loads (the "
+    "bounded pool starts its workers before them). Arm B's recording scores that "
     "count only (count error: B's count less the uses kept).",
     "predicted by θ: count x θ (jvmos calibrate --in-situ: on jvmos's request server, the "
     "whole CPU per use fitted by dose-response: per connection for keep-alive; per thread "
@@ -876,7 +881,8 @@ NOTES = [
     "writes, for bigger-chunks; per first touch of a heap page, less the same page "
     "pretouched, for pretouch), its interval θ's with the leave-one-dose-out model error; "
     "C_os's part: count x C_link, C_nt, C_I/Ochunk or the calibrated page-fault cost, the "
-    "OS's part only (the paper's prediction).",
+    "OS's part only (the paper's prediction). Combined: each kind's count x its θ, summed; "
+    "the standard errors combined in quadrature (Welch-Satterthwaite df).",
     "measured: per load, the server's CPU clock (every thread) less its JIT threads' CPU; A - "
     "B averaged per unit (a shop; a pair of live chat servers), the mean over units with its "
     "Student t 90% interval. Pretouch: a unit is a pair of fresh shops, and its A - B is "

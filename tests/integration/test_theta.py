@@ -53,16 +53,27 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
             assert win["bytes"] == n * (16 + (64 << 10))
     assert sorted(w["doses"], key=int) == ["1024", "2048", "4096", "8192"]
     assert w["fit"]["ns_per_use"] > 0, "a write removed saves the JVM CPU"
+    # first touches: a pair of fresh servers per heap size; the uses the kernel's minor faults
+    # of the one touching its heap in the run less the pretouched one's
+    f = json.loads(plat.read_text())["theta"]["pretouch"]
+    pt = json.loads((tmp_path / "insitu" / "pretouch" / "insitu.json").read_text())["runs"]
+    assert len(pt) == 2 and f["runs_sha256"] == [g["sha256"] for g in pt]
+    for g in pt:
+        assert sorted(win["dose"] for win in g["windows"]) == sorted(f["doses"])
+        assert all(win["uses"] == win["minflt"] > 1000 for win in g["windows"])
+    assert f["fit"]["ns_per_use"] > 0, "a first touch in the run costs the JVM CPU"
 
     out = tmp_path / "ho"
     r = run_jvmos(["run", "held-out", "--servers", "2", "--windows", "1", "--pages", "20",
-                   "--ipc-size", "500", "--ipc-calls", "10", "--platform", str(plat), "--out",
-                   str(out)], timeout=900)
+                   "--ipc-size", "500", "--ipc-calls", "10", "--pretouch-loads", "2",
+                   "--platform", str(plat), "--out", str(out)], timeout=900)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "held-out.json").read_text())
-    # every test this machine has a θ for: the shop and ipc (θ thread-pool is on JDK 17 here,
-    # too old for virtual threads: chat skipped, saying why), each in its own directory
-    assert [t["name"] for t in res["tests"]] == ["shop-keep-alive", "ipc-buffered"]
+    # every test this machine has a θ for: the shop, ipc, pretouch and the combined arm (θ
+    # thread-pool is on JDK 17 here, too old for virtual threads: chat skipped, saying why),
+    # each in its own directory
+    assert [t["name"] for t in res["tests"]] == ["shop-keep-alive", "ipc-buffered",
+                                                 "shop-pretouch", "shop-combined"]
     assert "JDK 21+" in res["skipped"]["chat-virtual"]
     assert (out / "shop-keep-alive" / "recorded-A").is_dir()
     ho = res["tests"][0]
@@ -87,6 +98,21 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     assert ip["theta_sha256"] == json.loads(plat.read_text())["theta"]["bigger-chunks"][
         "theta_sha256"] and y["theta_programs_disjoint"] and not ip["full_size"]
     assert not (out / "ipc-buffered" / "held-out.partial.json").exists()
+
+    # pretouch: the count removed is A's heap faults, B (pretouched) has next to none
+    pr = res["tests"][2]
+    pa, pb, z = pr["recorded"]["A"], pr["recorded"]["B"], pr["analysis"]
+    assert 0 < pa["heap_page_faults"] <= pa["page_faults"] and z["removed"] == pa[
+        "heap_page_faults"]
+    assert pb["heap_page_faults"] <= max(100, pa["heap_page_faults"] // 10)
+    assert z["prediction"]["predicted_ns"] == pytest.approx(z["removed"] * f["fit"]["ns_per_use"])
+    assert z["equal_work"] and "minflt_a_minus_b" in z and not pr["full_size"]
+    # the combined arm: each kind's count x its θ, summed
+    co = res["tests"][3]["analysis"]
+    kinds = co["removed_by_kind"]
+    assert kinds["keep-alive"] == res["tests"][3]["recorded"]["A"]["accepts"] - 4 * 2
+    assert co["prediction"]["predicted_ns"] == pytest.approx(sum(co["predicted_by_kind_ns"].values()))
+    assert co["equal_work"] and co["theta_programs_disjoint"]
 
     r = run_jvmos(["predict", "--from-run", ho["recorded"]["A"]["run_dir"], "--what-if",
                    "keep-alive", "--platform", str(plat)], timeout=60)
@@ -190,9 +216,7 @@ def test_theta_threads_and_the_chat_held_out(platform_file, tmp_path):
 
 def test_chat_held_out_needs_a_theta_for_threads(platform_file, tmp_path):
     plat = tmp_path / "platform.json"
-    data = json.loads(platform_file.read_text())
-    data.pop("theta", None)
-    plat.write_text(json.dumps(data))
+    _without_theta(platform_file, plat)
     r = run_jvmos(["run", "held-out", "--only", "chat-virtual", "--platform", str(plat),
                    "--out", str(tmp_path / "x")], timeout=120)
     line = one_error_line(r)

@@ -369,3 +369,24 @@ def test_theta_is_kept_per_jdk_and_found_for_a_recordings_jdk(tmp_path):
     # a file made before θ was kept per JDK: its one θ
     assert th.of({"theta": {"keep-alive": t17}}, "keep-alive", "/jdk25") is t17
     assert {t["theta_sha256"] for t in th.all_of(platform, "thread-pool")} == {"a", "b"}
+
+
+def test_clock_split_by_hand():
+    """The saving by clock: each clock's A - B summed over a unit's loads, per page fault only
+    for the pretouch test (the combined arm removes other uses too)."""
+    def unit(k):
+        a = [{"cpu_ns": 3e8 + k, "stime_ns": 2e8, "utime_ns": 1e8, "cpu_with_jit_ns": 4e8,
+              "minflt": 60_000}] * 2
+        b = [{"cpu_ns": 2e8, "stime_ns": 1.5e8, "utime_ns": 1e8, "cpu_with_jit_ns": 3e8,
+              "minflt": 10_000}] * 2
+        return {"loads": {"A": a, "B": b}}
+    res = {"tests": [{"name": "shop-pretouch", "pairs": [unit(0), unit(2e6)]},
+                     {"name": "shop-combined", "pairs": [unit(0), unit(2e6)]},
+                     {"name": "chat-virtual", "pairs": [{"loads": {"A": [{"cpu_ns": 1}],
+                                                                  "B": [{"cpu_ns": 0}]}}]}]}
+    rows = heldout.clock_split(res).rows
+    assert len(rows) == 8                                   # chat's loads keep no minflt
+    cpu = rows[0]
+    assert cpu[2].startswith("202.00 [") and cpu[3] == "2.02"   # 202 ms / 100,000 faults
+    assert rows[1][2].startswith("100.00 [") and rows[1][3] == "1.00"
+    assert rows[4][3].startswith("— (faults are not")

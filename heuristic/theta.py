@@ -172,7 +172,9 @@ def combine(parts: List[dict], level: float = 0.95) -> dict:
                                                                        mean + t * se],
             "predicted_se_ns": se, "predicted_df": df, "parts": parts,
             "interval": f"{level:.0%}, the θ's intervals with their model errors, combined "
-                        f"(independent; Welch-Satterthwaite df {df:.1f})"}
+                        f"as independent (Welch-Satterthwaite df {df:.1f}); the counts taken "
+                        f"as exact, and what θ's transfer to another program may share "
+                        f"between the θ left out: too narrow, if anything"}
 
 
 def stale(theta: Optional[dict], jdk: Optional[str]) -> Optional[str]:

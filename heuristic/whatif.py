@@ -71,15 +71,20 @@ KEEPS = ("thread-pool", "keep-alive", "file-handles")
 
 
 def counts(s: dict) -> dict:
-    """model.counts_from_summary plus the NIO copy estimate's bytes and copies, and the user
+    """model.counts_from_summary plus the NIO copy estimate's bytes and copies, the user
     page faults in the Java heap (what AlwaysPreTouch can remove; None when the heap's range
-    is unknown or the mem layer did not run)."""
+    is unknown or the mem layer did not run), and the zlib inflate and deflate streams
+    created, one per Inflater or Deflater (what reusing them removes; None when they could
+    not be counted or the mem layer did not run)."""
     c = model.counts_from_summary(s)
     cats = s.get("categories") or {}
     nio = cats.get("nio_copy") or {}
     c["nio_copy_bytes"] = nio.get("bytes") or 0
     c["nio_copy_calls"] = nio.get("calls") or 0
     c["heap_page_faults"] = (cats.get("vm") or {}).get("page_faults_heap")
+    zs = (cats.get("malloc") or {}).get("zlib_streams")
+    c["zlib_inflaters"] = zs.get("inflate") if zs else None
+    c["zlib_deflaters"] = zs.get("deflate") if zs else None
     return c
 
 
@@ -258,7 +263,11 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
         res["count_caveat"] = (f"the count is the user page faults inside the Java heap's range "
                                f"({c['heap_page_faults']:,} of {c['page_faults']:,}; 2 MiB "
                                f"granularity): metaspace, code cache and native memory fault "
-                               f"as before")
+                               f"as before"
+                               + ("; some faults were counted without their region (a full "
+                                  "map), so the heap's count is a lower bound"
+                                  if ((s.get("categories") or {}).get("vm") or {}).get(
+                                      "page_faults_unregioned") else ""))
     elif name in COUNT_CAVEATS:
         res["count_caveat"] = COUNT_CAVEATS[name]
     from jvmos.heuristic import theta as th

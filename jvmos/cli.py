@@ -183,10 +183,17 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
         insitu.store(path, t)
         print("\n".join(insitu.summary_lines(t)))
         written.append(f"{out}/thread-pool/insitu.json")
+    if "reuse-native-buffers" in terms:
+        # a pair of live servers per dose: a new Inflater per inflation, one reused
+        z = insitu.calibrate_inflaters(jvm, groups=args.trials, n=args.in_situ_requests,
+                                       out=out / "reuse-native-buffers", log=log)
+        insitu.store(path, z)
+        print("\n".join(insitu.summary_lines(z)))
+        written.append(f"{out}/reuse-native-buffers/insitu.json")
     if "pretouch" in terms:
         # a pair of fresh servers per heap size, without and with -XX:+AlwaysPreTouch
         f = insitu.calibrate_faults(jvm, groups=args.trials,
-                                    n=max(8, 4 * args.in_situ_requests),
+                                    n=max(2000, 4 * args.in_situ_requests),
                                     out=out / "pretouch", log=log)
         insitu.store(path, f)
         print("\n".join(insitu.summary_lines(f)))
@@ -763,10 +770,13 @@ def _verb_calibrate(sub) -> None:
     c.add_argument("--out", help="with --in-situ: where its windows go (default "
                                  "results/runs/<time>-insitu)")
     c.add_argument("--in-situ-requests", type=int, default=1000,
-                   help="with --in-situ: requests per window (default 1000)")
-    c.add_argument("--in-situ-terms", default="keep-alive,bigger-chunks,thread-pool,pretouch",
+                   help="with --in-situ: requests per window (default 1000; writes: a "
+                        "fifth; first touches: 4 x, at least 2,000, so that the young "
+                        "generation grows into the heap)")
+    c.add_argument("--in-situ-terms",
+                   default="keep-alive,bigger-chunks,thread-pool,pretouch,reuse-native-buffers",
                    help="with --in-situ: the what-ifs to fit θ for (default "
-                        "keep-alive,bigger-chunks,thread-pool,pretouch)")
+                        "keep-alive,bigger-chunks,thread-pool,pretouch,reuse-native-buffers)")
     c.add_argument("--in-situ-chunks", default="1024,2048,4096,8192", metavar="BYTES,...",
                    help="with --in-situ: the write sizes of θ for writes (bigger-chunks), one "
                         "live server each (default 1024,2048,4096,8192: an unbuffered "

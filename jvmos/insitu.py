@@ -100,7 +100,8 @@ DESIGNS["pretouch"] = {
            f"-XX:+AlwaysPreTouch, {GARBAGE_KB} KiB of garbage per request; θ is the slope of "
            "their CPU difference against their difference in minor page faults)",
     "counted_by": "the kernel's count of the servers' minor page faults (/proc/PID/stat "
-                  "minflt, the pair's difference; no probe)",
+                  "minflt, the pair's difference: every fault of every thread, of which "
+                  "pretouch changes only the heap's first touches; no probe)",
     "applies_to": "a recording's user page faults in the Java heap (mem layer: page_fault_user "
                   "inside the heap's range, jcmd GC.heap_info)",
     "clock": "the server's CPU clock less the pretouched server's, each less its JIT compiler "
@@ -257,6 +258,69 @@ def pretouch_pair(java: str, d: Path, heap_mb: int, n: int, rounds: int, first: 
     return windows
 
 
+# θ for native buffers reused (the reuse-native-buffers what-if): the dose is the number of
+# inflations per request, each by a new Inflater (P) or by one kept and reset (Q)
+INFLATE_COUNTS = (2, 4, 8, 16)
+INFLATE_MODES = ("per-call", "reused")
+DESIGNS["reuse-native-buffers"] = {
+    "term": "C_mem (allocator)", "unit": "Inflater",
+    "doses": {str(c): f"{c} inflations of a 1 KiB block per request" for c in INFLATE_COUNTS},
+    "baseline": str(INFLATE_COUNTS[0]),
+    "use": "a java.util.zip.Inflater made, used once and ended (its zlib stream's native "
+           "state and window malloc'ed and freed), less one kept and reset (pairs of live "
+           "servers, one per mode, at each dose; θ is the slope of their CPU difference against "
+           "the Inflaters made)",
+    "counted_by": "the design: every request of the per-call server makes its dose's number "
+                  "of Inflaters (no probe)",
+    "applies_to": "a recording's zlib inflate streams created (mem layer: libz's inflateInit "
+                  "calls)",
+    "clock": "the per-call server's CPU clock less the reused server's, each less its JIT "
+             "compiler threads' CPU (ticks): a difference of two processes",
+    "servers_per_run": 2 * len(INFLATE_COUNTS)}
+
+
+def inflater_group(java: str, d: Path, n: int, rounds: int, seed: int,
+                   counts=INFLATE_COUNTS) -> dict:
+    """One group of θ for reused Inflaters: a pair of live servers per dose (a new Inflater per
+    inflation, P, and one kept per thread and reset, Q), each settled by a load; then rounds of
+    every dose in reversed orders, P and Q alternating which goes first. A window is the
+    pair's difference; its uses P's Inflaters, n x the dose."""
+    srv, ok, windows = {}, False, []
+    doses = [str(c) for c in counts]
+    seen = {dose: 0 for dose in doses}
+    try:
+        for dose in doses:
+            for m in INFLATE_MODES:
+                st = {**iv.DEFAULT, "inflate": m, "inflate_count": int(dose)}
+                srv[dose, m] = iv.Server(java, st, d / f"{dose}-{m}", Path("/dev/null"),
+                                         JVM_FLAGS)
+        for key in srv:                     # the settling round: the JIT, kept apart
+            srv[key].load(n)
+        order = th.dose_order(doses, rounds, seed)
+        for i, dose in enumerate(order):
+            got = {}
+            for m in (INFLATE_MODES if i % 2 == 0 else INFLATE_MODES[::-1]):
+                s0 = proctimes.snapshot(srv[dose, m].proc.pid)
+                res = srv[dose, m].load(n)
+                s1 = proctimes.snapshot(srv[dose, m].proc.pid)
+                got[m] = window_record(dose, n * int(dose), seen[dose],
+                                       proctimes.window(s0, s1), res)
+            windows.append(difference_window(got["per-call"], got["reused"]))
+            windows[-1]["first"] = INFLATE_MODES[i % 2]
+            seen[dose] += 1
+        ok = True
+    except cputime.ProcessGone as e:
+        raise JvmosError(f"an in-situ server is gone: {e} (see {d}/*/server-stderr.txt)")
+    finally:
+        iv.stop_servers(srv.values(), quiet=not ok)
+    drop_quiet_logs(d, [f"{dose}-{m}" for dose in doses for m in INFLATE_MODES])
+    server = iv.server_cmd(java, {**iv.DEFAULT, "inflate": "per-call",
+                                  "inflate_count": counts[0]}, Path("server.port"),
+                           Path("/dev/null"), JVM_FLAGS)
+    return {"order": order, "windows": windows, "server": server,
+            "sha256": th.sha256_of(windows)}
+
+
 SETTLE_REQUESTS = 2000      # the requests without garbage before a pair's windows
 
 
@@ -328,6 +392,21 @@ def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: 
         runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k, chunks))
         keep_partial(out, runs)
     return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out, chunk_design(chunks))
+
+
+def calibrate_inflaters(jvm, groups: int = 12, rounds: int = 2, n: int = 1000,
+                        out: Path = None, log: Callable = print) -> dict:
+    java = str(jvm.home / "bin" / "java")
+    c_program("reqload")
+    jar(IO_JAR)
+    t0 = time.time()
+    runs = []
+    for k in range(groups):
+        log(f"in-situ θ for reused Inflaters: group {k + 1}/{groups} ({len(INFLATE_COUNTS)} "
+            f"pairs of live servers, {rounds} rounds, {n:,} requests a window)")
+        runs.append(inflater_group(java, out / f"group{k}", n, rounds, 91 + k))
+        keep_partial(out, runs)
+    return finish(runs, jvm, n, rounds, t0, "reuse-native-buffers", out)
 
 
 def calibrate_faults(jvm, groups: int = 12, rounds: int = 1, n: int = 4000, out: Path = None,
@@ -415,11 +494,14 @@ def theta_record(runs: List[dict], jvm, n: int, rounds: int, seconds: float,
     design = design or DESIGNS[what_if]
     # the same requests gave the same answers whatever the dose: the i-th window of each
     # server (keep-alive: of each run) got the same checksum
-    key = "index" if what_if == "bigger-chunks" else "position"
+    # (reused Inflaters: the dose changes the answer, so the i-th window of each dose)
+    key = {"bigger-chunks": "index", "reuse-native-buffers": "dose-index"}.get(what_if,
+                                                                                "position")
     answers = {}
     for r in runs:
         for i, w in enumerate(r["windows"]):
-            answers.setdefault(i if key == "position" else w["index"], set()).add(w["answer"])
+            k = {"position": i, "index": w["index"]}.get(key, (w["dose"], w["index"]))
+            answers.setdefault(k, set()).add(w["answer"])
     if any(len(v) != 1 for v in answers.values()):
         raise JvmosError("the in-situ servers gave different answers for the same requests: "
                          "the dose changed the work")
@@ -498,11 +580,12 @@ def summary_lines(rec: dict) -> List[str]:
             + ", ".join(f"{e['dose']} {e['relative_error']:+.1%}"
                         for e in f["leave_one_dose_out"] if e["relative_error"] is not None),
             "  θ's clock: the server's CPU less its JIT threads'; what moved with the dose, per "
-            f"{unit} ({'the pair difference' if rec['what_if'] in ('thread-pool', 'pretouch') else 'the whole process'}, JIT included): kernel CPU "
+            f"{unit} ({'the pair difference' if rec['what_if'] in ('thread-pool', 'pretouch', 'reuse-native-buffers') else 'the whole process'}, JIT included): kernel CPU "
             f"{rec['moved_with_dose_per_use']['stime_ns'] / 1e3:,.1f} µs, user CPU "
             f"{rec['moved_with_dose_per_use']['utime_ns'] / 1e3:,.1f} µs (tick-sampled), "
             f"read syscalls {rec['moved_with_dose_per_use']['syscr']:+.2f}, write syscalls "
             f"{rec['moved_with_dose_per_use']['syscw']:+.2f}, minor faults "
-            f"{rec['moved_with_dose_per_use']['minflt']:+.2f}",
+            + ("(the use itself)" if rec["what_if"] == "pretouch" else
+               f"{rec['moved_with_dose_per_use']['minflt']:+.2f}"),
             f"  design condition number (max over servers): {f['condition_number_max']:.1f}; "
             f"θ sha256 {rec['theta_sha256'][:16]}"]

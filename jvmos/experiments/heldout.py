@@ -18,7 +18,9 @@ loads (--pretouch-loads), and those loads are the ones measured and recorded.
 The analysis, fixed before the data:
   * Prediction, from arm A's recording and the declared change only: one load of arm A is
     recorded (count mode) on a warmed server. Shop: links layer; keep-alive keeps one
-    connection per load thread, so the uses removed are A's accepts less the load's threads.
+    connection per load thread, so the uses removed are A's accepts less the load's threads
+    (from 28 Nov: ceil(pages / 100) per load thread, since Tomcat closes a keep-alive
+    connection after 100 requests).
     Chat: threads layer; virtual threads keep no platform thread per connection (the
     scheduler's carriers start once, not per load), so the uses removed are A's threads
     started. Pretouch: mem layer, a fresh shop of arm A, warmed like the measured ones, recorded
@@ -62,9 +64,10 @@ from jvmos.experiments.server import CommandServer
 from jvmos.experiments.shop import Shop
 from jvmos.heuristic import theta as th
 from jvmos.heuristic import whatif
-from jvmos.tools import CHAT_JAR, IPC_JAR, SHOP_JAR, jar, program_id
+from jvmos.tools import CHAT_JAR, DACAPO_JAR, IPC_JAR, SHOP_JAR, jar, program_id
 
-TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered", "shop-pretouch", "shop-combined")
+TESTS = ("shop-keep-alive", "chat-virtual", "ipc-buffered", "shop-pretouch", "shop-combined",
+         "dacapo-inflate")
 WARMUP_LOADS = 3            # loads of each arm before the measured ones, in every shop
 JVM_FLAGS = ["-XX:-UseDynamicNumberOfCompilerThreads"]
 
@@ -94,6 +97,11 @@ def parse(argv):
     p.add_argument("--pretouch-loads", type=int, default=8,
                    help="shop-pretouch: loads of each arm after the warm-up, all measured and "
                         "summed (default 8: while G1 grows into the heap)")
+    p.add_argument("--dacapo-iterations", type=int, default=10,
+                   help="dacapo-inflate: n, the iterations of the shorter run (the longer runs "
+                        "2n; default 10)")
+    p.add_argument("--dacapo-size", default="default", choices=("small", "default", "large"),
+                   help="dacapo-inflate: the suite's input size (default: default)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--platform", help="platform file with θ (jvmos calibrate --in-situ)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-held-out)")
@@ -102,7 +110,7 @@ def parse(argv):
     if a.render:
         return a
     if a.servers < 2 or min(a.windows, a.threads, a.pages, a.rooms, a.messages, a.ipc_size,
-                            a.ipc_calls, a.pretouch_loads) < 1:
+                            a.ipc_calls, a.pretouch_loads, a.dacapo_iterations) < 1:
         p.error("--servers must be at least 2; --windows, --threads, --pages, --rooms, "
                 "--messages, --ipc-size and --ipc-calls at least 1")
     bad = [x for x in (a.only or ",".join(TESTS)).split(",") if x not in TESTS]
@@ -224,6 +232,7 @@ def full_size(name: str, a) -> bool:
     return {"shop-keep-alive": a.threads >= 4 and a.pages >= 250,
             "shop-pretouch": a.threads >= 4 and a.pages >= 250 and a.pretouch_loads >= 8,
             "shop-combined": a.threads >= 4 and a.pages >= 250 and a.pretouch_loads >= 8,
+            "dacapo-inflate": a.dacapo_iterations >= 10 and a.dacapo_size != "small",
             "chat-virtual": a.rooms >= 10 and a.messages == 1,
             "ipc-buffered": a.ipc_size >= 5000 and a.ipc_calls >= 50}[name]
 
@@ -259,7 +268,7 @@ def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> di
          "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
          "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
          "change": "a connection per page -> keep-alive (one per load thread)",
-         "threads": a.threads, "pages": a.pages, "keep": a.threads,
+         "threads": a.threads, "pages": a.pages, "keep": kept_connections(a.threads, a.pages),
          "theta_sha256": theta["theta_sha256"], "theta_source": {
              k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
          "recorded": {}, "shops": []}
@@ -285,6 +294,14 @@ def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> di
 
 
 PRETOUCH_FLAG = "-XX:+AlwaysPreTouch"
+# Tomcat closes a keep-alive connection after this many requests (its maxKeepAliveRequests,
+# left at its default by the shop): keep-alive keeps ceil(pages / 100) connections per load
+# thread per load, not one
+TOMCAT_KEEPALIVE_REQUESTS = 100
+
+
+def kept_connections(threads: int, pages: int, loads: int = 1) -> int:
+    return threads * loads * -(-pages // TOMCAT_KEEPALIVE_REQUESTS)
 
 
 def pretouch_args(arm: str) -> list:
@@ -464,11 +481,12 @@ def combined_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
 
 def combined_terms(r: dict) -> dict:
     """Per kind of use, the count removed (arm A's recording less what the change keeps):
-    keep-alive keeps one connection per load thread per load, pretouch none, the bounded pool
+    keep-alive keeps ceil(pages / 100) connections per load thread per load (Tomcat's
+    maxKeepAliveRequests; the reference run of 27 Nov kept one), pretouch none, the bounded pool
     starts its workers before the loads (every thread A started in its loads is taken as
     removed: an upper bound, the JVM's own threads included)."""
     a = r["recorded"]["A"]
-    return {"keep-alive": a["accepts"] - r["threads"] * r["loads"],
+    return {"keep-alive": a["accepts"] - kept_connections(r["threads"], r["pages"], r["loads"]),
             "pretouch": a["heap_page_faults"], "thread-pool": a["threads_created"]}
 
 
@@ -484,16 +502,17 @@ def analyze_combined(r: dict, thetas: dict, constants: dict) -> dict:
     equal = pages == {r["threads"] * r["pages"]} and errors == 0
     cos = sum(n * constants[w] * 1e3 for w, n in removed.items())
     progs = [x for w in parts for x in (thetas[w].get("programs") or [])] or None
-    out = judge(r, unit_sums(units), sum(removed.values()), {}, {"c_os_ns": cos},
+    # no one count: the kinds are in different units (removed_by_kind holds them)
+    out = judge(r, unit_sums(units), None, {}, {"c_os_ns": cos},
                 "" if equal else f"pages {sorted(pages)}, errors {errors}", prediction=p,
                 programs=progs)
     b = r["recorded"]["B"]
     out["removed_by_kind"] = removed
     out["predicted_by_kind_ns"] = {w: x["predicted_ns"] for w, x in parts.items()}
-    out["count_error_b_by_kind"] = {"keep-alive": b["accepts"] - r["threads"] * r["loads"],
-                                    "pretouch": b["heap_page_faults"],
-                                    "thread-pool": b["threads_created"]}
-    out["count_error_b"] = sum(out["count_error_b_by_kind"].values())
+    out["count_error_b_by_kind"] = {
+        "keep-alive": b["accepts"] - kept_connections(r["threads"], r["pages"], r["loads"]),
+        "pretouch": b["heap_page_faults"], "thread-pool": b["threads_created"]}
+    out["count_error_b"] = None         # by kind only: the kinds are in different units
     out["minflt_a_minus_b"] = sum(sum(x["minflt"] for x in u["loads"]["A"]) -
                                   sum(x["minflt"] for x in u["loads"]["B"])
                                   for u in units) / len(units)
@@ -559,6 +578,127 @@ def run_shop_combined(a, platform: dict, platform_file: Path, out: Path) -> dict
     r["constant_source"] = ("the platform file's C_link, C_nt and page-fault cost "
                             f"({constants['keep-alive']:.2f}, {constants['thread-pool']:.2f} "
                             f"and {constants['pretouch']:.2f} µs)")
+    return r
+
+
+INFLATE_REUSE = "-Djvmos.dacapo.inflate.reuse=true"
+# what one zlib inflate stream made by java.util.zip.Inflater allocates and frees: the JDK's
+# z_stream (calloc), zlib's inflate state and, on the first inflate, its window (read in the
+# JDK's Inflater.c and zlib's inflate.c): the paper's allocator part of one Inflater
+MALLOCS_PER_INFLATER = 3
+
+
+def inflate_cmd(java: str, a, arm: str, iterations: int) -> list:
+    """The DaCapo-style suite's inflate benchmark: arm A as it is (a new Inflater per
+    document), arm B with one Inflater kept per worker thread and reset."""
+    return [java] + ([INFLATE_REUSE] if arm == "B" else []) + JVM_FLAGS + [
+        "-jar", str(jar(DACAPO_JAR)), "inflate", "--iterations", str(iterations),
+        "--size", a.dacapo_size]
+
+
+def inflate_run(java: str, a, arm: str, iterations: int) -> dict:
+    """One bare run: the process's CPU (wait4 rusage: every thread, JIT included) and its
+    iterations' validation."""
+    r = cputime.run_measured(inflate_cmd(java, a, arm, iterations), timeout=1800)
+    res = iv.last_json(r["stdout"]) or {}
+    if r["returncode"] != 0 or not res.get("passed"):
+        tail = (r["stderr"].strip().splitlines() or ["no output"])[-1]
+        raise JvmosError(f"the inflate benchmark failed (exit {r['returncode']}): {tail}")
+    return {"cpu_ns": r["cpu_ns"], "wall_ns": r["wall_ns"], "iterations": iterations,
+            "threads": res.get("threads"), "passed": True}
+
+
+def inflate_unit(java: str, a, k: int, bar: Progress) -> dict:
+    """One unit: runs of n and 2n iterations of each arm, in an order balanced over units (A
+    first in even units, B in odd; within a unit the arms' order reverses for the longer
+    runs). Its difference: (A's 2n - A's n) - (B's 2n - B's n), so that start-up, setup and
+    the JIT's first waves cancel."""
+    n = a.dacapo_iterations
+    first = "AB" if k % 2 == 0 else "BA"
+    order = [(first[0], n), (first[1], n), (first[1], 2 * n), (first[0], 2 * n)]
+    runs = {}
+    for arm, it in order:
+        runs[f"{arm}{it}"] = inflate_run(java, a, arm, it)
+        bar.step()
+    loads = {arm: [{"cpu_ns": runs[f"{arm}{2 * n}"]["cpu_ns"] - runs[f"{arm}{n}"]["cpu_ns"],
+                    "threads": runs[f"{arm}{n}"]["threads"]}] for arm in "AB"}
+    return {"order": [f"{arm}{it}" for arm, it in order], "runs": runs, "loads": loads,
+            "sha256": th.sha256_of(runs)}
+
+
+def recorded_inflaters(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
+    """Arm `arm` recorded (mem layer, count mode) in runs of n and 2n iterations: the zlib
+    inflate streams and allocator calls of the n iterations more."""
+    got = {}
+    for it in (a.dacapo_iterations, 2 * a.dacapo_iterations):
+        d = out / f"recorded-{arm}{it}"
+        res = rec.record(rec.Options(cmd=inflate_cmd(java, a, arm, it), layers=["mem"],
+                                     mode="count", out=d, platform=str(platform_file),
+                                     stdout=d / "stdout.txt", stderr=d / "stderr.txt",
+                                     log=lambda m: log(f"  [{d.name}] {m}")))
+        if res.status != "complete":
+            raise JvmosError(f"the recording {d} ended {res.status}: {res.reason}")
+        part, _, _ = whatif.jvm_of_run(res.summary)
+        c = whatif.counts(part)
+        if c.get("zlib_inflaters") is None:
+            raise JvmosError(f"the recording {d} could not count zlib's inflate streams (is "
+                             f"libz mapped by the JVM?): no prediction")
+        manifest = json.loads((d / "manifest.json").read_text())
+        got[it] = {"zlib_inflaters": c["zlib_inflaters"], "malloc_calls": c["malloc_calls"],
+                   "run_dir": str(d), "summary_sha256": th.sha256_of(res.summary),
+                   "count_hooks": whatif.count_hooks(manifest, "reuse-native-buffers")}
+    n, n2 = a.dacapo_iterations, 2 * a.dacapo_iterations
+    return {"zlib_inflaters": got[n2]["zlib_inflaters"] - got[n]["zlib_inflaters"],
+            "malloc_calls": got[n2]["malloc_calls"] - got[n]["malloc_calls"],
+            "runs": got, "count_hooks": got[n2]["count_hooks"]}
+
+
+def analyze_inflate(r: dict, theta: dict, alloc_ns: float) -> dict:
+    removed = r["recorded"]["A"]["zlib_inflaters"] - r["keep"]
+    cos = removed * MALLOCS_PER_INFLATER * alloc_ns
+    out = judge(r, unit_diffs(r["units"]), removed, theta, {"c_os_ns": cos})
+    out["count_error_b"] = r["recorded"]["B"]["zlib_inflaters"] - r["keep"]
+    out["malloc_calls_a"] = r["recorded"]["A"]["malloc_calls"]
+    out["malloc_calls_b"] = r["recorded"]["B"]["malloc_calls"]
+    return out
+
+
+def run_dacapo_inflate(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    theta = th.of(platform, "reuse-native-buffers", str(jvm.home))
+    why = th.stale(theta, str(jvm.home))
+    if why:
+        raise JvmosError(why)
+    cp = platform.get("copy") or {}
+    if not (cp.get("malloc_call") and cp.get("free_call")):
+        raise JvmosError("no calibrated allocator costs in the platform file: run "
+                         "'jvmos calibrate'")
+    alloc_ns = cp["malloc_call"]["ns_per_call"] + cp["free_call"]["ns_per_call"]
+    java = str(jvm.home / "bin" / "java")
+    n = a.dacapo_iterations
+    r = {"name": "dacapo-inflate", "what_if": "reuse-native-buffers",
+         "term": "θ reuse-native-buffers (C_mem's allocator)",
+         "program": f"the DaCapo-style suite's inflate ({a.dacapo_size}), {n} iterations "
+                    f"(runs of {2 * n} less runs of {n})",
+         "program_id": program_id(jar(DACAPO_JAR), "org.jvmos.workloads.dacapo (jar)"),
+         "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
+         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+         "change": "a new Inflater per document -> one per worker thread, reset",
+         "iterations": n, "size": a.dacapo_size,
+         "theta_sha256": theta["theta_sha256"], "theta_source": {
+             k: theta.get(k) for k in ("date", "commit", "jdk_label", "counted_by")},
+         "recorded": {}, "units": []}
+    for arm in "AB":
+        r["recorded"][arm] = recorded_inflaters(java, a, arm, out, platform_file)
+    with Progress(a.servers * 4, "held-out dacapo-inflate", unit="run") as bar:
+        for k in range(a.servers):
+            r["units"].append(inflate_unit(java, a, k, bar))
+            keep_partial(out, r)
+    # B keeps one Inflater per worker thread per iteration (the harness starts fresh workers)
+    r["keep"] = r["units"][0]["loads"]["B"][0]["threads"] * n
+    r["analysis"] = analyze_inflate(r, theta, alloc_ns)
+    r["constant_source"] = (f"{MALLOCS_PER_INFLATER} x (malloc + free), the platform file's "
+                            f"allocator costs ({alloc_ns:,.0f} ns a pair)")
     return r
 
 
@@ -815,10 +955,15 @@ def removed_text(r: dict) -> str:
     if r["name"] == "ipc-buffered":
         return (f"{x['removed']:,} writes ({r['recorded']['A']['writes']:,} written - "
                 f"{r['keep']:,} kept; reads {x['reads_a']:,} in A, not priced)")
+    if r["name"] == "dacapo-inflate":
+        return (f"{x['removed']:,} zlib inflate streams ({r['recorded']['A']['zlib_inflaters']:,} "
+                f"made - {r['keep']:,} kept; allocator calls {x['malloc_calls_a']:,} in A, "
+                f"{x['malloc_calls_b']:,} in B)")
     if r["name"] == "shop-combined":
         k = x["removed_by_kind"]
         return (f"{k['keep-alive']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
-                f"{r['threads'] * r['loads']:,} kept), {k['pretouch']:,} page faults in the "
+                f"{r['recorded']['A']['accepts'] - k['keep-alive']:,} kept), "
+                f"{k['pretouch']:,} page faults in the "
                 f"Java heap, {k['thread-pool']:,} thread{'s' if k['thread-pool'] != 1 else ''} "
                 f"started")
     if r["name"] == "shop-pretouch":
@@ -843,7 +988,8 @@ def tables(results: dict) -> list:
         x = r["analysis"]
         p, m, ra = x["prediction"], x["measured90"], x["ratio"]
         unit = {"shop-keep-alive": "shops", "shop-pretouch": "shop pairs",
-                "shop-combined": "shop pairs"}.get(r["name"], "pairs")
+                "shop-combined": "shop pairs", "dacapo-inflate": "units of 4 runs"}.get(
+                    r["name"], "pairs")
         t.add([r.get("term", "θ keep-alive (C_link)"),
                f"{r['program']} ({r.get('jdk_label') or results['jdk_label']})", r["change"],
                removed_text(r),
@@ -855,7 +1001,8 @@ def tables(results: dict) -> list:
                "—" if ra is None else f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]",
                ("LEAKED: no verdict" if leaked(r) else x["verdict"]["verdict"] +
                 ("" if r.get("full_size", True) else " (below full size: not stored)")),
-               f"{x['count_error_b']:+,}",
+               f"{x['count_error_b']:+,}" if x.get("count_error_b") is not None else
+               ", ".join(f"{k} {v:+,}" for k, v in x["count_error_b_by_kind"].items()),
                "—" if x.get("units_needed_for_0.2") is None else
                f"{x['units_needed_for_0.2']}",
                ", ".join(h[:12] for h in r["theta_sha256"].split(","))])
@@ -863,7 +1010,7 @@ def tables(results: dict) -> list:
     return [t] + ([split] if split.rows else [])
 
 
-CLOCKS = (("cpu_ns", "CPU clock less the JIT threads'"),
+CLOCKS = (("cpu_ns", "CPU clock less the JIT threads' (ticks)"),
           ("stime_ns", "kernel (stime, ticks, JIT threads included)"),
           ("utime_ns", "user (utime, ticks, JIT threads included)"),
           ("cpu_with_jit_ns", "CPU clock, JIT threads included"))
@@ -875,8 +1022,8 @@ def clock_split(results: dict) -> Table:
     units, and per page fault the kernel saw removed (minflt A - B); arithmetic on the stored
     loads, made again by --render."""
     t = Table("The measured saving by clock (shop pairs: A - B summed over the measured loads)",
-              ["test", "clock", "A - B, ms [90% CI]", "per page fault removed (kernel's count), "
-                                                      "µs"])
+              ["test", "clock", "A - B, ms [90% CI]",
+               "per minor fault removed (the kernel's count of every fault, A - B), µs"])
     for r in results["tests"]:
         units = r.get("pairs") or []
         if not units or "minflt" not in units[0]["loads"]["A"][0]:
@@ -925,8 +1072,29 @@ NOTES = [
 ]
 
 
+def drift(r: dict) -> Optional[dict]:
+    """Whether the units' differences drift with the order they ran in (scipy's Spearman rank
+    correlation against the unit's index, and its two-sided p): the t interval assumes they do
+    not. None under 4 units."""
+    from scipy import stats as sst
+    d = r["analysis"].get("diffs_ns") or []
+    if len(d) < 4:
+        return None
+    rho, p = sst.spearmanr(range(len(d)), d)
+    return {"rho": float(rho), "p": float(p), "n": len(d)}
+
+
 def notes_of(results: dict) -> list:
-    return NOTES + [f"skipped: {k} ({v})" for k, v in (results.get("skipped") or {}).items()]
+    out = []
+    for r in results["tests"]:
+        x = drift(r)
+        if x:
+            out.append(f"drift, {r['name']}: the units' A - B against the order they ran in, "
+                       f"Spearman ρ = {x['rho']:+.2f} (p = {x['p']:.3f}, n = {x['n']})"
+                       + (": the units' differences are not alike, and the t interval, which assumes "
+                          "they are, may be too narrow" if x["p"] < 0.05 else ""))
+    return NOTES + out + [f"skipped: {k} ({v})"
+                          for k, v in (results.get("skipped") or {}).items()]
 
 
 def render(src: Path) -> int:
@@ -942,7 +1110,7 @@ def render(src: Path) -> int:
 
 RUNS = {"shop-keep-alive": run_shop_keep_alive, "chat-virtual": run_chat_virtual,
         "ipc-buffered": run_ipc_buffered, "shop-pretouch": run_shop_pretouch,
-        "shop-combined": run_shop_combined}
+        "shop-combined": run_shop_combined, "dacapo-inflate": run_dacapo_inflate}
 
 
 def cannot_run(name: str, a, platform: dict):
@@ -955,7 +1123,8 @@ def cannot_run(name: str, a, platform: dict):
             return str(e)
         return None
     what_if = {"shop-keep-alive": "keep-alive", "chat-virtual": "thread-pool",
-               "ipc-buffered": "bigger-chunks", "shop-pretouch": "pretouch"}[name]
+               "ipc-buffered": "bigger-chunks", "shop-pretouch": "pretouch",
+               "dacapo-inflate": "reuse-native-buffers"}[name]
     theta = (chat_theta(platform, a) if name == "chat-virtual" else
              th.of(platform, what_if, str(select_jdks([a.jdk] if a.jdk else None)[0].home)))
     try:

@@ -60,7 +60,9 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     assert len(pt) == 2 and f["runs_sha256"] == [g["sha256"] for g in pt]
     for g in pt:
         assert sorted(win["dose"] for win in g["windows"]) == sorted(f["doses"])
-        assert all(win["uses"] == win["minflt"] > 1000 for win in g["windows"])
+        uses = {win["dose"]: win["uses"] for win in g["windows"]}
+        # the heap that is not pretouched is touched in the run: more of it, more faults
+        assert uses["1024"] > uses["256"] > 1000, uses
     assert f["fit"]["ns_per_use"] > 0, "a first touch in the run costs the JVM CPU"
 
     out = tmp_path / "ho"

@@ -306,8 +306,11 @@ def test_combined_prediction_sums_the_thetas_by_hand():
                             "threads_created": 0},
                       "B": {"accepts": 9, "heap_page_faults": 40, "threads_created": 0}},
          "program_id": {"jar": "shop.jar", "jar_sha256": "shop"}}
-    assert heldout.combined_terms(r) == {"keep-alive": 2000, "pretouch": 150_000,
+    # Tomcat closes a keep-alive connection after 100 requests: 250 pages, 3 per load thread
+    assert heldout.kept_connections(4, 250, 2) == 24 and heldout.kept_connections(4, 100) == 4
+    assert heldout.combined_terms(r) == {"keep-alive": 2008 - 24, "pretouch": 150_000,
                                          "thread-pool": 0}
+    r["recorded"]["A"]["accepts"] = 2024
     x = heldout.analyze_combined(r, thetas, {"keep-alive": 7.0, "pretouch": 1.5,
                                              "thread-pool": 80.0})
     want = 2000 * thetas["keep-alive"]["fit"]["ns_per_use"] + \
@@ -319,9 +322,21 @@ def test_combined_prediction_sums_the_thetas_by_hand():
     assert set(x["predicted_by_kind_ns"]) == {"keep-alive", "pretouch"}
     assert x["measured90"]["mean"] == pytest.approx(750e6)
     assert x["c_os_predicted_ns"] == pytest.approx(2000 * 7e3 + 150_000 * 1.5e3)
-    assert x["count_error_b_by_kind"] == {"keep-alive": 1, "pretouch": 40, "thread-pool": 0}
+    assert x["count_error_b_by_kind"] == {"keep-alive": 9 - 24, "pretouch": 40,
+                                          "thread-pool": 0}
+    assert x["count_error_b"] is None and x["removed"] is None     # no sum of unlike counts
     assert x["theta_programs_disjoint"]
-    plat = {"theta": {w: {**t, "jdk": "/jdk"} for w, t in thetas.items()}}
+    # threads started in A's loads are priced by θ thread-pool
+    thetas["thread-pool"] = {"fit": fit(140e3), "programs": []}
+    r["recorded"]["A"]["threads_created"] = 5
+    y = heldout.analyze_combined(r, thetas, {"keep-alive": 7.0, "pretouch": 1.5,
+                                             "thread-pool": 80.0})
+    assert y["predicted_by_kind_ns"]["thread-pool"] == pytest.approx(
+        5 * thetas["thread-pool"]["fit"]["ns_per_use"])
+    assert y["prediction"]["predicted_ns"] == pytest.approx(
+        want + 5 * thetas["thread-pool"]["fit"]["ns_per_use"])
+    plat = {"theta": {w: {**t, "jdk": "/jdk"} for w, t in thetas.items()
+                      if w != "thread-pool"}}
     assert set(heldout.combined_thetas(plat, "/jdk", 0)) == {"keep-alive", "pretouch"}
     with pytest.raises(Exception, match="θ thread-pool"):      # threads removed, no θ
         heldout.combined_thetas(plat, "/jdk", 5)
@@ -390,3 +405,37 @@ def test_clock_split_by_hand():
     assert cpu[2].startswith("202.00 [") and cpu[3] == "2.02"   # 202 ms / 100,000 faults
     assert rows[1][2].startswith("100.00 [") and rows[1][3] == "1.00"
     assert rows[4][3].startswith("— (faults are not")
+
+
+def test_drift_is_found_in_a_trend_and_not_in_noise():
+    up = {"analysis": {"diffs_ns": [float(i) for i in range(10)]}}
+    flat = {"analysis": {"diffs_ns": [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0][::-1]}}
+    assert heldout.drift(up)["rho"] == pytest.approx(1.0) and heldout.drift(up)["p"] < 0.01
+    assert heldout.drift(flat)["p"] > 0.05
+    assert heldout.drift({"analysis": {"diffs_ns": [1.0, 2.0, 3.0]}}) is None
+    notes = heldout.notes_of({"tests": [{"name": "t", **up}]})
+    assert any("may be too narrow" in n for n in notes)
+
+
+def test_inflate_analysis_by_hand():
+    """dacapo-inflate: a unit's difference is (A's 2n run - A's n run) - (B's 2n - B's n);
+    the count removed is A's inflate streams of the n iterations more, less one kept per worker
+    thread per iteration; the OS's part 3 x (malloc + free) per stream."""
+    f = th.fit([_server(2.9e3), _server(3.1e3), _server(3e3)], "keep-alive")
+    theta = {"fit": f, "programs": [{"jar": "jvmos-io.jar", "jar_sha256": "io-jar"}]}
+
+    def unit(a_n, a_2n, b_n, b_2n):
+        runs = {"A10": {"cpu_ns": a_n, "threads": 2}, "A20": {"cpu_ns": a_2n, "threads": 2},
+                "B10": {"cpu_ns": b_n, "threads": 2}, "B20": {"cpu_ns": b_2n, "threads": 2}}
+        return {"runs": runs, "loads": {arm: [{"cpu_ns": runs[f"{arm}20"]["cpu_ns"] -
+                                               runs[f"{arm}10"]["cpu_ns"], "threads": 2}]
+                                        for arm in "AB"}}
+    r = {"units": [unit(5e9, 8.0e9, 4.9e9, 7.4e9), unit(5.1e9, 8.1e9, 5e9, 7.5e9)],
+         "keep": 20, "program_id": {"jar": "jvmos-dacapo.jar", "jar_sha256": "d"},
+         "recorded": {"A": {"zlib_inflaters": 200_020, "malloc_calls": 700_000},
+                      "B": {"zlib_inflaters": 21, "malloc_calls": 90_000}}}
+    x = heldout.analyze_inflate(r, theta, 100.0)
+    assert x["removed"] == 200_000 and x["count_error_b"] == 1
+    assert x["measured90"]["mean"] == pytest.approx(0.5e9)
+    assert x["prediction"]["predicted_ns"] == pytest.approx(200_000 * f["ns_per_use"])
+    assert x["c_os_predicted_ns"] == pytest.approx(200_000 * 3 * 100.0)

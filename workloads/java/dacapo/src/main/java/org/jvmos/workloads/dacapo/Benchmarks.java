@@ -16,6 +16,7 @@ public final class Benchmarks {
         ALL.put("eclipse", EclipseBenchmark::new);
         ALL.put("fop", FopBenchmark::new);
         ALL.put("h2", H2Benchmark::new);
+        ALL.put("inflate", InflateBenchmark::new);
         ALL.put("jython", JythonBenchmark::new);
         ALL.put("luindex", LuindexBenchmark::new);
         ALL.put("lusearch", LusearchBenchmark::new);

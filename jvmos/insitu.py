@@ -259,8 +259,10 @@ def pretouch_pair(java: str, d: Path, heap_mb: int, n: int, rounds: int, first: 
 
 
 # θ for native buffers reused (the reuse-native-buffers what-if): the dose is the number of
-# inflations per request, each by a new Inflater (P) or by one kept and reset (Q)
-INFLATE_COUNTS = (2, 4, 8, 16)
+# inflations per request, each by a new Inflater (P) or by one kept and reset (Q); a first fit
+# at 2-16 per request found the difference within the windows' noise (an Inflater made and
+# ended costs a fraction of a µs here: glibc's caches serve its blocks again)
+INFLATE_COUNTS = (16, 32, 64, 128)
 INFLATE_MODES = ("per-call", "reused")
 DESIGNS["reuse-native-buffers"] = {
     "term": "C_mem (allocator)", "unit": "Inflater",

@@ -7,6 +7,7 @@ corrected per hit (correction.correct) with the io layer's windows (borrowed, na
 """
 from typing import Dict, List, Optional, Tuple
 
+from jvmos.catalogue import ZLIB_STREAM_INITS
 from jvmos.analyzers.correction import (PAIR_SOURCE, SYS_SOURCE, add, combine, correct_by_window,
                                        get, probe_costs, sum_known)
 
@@ -22,6 +23,9 @@ KINDS = {
                              "uprobe/uretprobe pair on libc's wrapper (--mode count: the "
                              "entry probe; sbrk keeps its return, not charged)", "uprobe_pair",
                              "uprobe"),
+    "mem:zlib_init": ("a zlib stream created: the zlib_init uprobe on inflateInit2_, "
+                      "inflateInit_, deflateInit2_ or deflateInit_ (counted only; cost "
+                      "borrowed from the minimal uprobe)", "uprobe", "uprobe"),
     "mem:page_fault": ("a user page fault: the page_fault_user program",
                        "page_fault_mem_hit", "page_fault_mem_hit"),
     "mem:sched_switch": ("a switch out of a traced thread: the mem layer's sched_switch program",
@@ -37,7 +41,8 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     return [("mem:malloc_pair", sum_("@calls", lambda k: k[0] == "malloc")),
             ("mem:vm_syscall_upair" if up else "mem:vm_syscall_pair",
              sum_("@calls", lambda k: k[0] == "vm")),
-            ("mem:page_fault", sum_("@ncalls", lambda k: k == ("vm", "page_fault_user")))]
+            ("mem:page_fault", sum_("@ncalls", lambda k: k == ("vm", "page_fault_user"))),
+            ("mem:zlib_init", sum_("@calls", lambda k: k[0] == "zlib"))]
 
 
 def adjust_hits(per: Dict[str, Dict[str, int]]) -> None:
@@ -216,3 +221,27 @@ def heap_faults(vm: dict, regions: Dict[tuple, int], pid: str, heap: Optional[di
     if unregioned > 0:
         vm["page_faults_unregioned"] = unregioned
 
+
+ZLIB_METHOD = ("counted by uprobes on zlib's inflateInit2_, inflateInit_, deflateInit2_ and "
+               "deflateInit_ (count only; libz.so.1, or the JDK's libzip.so when zlib is "
+               "inside it); a stream is counted at its inflateInit2_ or deflateInit2_ call, "
+               "which inflateInit_ and deflateInit_ make (functions: the calls of each)")
+
+
+def zlib_figures(entry: dict, calls: Dict[str, dict], state: Optional[dict]) -> None:
+    """Adds zlib_streams to one process's malloc category: the native zlib streams it created
+    ({"calls", "inflate", "deflate", "functions"}), one per java.util.zip.Inflater or Deflater.
+    None with zlib_streams_unknown saying why when they could not be counted (no zlib library
+    probed: state["unknown"]). state: the manifest's probes.zlib; None (the mem layer did not
+    run, or a recording made before jvmos counted them) or a process without a malloc
+    category: nothing is added. calls: the process's "zlib" figures by function."""
+    malloc = entry["categories"].get("malloc")
+    if state is None or malloc is None:     # a stream's init mallocs: no malloc, no stream
+        return
+    if state.get("unknown"):
+        malloc.update(zlib_streams=None, zlib_streams_unknown=state["unknown"])
+        return
+    funcs = {k: int(v.get("calls", 0)) for k, v in sorted(calls.items())}
+    kinds = {kind: funcs.get(sym, 0) for kind, sym in ZLIB_STREAM_INITS.items()}
+    malloc["zlib_streams"] = {"calls": sum(kinds.values()), **kinds, "functions": funcs,
+                              "method": ZLIB_METHOD}

@@ -67,6 +67,9 @@ BORROWED_KIND = {
                         "same bookkeeping) on probecal's copy function, --mode time",
     "mem:vm_syscall_upair": "borrowed: a minimal uprobe (+uretprobe in --mode time) on "
                             "probecal's function",
+    "mem:zlib_init": "borrowed: a minimal uprobe (filter + one count) on probecal's function "
+                     "(zlib_init's own work is one stats update; a zlib init is rare: no "
+                     "calibration of its own)",
 }
 BORROWED = {
     "uprobe_pair": "borrowed: a minimal uprobe+uretprobe pair on probecal's function",

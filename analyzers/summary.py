@@ -84,9 +84,11 @@ def missed_note(what: str, n: int) -> str:
 def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
           probes: Optional[dict] = None, mode: str = "time", scope: str = "host",
-          java_heap: Optional[dict] = None) -> dict:
+          java_heap: Optional[dict] = None, zlib: Optional[dict] = None) -> dict:
     """jvms_by_pid: pid -> JDK home of the libjvm that pid mapped (for per-JDK constants).
-    java_heap: the manifest's (the heap's range, or why not); None: the recording has none."""
+    java_heap: the manifest's (the heap's range, or why not); None: the recording has none.
+    zlib: the manifest's probes.zlib (the zlib libraries probed, or why none: mem.zlib_figures);
+    None: no zlib_streams figure."""
     validate_probes(probes)
     validate_costs(costs)
     warnings = []
@@ -119,6 +121,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         if off:
             by_pid[pid]["off_cpu"] = off
         mem.process_figures(by_pid[pid], raw, pid, java_heap)
+        mem.zlib_figures(by_pid[pid], fns.get(pid, {}).get("zlib", {}), zlib)
 
     # each process's measured times are corrected on its own figures; the totals are then
     # the sums of the per-process corrected figures (a floored process stays floored in the

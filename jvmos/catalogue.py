@@ -40,7 +40,7 @@ class Layer:
     """One layer of `jvmos record --layers`: what it measures and what it costs the traced
     processes, and what its probes attach to (checked against the engine's plans by the
     tests): syscalls traced by sys_enter/sys_exit tracepoint pairs, other tracepoints, and the
-    symbols probed per library (LIBC, LIBJVM, LIBNIO; one spelling per JDK where they
+    symbols probed per library (LIBC, LIBJVM, LIBNIO, LIBZ; one spelling per JDK where they
     differ)."""
     name: str
     measures: str
@@ -97,6 +97,12 @@ MEM_ALLOCATOR = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc
 MEM_SYSCALLS = ("brk", "mmap", "munmap", "mprotect", "madvise")
 # the libc calls of the memory syscalls probed at --scope process (brk is reached through sbrk)
 MEM_LIBC_WRAPPERS = ("mmap", "munmap", "mprotect", "madvise", "sbrk")
+# zlib's functions that create a stream (java.util.zip.Inflater and Deflater each create
+# one): counted by the mem layer. inflateInit_ and deflateInit_ are wrappers that call
+# inflateInit2_ and deflateInit2_ (zlib 1.2.13's libz.so.1 and Temurin 25's libzip.so,
+# disassembled), so a stream is counted once, at its *Init2_ call.
+ZLIB_INITS = ("inflateInit2_", "inflateInit_", "deflateInit2_", "deflateInit_")
+ZLIB_STREAM_INITS = {"inflate": "inflateInit2_", "deflate": "deflateInit2_"}
 THREAD_SYMBOLS = {"@LIBC@": ("pthread_create",),
                   "@LIBJVM@": ("JVM_StartThread", "_ZL19thread_native_entryP6Thread",
                                "_ZN10JavaThread4exitEbNS_8ExitTypeE")}
@@ -179,16 +185,18 @@ _LAYERS = [
           symbols={"@LIBC@": tuple(s for names in LINK_LIBC_WRAPPERS.values()
                                    for s in names)}),
     Layer("mem",
-          "the libc allocator, the kernel's memory syscalls and user page faults",
+          "the libc allocator, the kernel's memory syscalls, user page faults and the zlib "
+          "streams created",
           "a uprobe pair per allocator call and per memory call (≈1.7 µs; ≈0.9 µs for an "
           "allocator call in --mode count; libc's wrappers at --scope process, syscall "
           "tracepoints at --scope host), a tracepoint per page fault (≈0.2 µs; the faults are "
           "counted per 2 MiB region, and those in the Java heap, whose range jcmd reads after "
-          "counting stops, are reported apart): the costliest layer per call",
+          "counting stops, are reported apart), a uprobe per zlib stream created (counted "
+          "only): the costliest layer per call",
           syscalls=MEM_SYSCALLS,
           tracepoints=("exceptions:page_fault_user", "sched:sched_switch",
                        "sched:sched_process_exec", "sched:sched_process_free"),
-          symbols={"@LIBC@": MEM_ALLOCATOR + MEM_LIBC_WRAPPERS}),
+          symbols={"@LIBC@": MEM_ALLOCATOR + MEM_LIBC_WRAPPERS, "@LIBZ@": ZLIB_INITS}),
 ]
 LAYER_INFO: Dict[str, Layer] = {layer.name: layer for layer in _LAYERS}
 # the layers, in the order `jvmos record -h` lists them

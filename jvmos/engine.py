@@ -177,7 +177,7 @@ class PlanBuilder:
     def uprobe(self, ph: str, sym: str, prog: str, ret: Optional[str] = None, value: int = 0,
                has_bytes: bool = False) -> None:
         """prog (and ret, the return program) on sym in every library of placeholder ph
-        (LIBJVM, LIBNIO, LIBC). A symbol the library lacks is named in script.missing; two
+        (LIBJVM, LIBNIO, LIBC, LIBZ). A symbol the library lacks is named in script.missing; two
         names at one address are probed once."""
         paths = self.libs.get(ph, [])
         if not paths:
@@ -292,7 +292,7 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
                objects: Optional[Dict[str, Path]] = None, extra_uprobes: Sequence[dict] = (),
                extra_tps: Sequence[dict] = (),
                usdt_of: Optional[Callable[[Path], Dict]] = None) -> Plan:
-    """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC ->
+    """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC/LIBZ ->
     paths). symbols_of(path) -> {symbol: address} (jdk.symbols); usdt_of(path) -> the USDT
     probes a library carries (None: jdk.usdt_probes)."""
     mods = _modules()

@@ -29,6 +29,12 @@ class Jvm:
         p = base / "libnio.so"
         return p if p.exists() else None
 
+    @property
+    def libzip(self) -> Optional[Path]:
+        base = self.libjava.parent if self.libjava else self.libjvm.parent.parent
+        p = base / "libzip.so"
+        return p if p.exists() else None
+
     def as_dict(self):
         return {"home": str(self.home), "libjvm": str(self.libjvm), "version": self.version,
                 "vendor": self.vendor, "libjava": str(self.libjava) if self.libjava else None,
@@ -148,6 +154,82 @@ def libc_of(pid: Optional[int] = None) -> Optional[Path]:
     if pid is not None and (_other_mount_ns(pid) or not Path(lib).exists()):
         return Path(f"/proc/{pid}/root{lib}")
     return Path(lib)
+
+
+def _is_libz(path: str) -> bool:
+    return os.path.basename(path).startswith("libz.so")
+
+
+def _needed(lib: Path) -> List[str]:
+    """The DT_NEEDED names of a shared library (objdump -p)."""
+    try:
+        out = subprocess.run(["objdump", "-p", str(lib)], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        raise JvmosError("objdump not found: install binutils (make deps does)")
+    return [line.split()[1] for line in out.splitlines()
+            if line.split()[:1] == ["NEEDED"] and len(line.split()) == 2]
+
+
+def _loaded_libz(name: str) -> Optional[Path]:
+    """The file the dynamic loader gives jvmos for the library `name` (libz.so.1): loaded
+    here, then read from jvmos's own maps. A command jvmos launches runs in the same mount
+    namespace and gets the same file (as libc_of)."""
+    import ctypes
+    try:
+        ctypes.CDLL(name)
+    except OSError:
+        return None
+    return next((Path(p) for p in maps_of(os.getpid()) if _is_libz(p)), None)
+
+
+def libz_of(jvms: List[Jvm], pid: Optional[int] = None) -> Tuple[List[Path], Optional[str]]:
+    """The libraries whose zlib the JVMs create their streams with (the mem layer's LIBZ),
+    and why there is none when there is none. A process attached to (pid) names its own: the
+    libz.so* it maps. Each JVM's libzip.so then either defines inflateInit2_ itself (zlib
+    inside it: Temurin's, local symbols), and is the library; or imports it, from the
+    libz.so.1 it needs, which a JVM not yet started (or one that has not mapped it) will
+    load: the JDK's own copy in its lib directory (libzip.so's RPATH is $ORIGIN), else the
+    one the dynamic loader gives jvmos (in the process's mount namespace only)."""
+    found: List[Path] = []
+    why: List[str] = []
+    mapped = [p for p in maps_of(pid) if _is_libz(p)] if pid is not None else []
+    if mapped:
+        prefix = f"/proc/{pid}/root" if _other_mount_ns(pid) or \
+            not Path(mapped[0]).exists() else ""
+        found.append(Path(prefix + mapped[0]))
+    for j in jvms:
+        zip_ = j.libzip
+        if zip_ is None:
+            why.append(f"{j.home} has no lib/libzip.so")
+            continue
+        if "inflateInit2_" in symbols(zip_):
+            found.append(zip_)
+            continue
+        libz = [n for n in _needed(zip_) if _is_libz(n)]
+        if not libz:
+            why.append(f"{zip_} neither defines zlib's inflateInit2_ nor needs a libz.so "
+                       "(zlib inside it without symbols)")
+            continue
+        if mapped:
+            continue
+        own = zip_.parent / libz[0]
+        if own.exists():
+            found.append(own)
+        elif pid is not None and _other_mount_ns(pid):
+            why.append(f"pid {pid} maps no {libz[0]} yet, and its mount namespace is not "
+                       "jvmos's")
+        else:
+            got = _loaded_libz(libz[0])
+            if got is None:
+                why.append(f"the dynamic loader finds no {libz[0]} ({zip_} needs it)")
+            else:
+                found.append(got)
+    if not jvms and not mapped:
+        why.append("no JVM probed" if pid is None else f"pid {pid} maps no libz.so and is "
+                   "not a JVM")
+    uniq = list(dict.fromkeys(os.path.realpath(p) if not str(p).startswith("/proc/") else
+                              str(p) for p in found))
+    return [Path(p) for p in uniq], ("; ".join(why) if not uniq else None)
 
 
 def jvm_of_executable(exe: str) -> Optional[Jvm]:

@@ -51,13 +51,14 @@ from jvmos import calibrate as cal
 from jvmos.catalogue import (DEFAULT_LAYERS, LAYERS, OPTIONAL_SYMBOL_PREFIXES, TIMED_SPAN_LAYERS,
                              LINK_SYSCALLS, Mode)
 from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, jvm_of_pid, libc_of,
-                  symbols)
+                       libz_of, symbols)
 from jvmos import sampling
 from jvmos import cputime
 from jvmos import javaheap
 from jvmos.session import ATTACH_TIMEOUT_S, Session, alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.analyzers import rawparse, summary as summ
+from jvmos.enginelayers import mem as mem_layer
 
 def _task_state(pid: int, tid) -> Optional[tuple]:
     """(the thread's /proc/TID/syscall line, its voluntary context switches), or None."""
@@ -565,9 +566,11 @@ def _prepare(opts: Options, log) -> _Run:
                             "counts are exact, its per-layer times are partial (use --mode time)")
     jvms = _targets(opts, warnings)
     libc = libc_of(opts.pid)
+    # zlib's library (the mem layer counts the streams created there), or why there is none
+    libz, libz_why = libz_of(jvms, opts.pid) if "mem" in opts.layers else ([], None)
     libs = {"LIBJVM": [j.libjvm for j in jvms],
             "LIBNIO": [j.libnio for j in jvms if j.libnio],
-            "LIBC": [libc] if libc else []}
+            "LIBC": [libc] if libc else [], "LIBZ": libz}
     # the root pid is known once the command is launched (or now, --pid): the plan is
     # completed then; built here, before a run directory is made or a calibration started,
     # so that what the JVM's libraries cannot give (a layer with no probe there) is refused
@@ -614,7 +617,9 @@ def _prepare(opts: Options, log) -> _Run:
                    # the plan is not kept with reference results: its hash says which it was
                    "script_sha256": hashlib.sha256(script.text.encode()).hexdigest(),
                    "libc": str(libc) if libc else None,
-                   "scope": {"mode": opts.scope}},
+                   "scope": {"mode": opts.scope},
+                   **({"zlib": mem_layer.zlib_state(libz, libz_why, script.attached)}
+                      if "mem" in opts.layers else {})},
         "platform_file": str(platform_file), "warnings": warnings,
         "start_time": None, "end_time": None,
         # what the chosen attach points cannot see, by layer
@@ -984,7 +989,8 @@ def summary_inputs(platform: Optional[dict], manifest: dict, pids: Dict[str, dic
     kw = dict(addresses=probes.get("addresses") or {}, costs=cal.costs_for(platform),
               jvms_by_pid=jvm_home_by_pid, probes=probe_costs,
               mode=manifest.get("mode", "time"), scope=manifest.get("scope") or "process",
-              java_heap=manifest.get("java_heap"))
+              java_heap=manifest.get("java_heap"),
+              zlib=probes.get("zlib") if "mem" in (manifest.get("layers") or []) else None)
     return kw, probe_warnings, jvm_home_by_pid
 
 

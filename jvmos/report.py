@@ -213,6 +213,21 @@ def page_fault_line(vm: Optional[dict]) -> Optional[str]:
     return line
 
 
+def zlib_line(malloc: Optional[dict]) -> Optional[str]:
+    """The zlib streams created (one per Inflater or Deflater), when there were some, or why
+    they could not be counted."""
+    if not malloc:
+        return None
+    zs = malloc.get("zlib_streams")
+    if zs is None and malloc.get("zlib_streams_unknown"):
+        return f"zlib streams created: unknown ({malloc['zlib_streams_unknown']})"
+    if not zs or not zs.get("calls"):
+        return None
+    return (f"zlib streams created: {zs['calls']:,} ({zs.get('inflate', 0):,} inflate, "
+            f"{zs.get('deflate', 0):,} deflate: one per java.util.zip.Inflater or Deflater; "
+            "counted at zlib's inflateInit2_/deflateInit2_)")
+
+
 def render(run_dir) -> str:
     manifest, s = load_run(run_dir)
     out = []
@@ -252,6 +267,9 @@ def render(run_dir) -> str:
     faults = page_fault_line(s["categories"].get("vm"))
     if faults:
         out.append(faults)
+    zlib = zlib_line(s["categories"].get("malloc"))
+    if zlib:
+        out.append(zlib)
     off = t.get("off_cpu")
     if off:
         out.append(f"off-CPU time (waiting, not in the guaranteed overhead; a lower bound): "

@@ -2,10 +2,10 @@
  * mem.bpf.c - the memory layer of jvmos, compiled: what the native allocator and the kernel's
  * memory services cost a JVM (paper section 3.3, Table 6), kept by BPF programs that the
  * engine (probes/engine) loads and attaches. The analyzers read the figures as
- * @calls/@bytes/@time[pid, category, probe], @ncalls[pid, "vm", "page_fault_user"],
- * @ntime[pid, "malloc" | "vm", "off-CPU"], @grow_vm/@grow_malloc[pid, quarter-second],
- * @fault_region[pid, 2 MiB region], @missed[pid, what] and @hits[pid, "mem:sched_switch"]
- * (mem.h lists the ids).
+ * @calls/@bytes/@time[pid, category, probe] (category malloc, vm or zlib),
+ * @ncalls[pid, "vm", "page_fault_user"], @ntime[pid, "malloc" | "vm", "off-CPU"],
+ * @grow_vm/@grow_malloc[pid, quarter-second], @fault_region[pid, 2 MiB region],
+ * @missed[pid, what] and @hits[pid, "mem:sched_switch"] (mem.h lists the ids).
  *
  * Run through `jvmos record --engine bpf --layers mem`. Which function each program is
  * attached to comes from the plan (jvmos/enginelayers/mem.py); each uprobe carries its probe
@@ -36,6 +36,13 @@
  *    address (address >> 21), so that the faults in the Java heap, whose range jvmos reads
  *    from the JVM after counting stops, can be told apart from the others (a JVM touches a
  *    few hundred to a few thousand regions, one counts entry each).
+ *  - category zlib: the native zlib streams created, counted (no time, no return probe)
+ *    by a uprobe on zlib's inflateInit2_, inflateInit_, deflateInit2_ and deflateInit_
+ *    (java.util.zip.Inflater and Deflater each create one; its state and window are
+ *    malloc'ed there, and freed by end()). The library is the process's libz.so.1, or the
+ *    JDK's libzip.so when it carries zlib inside (Temurin: local symbols); which is the
+ *    plan's (jvmos/jdk.py libz_of). zlib's inflateInit_ and deflateInit_ are wrappers that
+ *    call the *Init2_ function, so a stream made through them is seen at both.
  *  - Time is on-CPU time: sched_switch (tp_btf) notes when a thread inside a timed allocator
  *    call or memory call is switched out (preempted, or blocked on the mmap lock behind
  *    another thread's page fault) and adds the interval until it runs again to its off-CPU
@@ -243,6 +250,22 @@ int alloc_ret(struct pt_regs *ctx)
 	}
 	t->offcpu_ns = 0;
 	t->alloc_start_ns = 0;
+	return 0;
+}
+
+/* ---- zlib streams: counted only ---- */
+
+SEC("uprobe.multi")
+int zlib_init(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+	struct jvmos_stat_val *s;
+
+	if (!jvmos_traced(tgid))
+		return 0;
+	s = jvmos_stat(tgid, JVMOS_CAT_ZLIB, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
+	if (s)
+		__sync_fetch_and_add(&s->calls, 1);
 	return 0;
 }
 

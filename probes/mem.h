@@ -15,6 +15,9 @@
 #define JVMOS_CAT_MALLOC_UNTIMED	(JVMOS_BASE_MEM + 2)
 #define JVMOS_CAT_VM			(JVMOS_BASE_MEM + 3)
 #define JVMOS_CAT_VM_TIMED		(JVMOS_BASE_MEM + 4)
+/* zlib stream creations: calls only, read as @calls[pid, "zlib", probe] (one probe per
+ * inflateInit2_, inflateInit_, deflateInit2_, deflateInit_ of each zlib library) */
+#define JVMOS_CAT_ZLIB			(JVMOS_BASE_MEM + 5)
 
 /* stats: names (JVMOS_NAMED(id)): @ncalls[pid, "vm", "page_fault_user"] and
  * @ntime[pid, "malloc" | "vm", "off-CPU"] */

@@ -1,7 +1,8 @@
 """The mem layer, compiled (probes/mem.bpf.c, probes/mem.h): the libc allocator, the kernel's
-memory calls, user page faults and the off-CPU time inside them, under the map names and keys
-the analyzers read (probes/mem.bpf.c lists them)."""
-from jvmos.catalogue import MEM_ALLOCATOR, MEM_LIBC_WRAPPERS, MEM_SYSCALLS
+memory calls, user page faults and the off-CPU time inside them, and the zlib streams
+created, under the map names and keys the analyzers read (probes/mem.bpf.c lists them)."""
+from jvmos.catalogue import (MEM_ALLOCATOR, MEM_LIBC_WRAPPERS, MEM_SYSCALLS, ZLIB_INITS,
+                             ZLIB_STREAM_INITS)
 from jvmos.enginecalib import Calibration
 
 NAME = OBJECT = "mem"
@@ -9,7 +10,7 @@ HEADER = "mem.h"
 BASE = 192
 
 CATEGORIES = {"malloc": BASE + 1, "malloc_untimed": BASE + 2, "vm": BASE + 3,
-              "vm_timed": BASE + 4}
+              "vm_timed": BASE + 4, "zlib": BASE + 5}
 NAMES = {BASE + 1: ("page_fault_user", "@ncalls", None),
          BASE + 2: ("off-CPU", None, "@ntime")}
 # @grow_vm / @grow_malloc[pid, quarter-second]: the bucket is the entry's x;
@@ -47,7 +48,7 @@ TP_BTF = ("sched_switch", "page_fault_user", "sched_process_exec", "sched_proces
 # The costs of this layer's probe kinds (analyzers/mem.py KINDS), measured with these
 # programs on probecal. probecal's jvmos_probe_target stands in for malloc (no side
 # effects, one argument). mem:vm_syscall_upair is charged with the minimal uprobe pair
-# (borrowed).
+# (borrowed), mem:zlib_init with the minimal uprobe (borrowed: analyzers/mem.py KINDS).
 CALIBRATIONS = [
     Calibration("malloc_mem_time_hit", "call", 200_000, ("mem",), ("mem:malloc_pair",),
                 "mem.bpf.c's alloc_entry + alloc_ret on probecal's function (as malloc)",
@@ -78,6 +79,10 @@ def plan(ctx) -> None:
     for sym in MEM_ALLOCATOR:
         ctx.uprobe("LIBC", sym, "alloc_entry", "alloc_ret" if timed else None, SIZE_OF[sym],
                    has_bytes=True)
+    # zlib's stream inits: counted in both modes (no return probe), in every zlib library
+    # the plan found (LIBZ: libz.so.1, or a libzip.so with zlib inside)
+    for sym in ZLIB_INITS:
+        ctx.uprobe("LIBZ", sym, "zlib_init")
     if ctx.scope == "process":
         for sym in MEM_LIBC_WRAPPERS:
             if sym == "sbrk":       # its bytes are known at its return: kept in --mode count
@@ -98,3 +103,20 @@ def plan(ctx) -> None:
                            named=True, has_bytes=brk)
     for t in TP_BTF:
         ctx.script.kinds[f"tp_btf:{t}"] = "tp_btf"
+
+
+def zlib_state(libs, why, attached) -> dict:
+    """The manifest's probes.zlib: the zlib libraries probed and, when the streams a process
+    creates cannot be counted, why (the summary then says unknown, not 0). libs, why: what
+    jdk.libz_of found; attached: the plan's attach points ("uprobe:PATH:SYMBOL")."""
+    paths = [str(p) for p in libs]
+    seen = {tuple(a.split(":", 1)[1].rsplit(":", 1)) for a in attached
+            if a.startswith("uprobe:") and a.count(":") >= 2}
+    lacking = [f"{p}:{sym}" for p in paths for sym in ZLIB_STREAM_INITS.values()
+               if (p, sym) not in seen]
+    unknown = None
+    if not paths:
+        unknown = f"no zlib library found ({why or 'none mapped or needed'})"
+    elif lacking:
+        unknown = f"zlib's stream inits not found: {', '.join(lacking)}"
+    return {"libraries": paths, "unknown": unknown}

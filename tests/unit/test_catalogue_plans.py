@@ -12,7 +12,7 @@ from jvmos import catalogue as cat
 from jvmos import engine as eng
 
 LIBS = {"LIBJVM": [Path("/jdk/lib/server/libjvm.so")], "LIBNIO": [Path("/jdk/lib/libnio.so")],
-        "LIBC": [Path("/lib/libc.so.6")]}
+        "LIBC": [Path("/lib/libc.so.6")], "LIBZ": [Path("/lib/libz.so.1")]}
 PLACEHOLDER_OF = {str(p): f"@{ph}@" for ph, ps in LIBS.items() for p in ps}
 # two JNI entry points beside the copy functions: the census layer's @JNI_ENTRY_POINTS@
 EXTRA_JNI = ("jni_GetVersion", "jni_FindClass")

@@ -281,6 +281,14 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
                    f"reaches {lo / 1e3:,.1f} µs, below 0")
         if not why and name == "bigger-chunks" and c["io_writes"]:
             why = outside_regime(c["io_write_bytes"] / c["io_writes"], t)
+        # θ's unit: for reused native buffers an Inflater (a zlib inflate stream made), not
+        # an allocator call
+        theta_removed = removed
+        if name == "reuse-native-buffers" and (t.get("unit") == "Inflater"):
+            theta_removed = c.get("zlib_inflaters")
+            if theta_removed is None and not why:
+                why = ("θ prices Inflaters made, and this recording did not count zlib's "
+                       "inflate streams (the mem layer found no zlib in the JVM)")
         if not why and name == "pretouch" and c.get("heap_page_faults") is None:
             why = ("θ prices first touches of the Java heap, and this recording did not read "
                    "the heap's range (the JVM had exited, or its collector prints none): "
@@ -295,12 +303,13 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
                 why = (f"this recording counted its uses with other probes "
                        f"({', '.join(hooks) or 'none'}) than θ's held-out tests did "
                        f"({', '.join(validated[0])}): validate θ again (jvmos run held-out)")
-        p = th.predict(removed, t["fit"])
+        p = th.predict(theta_removed or 0, t["fit"])
         res["theta"] = {
             # a refused θ gives no figure, in the JSON either
             "whole_change_us": None if why else p["predicted_ns"] / 1e3,
             "whole_change_ci_us": None if why else [x / 1e3 for x in p["predicted_ci_ns"]],
             "interval": p["interval"], "ns_per_use": t["fit"]["ns_per_use"],
+            "removed": theta_removed, "unit": t.get("unit"),
             "source": {k: t.get(k) for k in ("date", "commit", "jdk_label", "theta_sha256",
                                              "counted_by")},
             "held_out": t.get("held_out") or {}, "refused": why}

@@ -412,7 +412,8 @@ def cmd_what_if(args) -> int:
             if t["refused"]:
                 print(f"  the whole change (θ): not priced: {t['refused']}")
             else:
-                print(f"  the whole change (θ, the JVM's CPU per use less the JIT's, fitted "
+                print(f"  the whole change (θ, the JVM's CPU per use less the JIT's, "
+                      f"{t['removed']:,} {t.get('unit') or 'use'}(s) removed, fitted "
                       f"in place on {t['source']['jdk_label']}, {t['source']['date']}, commit "
                       f"{(t['source']['commit'] or '?')[:12]}): {ms(t['whole_change_us'])} "
                       f"({t['interval']}: {ms(t['whole_change_ci_us'][0])} .. "

@@ -68,6 +68,7 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     out = tmp_path / "ho"
     r = run_jvmos(["run", "held-out", "--servers", "2", "--windows", "1", "--pages", "20",
                    "--ipc-size", "500", "--ipc-calls", "10", "--pretouch-loads", "2",
+                   "--dacapo-iterations", "2", "--dacapo-size", "small",
                    "--platform", str(plat), "--out", str(out)], timeout=900)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "held-out.json").read_text())
@@ -75,7 +76,8 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     # thread-pool is on JDK 17 here, too old for virtual threads: chat skipped, saying why),
     # each in its own directory
     assert [t["name"] for t in res["tests"]] == ["shop-keep-alive", "ipc-buffered",
-                                                 "shop-pretouch", "shop-combined"]
+                                                 "shop-pretouch", "shop-combined",
+                                                 "dacapo-inflate"]
     assert "JDK 21+" in res["skipped"]["chat-virtual"]
     assert (out / "shop-keep-alive" / "recorded-A").is_dir()
     ho = res["tests"][0]
@@ -115,6 +117,16 @@ def test_theta_in_situ_and_held_out(platform_file, tmp_path):
     assert kinds["keep-alive"] == res["tests"][3]["recorded"]["A"]["accepts"] - 4 * 2
     assert co["prediction"]["predicted_ns"] == pytest.approx(sum(co["predicted_by_kind_ns"].values()))
     assert co["equal_work"] and co["theta_programs_disjoint"]
+
+    # the inflate benchmark: every document of each of the n iterations more is read through
+    # a new Inflater in A (the small size has 2,000 documents), one per worker per iteration
+    # in B; both counts are the probes'
+    di = res["tests"][4]
+    ia, ib, v = di["recorded"]["A"], di["recorded"]["B"], di["analysis"]
+    assert ia["zlib_inflaters"] == 2 * 2000 and ib["zlib_inflaters"] == di["keep"] > 0
+    assert v["removed"] == 4000 - di["keep"] and v["count_error_b"] == 0
+    assert [u["order"] for u in di["units"]] == [["A2", "B2", "B4", "A4"],
+                                                 ["B2", "A2", "A4", "B4"]]
 
     r = run_jvmos(["predict", "--from-run", ho["recorded"]["A"]["run_dir"], "--what-if",
                    "keep-alive", "--platform", str(plat)], timeout=60)

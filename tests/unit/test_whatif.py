@@ -266,3 +266,19 @@ def test_the_what_if_prices_with_the_theta_of_the_recordings_jdk():
     r = whatif.from_run("keep-alive", s, p, "/jdk", keep=1)
     assert r["theta"]["refused"] is None and r["theta"]["source"]["theta_sha256"] == "a"
     assert r["theta"]["whole_change_us"] == pytest.approx(500.0)
+
+
+def test_reused_inflaters_are_priced_by_theta_per_inflater_not_per_allocator_call():
+    fit = {"ns_per_use": 400.0, "ci_with_model_error_ns": [100.0, 700.0],
+           "se_with_model_error_ns": 150.0, "df": 11.0, "level": 0.95,
+           "model_error_relative": 0.0}
+    p = {**PLATFORM, "theta": {"reuse-native-buffers": {
+        "what_if": "reuse-native-buffers", "unit": "Inflater", "fit": fit, "jdk": "/jdk",
+        "theta_sha256": "z"}}}
+    s = summary(malloc={"calls": 9000, "zlib_streams": {"inflate": 2000, "deflate": 5}})
+    f = whatif.from_run("reuse-native-buffers", s, p, "/jdk")
+    assert f["removed"] == 9000                              # the OS's part: allocator calls
+    assert f["theta"]["removed"] == 2000 and f["theta"]["unit"] == "Inflater"
+    assert f["theta"]["whole_change_us"] == pytest.approx(2000 * 0.4)
+    g = whatif.from_run("reuse-native-buffers", summary(malloc={"calls": 9000}), p, "/jdk")
+    assert g["theta"]["whole_change_us"] is None and "zlib" in g["theta"]["refused"]

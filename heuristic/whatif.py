@@ -276,9 +276,9 @@ def from_run(name: str, s: dict, platform: dict, jdk_home: Optional[str], keep: 
         why = th.stale(t, jdk_home)
         lo = t["fit"]["ci_with_model_error_ns"][0]
         if not why and lo <= 0:
-            why = (f"θ's per-use model does not fit its own doses: its interval with the "
-                   f"model error ({t['fit']['model_error_relative']:.0%} beyond noise) "
-                   f"reaches {lo / 1e3:,.1f} µs, below 0")
+            why = (f"θ is not resolved from 0: its 95% interval with the model error "
+                   f"({t['fit']['model_error_relative']:.0%} beyond noise) reaches "
+                   f"{lo / 1e3:,.2f} µs")
         if not why and name == "bigger-chunks" and c["io_writes"]:
             why = outside_regime(c["io_write_bytes"] / c["io_writes"], t)
         # θ's unit: for reused native buffers an Inflater (a zlib inflate stream made), not

@@ -697,8 +697,11 @@ def run_dacapo_inflate(a, platform: dict, platform_file: Path, out: Path) -> dic
     # B keeps one Inflater per worker thread per iteration (the harness starts fresh workers)
     r["keep"] = r["units"][0]["loads"]["B"][0]["threads"] * n
     r["analysis"] = analyze_inflate(r, theta, alloc_ns)
-    r["constant_source"] = (f"{MALLOCS_PER_INFLATER} x (malloc + free), the platform file's "
-                            f"allocator costs ({alloc_ns:,.0f} ns a pair)")
+    r["constant_source"] = (f"{MALLOCS_PER_INFLATER} x (malloc + free) per stream, by reading "
+                            f"the JDK's and zlib's code, priced at the platform file's "
+                            f"allocator costs ({alloc_ns:,.0f} ns a pair, calibrated on 16 B-4 "
+                            f"KiB blocks; a stream's are a z_stream, a ~7 KiB state and a 32 "
+                            f"KiB window): an estimate")
     return r
 
 
@@ -957,8 +960,8 @@ def removed_text(r: dict) -> str:
                 f"{r['keep']:,} kept; reads {x['reads_a']:,} in A, not priced)")
     if r["name"] == "dacapo-inflate":
         return (f"{x['removed']:,} zlib inflate streams ({r['recorded']['A']['zlib_inflaters']:,} "
-                f"made - {r['keep']:,} kept; allocator calls {x['malloc_calls_a']:,} in A, "
-                f"{x['malloc_calls_b']:,} in B)")
+                f"made - {r['keep']:,} kept; allocator calls, 2n - n runs: "
+                f"{x['malloc_calls_a']:,} in A, {x['malloc_calls_b']:,} in B)")
     if r["name"] == "shop-combined":
         k = x["removed_by_kind"]
         return (f"{k['keep-alive']:,} connections ({r['recorded']['A']['accepts']:,} accepts - "
@@ -1063,7 +1066,12 @@ NOTES = [
     "the standard errors combined in quadrature (Welch-Satterthwaite df).",
     "measured: per load, the server's CPU clock (every thread) less its JIT threads' CPU; A - "
     "B averaged per unit (a shop; a pair of live chat servers), the mean over units with its "
-    "Student t 90% interval. Pretouch: a unit is a pair of fresh shops, and its A - B is "
+    "Student t 90% interval. dacapo-inflate: a unit is four bare runs, and its A - B is (A's "
+    "2n run - A's n run) - (B's 2n - B's n), each run's CPU from wait4's rusage (every "
+    "thread, the JIT's included), the arms' order balanced over pairs of units; its count "
+    "removed is the difference of two recordings of A (2n - n), less one Inflater kept per "
+    "worker per iteration; equal work: every run's own validation passed. Pretouch: a unit is "
+    "a pair of fresh shops, and its A - B is "
     "summed over their --pretouch-loads measured loads (where the first touches fall), not "
     "averaged.",
     "confirmed: the ratio's 90% interval (delta method) inside [0.8, 1.25]; refuted: wholly "

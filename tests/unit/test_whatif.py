@@ -162,7 +162,7 @@ def test_theta_prices_the_whole_change_and_refuses_other_hooks():
     bad = dict(p, theta={"keep-alive": {**p["theta"]["keep-alive"], "held_out": {}, "fit": {
         **THETA_FIT, "ci_with_model_error_ns": [-5e3, 105e3], "model_error_relative": 0.8}}})
     b = whatif.from_run("keep-alive", s, bad, "/jdk", keep=1, hooks=TP)
-    assert "does not fit its own doses" in b["theta"]["refused"]
+    assert "not resolved from 0" in b["theta"]["refused"]
     assert b["theta"]["whole_change_us"] is None
     # another JDK: refused too
     assert "not this recording's" in whatif.from_run("keep-alive", s, p, "/other", keep=1,
@@ -282,3 +282,8 @@ def test_reused_inflaters_are_priced_by_theta_per_inflater_not_per_allocator_cal
     assert f["theta"]["whole_change_us"] == pytest.approx(2000 * 0.4)
     g = whatif.from_run("reuse-native-buffers", summary(malloc={"calls": 9000}), p, "/jdk")
     assert g["theta"]["whole_change_us"] is None and "zlib" in g["theta"]["refused"]
+    # a θ whose interval reaches below 0 prices nothing, and says so
+    p["theta"]["reuse-native-buffers"]["fit"] = {**fit, "ci_with_model_error_ns": [-12.0, 700.0]}
+    h = whatif.from_run("reuse-native-buffers", s, p, "/jdk")
+    assert h["theta"]["whole_change_us"] is None
+    assert "not resolved from 0" in h["theta"]["refused"]

@@ -161,43 +161,32 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
     if len(chunks) < 3 or chunks[0] < 1 or chunks[-1] > 16 << 20:
         raise JvmosError(f"--in-situ-chunks: three or more write sizes in bytes, 1 to "
                          f"16,777,216 (got '{args.in_situ_chunks}')")
-    written = []
-    if "keep-alive" in terms:
-        r = insitu.calibrate_links(jvm, servers=args.trials, n=args.in_situ_requests, out=out,
-                                   log=log)
-        insitu.store(path, r)
-        print("\n".join(insitu.summary_lines(r)))
-        written.append(f"{out}/insitu.json")
-    if "bigger-chunks" in terms:
-        # the write's dose is a server option: groups of four live servers, 256 KiB answers
-        w = insitu.calibrate_chunks(jvm, groups=args.trials,
-                                    n=max(8, args.in_situ_requests // 5),
-                                    out=out / "bigger-chunks", log=log, chunks=chunks)
-        insitu.store(path, w)
-        print("\n".join(insitu.summary_lines(w)))
-        written.append(f"{out}/bigger-chunks/insitu.json")
-    if "thread-pool" in terms:
+    req, trials = args.in_situ_requests, args.trials
+    # per term, in this order: where its windows go and how it is measured
+    fits = {
+        "keep-alive": (out, lambda d: insitu.calibrate_links(
+            jvm, servers=trials, n=req, out=d, log=log)),
+        # the write's dose is a server option: groups of four live servers
+        "bigger-chunks": (out / "bigger-chunks", lambda d: insitu.calibrate_chunks(
+            jvm, groups=trials, n=max(8, req // 5), out=d, log=log, chunks=chunks)),
         # two live servers per group, a thread per connection and a pool, the same doses
-        t = insitu.calibrate_threads(jvm, groups=args.trials, n=args.in_situ_requests,
-                                     out=out / "thread-pool", log=log)
-        insitu.store(path, t)
-        print("\n".join(insitu.summary_lines(t)))
-        written.append(f"{out}/thread-pool/insitu.json")
-    if "reuse-native-buffers" in terms:
+        "thread-pool": (out / "thread-pool", lambda d: insitu.calibrate_threads(
+            jvm, groups=trials, n=req, out=d, log=log)),
         # a pair of live servers per dose: a new Inflater per inflation, one reused
-        z = insitu.calibrate_inflaters(jvm, groups=args.trials, n=args.in_situ_requests,
-                                       out=out / "reuse-native-buffers", log=log)
-        insitu.store(path, z)
-        print("\n".join(insitu.summary_lines(z)))
-        written.append(f"{out}/reuse-native-buffers/insitu.json")
-    if "pretouch" in terms:
+        "reuse-native-buffers": (out / "reuse-native-buffers", lambda d:
+                                 insitu.calibrate_inflaters(jvm, groups=trials, n=req, out=d,
+                                                            log=log)),
         # a pair of fresh servers per heap size, without and with -XX:+AlwaysPreTouch
-        f = insitu.calibrate_faults(jvm, groups=args.trials,
-                                    n=max(2000, 4 * args.in_situ_requests),
-                                    out=out / "pretouch", log=log)
-        insitu.store(path, f)
-        print("\n".join(insitu.summary_lines(f)))
-        written.append(f"{out}/pretouch/insitu.json")
+        "pretouch": (out / "pretouch", lambda d: insitu.calibrate_faults(
+            jvm, groups=trials, n=max(2000, 4 * req), out=d, log=log)),
+    }
+    written = []
+    for term, (d, fit) in fits.items():
+        if term in terms:
+            r = fit(d)
+            insitu.store(path, r)
+            print("\n".join(insitu.summary_lines(r)))
+            written.append(f"{d}/insitu.json")
     print(f"wrote θ ({', '.join(terms)}) into {path}; the windows: {', '.join(written)}")
     return 0
 

@@ -109,6 +109,15 @@ DESIGNS["pretouch"] = {
     "servers_per_run": 2 * len(HEAPS_MB)}
 
 
+def measured(srv, n: int):
+    """One load of n requests between two snapshots of its server's counters: the window
+    (proctimes.window) and the client's record."""
+    s0 = proctimes.snapshot(srv.proc.pid)
+    res = srv.load(n)
+    s1 = proctimes.snapshot(srv.proc.pid)
+    return proctimes.window(s0, s1), res
+
+
 def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable) -> dict:
     st = dict(iv.DEFAULT)
     srv = iv.Server(java, st, d, Path("/dev/null"), JVM_FLAGS)
@@ -121,11 +130,8 @@ def one_server(java: str, d: Path, n: int, rounds: int, seed: int, log: Callable
         order = th.dose_order(list(DOSES), rounds, seed)
         for dose in order:
             srv.st["client"] = dose
-            s0 = proctimes.snapshot(srv.proc.pid)
-            res = srv.load(n)
-            s1 = proctimes.snapshot(srv.proc.pid)
-            windows.append(window_record(dose, res["connections"], len(windows),
-                                         proctimes.window(s0, s1), res))
+            w, res = measured(srv, n)
+            windows.append(window_record(dose, res["connections"], len(windows), w, res))
         ok = True
     except cputime.ProcessGone as e:
         raise JvmosError(f"the in-situ server is gone: {e} (see {d}/server-stderr.txt)")
@@ -156,10 +162,7 @@ def chunk_group(java: str, d: Path, n: int, rounds: int, seed: int,
             srv[dose].load(n)
         order = th.dose_order(doses, rounds, seed)
         for dose in order:
-            s0 = proctimes.snapshot(srv[dose].proc.pid)
-            res = srv[dose].load(n)
-            s1 = proctimes.snapshot(srv[dose].proc.pid)
-            w = proctimes.window(s0, s1)
+            w, res = measured(srv[dose], n)
             windows.append(window_record(dose, w["syscw"], count[dose], w, res))
             count[dose] += 1
         ok = True
@@ -204,11 +207,8 @@ def thread_group(java: str, d: Path, n: int, rounds: int, seed: int) -> dict:
             got = {}
             for m in (THREAD_MODES if i % 2 == 0 else THREAD_MODES[::-1]):
                 srv[m].st["client"] = dose
-                s0 = proctimes.snapshot(srv[m].proc.pid)
-                res = srv[m].load(n)
-                s1 = proctimes.snapshot(srv[m].proc.pid)
-                got[m] = window_record(dose, res["connections"], i, proctimes.window(s0, s1),
-                                       res)
+                w, res = measured(srv[m], n)
+                got[m] = window_record(dose, res["connections"], i, w, res)
                 got[m]["first"] = (m == THREAD_MODES[i % 2])    # which server went first
                 arms[m].append(got[m])
             windows.append(difference_window(got["per-connection"], got["pool"]))
@@ -240,10 +240,7 @@ def pretouch_pair(java: str, d: Path, heap_mb: int, n: int, rounds: int, first: 
         for r in range(rounds):
             got = {}
             for m in (PRETOUCH_MODES if (first + r) % 2 == 0 else PRETOUCH_MODES[::-1]):
-                s0 = proctimes.snapshot(srv[m].proc.pid)
-                res = srv[m].load(n)
-                s1 = proctimes.snapshot(srv[m].proc.pid)
-                w = proctimes.window(s0, s1)
+                w, res = measured(srv[m], n)
                 got[m] = window_record(str(heap_mb), w["minflt"], start_index + r, w, res)
             p, q = got["touch-in-run"], got["pretouched"]
             windows.append(difference_window(p, q, uses=p["uses"] - q["uses"]))
@@ -302,11 +299,8 @@ def inflater_group(java: str, d: Path, n: int, rounds: int, seed: int,
         for i, dose in enumerate(order):
             got = {}
             for m in (INFLATE_MODES if i % 2 == 0 else INFLATE_MODES[::-1]):
-                s0 = proctimes.snapshot(srv[dose, m].proc.pid)
-                res = srv[dose, m].load(n)
-                s1 = proctimes.snapshot(srv[dose, m].proc.pid)
-                got[m] = window_record(dose, n * int(dose), seen[dose],
-                                       proctimes.window(s0, s1), res)
+                w, res = measured(srv[dose, m], n)
+                got[m] = window_record(dose, n * int(dose), seen[dose], w, res)
             windows.append(difference_window(got["per-call"], got["reused"]))
             windows[-1]["first"] = INFLATE_MODES[i % 2]
             seen[dose] += 1
@@ -366,65 +360,56 @@ def difference_window(p: dict, q: dict, uses: int = None) -> dict:
             **{k: p[k] - q[k] for k in DIFFERENCED}}
 
 
-def calibrate_threads(jvm, groups: int = 12, rounds: int = 4, n: int = 1000, out: Path = None,
-                      log: Callable = print) -> dict:
+def run_groups(jvm, runs_n: int, n: int, rounds: int, out: Path, log: Callable, what_if: str,
+               describe: str, one, design: dict = None) -> dict:
+    """θ's runs (servers or groups, the unit of its interval), each kept on disk as it ends,
+    then θ's record: one(java, k) measures the k-th; describe names it in the log."""
     java = str(jvm.home / "bin" / "java")
     c_program("reqload")
     jar(IO_JAR)
     t0 = time.time()
     runs = []
-    for k in range(groups):
-        log(f"in-situ θ for threads: group {k + 1}/{groups} (a thread per connection and a "
-            f"pool, {rounds} rounds of {len(DOSES)} doses, {n:,} requests a window)")
-        runs.append(thread_group(java, out / f"group{k}", n, rounds, 53 + k))
+    for k in range(runs_n):
+        log(f"in-situ θ for {describe.format(k=k + 1, of=runs_n)}")
+        runs.append(one(java, k))
         keep_partial(out, runs)
-    return finish(runs, jvm, n, rounds, t0, "thread-pool", out)
+    return finish(runs, jvm, n, rounds, t0, what_if, out, design)
+
+
+def calibrate_threads(jvm, groups: int = 12, rounds: int = 4, n: int = 1000, out: Path = None,
+                      log: Callable = print) -> dict:
+    return run_groups(jvm, groups, n, rounds, out, log, "thread-pool",
+                      f"threads: group {{k}}/{{of}} (a thread per connection and a pool, "
+                      f"{rounds} rounds of {len(DOSES)} doses, {n:,} requests a window)",
+                      lambda java, k: thread_group(java, out / f"group{k}", n, rounds, 53 + k))
 
 
 def calibrate_chunks(jvm, groups: int = 12, rounds: int = 4, n: int = 200, out: Path = None,
                      log: Callable = print, chunks=CHUNKS) -> dict:
-    java = str(jvm.home / "bin" / "java")
-    c_program("reqload")
-    jar(IO_JAR)
-    t0 = time.time()
-    runs = []
-    for k in range(groups):
-        log(f"in-situ θ for writes: group {k + 1}/{groups} ({len(chunks)} servers, {rounds} "
-            f"rounds, {n:,} requests of {chunk_response(chunks) >> 10} KiB a window)")
-        runs.append(chunk_group(java, out / f"group{k}", n, rounds, 31 + k, chunks))
-        keep_partial(out, runs)
-    return finish(runs, jvm, n, rounds, t0, "bigger-chunks", out, chunk_design(chunks))
+    return run_groups(jvm, groups, n, rounds, out, log, "bigger-chunks",
+                      f"writes: group {{k}}/{{of}} ({len(chunks)} servers, {rounds} rounds, "
+                      f"{n:,} requests of {chunk_response(chunks) >> 10} KiB a window)",
+                      lambda java, k: chunk_group(java, out / f"group{k}", n, rounds, 31 + k,
+                                                  chunks), chunk_design(chunks))
 
 
 def calibrate_inflaters(jvm, groups: int = 12, rounds: int = 2, n: int = 1000,
                         out: Path = None, log: Callable = print) -> dict:
-    java = str(jvm.home / "bin" / "java")
-    c_program("reqload")
-    jar(IO_JAR)
-    t0 = time.time()
-    runs = []
-    for k in range(groups):
-        log(f"in-situ θ for reused Inflaters: group {k + 1}/{groups} ({len(INFLATE_COUNTS)} "
-            f"pairs of live servers, {rounds} rounds, {n:,} requests a window)")
-        runs.append(inflater_group(java, out / f"group{k}", n, rounds, 91 + k))
-        keep_partial(out, runs)
-    return finish(runs, jvm, n, rounds, t0, "reuse-native-buffers", out)
+    return run_groups(jvm, groups, n, rounds, out, log, "reuse-native-buffers",
+                      f"reused Inflaters: group {{k}}/{{of}} ({len(INFLATE_COUNTS)} pairs of "
+                      f"live servers, {rounds} rounds, {n:,} requests a window)",
+                      lambda java, k: inflater_group(java, out / f"group{k}", n, rounds,
+                                                     91 + k))
 
 
 def calibrate_faults(jvm, groups: int = 12, rounds: int = 1, n: int = 4000, out: Path = None,
                      log: Callable = print) -> dict:
-    java = str(jvm.home / "bin" / "java")
-    c_program("reqload")
-    jar(IO_JAR)
-    t0 = time.time()
-    runs = []
-    for k in range(groups):
-        log(f"in-situ θ for first touches: group {k + 1}/{groups} ({len(HEAPS_MB)} heap sizes, "
-            f"a pair of fresh servers each, {rounds} windows of {n:,} requests with "
-            f"{GARBAGE_KB} KiB of garbage each)")
-        runs.append(pretouch_group(java, out / f"group{k}", n, rounds, 71 + 10 * k))
-        keep_partial(out, runs)
-    return finish(runs, jvm, n, rounds, t0, "pretouch", out)
+    return run_groups(jvm, groups, n, rounds, out, log, "pretouch",
+                      f"first touches: group {{k}}/{{of}} ({len(HEAPS_MB)} heap sizes, a pair "
+                      f"of fresh servers each, {rounds} windows of {n:,} requests with "
+                      f"{GARBAGE_KB} KiB of garbage each)",
+                      lambda java, k: pretouch_group(java, out / f"group{k}", n, rounds,
+                                                     71 + 10 * k))
 
 
 def moved_with_dose(servers: List[dict]) -> dict:
@@ -440,17 +425,11 @@ def moved_with_dose(servers: List[dict]) -> dict:
 
 def calibrate_links(jvm, servers: int = 12, rounds: int = 4, n: int = 1000, out: Path = None,
                     log: Callable = print) -> dict:
-    java = str(jvm.home / "bin" / "java")
-    c_program("reqload")
-    jar(IO_JAR)
-    t0 = time.time()
-    runs = []
-    for k in range(servers):
-        log(f"in-situ θ for connections: server {k + 1}/{servers} ({rounds} rounds of "
-            f"{len(DOSES)} doses, {n:,} requests a window)")
-        runs.append(one_server(java, out / f"server{k}", n, rounds, 17 + k, log))
-        keep_partial(out, runs)
-    return finish(runs, jvm, n, rounds, t0, "keep-alive", out)
+    return run_groups(jvm, servers, n, rounds, out, log, "keep-alive",
+                      f"connections: server {{k}}/{{of}} ({rounds} rounds of {len(DOSES)} "
+                      f"doses, {n:,} requests a window)",
+                      lambda java, k: one_server(java, out / f"server{k}", n, rounds, 17 + k,
+                                                 log))
 
 
 PARTIAL = "insitu.partial.json"

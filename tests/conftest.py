@@ -1,6 +1,7 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -110,6 +111,46 @@ def wait_for_manifest(out: Path, started: bool, timeout: float = ATTACH_WAIT_S) 
         time.sleep(0.05)
     raise AssertionError(f"no manifest{' with start_time' if started else ''} in {out} "
                          f"after {timeout:.0f} s")
+
+
+def wait_for(path: Path, proc, timeout: float = 120) -> None:
+    """Wait until a program under test writes the marker file `path`; fails if it exits."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, f"the JVM exited ({proc.returncode}) before {path.name}"
+        assert time.monotonic() < deadline, f"no {path.name} after {timeout:.0f} s"
+        time.sleep(0.05)
+
+
+def record_between_markers(d: Path, jvm, record_args: list) -> tuple:
+    """(summary, manifest) of a `jvmos record --pid` of a live JVM program that writes d/ready,
+    waits for d/go, does its counted work, writes d/done and stays alive: counting covers that
+    work only, and the JVM still lives when the recording stops (the JVM is killed after)."""
+    out = d / "rec"
+    rec = None
+    try:
+        wait_for(d / "ready", jvm)
+        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), *record_args,
+                                        "--duration", "600", "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        wait_for_manifest(out, started=True)
+        (d / "go").write_text("")
+        wait_for(d / "done", jvm)
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=300)
+        assert rec.returncode == 0, err
+        assert jvm.poll() is None
+    finally:
+        if rec is not None and rec.poll() is None:
+            rec.kill()
+            rec.wait()
+        jvm.kill()
+        jvm.wait()
+    s = json.loads((out / "summary.json").read_text())
+    m = json.loads((out / "manifest.json").read_text())
+    assert s["status"] == "complete", s.get("status_reason")
+    return s, m
 
 
 # ---- a headless browser, for the HTML pages (Debian package chromium)

@@ -150,26 +150,40 @@ def recorded_accepts(shop: Shop, a, keepalive: bool, out: Path, platform_file: P
     return _kept(r, accepts=r["counts"]["accepts"])
 
 
+def measured_loads(order: str, pid_of, load, row, bar: Progress, gone: str) -> dict:
+    """The measured loads of a unit, arm by arm in `order`: each load (load(arm) returns its
+    equal-work record) between two snapshots of its server's counters, kept as row(window,
+    record). `gone` says where to look when a server dies."""
+    loads = {"A": [], "B": []}
+    for arm in order:
+        try:
+            s0 = proctimes.snapshot(pid_of(arm))
+            res = load(arm)
+            s1 = proctimes.snapshot(pid_of(arm))
+        except cputime.ProcessGone as e:
+            raise JvmosError(f"{gone[0]} is gone: {e} (see {gone[1]})")
+        loads[arm].append(row(proctimes.window(s0, s1), res))
+        bar.step()
+    return loads
+
+
+def cpu_row(w: dict) -> dict:
+    """A load's CPU, less its JIT threads' and with them."""
+    return {"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
+            "stime_ns": w["stime_ns"]}
+
+
 def one_shop(java: str, a, d: Path, k: int, bar: Progress) -> dict:
     order = window_order(a.windows, 23, k)
-    loads = {"A": [], "B": []}
     with Shop(java, d, page_bytes=4096, max_seconds=1800, jvm_args=JVM_FLAGS) as shop:
         for _ in range(WARMUP_LOADS):              # the warm-up: past the JIT's first waves
             for arm in "AB":
                 shop.load(a.threads, a.pages, arm == "B")
-        for arm in order:
-            try:
-                s0 = proctimes.snapshot(shop.pid)
-                res = shop.load(a.threads, a.pages, arm == "B")
-                s1 = proctimes.snapshot(shop.pid)
-            except cputime.ProcessGone as e:
-                raise JvmosError(f"the shop is gone: {e} (see {d}/server-stderr.txt)")
-            w = proctimes.window(s0, s1)
-            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
-                               "stime_ns": w["stime_ns"], "pages": res["pages"],
-                               "connections": res["connections"],
-                               "errors": res.get("errors", 0)})
-            bar.step()
+        loads = measured_loads(
+            order, lambda arm: shop.pid, lambda arm: shop.load(a.threads, a.pages, arm == "B"),
+            lambda w, res: {**cpu_row(w), "pages": res["pages"],
+                            "connections": res["connections"], "errors": res.get("errors", 0)},
+            bar, ("the shop", f"{d}/server-stderr.txt"))
     err = d / "server-stderr.txt"
     if not (err.exists() and err.stat().st_size):
         shutil.rmtree(d, ignore_errors=True)   # the shop's logs: nothing once it served
@@ -308,53 +322,65 @@ def pretouch_args(arm: str) -> list:
     return JVM_FLAGS + ([PRETOUCH_FLAG] if arm == "B" else [])
 
 
-def recorded_heap_faults(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
-    """A fresh shop of one arm, warmed and then recorded (mem layer, count mode) over
-    --pretouch-loads loads, as the measured shops are loaded: its page faults in the Java
-    heap."""
-    loads = lambda: [shop.load(a.threads, a.pages, False) for _ in range(a.pretouch_loads)]
-    with Shop(java, out.parent / f"recorded-server-{arm}", page_bytes=4096, max_seconds=1800,
-              jvm_args=pretouch_args(arm)) as shop:
+def pretouch_shop(java: str, arm: str, d: Path) -> Shop:
+    return Shop(java, d, page_bytes=4096, max_seconds=1800, jvm_args=pretouch_args(arm))
+
+
+def recorded_shop(java: str, a, arm: str, out: Path, platform_file: Path, make_shop,
+                  keepalive: bool, what_if: str, layers: list) -> dict:
+    """A fresh shop of one arm (make_shop(java, arm, dir)), warmed and then recorded (count
+    mode, `layers`) over --pretouch-loads loads, as the measured shops are loaded; the heap's
+    page faults must be known (the tests that use it price them)."""
+    loads = lambda: [shop.load(a.threads, a.pages, keepalive) for _ in range(a.pretouch_loads)]
+    with make_shop(java, arm, out.parent / f"recorded-server-{arm}") as shop:
         for _ in range(WARMUP_LOADS):
-            shop.load(a.threads, a.pages, False)
-        r = recorded_load(shop.pid, "mem", "pretouch", loads, out, platform_file)
+            shop.load(a.threads, a.pages, keepalive)
+        r = recorded_load(shop.pid, layers[0], what_if, loads, out, platform_file,
+                          layers=layers)
     shutil.rmtree(out.parent / f"recorded-server-{arm}", ignore_errors=True)
-    heap = r["counts"].get("heap_page_faults")
-    if heap is None:
+    if r["counts"].get("heap_page_faults") is None:
         raise JvmosError(f"the recording {out} could not tell the Java heap's page faults from "
                          f"the others (the heap's range was not read): no prediction")
-    return _kept(r, heap_page_faults=heap, page_faults=r["counts"].get("page_faults", 0),
+    return r
+
+
+def recorded_heap_faults(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
+    """Its page faults in the Java heap (mem layer)."""
+    r = recorded_shop(java, a, arm, out, platform_file, pretouch_shop, False, "pretouch",
+                      ["mem"])
+    return _kept(r, heap_page_faults=r["counts"]["heap_page_faults"],
+                 page_faults=r["counts"].get("page_faults", 0),
                  pages=sum(x["pages"] for x in r["load"]))
 
 
-def shop_pretouch_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
-    """Two fresh shops, A as it is and B pretouched: the warm-up of each, then
-    --pretouch-loads loads each in ABBA/BAAB order; per load its shop's CPU less its JIT's."""
-    order = window_order(a.pretouch_loads, 41, k)
-    loads = {"A": [], "B": []}
+def shop_pair(java: str, a, d: Path, k: int, bar: Progress, make_shop, seed: int,
+              keepalive_b: bool, connections: bool) -> dict:
+    """Two fresh shops, A and B (make_shop(java, arm, dir)): the warm-up of each, then
+    --pretouch-loads loads each in ABBA/BAAB order, B's loads keeping their connections alive
+    if keepalive_b; per load its shop's CPU less its JIT's, and its minor faults."""
+    order = window_order(a.pretouch_loads, seed, k)
     with contextlib.ExitStack() as stack:
-        shops = {arm: stack.enter_context(Shop(java, d / f"shop-{arm}", page_bytes=4096,
-                                               max_seconds=1800, jvm_args=pretouch_args(arm)))
+        shops = {arm: stack.enter_context(make_shop(java, arm, d / f"shop-{arm}"))
                  for arm in "AB"}
+        load = lambda arm: shops[arm].load(a.threads, a.pages, keepalive_b and arm == "B")
         for _ in range(WARMUP_LOADS):              # the JIT's first waves, not measured
             for arm in "AB":
-                shops[arm].load(a.threads, a.pages, False)
-        for arm in order:
-            try:
-                s0 = proctimes.snapshot(shops[arm].pid)
-                res = shops[arm].load(a.threads, a.pages, False)
-                s1 = proctimes.snapshot(shops[arm].pid)
-            except cputime.ProcessGone as e:
-                raise JvmosError(f"a shop is gone: {e} (see {d}/shop-*/)")
-            w = proctimes.window(s0, s1)
-            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
-                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
-                               "minflt": w["minflt"], "pages": res["pages"],
-                               "errors": res.get("errors", 0)})
-            bar.step()
+                load(arm)
+        loads = measured_loads(
+            order, lambda arm: shops[arm].pid, load,
+            lambda w, res: {**cpu_row(w), "utime_ns": w["utime_ns"], "minflt": w["minflt"],
+                            "pages": res["pages"],
+                            **({"connections": res["connections"]} if connections else {}),
+                            "errors": res.get("errors", 0)},
+            bar, ("a shop", f"{d}/shop-*/"))
     if not any(f.stat().st_size for f in d.glob("shop-*/server-stderr.txt")):
         shutil.rmtree(d, ignore_errors=True)
     return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
+
+
+def shop_pretouch_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
+    """A as it is and B pretouched, loaded alike."""
+    return shop_pair(java, a, d, k, bar, pretouch_shop, 41, False, False)
 
 
 def unit_sums(units: list) -> list:
@@ -430,53 +456,18 @@ def combined_shop(java: str, arm: str, d: Path) -> Shop:
 
 
 def recorded_combined(java: str, a, arm: str, out: Path, platform_file: Path) -> dict:
-    """A fresh shop of one arm, warmed and recorded (links, mem and threads layers, count
-    mode) over --pretouch-loads loads: its accepts, heap page faults and threads started."""
-    keepalive = arm == "B"
-    loads = lambda: [shop.load(a.threads, a.pages, keepalive) for _ in range(a.pretouch_loads)]
-    with combined_shop(java, arm, out.parent / f"recorded-server-{arm}") as shop:
-        for _ in range(WARMUP_LOADS):
-            shop.load(a.threads, a.pages, keepalive)
-        r = recorded_load(shop.pid, "", ",".join(COMBINED_WHAT_IFS), loads, out, platform_file,
-                          layers=COMBINED_LAYERS)
-    shutil.rmtree(out.parent / f"recorded-server-{arm}", ignore_errors=True)
+    """Its accepts, heap page faults and threads started (links, mem and threads layers)."""
+    r = recorded_shop(java, a, arm, out, platform_file, combined_shop, arm == "B",
+                      ",".join(COMBINED_WHAT_IFS), COMBINED_LAYERS)
     c = r["counts"]
-    if c.get("heap_page_faults") is None:
-        raise JvmosError(f"the recording {out} could not tell the Java heap's page faults from "
-                         f"the others (the heap's range was not read): no prediction")
     return _kept(r, accepts=c["accepts"], heap_page_faults=c["heap_page_faults"],
                  page_faults=c["page_faults"], threads_created=c["threads_created"],
                  pages=sum(x["pages"] for x in r["load"]))
 
 
 def combined_pair(java: str, a, d: Path, k: int, bar: Progress) -> dict:
-    """Two fresh shops, A as it is and B with the three changes: the warm-up of each, then
-    --pretouch-loads loads each in ABBA/BAAB order; per load its shop's CPU less its JIT's."""
-    order = window_order(a.pretouch_loads, 43, k)
-    loads = {"A": [], "B": []}
-    with contextlib.ExitStack() as stack:
-        shops = {arm: stack.enter_context(combined_shop(java, arm, d / f"shop-{arm}"))
-                 for arm in "AB"}
-        for _ in range(WARMUP_LOADS):
-            for arm in "AB":
-                shops[arm].load(a.threads, a.pages, arm == "B")
-        for arm in order:
-            try:
-                s0 = proctimes.snapshot(shops[arm].pid)
-                res = shops[arm].load(a.threads, a.pages, arm == "B")
-                s1 = proctimes.snapshot(shops[arm].pid)
-            except cputime.ProcessGone as e:
-                raise JvmosError(f"a shop is gone: {e} (see {d}/shop-*/)")
-            w = proctimes.window(s0, s1)
-            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
-                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
-                               "minflt": w["minflt"], "pages": res["pages"],
-                               "connections": res["connections"],
-                               "errors": res.get("errors", 0)})
-            bar.step()
-    if not any(f.stat().st_size for f in d.glob("shop-*/server-stderr.txt")):
-        shutil.rmtree(d, ignore_errors=True)
-    return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}
+    """A as it is and B with the three changes (its loads keep their connections alive)."""
+    return shop_pair(java, a, d, k, bar, combined_shop, 43, True, True)
 
 
 def combined_terms(r: dict) -> dict:
@@ -744,7 +735,6 @@ def server_pair(servers: dict, load, a, d: Path, k: int, bar: Progress, seed: in
     a warm-up of each, then --windows loads of each in ABBA/BAAB order, each load's CPU of its
     server less its JIT's; load(server) runs one load and returns its equal-work record."""
     order = window_order(a.windows, seed, k)
-    loads = {"A": [], "B": []}
     srv = {}
     with contextlib.ExitStack() as stack:
         for arm, (name, cmd, load_cmd) in servers.items():
@@ -753,18 +743,11 @@ def server_pair(servers: dict, load, a, d: Path, k: int, bar: Progress, seed: in
         for _ in range(WARMUP_LOADS):              # the warm-up: past the JIT's first waves
             for arm in "AB":
                 load(srv[arm])
-        for arm in order:
-            try:
-                s0 = proctimes.snapshot(srv[arm].pid)
-                res = load(srv[arm])
-                s1 = proctimes.snapshot(srv[arm].pid)
-            except cputime.ProcessGone as e:
-                raise JvmosError(f"a server is gone: {e} (see {d}/server-*/)")
-            w = proctimes.window(s0, s1)
-            loads[arm].append({"cpu_ns": w["cpu_nojit_ns"], "cpu_with_jit_ns": w["cpu_ns"],
-                               "stime_ns": w["stime_ns"], "utime_ns": w["utime_ns"],
-                               "syscr": w["syscr"], "syscw": w["syscw"], **res})
-            bar.step()
+        loads = measured_loads(
+            order, lambda arm: srv[arm].pid, lambda arm: load(srv[arm]),
+            lambda w, res: {**cpu_row(w), "utime_ns": w["utime_ns"], "syscr": w["syscr"],
+                            "syscw": w["syscw"], **res},
+            bar, ("a server", f"{d}/server-*/"))
     if not any(f.stat().st_size for f in d.glob("server-*/server-stderr.txt")):
         shutil.rmtree(d, ignore_errors=True)   # the servers' logs: nothing once they served
     return {"order": order, "loads": loads, "sha256": th.sha256_of(loads)}

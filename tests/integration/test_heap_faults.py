@@ -4,15 +4,12 @@ counting has started, allocates a 64 MiB long[] in a fixed heap (-Xms = -Xmx) an
 every 4 KiB page of it. Without AlwaysPreTouch those pages are first touched then, 16,384
 faults inside the heap; with -XX:+AlwaysPreTouch the JVM touched its whole heap at startup,
 before the recording, and the heap faults while counting are a small fraction of that."""
-import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, wait_for_manifest
+from conftest import can_trace, record_between_markers
 from jvmos.jdk import discover_jdks
 
 pytestmark = [pytest.mark.integration,
@@ -39,14 +36,6 @@ public class Touch {
 """
 
 
-def wait_for(path: Path, proc, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert proc.poll() is None, f"the JVM exited ({proc.returncode}) before {path.name}"
-        assert time.monotonic() < deadline, f"no {path.name} after {timeout:.0f} s"
-        time.sleep(0.05)
-
-
 def record_touch(tmp_path: Path, *jvm_flags) -> tuple:
     """(summary, manifest) of a recording of the Touch program's allocation."""
     if "[always]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
@@ -58,30 +47,7 @@ def record_touch(tmp_path: Path, *jvm_flags) -> tuple:
     jvm = subprocess.Popen([str(java), "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", *jvm_flags,
                             str(src), str(tmp_path)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-    out = tmp_path / "rec"
-    rec = None
-    try:
-        wait_for(tmp_path / "ready", jvm)
-        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--layers", "mem",
-                                        "--duration", "600", "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-        wait_for_manifest(out, started=True)
-        (tmp_path / "go").write_text("")
-        wait_for(tmp_path / "done", jvm)
-        rec.send_signal(signal.SIGINT)                  # the JVM lives on: its heap is read
-        _, err = rec.communicate(timeout=300)
-        assert rec.returncode == 0, err
-        assert jvm.poll() is None
-    finally:
-        if rec is not None and rec.poll() is None:
-            rec.kill()
-            rec.wait()
-        jvm.kill()
-        jvm.wait()
-    s = json.loads((out / "summary.json").read_text())
-    m = json.loads((out / "manifest.json").read_text())
-    assert s["status"] == "complete", s.get("status_reason")
+    s, m = record_between_markers(tmp_path, jvm, ["--layers", "mem"])
     heap = m["java_heap"]
     assert heap["pid"] == jvm.pid and heap["collector"] == "G1", heap
     assert heap["end"] - heap["start"] == 256 << 20 and heap["source"] == "jcmd GC.heap_info"

@@ -6,16 +6,13 @@ so the recording counts exactly 2,000 inflate and 300 deflate streams. Everythin
 needs (its classes, the compressed buffer) was made before the recording began, so the JVM
 creates no other stream while counting runs. Run on every JDK found: OpenJDK 17 (Debian)
 calls the system's libz.so.1, Temurin 25 its own zlib inside libzip.so."""
-import json
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import JVMOS, ROOT, can_trace, wait_for_manifest
+from conftest import can_trace, record_between_markers
 from jvmos.jdk import discover_jdks
-from test_heap_faults import wait_for
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -74,31 +71,7 @@ def record_streams(tmp_path: Path, java: Path) -> tuple:
     src.write_text(STREAMS)
     jvm = subprocess.Popen([str(java), str(src), str(tmp_path), str(INFLATERS), str(DEFLATERS)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = tmp_path / "rec"
-    rec = None
-    try:
-        wait_for(tmp_path / "ready", jvm)
-        rec = subprocess.Popen(JVMOS + ["record", "--pid", str(jvm.pid), "--layers", "mem",
-                                        "--mode", "count", "--duration", "600",
-                                        "--out", str(out)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-        wait_for_manifest(out, started=True)
-        (tmp_path / "go").write_text("")
-        wait_for(tmp_path / "done", jvm)
-        rec.send_signal(signal.SIGINT)
-        _, err = rec.communicate(timeout=300)
-        assert rec.returncode == 0, err
-    finally:
-        if rec is not None and rec.poll() is None:
-            rec.kill()
-            rec.wait()
-        jvm.kill()
-        jvm.wait()
-    s = json.loads((out / "summary.json").read_text())
-    m = json.loads((out / "manifest.json").read_text())
-    assert s["status"] == "complete", s.get("status_reason")
-    return s, m
+    return record_between_markers(tmp_path, jvm, ["--layers", "mem", "--mode", "count"])
 
 
 @pytest.mark.parametrize("jvm", discover_jdks(), ids=lambda j: j.home.name)

@@ -57,7 +57,7 @@ def _categories(fns, paths, confirmed: int, costs: dict, jvm_key: Optional[str],
                 probes: Optional[dict] = None, thr_incl: int = 0, scope: str = "host") -> dict:
     """One process's categories, each resource's from its own analyzer."""
     cats = {}
-    cats.update(threads.categories(fns, thr_incl, probes, mode))
+    cats.update(threads.categories(fns, thr_incl, probes, mode, scope))
     cats.update(links.categories(fns, probes, scope))
     cats.update(mem.categories(fns, probes, costs, mode))
     cats.update(io.categories(fns, paths, confirmed, costs, jvm_key, mode))

@@ -34,16 +34,36 @@ KINDS = {
     "threads:sched_wakeup": ("a wakeup of a traced thread (run-queue wait, --mode time)",
                              "tracepoint", "tracepoint"),
     "threads:sys_enter_exit": ("a traced thread's exit syscall", "tracepoint", "tracepoint"),
+    # --scope process: libc's functions instead of the syscall tracepoints
+    "threads:span_libc": ("clone3, clone, mmap, mprotect, madvise, ... (libc's functions, "
+                          "--mode time): an entry+return uprobe pair",
+                          "span_libc_threads_hit", "span_libc_threads_hit"),
+    "threads:futex_libc": ("a futex wait in glibc's function (condition variable, semaphore, "
+                           "contended mutex): an entry+return uprobe pair",
+                           "futex_libc_threads_hit", "futex_libc_threads_hit"),
+    "threads:clone_libc": ("clone3 or clone, --mode count: an entry uprobe (a count)",
+                           "uprobe", "uprobe"),
+    "threads:sched_process_exit": ("a traced thread's exit, seen at sched_process_exit",
+                                   "tracepoint", "tracepoint"),
 }
 
 
 def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
-    """[(kind, {pid: hits})] of this layer's probes, from the maps that count their events."""
+    """[(kind, {pid: hits})] of this layer's probes, from the maps that count their events.
+    At --scope process the futex calls are libc uprobe pairs, and a clone is an entry uprobe
+    (its return, in --mode time, is counted as a threads:span_libc hit by the program)."""
     sum_ = raw.sum_by_pid
-    return [("threads:sched_switch", sum_("@csw", lambda k: True)),
-            ("threads:futex_pair", sum_("@ncalls", lambda k: k[0] == "sync")),
-            ("threads:clone_count", {p: 2 * n for p, n in
-                                     sum_("@calls", lambda k: k[0] == "thread_create").items()}),
+    clones = sum_("@calls", lambda k: k[0] == "thread_create")
+    if scope == "process":
+        timed = {p for (p, kind), n in raw.keyed("@hits").items()
+                 if kind == "threads:span_libc" and int(n)}
+        own = [("threads:futex_libc", sum_("@ncalls", lambda k: k[0] == "sync")),
+               # in --mode time the clone's pair is counted whole by its return program
+               ("threads:clone_libc", {p: n for p, n in clones.items() if p not in timed})]
+    else:
+        own = [("threads:futex_pair", sum_("@ncalls", lambda k: k[0] == "sync")),
+               ("threads:clone_count", {p: 2 * n for p, n in clones.items()})]
+    return [("threads:sched_switch", sum_("@csw", lambda k: True))] + own + [
             ("threads:uprobe", sum_("@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
                                     or (k[0] == "thread_create"
                                         and k[1].startswith("pthread_create"))))]
@@ -78,7 +98,8 @@ def _layers(parts: Dict[str, dict], tc: dict) -> dict:
     return layers
 
 
-def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict) -> dict:
+def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict, sys_source: str = SYS_SOURCE,
+                    scope: str = "host") -> dict:
     """thread_wait and runq (waiting, not corrected) and sync (futex spans, corrected with the
     syscall tracepoint window) of one process."""
     out = {}
@@ -96,15 +117,20 @@ def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict) -> dict:
         sparts = {}
         for k, v in sorted(sy.items()):
             sparts[k] = correct_by_window(v.get("time_ns", 0), v.get("calls", 0), c["sys_window"],
-                                     c["sys_ci"], SYS_SOURCE)
+                                     c["sys_ci"], sys_source)
             sparts[k]["calls"] = v.get("calls", 0)
         cat = {"calls": sum(p["calls"] for p in sparts.values()), "bytes": None}
         cat.update(combine(sparts.values()))
         cat.update({
-            "method": "measured", "probe_window_source": SYS_SOURCE,
+            "method": "measured", "probe_window_source": sys_source,
             "wait_calls": get(sy, "futex wait"), "wake_calls": get(sy, "futex wake"),
             "parts": sparts,
-            "basis": "futex syscalls of the traced threads, time includes blocking"})
+            "basis": ("glibc's futex waits of the traced threads (condition variables, "
+                      "semaphores, joins; a contended mutex's wait counted once until "
+                      "taken), on libc's functions (--scope process: no wake is seen); time "
+                      "includes blocking"
+                      if scope == "process" else
+                      "futex syscalls of the traced threads, time includes blocking")})
         out["sync"] = cat
     if rq:
         out["runq"] = {
@@ -123,8 +149,14 @@ def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict) -> dict:
 
 
 def categories(fns: dict, incl_ns: int, probes: Optional[dict],
-                      mode: str = "time") -> dict:
+               mode: str = "time", scope: str = "host") -> dict:
+    """The threads layer's categories of one process. At --scope process the syscalls inside
+    a span and the futex calls were timed by libc's uprobe pairs, not the syscall tracepoints:
+    their times are corrected with the symbol pair's window instead of the tracepoint's."""
     c = probe_costs(probes)
+    if scope == "process":
+        c = dict(c, sys_window=c["pair_window"], sys_ci=c["pair_ci"], sys_hit=c["pair_hit"])
+    sys_source = PAIR_SOURCE if scope == "process" else SYS_SOURCE
     tc, tj = fns.get("thread_create", {}), fns.get("thread_jvm", {})
     tw, sy = fns.get("thread_wait", {}), fns.get("sync", {})
     rq = fns.get("runq", {})
@@ -163,10 +195,10 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
              PAIR_SOURCE + NESTED_SOURCE,
              extra=add(mul(k_create, nested_sys), mul(alloc, nested_pair)),
              calls_what=f"pthread_create {lab}", window=c["pair_window"], ci=c["pair_ci"])
-        part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"], SYS_SOURCE,
+        part(f"kernel in create {lab}", f"kernel in create {lab}", c["sys_window"], sys_source,
              window=c["sys_window"], ci=c["sys_ci"])
         part(f"kernel in start/exit {lab}", f"kernel in start/exit {lab}", c["sys_window"],
-             SYS_SOURCE, window=c["sys_window"], ci=c["sys_ci"])
+             sys_source, window=c["sys_window"], ci=c["sys_ci"])
         part(f"kernel exit {lab}", f"kernel exit {lab}", 0.0,
              "none: the span begins at a tracepoint and ends at a switch-out, no probe window")
         # the start-up span ends at an entry uprobe, part of which precedes its clock read;
@@ -198,7 +230,7 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
                     mul(get(tc, "kernel in jvm start java")
                          + get(tw, "futex in JVM_StartThread"), nested_sys)),
          window=c["pair_window"], ci=c["pair_ci"])
-    part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], SYS_SOURCE,
+    part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], sys_source,
          window=c["sys_window"], ci=c["sys_ci"])
 
     layers = _layers(parts, tc)
@@ -231,7 +263,7 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "start_probe_outside_window_ns": mul(jstart, nested_pair),
             "parts": {n: parts[n] for n in jnames}})
         out["thread_jvm"] = cat
-    out.update(_waits_and_sync(tw, sy, rq, c))
+    out.update(_waits_and_sync(tw, sy, rq, c, sys_source, scope))
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):
             if name in out:

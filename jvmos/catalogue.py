@@ -110,6 +110,30 @@ THREAD_SYMBOLS = {"@LIBC@": ("pthread_create",),
 THREAD_SPAN_SYSCALLS = ("clone", "clone3", "mmap", "munmap", "mprotect", "madvise", "prctl",
                         "rseq", "rt_sigprocmask", "sched_getaffinity", "set_robust_list",
                         "gettid", "exit")
+# --scope process: the libc functions that stand in for those syscalls' tracepoints
+# (threads.bpf.c's thr_clone_libc, thr_span_libc, thr_futex_libc). glibc's __clone3,
+# __futex_abstimed_wait_common, __lll_lock_wait and __lll_lock_wake are local functions,
+# named only in its separate debug file (Debian's libc6-dbg, found by build id); without it
+# they are missing from the plan, and said so.
+THREAD_LIBC_CLONE = ("__clone3", "clone")
+THREAD_LIBC_SPAN = ("mmap", "munmap", "mprotect", "madvise", "prctl", "sched_getaffinity",
+                    "gettid")
+# name -> the futex operation its call stands for (threads.bpf.c's FUTEX_*_OP: 1 wait). The
+# wakes are left out: the condition variables' and semaphores' are inline syscalls, and the
+# contended mutexes' (__lll_lock_wake) begin with instructions the kernel single-steps (about
+# 9 us a hit, for a partial count)
+THREAD_LIBC_FUTEX = {"__futex_abstimed_wait_common": 1, "__lll_lock_wait": 1,
+                     "__lll_lock_wait_private": 1}
+THREAD_BLIND_SPOTS = (
+    "the syscalls start_thread and pthread_create make inline (rseq, set_robust_list, "
+    "rt_sigprocmask) and any raw syscall(2) (HotSpot's gettid): their kernel time stays in "
+    "the libc span around them; a thread's exit is seen at the kernel's sched_process_exit, "
+    "so the start of do_exit (exit_signals, exit_mm) counts as libc exit; futex: only the "
+    "waits, those of glibc's condition variables, semaphores and joins "
+    "(__futex_abstimed_wait_common, one syscall a call) and of contended mutexes "
+    "(__lll_lock_wait: one call until the lock is taken, which may be several syscalls); no "
+    "futex wake is seen, nor a futex a program makes with syscall(2); without libc6-dbg's "
+    "debug file, clone3 and the futex waits are not seen at all (listed as missing)")
 LINK_SYSCALLS = ("accept", "accept4", "connect", "open", "openat", "openat2", "close")
 # libc's functions that make each links syscall (--scope process), the syscall's own wrapper
 # first: aliases at one address are probed once under the first name; glibc's internal
@@ -138,7 +162,8 @@ def time_kind(name: str) -> str:
 
 # libc functions probed under another name than the syscall they make: read as that syscall
 LIBC_STANDS_FOR = {"__open_nocancel": "open", "__open64_nocancel": "open",
-                   "__close_nocancel": "close", "__close": "close", "__connect": "connect"}
+                   "__close_nocancel": "close", "__close": "close", "__connect": "connect",
+                   "__clone3": "clone3"}
 # what a libc wrapper cannot see, said in the manifest and the report (--scope process)
 LINK_BLIND_SPOTS = ("the dynamic loader's own open and close (dlopen of a library: ld.so "
                     "makes them without libc), openat2 (no glibc wrapper), and any raw "
@@ -168,14 +193,20 @@ _LAYERS = [
     Layer("threads",
           "native thread creation and exit: libc, kernel and the JVM's part; futex waits, "
           "context switches and run-queue wait",
-          "4 uprobe pairs per thread created, a syscall tracepoint pair (≈0.5 µs) per "
-          "thread-related syscall and futex, sched_switch and sched_wakeup; any enabled "
-          "syscall tracepoint slows every process's syscalls a little (jvmos run overhead); "
-          "times need --mode time",
+          "4 uprobe pairs per thread created; at --scope process no syscall tracepoint: an "
+          "entry+return pair on glibc's function per futex wait (≈1.5 µs) and, in --mode "
+          "time, per stack syscall (mmap, mprotect, ...: single-stepped, ≈10 µs); at --scope "
+          "host a "
+          "syscall tracepoint pair (≈0.5 µs) per thread-related syscall and futex, and the "
+          "host-wide syscall-tracepoint tax; sched_switch, sched_wakeup and "
+          "sched_process_exit at both; times need --mode time",
           syscalls=THREAD_SPAN_SYSCALLS + ("futex",),
           tracepoints=("sched:sched_switch", "sched:sched_wakeup", "sched:sched_wakeup_new",
-                       "sched:sched_process_free"),
-          symbols=THREAD_SYMBOLS, timed_spans=True),
+                       "sched:sched_process_free", "sched:sched_process_exit"),
+          symbols={**THREAD_SYMBOLS,
+                   "@LIBC@": THREAD_SYMBOLS["@LIBC@"] + THREAD_LIBC_CLONE + THREAD_LIBC_SPAN
+                   + tuple(THREAD_LIBC_FUTEX)},
+          timed_spans=True),
     Layer("links",
           "accept, connect, open and close: the paper's C_link and C_file",
           "an entry+return pair on libc's wrapper per accept/connect/open/close (≈1.5 µs; "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import List, Tuple
 
 from jvmos import ROOT
-from jvmos.jdk import discover_jdks, libc_of, maps_of, symbols
+from jvmos.jdk import debug_file_of, discover_jdks, libc_of, maps_of, symbols
 from jvmos.tools import C_BUILD, IO_JAR, TOMCAT_JAR
 
 # the symbols without which the io layer loses a category (others only lose detail)
@@ -125,6 +125,14 @@ def checks() -> List[Tuple[str, str, str, str]]:
         add("libc symbols", not miss, f"{libc}: " + ("pthread_create, malloc family" if not miss
                                                      else "missing " + ", ".join(miss)),
             "the threads and mem layers probe libc by its dynamic symbols", warn_only=True)
+        from jvmos.catalogue import THREAD_LIBC_FUTEX
+        local = [x for x in ("__clone3",) + tuple(THREAD_LIBC_FUTEX) if x not in symbols(libc)]
+        dbg = debug_file_of(libc)
+        add("glibc's debug symbols", not local,
+            (f"{dbg}: __clone3 and the futex waits" if not local else
+             f"{dbg or 'no debug file'}: missing " + ", ".join(local)
+             + " (the threads layer at --scope process does not see them)"),
+            "apt-get install libc6-dbg (make deps does)", warn_only=True)
     jdks = discover_jdks()
     add("JDKs found", bool(jdks), f"{len(jdks)}", "install a HotSpot JDK (apt-get install openjdk-17-jdk-headless)")
     for j in jdks:

@@ -277,8 +277,37 @@ def executable_kind(exe: str) -> str:
     return "native"
 
 
+DEBUG_ROOT = Path("/usr/lib/debug/.build-id")
+
+
+def debug_file_of(path) -> Optional[Path]:
+    """The separate debug file of a library, found by its GNU build id under DEBUG_ROOT
+    (Debian's libc6-dbg puts glibc's there), or None."""
+    try:
+        out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return None
+    m = re.search(r"Build ID:\s*([0-9a-f]{4,})", out)
+    if not m:
+        return None
+    p = DEBUG_ROOT / m.group(1)[:2] / f"{m.group(1)[2:]}.debug"
+    return p if p.is_file() else None
+
+
 @lru_cache(maxsize=32)
 def _symbols_cached(path: str, mtime: float) -> Dict[str, int]:
+    syms = _nm_symbols(path)
+    # functions the library keeps local (glibc's __clone3, __futex_abstimed_wait_common) are
+    # named only in its debug file, at the same link-time addresses; the library's own names
+    # come first
+    dbg = debug_file_of(path)
+    if dbg is not None:
+        for name, addr in _nm_symbols(str(dbg)).items():
+            syms.setdefault(name, addr)
+    return syms
+
+
+def _nm_symbols(path: str) -> Dict[str, int]:
     try:
         out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True)
     except FileNotFoundError:

@@ -198,10 +198,12 @@ def host_tax(platform: Optional[dict], kinds: dict) -> Optional[dict]:
 def blind_spots(layers, scope: str) -> Dict[str, str]:
     """What a layer's attach points cannot see at this scope (libc's wrappers at --scope
     process), said in the manifest and the report."""
-    from jvmos.catalogue import LINK_BLIND_SPOTS
+    from jvmos.catalogue import LINK_BLIND_SPOTS, THREAD_BLIND_SPOTS
     out = {}
     if scope == "process" and "links" in layers:
         out["links"] = LINK_BLIND_SPOTS
+    if scope == "process" and "threads" in layers:
+        out["threads"] = THREAD_BLIND_SPOTS
     return out
 
 

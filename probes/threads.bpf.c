@@ -92,6 +92,9 @@
 #include "threads.h"
 
 const volatile __u32 timing = 1;	/* 0 in --mode count: the spans are not timed */
+/* 1 at --scope process: a thread's exit is seen by sched_process_exit (thr_proc_exit), not
+ * by the exit syscall's tracepoint, which is not attached */
+const volatile __u32 exit_by_sched = 0;
 
 /* A start-up span that has run this long on the CPU is not a JVM start (start_thread's prologue
  * takes microseconds); one open this long by the wall clock, running or not, is dropped too, so
@@ -477,18 +480,15 @@ int thr_native_entry_ret(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("tracepoint")
-int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
+/* a traced thread enters its exit: the libc exit span ends, the kernel exit begins */
+static __always_inline void thread_exit_begins(__u32 tgid, __u32 tid, __u16 hit_kind)
 {
-	__u32 tgid = jvmos_tgid(), tid = cur_tid();
 	struct thr_state *t;
 	__s64 ns;
 
-	if (!jvmos_traced(tgid))
-		return 0;
-	hit(tgid, JVMOS_HIT_THREADS_SYS_ENTER_EXIT);
+	hit(tgid, hit_kind);
 	if (!(t = state_new(tid)))
-		return 0;
+		return;
 	if (t->libc_exit_ns) {
 		ns = own_span_end(t, tid, tgid, t->libc_exit_ns, bpf_ktime_get_ns());
 		named(tgid, JVMOS_CAT_THREAD_CREATE, JVMOS_NAME_LIBC_EXIT_JAVA + !t->java_thread,
@@ -498,6 +498,16 @@ int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
 	t->kernel_exit_pid = tgid;
 	t->exiting = 1;
 	t->kernel_exit_ns = bpf_ktime_get_ns();
+}
+
+/* --scope host: the exit syscall's entry */
+SEC("tracepoint")
+int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		thread_exit_begins(tgid, cur_tid(), JVMOS_HIT_THREADS_SYS_ENTER_EXIT);
 	return 0;
 }
 
@@ -529,12 +539,13 @@ static __always_inline void span_syscall_enter(__u32 tid)
 		t->span_syscall_ns = bpf_ktime_get_ns();
 }
 
-static __always_inline void span_syscall_exit(__u64 now, __u32 tgid, struct thr_state *t)
+static __always_inline void span_syscall_exit(__u64 now, __u32 tgid, struct thr_state *t,
+					      __u16 hit_kind)
 {
 	__u64 d, on;
 
 	/* every one of these syscalls runs this layer's entry and exit programs: counted */
-	hit(tgid, JVMOS_HIT_THREADS_SPAN_SYSCALL);
+	hit(tgid, hit_kind);
 	if (!t || !t->span_syscall_ns)
 		return;
 	d = now - t->span_syscall_ns;
@@ -568,19 +579,23 @@ static __always_inline void span_syscall_exit(__u64 now, __u32 tgid, struct thr_
 
 /* clone, clone3: counted always (@calls keyed by the tracepoint: its probe id is the
  * cookie), and a span syscall */
+static __always_inline void clone_called(__u32 tgid, __u64 cookie)
+{
+	struct jvmos_stat_val *s = jvmos_stat(tgid, JVMOS_CAT_THREAD_CREATE,
+					      JVMOS_COOKIE_PROBE(cookie));
+
+	if (s)
+		__sync_fetch_and_add(&s->calls, 1);
+	span_syscall_enter(cur_tid());
+}
+
 SEC("tracepoint")
 int thr_clone_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	__u32 tgid = jvmos_tgid();
-	struct jvmos_stat_val *s;
 
-	if (!jvmos_traced(tgid))
-		return 0;
-	s = jvmos_stat(tgid, JVMOS_CAT_THREAD_CREATE,
-		       JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
-	if (s)
-		__sync_fetch_and_add(&s->calls, 1);
-	span_syscall_enter(cur_tid());
+	if (jvmos_traced(tgid))
+		clone_called(tgid, bpf_get_attach_cookie(ctx));
 	return 0;
 }
 
@@ -598,7 +613,7 @@ int thr_clone_exit(struct trace_event_raw_sys_exit *ctx)
 	/* the child's state is there: sched_wakeup_new made it, before clone returned */
 	if (ctx->ret > 0 && t && t->jvm_start_ns && (c = state_of((__u32)ctx->ret)))
 		c->java_thread = 1;
-	span_syscall_exit(now, tgid, t);
+	span_syscall_exit(now, tgid, t, JVMOS_HIT_THREADS_SPAN_SYSCALL);
 	return 0;
 }
 
@@ -617,7 +632,7 @@ int thr_span_exit(struct trace_event_raw_sys_exit *ctx)
 	__u32 tgid = jvmos_tgid();
 
 	if (jvmos_traced(tgid))
-		span_syscall_exit(now, tgid, state_of(cur_tid()));
+		span_syscall_exit(now, tgid, state_of(cur_tid()), JVMOS_HIT_THREADS_SPAN_SYSCALL);
 	return 0;
 }
 
@@ -638,20 +653,16 @@ int thr_futex_enter(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-SEC("tracepoint")
-int thr_futex_exit(struct trace_event_raw_sys_exit *ctx)
+/* a futex wait or wake of a traced thread ends: counted in sync, and inside a span as
+ * waiting (thread_wait) */
+static __always_inline void futex_end(__u64 now, __u32 tgid)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 tgid = jvmos_tgid();
-	struct thr_state *t;
+	struct thr_state *t = state_of(cur_tid());
 	__u64 d;
 	int jvm;
 
-	if (!jvmos_traced(tgid))
-		return 0;
-	t = state_of(cur_tid());
 	if (!t || !t->futex_start_ns)
-		return 0;
+		return;
 	d = now - t->futex_start_ns;
 	named(tgid, JVMOS_CAT_SYNC, JVMOS_NAME_FUTEX_WAIT + (t->futex_op - FUTEX_WAIT_OP), 1,
 	      (__s64)d);
@@ -670,6 +681,16 @@ int thr_futex_exit(struct trace_event_raw_sys_exit *ctx)
 	}
 	t->futex_start_ns = 0;
 	t->futex_op = 0;
+}
+
+SEC("tracepoint")
+int thr_futex_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		futex_end(now, tgid);
 	return 0;
 }
 
@@ -862,5 +883,102 @@ int BPF_PROG(thr_wakeup, struct task_struct *p)
 		t->runq_ns = bpf_ktime_get_ns();
 		t->runq_why = RUNQ_WOKEN;
 	}
+	return 0;
+}
+
+/* ---- --scope process: the same figures from libc's functions, with no syscall tracepoint
+ * (the plan: jvmos/enginelayers/threads.py, catalogue.THREAD_LIBC_FUNCTIONS) ----
+ *
+ * clone: glibc's __clone3 and clone (pthread_create reaches the first through
+ * __clone_internal; __clone3 is local, named only in libc6-dbg's debug file), counted at
+ * entry as the clone tracepoints were, and in --mode time timed as a span syscall. The child
+ * returns from neither (it runs the thread function from the wrapper), so the return program
+ * runs in the parent only.
+ * span syscalls: libc's mmap, munmap, mprotect, madvise, prctl, sched_getaffinity and gettid
+ * (pthread_create's stack set-up calls the first four); rseq, set_robust_list and
+ * rt_sigprocmask are inline syscalls in start_thread and pthread_create, not seen: their
+ * kernel time stays in the libc span around them (the manifest's blind spots).
+ * futex: glibc's __futex_abstimed_wait_common (condition variables, semaphores, join: one
+ * futex wait syscall a call), __lll_lock_wait and __lll_lock_wait_private (a contended mutex,
+ * until it is taken: one call may make several wait syscalls), all waits (the cookie's value
+ * is the FUTEX_*_OP). No wake is seen: the condition variables' and semaphores' are inline
+ * syscalls. */
+
+SEC("uprobe.multi")
+int thr_clone_libc(struct pt_regs *ctx)
+{
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		clone_called(tgid, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("uprobe.multi")
+int thr_span_libc(struct pt_regs *ctx)
+{
+	if (jvmos_traced(jvmos_tgid()))
+		span_syscall_enter(cur_tid());
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int thr_span_libc_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		span_syscall_exit(now, tgid, state_of(cur_tid()), JVMOS_HIT_THREADS_SPAN_LIBC);
+	return 0;
+}
+
+SEC("uprobe.multi")
+int thr_futex_libc(struct pt_regs *ctx)
+{
+	__u32 op = JVMOS_COOKIE_VALUE(bpf_get_attach_cookie(ctx));
+	struct thr_state *t;
+
+	if (!jvmos_traced(jvmos_tgid()) || !(t = state_new(cur_tid())))
+		return 0;
+	t->futex_op = (op == FUTEX_WAIT_OP || op == FUTEX_WAKE_OP) ? op : FUTEX_OTHER_OP;
+	t->futex_start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int thr_futex_libc_ret(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid = jvmos_tgid();
+
+	if (jvmos_traced(tgid))
+		futex_end(now, tgid);
+	return 0;
+}
+
+/* a thread's exit: the exit syscall (x86-64's 60) when do_exit reports it. Threads that a
+ * group exit takes down are not in that syscall and are left out, as the exit tracepoint
+ * leaves them out. The part of do_exit before this event (exit_signals, exit_mm) falls in
+ * the libc exit span instead of the kernel exit. Attached with the object at every scope;
+ * returns at once unless the plan asked for it.
+ * A futex wait in progress ends here: a thread blocked in it when its process exits never
+ * returns to glibc's function, while the syscall's exit tracepoint (--scope host) does see
+ * it end (interrupted); so the wait is counted as the tracepoint would have counted it. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thr_proc_exit, struct task_struct *p)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tgid;
+
+	if (!exit_by_sched)
+		return 0;
+	tgid = jvmos_tgid();
+	if (!jvmos_traced(tgid))
+		return 0;
+	futex_end(now, tgid);
+	if (syscall_of(p) != 60)
+		return 0;
+	thread_exit_begins(tgid, cur_tid(), JVMOS_HIT_THREADS_SCHED_PROCESS_EXIT);
 	return 0;
 }

@@ -28,6 +28,9 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ! ls /usr/lib/jvm/*/bin/javac >/dev/null 2>&1 && ! have javac; then
   need+=(openjdk-17-jdk-headless)
 fi
+# glibc's separate debug file, by build id: the threads layer at --scope process probes
+# functions glibc keeps local (__clone3, the futex waits), named only there
+pkg_missing libc6-dbg && need+=(libc6-dbg)
 # Java2D (the jni-census task) renders text: it needs fontconfig and a font
 for p in fontconfig fonts-dejavu-core; do pkg_missing "$p" && need+=("$p"); done
 # headless Chromium renders the HTML pages in the tests (and for a user's screenshot), and a

@@ -2,15 +2,25 @@
 and exit split into libc, kernel and the JVM's part (thread_create, thread_jvm), the waiting
 around it (thread_wait), futex (sync), run-queue wait (runq) and context switches (@csw).
 
-Attach points: uprobes on libjvm's JVM_StartThread, thread_native_entry and JavaThread::exit
-and libc's pthread_create (their return probes in --mode time only); the tracepoints of the
-syscalls made while a thread is created, starts and exits (catalogue.THREAD_SPAN_SYSCALLS) and
-of futex; sched_switch, sched_wakeup, sched_wakeup_new and sched_process_free as BTF raw
-tracepoints (attached with the object, not listed in the plan). Only clone's and clone3's
-enter tracepoints key a figure (@calls[pid, "thread_create", probe]), so only they get a
-probe id.
+Attach points at both scopes: uprobes on libjvm's JVM_StartThread, thread_native_entry and
+JavaThread::exit and libc's pthread_create (their return probes in --mode time only);
+sched_switch, sched_wakeup, sched_wakeup_new, sched_process_exit and sched_process_free as BTF
+raw tracepoints (attached with the object, not listed in the plan).
+
+--scope process (the default): no syscall tracepoint. libc's clone wrappers (__clone3, clone)
+are counted, and timed in --mode time; the stack syscalls' functions (mmap, mprotect, ...) are
+timed inside the spans in --mode time; glibc's futex wait functions are timed in both modes;
+a thread's exit is seen at sched_process_exit. What these cannot see is
+catalogue.THREAD_BLIND_SPOTS, written into the manifest. __clone3 and the futex functions are
+local to glibc: found in libc6-dbg's debug file (jdk.symbols) and attached by file offset.
+
+--scope host: the tracepoints of the syscalls made while a thread is created, starts and
+exits (catalogue.THREAD_SPAN_SYSCALLS) and of futex, with the host-wide cost of an enabled
+syscall tracepoint. Only clone's and clone3's enter tracepoints key a figure
+(@calls[pid, "thread_create", probe]), so only they get a probe id.
 """
-from jvmos.catalogue import THREAD_SPAN_SYSCALLS, THREAD_SYMBOLS
+from jvmos.catalogue import (THREAD_LIBC_CLONE, THREAD_LIBC_FUTEX, THREAD_LIBC_SPAN,
+                             THREAD_SPAN_SYSCALLS, THREAD_SYMBOLS)
 from jvmos.enginecalib import Calibration
 
 NAME = OBJECT = "threads"
@@ -68,7 +78,8 @@ WHATS = {BASE + 1: ("@thr_incl", lambda sub, x: "" if sub == 0 else None),
 MISSED = {"thread_span_no_entry": BASE + 1}
 HITS = {"threads:uprobe": BASE + 1, "threads:uretprobe": BASE + 2,
         "threads:sched_wakeup_new": BASE + 3, "threads:sys_enter_exit": BASE + 4,
-        "threads:span_syscall": BASE + 5, "threads:sched_wakeup": BASE + 6}
+        "threads:span_syscall": BASE + 5, "threads:sched_wakeup": BASE + 6,
+        "threads:span_libc": BASE + 7, "threads:sched_process_exit": BASE + 8}
 HEADER_NAMES = {
     **{f"CAT_{k.upper()}": v for k, v in CATEGORIES.items()},
     **{f"NAME_{h}": BASE + 1 + i for i, (h, _, _) in enumerate(_NAMES)},
@@ -87,12 +98,23 @@ CALIBRATIONS = [
                 ("threads:sched_switch",),
                 "threads.bpf.c's thr_switch (with thr_wakeup), per switch out of a traced "
                 "thread (two threads yielding to each other on one CPU)", per_switch=True),
+    # the tracepoint pairs are the --scope host route, the libc pairs the --scope process one
     Calibration("futex_threads_hit", "futex", 200_000, ("threads",), ("threads:futex_pair",),
-                "threads.bpf.c's thr_futex_enter + thr_futex_exit on FUTEX_WAKE with no waiter"),
+                "threads.bpf.c's thr_futex_enter + thr_futex_exit on FUTEX_WAKE with no waiter",
+                scope="host"),
     Calibration("span_syscall_threads_hit", "madvise", 200_000, ("threads",),
                 ("threads:span_syscall",),
                 "threads.bpf.c's thr_span_enter + thr_span_exit on madvise(MADV_NORMAL) "
-                "outside any span"),
+                "outside any span", scope="host"),
+    Calibration("futex_libc_threads_hit", "lockwait", 200_000, ("threads",),
+                ("threads:futex_libc",),
+                "threads.bpf.c's thr_futex_libc + thr_futex_libc_ret on glibc's "
+                "__lll_lock_wait_private taking a free lock (no syscall), as placed",
+                scope="process"),
+    Calibration("span_libc_threads_hit", "madvise", 200_000, ("threads",),
+                ("threads:span_libc",),
+                "threads.bpf.c's thr_span_libc + thr_span_libc_ret on libc's "
+                "madvise(MADV_NORMAL) outside any span, as placed", scope="process"),
 ]
 
 UPROBES = (("LIBJVM", "JVM_StartThread", "thr_jvm_start", "thr_jvm_start_ret"),
@@ -102,16 +124,22 @@ UPROBES = (("LIBJVM", "JVM_StartThread", "thr_jvm_start", "thr_jvm_start_ret"),
            ("LIBJVM", "_ZN10JavaThread4exitEbNS_8ExitTypeE", "thr_jvm_exit", "thr_jvm_exit_ret"))
 # the plan probes exactly the catalogue's THREAD_SYMBOLS (kept in step with it)
 assert {s for ph, s, _, _ in UPROBES} == {s for syms in THREAD_SYMBOLS.values() for s in syms}
+assert len(set(THREAD_LIBC_CLONE) | set(THREAD_LIBC_SPAN) | set(THREAD_LIBC_FUTEX)) == \
+    len(THREAD_LIBC_CLONE) + len(THREAD_LIBC_SPAN) + len(THREAD_LIBC_FUTEX)
 
 
 def constants(ctx) -> dict:
-    return {"timing": 1 if ctx.mode == "time" else 0}
+    return {"timing": 1 if ctx.mode == "time" else 0,
+            "exit_by_sched": 1 if ctx.scope == "process" else 0}
 
 
 def plan(ctx) -> None:
     timed = ctx.mode == "time"
     for ph, sym, prog, ret in UPROBES:
         ctx.uprobe(ph, sym, prog, ret if timed else None)
+    if ctx.scope == "process":
+        _plan_libc(ctx, timed)
+        return
     for sc in THREAD_SPAN_SYSCALLS:
         if sc == "exit":
             ctx.tracepoint("syscalls", "sys_enter_exit", "thr_sys_exit")
@@ -123,3 +151,18 @@ def plan(ctx) -> None:
             ctx.tracepoint("syscalls", f"sys_exit_{sc}", "thr_span_exit")
     ctx.tracepoint("syscalls", "sys_enter_futex", "thr_futex_enter")
     ctx.tracepoint("syscalls", "sys_exit_futex", "thr_futex_exit")
+
+
+def _plan_libc(ctx, timed: bool) -> None:
+    """--scope process: libc's functions instead of the syscall tracepoints (the exit by
+    sched_process_exit, a BTF tracepoint attached with the object): clone's wrappers counted
+    (and timed in --mode time), the stack syscalls' wrappers timed in --mode time only (in
+    --mode count no span is open, so they would only cost), the futex waits and wakes timed
+    in both modes, as the futex tracepoints were."""
+    for sym in THREAD_LIBC_CLONE:
+        ctx.uprobe("LIBC", sym, "thr_clone_libc", "thr_span_libc_ret" if timed else None)
+    if timed:
+        for sym in THREAD_LIBC_SPAN:
+            ctx.uprobe("LIBC", sym, "thr_span_libc", "thr_span_libc_ret")
+    for sym, op in THREAD_LIBC_FUTEX.items():
+        ctx.uprobe("LIBC", sym, "thr_futex_libc", "thr_futex_libc_ret", value=op)

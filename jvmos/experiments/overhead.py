@@ -187,10 +187,12 @@ def run_idle_tracepoint(cmd: List[str]) -> dict:
             "attach_seconds": (ready or {}).get("spawn_to_ready_s")}
 
 
-def syscall_tracepoints_of_layers(layers=("threads", "links"), scope="process") -> List[str]:
+def syscall_tracepoints_of_layers(layers=("io", "threads", "links", "mem"),
+                                  scope="process") -> List[str]:
     """The syscall tracepoints these compiled layers put on at this scope, from their own
     plan (the libraries are left out: only the tracepoints are wanted). At --scope process
-    (since 27 Nov) only the threads layer's."""
+    none since the threads layer moved to libc's functions (27 Nov); at --scope host every
+    syscall the layers watch."""
     from jvmos import engine as eng
     plan = eng.build_plan(list(layers), {}, lambda path: {}, root=0, counting=False,
                           follow=False, scope=scope)
@@ -203,16 +205,16 @@ TAX_CALLS = 1_000_000
 def tracepoint_tax(rounds: int) -> dict:
     """What enabled syscall tracepoints cost a process that never triggers them, measured
     interleaved: the bystander's write loop (TAX_CALLS calls, its CPU time per call) alone,
-    with one idle tracepoint (getppid), and with a process-scope recording's set (the
-    threads layer's since the links layer moved to libc's functions), each a
+    with one idle tracepoint (getppid), and with a --scope host recording's set (at --scope
+    process a recording enables none), each a
     minimal compiled program that returns at once for an untraced process; `rounds` turns
     of the three arms in a row, so that the machine's drift falls on each arm alike."""
     from jvmos import enginecost
     cmd = [str(c_program("bystander")), "--loop", "write", "--count", str(TAX_CALLS)]
-    layer_tps = syscall_tracepoints_of_layers()
+    layer_tps = syscall_tracepoints_of_layers(scope="host")
     arms = [("none", []), ("one idle syscall tracepoint (getppid)", ["sys_enter_getppid"]),
-            (f"a process-scope recording's {len(layer_tps)} syscall tracepoints (the threads "
-             f"layer's)", layer_tps)]
+            (f"a --scope host recording's {len(layer_tps)} syscall tracepoints (every layer's; "
+             f"at --scope process none)", layer_tps)]
     got = {name: [] for name, _ in arms}
 
     def per_call(stdout: str) -> float:

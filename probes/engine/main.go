@@ -241,7 +241,7 @@ func (e *engine) placeAll() []map[string]interface{} {
 		r := map[string]interface{}{
 			"id": u.ID, "path": u.Path, "symbol": u.Symbol, "program": u.Program,
 			"ret_program": u.RetProgram, "shift": s.Shift, "insn": s.Insn, "class": s.Class,
-			"why": s.Why, "file_offset": s.FileOff}
+			"why": s.Why, "file_offset": s.FileOff, "debug_symbol": s.Debug}
 		if u.usdt() {
 			r["kind"] = "usdt"
 			r["address"] = u.Address
@@ -282,7 +282,8 @@ func (e *engine) groups() []*group {
 		g.offs = append(g.offs, s.Shift)
 		g.files = append(g.files, s.FileOff)
 		g.refs = append(g.refs, s.RefCtrOff)
-		g.byAddr = g.byAddr || u.usdt()
+		// by file offset: a USDT site, or a function only the debug file names
+		g.byAddr = g.byAddr || u.usdt() || s.Debug
 		g.cookies = append(g.cookies, uint64(u.ID&0xffff)|uint64(u.Value&0xffff)<<16)
 	}
 	for _, u := range e.plan.Uprobes {

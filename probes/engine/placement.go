@@ -67,13 +67,63 @@ type Site struct {
 	FileOff uint64 `json:"file_offset"`
 	// a USDT site's semaphore as a file offset (0: none): the kernel raises it while attached
 	RefCtrOff uint64 `json:"ref_ctr_offset,omitempty"`
+	// the symbol was found only in the library's separate debug file (a local function such
+	// as glibc's __clone3): the kernel's symbol lookup cannot see it, so it is attached by
+	// file offset
+	Debug bool `json:"debug_symbol,omitempty"`
 }
 
 type elfInfo struct {
 	syms  map[string]uint64 // name -> virtual address (defined functions)
 	sizes map[string]uint64 // name -> the function's size in bytes (st_size; 0: unknown)
+	debug map[string]bool   // names found only in the separate debug file
 	loads []elf.ProgHeader
 	path  string
+}
+
+// debugRoot: where separate debug files are found by build id (Debian's libc6-dbg puts
+// glibc's there); a variable for the tests
+var debugRoot = "/usr/lib/debug/.build-id"
+
+// debugFileOf: the separate debug file of an ELF, by its GNU build id, or "" if there is none.
+func debugFileOf(f *elf.File) string {
+	sec := f.Section(".note.gnu.build-id")
+	if sec == nil {
+		return ""
+	}
+	data, err := sec.Data()
+	// the note: namesz, descsz, type (4 bytes each), "GNU\0", then the id
+	if err != nil || len(data) < 16 {
+		return ""
+	}
+	namesz := f.ByteOrder.Uint32(data[0:4])
+	descsz := f.ByteOrder.Uint32(data[4:8])
+	start := 12 + (namesz+3)&^3
+	if descsz < 2 || uint32(len(data)) < start+descsz {
+		return ""
+	}
+	id := fmt.Sprintf("%x", data[start:start+descsz])
+	p := fmt.Sprintf("%s/%s/%s.debug", debugRoot, id[:2], id[2:])
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// addSyms adds the defined functions of syms that info does not have yet; debug marks them
+// as the debug file's.
+func (info *elfInfo) addSyms(syms []elf.Symbol, debug bool) {
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Section != elf.SHN_UNDEF {
+			if _, seen := info.syms[s.Name]; !seen {
+				info.syms[s.Name] = s.Value
+				info.sizes[s.Name] = s.Size
+				if debug {
+					info.debug[s.Name] = true
+				}
+			}
+		}
+	}
 }
 
 var (
@@ -92,19 +142,23 @@ func loadELF(path string) (*elfInfo, error) {
 		return nil, err
 	}
 	defer f.Close()
-	info := &elfInfo{syms: map[string]uint64{}, sizes: map[string]uint64{}, path: path}
+	info := &elfInfo{syms: map[string]uint64{}, sizes: map[string]uint64{},
+		debug: map[string]bool{}, path: path}
 	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, err := get()
 		if err != nil {
 			continue // a stripped file has no .symtab
 		}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Section != elf.SHN_UNDEF {
-				if _, seen := info.syms[s.Name]; !seen {
-					info.syms[s.Name] = s.Value
-					info.sizes[s.Name] = s.Size
-				}
+		info.addSyms(syms, false)
+	}
+	// the separate debug file's full symbol table (same link-time addresses): functions the
+	// library keeps local, such as glibc's __clone3 and __futex_abstimed_wait_common
+	if dp := debugFileOf(f); dp != "" {
+		if df, err := elf.Open(dp); err == nil {
+			if syms, err := df.Symbols(); err == nil {
+				info.addSyms(syms, true)
 			}
+			df.Close()
 		}
 	}
 	for _, p := range f.Progs {
@@ -220,6 +274,7 @@ func place(path, symbol string, move bool) (Site, error) {
 	fh.Close()
 	site := placeBytes(buf[:n], va, move)
 	site.FileOff = off + site.Shift
+	site.Debug = e.debug[symbol]
 	return site, nil
 }
 

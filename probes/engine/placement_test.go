@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"os"
 	"testing"
 )
@@ -68,5 +69,43 @@ func TestPlaceLibc(t *testing.T) {
 			t.Errorf("%s moved to +%d onto a %s instruction", sym, s.Shift, s.Class)
 		}
 		t.Logf("%s: +%d %s %s", sym, s.Shift, s.Class, s.Why)
+	}
+}
+
+// glibc keeps __clone3 local: only its separate debug file (Debian's libc6-dbg, found by the
+// build id) names it. Such a symbol is placed like any other and marked for attach by offset;
+// an exported one is not marked.
+func TestDebugFileSymbols(t *testing.T) {
+	libc := "/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skip("no glibc at the Debian path")
+	}
+	f, err := elf.Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbg := debugFileOf(f)
+	f.Close()
+	if dbg == "" {
+		t.Skip("libc6-dbg is not installed")
+	}
+	s, err := place(libc, "__clone3", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Debug || s.FileOff == 0 {
+		t.Fatalf("__clone3: %+v", s)
+	}
+	w, err := place(libc, "write", true)
+	if err != nil || w.Debug {
+		t.Fatalf("write: %+v %v", w, err)
+	}
+	saved := debugRoot
+	debugRoot = t.TempDir()
+	defer func() { debugRoot = saved }()
+	f, _ = elf.Open(libc)
+	defer f.Close()
+	if debugFileOf(f) != "" {
+		t.Fatal("a debug root with no files still gave a debug file")
 	}
 }

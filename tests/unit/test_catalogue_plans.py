@@ -72,12 +72,18 @@ def test_the_io_layers_syscalls_are_the_catalogued_io_syscalls_and_their_libc_wr
     assert not procsys and procsyms["@LIBC@"] == set(cat.IO_LIBC_WRAPPERS)
 
 
-def test_at_process_scope_only_the_threads_layer_enables_syscall_tracepoints():
+def test_at_process_scope_no_layer_enables_a_syscall_tracepoint():
     """Issue 31: --scope process enables no syscall tracepoint (each taxes every task on the
-    host). io, mem and links count on libc's functions there; threads still times thread
-    creation and futex on syscall tracepoints (what is left of the issue)."""
-    using = {name for name in cat.LAYER_INFO if _attached(name, "process")[0]}
-    assert using == {"threads"}
+    host). Every layer counts on libc's functions there, in both modes; the threads layer's
+    stack syscalls are timed in --mode time only, its clone wrappers and futex waits in
+    both."""
+    for mode in ("time", "count"):
+        assert {name for name in cat.LAYER_INFO if _attached(name, "process", mode)[0]} == set()
+    _, timed = _attached("threads", "process", "time")
+    _, counted = _attached("threads", "process", "count")
+    libc = set(cat.THREAD_LIBC_CLONE) | set(cat.THREAD_LIBC_FUTEX)
+    assert timed["@LIBC@"] == libc | set(cat.THREAD_LIBC_SPAN) | {"pthread_create"}
+    assert counted["@LIBC@"] == libc | {"pthread_create"}
     # at --scope host, every layer that makes syscalls uses their tracepoints
     assert {name for name in cat.LAYER_INFO if _attached(name, "host")[0]} == \
         {"io", "threads", "links", "mem"}

@@ -246,3 +246,17 @@ def test_usdt_probes_of_installed_libjvm_agree_with_readelf():
 
 def test_usdt_probes_of_a_missing_file_is_empty(tmp_path):
     assert jdk.usdt_probes(tmp_path / "nope.so") == {}
+
+
+def test_a_librarys_debug_file_is_found_by_its_build_id(tmp_path, monkeypatch):
+    """glibc's local functions (__clone3, the futex waits) come from its separate debug file,
+    found under DEBUG_ROOT by the library's GNU build id; none there, none found."""
+    import subprocess as sp
+    lib = jdk.libc_of(None)
+    note = sp.run(["readelf", "-n", str(lib)], capture_output=True, text=True).stdout
+    bid = next(line.split()[-1] for line in note.splitlines() if "Build ID" in line)
+    monkeypatch.setattr(jdk, "DEBUG_ROOT", tmp_path)
+    assert jdk.debug_file_of(lib) is None
+    (tmp_path / bid[:2]).mkdir()
+    (tmp_path / bid[:2] / f"{bid[2:]}.debug").write_bytes(b"")
+    assert jdk.debug_file_of(lib) == tmp_path / bid[:2] / f"{bid[2:]}.debug"

@@ -183,3 +183,31 @@ def test_probe_effect_columns():
     m = probe_effect_median(effs)
     assert m["estimated_ns"] == 4e6 and m["observed_ns"] == 5e6
     assert m["ratio"] == pytest.approx(0.8)
+
+
+def _threads_process_maps(timed: bool) -> dict:
+    """The threads layer at --scope process: clones on glibc's __clone3 (an entry uprobe,
+    with a return in --mode time, counted as threads:span_libc by its program), futex waits
+    on glibc's functions, exits at sched_process_exit."""
+    hits = {"7,threads:sched_process_exit": 5}
+    if timed:
+        hits["7,threads:span_libc"] = 20        # 6 clone returns + 14 stack syscalls
+    return {"@calls": {"7,thread_create,uprobe:/lib/libc.so.6:__clone3": 6},
+            "@ncalls": {"7,sync,futex wait": 30},
+            "@hits": hits}
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_the_threads_layer_at_process_scope_is_charged_as_libc_pairs(timed):
+    h = overhead.hits_by_pid(_raw(_threads_process_maps(timed)), "process")["7"]
+    assert h["threads:futex_libc"] == 30 and "threads:futex_pair" not in h
+    assert "threads:clone_count" not in h and "threads:sys_enter_exit" not in h
+    assert h["threads:sched_process_exit"] == 5
+    if timed:
+        # a clone's pair is charged once, by its return program's span_libc hit
+        assert h["threads:span_libc"] == 20 and "threads:clone_libc" not in h
+    else:
+        assert h["threads:clone_libc"] == 6 and "threads:span_libc" not in h
+    # the same maps read as --scope host would charge tracepoint pairs: the scope decides
+    hh = overhead.hits_by_pid(_raw(_threads_process_maps(timed)), "host")["7"]
+    assert hh["threads:futex_pair"] == 30 and hh["threads:clone_count"] == 12

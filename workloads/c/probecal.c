@@ -11,6 +11,10 @@
  *   probecal --mode yield --iterations N   two threads on one CPU, N sched_yield(2) each: about
  *                                          2N context switches (sched:sched_switch)
  *   probecal --mode futex --iterations N   N FUTEX_WAKE with no waiter (the threads layer's futex)
+ *   probecal --mode lockwait --iterations N N calls of glibc's __lll_lock_wait_private on a free
+ *                                          lock: it takes the lock with no syscall (the threads
+ *                                          layer's futex wait at --scope process, a uprobe pair
+ *                                          on glibc's function; looked up with dlsym)
  *   probecal --mode madvise --iterations N N madvise(MADV_NORMAL) of one page (a memory syscall)
  *   probecal --mode close --iterations N   N close(-1), failing with EBADF (the links layer)
  *   probecal --mode fault --iterations N   N first touches of fresh anonymous pages (page faults;
@@ -29,6 +33,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +79,8 @@ static void *empty(void *arg)
 	return arg;
 }
 
-static const char *MODES[] = {"call", "write", "getpid", "yield", "futex", "madvise", "close",
-			      "fault", "thread", NULL};
+static const char *MODES[] = {"call", "write", "getpid", "yield", "futex", "lockwait", "madvise",
+			      "close", "fault", "thread", NULL};
 
 int main(int argc, char **argv)
 {
@@ -95,7 +100,8 @@ int main(int argc, char **argv)
 	for (const char **m = MODES; *m; m++)
 		known |= !strcmp(mode, *m);
 	if (n <= 0 || !known) {
-		fprintf(stderr, "error: --mode call|write|getpid|yield|futex|madvise|close|fault|thread "
+		fprintf(stderr, "error: --mode call|write|getpid|yield|futex|lockwait|madvise|close|fault|"
+				"thread "
 				"and --iterations > 0\n");
 		return 2;
 	}
@@ -119,6 +125,14 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	int word = 0;
+	/* glibc's contended-lock wait (GLIBC_PRIVATE): on a lock word of 0 it takes the lock
+	 * (stores 2) and returns without a syscall */
+	void (*lock_wait)(int *, int) = NULL;
+	if (!strcmp(mode, "lockwait") &&
+	    !(lock_wait = (void (*)(int *, int))dlsym(RTLD_DEFAULT, "__lll_lock_wait_private"))) {
+		fprintf(stderr, "error: this libc has no __lll_lock_wait_private\n");
+		return 2;
+	}
 	long sw0 = switches_of(RUSAGE_SELF), sw = 0;
 	struct timespec t0, t1, c0, c1;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -146,6 +160,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "futex"))
 		for (long i = 0; i < n; i++)
 			syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	else if (!strcmp(mode, "lockwait"))
+		for (long i = 0; i < n; i++) {
+			word = 0;
+			lock_wait(&word, 0);
+		}
 	else if (!strcmp(mode, "madvise"))
 		for (long i = 0; i < n; i++)
 			madvise(region, page, MADV_NORMAL);

@@ -100,8 +100,9 @@ def _layers(parts: Dict[str, dict], tc: dict) -> dict:
 
 def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict, sys_source: str = SYS_SOURCE,
                     scope: str = "host") -> dict:
-    """thread_wait and runq (waiting, not corrected) and sync (futex spans, corrected with the
-    syscall tracepoint window) of one process."""
+    """thread_wait and runq (waiting, not corrected) and sync (futex spans at --scope host,
+    glibc's futex waits at --scope process, each corrected with the window of its probe) of
+    one process."""
     out = {}
     if tw:
         out["thread_wait"] = {
@@ -123,12 +124,14 @@ def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict, sys_source: str = SYS
         cat.update(combine(sparts.values()))
         cat.update({
             "method": "measured", "probe_window_source": sys_source,
-            "wait_calls": get(sy, "futex wait"), "wake_calls": get(sy, "futex wake"),
+            # --scope process sees no wake: unknown, never 0
+            "wait_calls": get(sy, "futex wait"),
+            "wake_calls": None if scope == "process" else get(sy, "futex wake"),
             "parts": sparts,
             "basis": ("glibc's futex waits of the traced threads (condition variables, "
-                      "semaphores, joins; a contended mutex's wait counted once until "
-                      "taken), on libc's functions (--scope process: no wake is seen); time "
-                      "includes blocking"
+                      "semaphores, joins, its internal locks), on libc's functions (--scope "
+                      "process: no wake, no contended pthread mutex and no syscall(2) futex "
+                      "is seen: the manifest's blind_spots); time includes blocking"
                       if scope == "process" else
                       "futex syscalls of the traced threads, time includes blocking")})
         out["sync"] = cat
@@ -249,9 +252,13 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
             "layers": layers,
             "parts": {n: p for n, p in parts.items() if not n.startswith("jvm ")},
             "basis": "libc: pthread_create, start_thread before thread_native_entry and after "
-                     "it returns; kernel: syscalls inside those spans and exit to the last "
-                     "switch-out; exclusive of nested spans, syscalls and off-CPU time; minus "
-                     "hits x calibrated probe windows"})
+                     "it returns; kernel: "
+                     + ("clone3, clone and mmap inside those spans (libc's functions; the "
+                        "other syscalls there count as libc: the manifest's blind_spots) and "
+                        "exit, from sched_process_exit"
+                        if scope == "process" else "syscalls inside those spans and exit")
+                     + " to the last switch-out; exclusive of nested spans, syscalls and "
+                     "off-CPU time; minus hits x calibrated probe windows"})
         out["thread_create"] = cat
     if tj:
         jnames = [n for n in parts if n.startswith("jvm ")]

@@ -111,29 +111,34 @@ THREAD_SPAN_SYSCALLS = ("clone", "clone3", "mmap", "munmap", "mprotect", "madvis
                         "rseq", "rt_sigprocmask", "sched_getaffinity", "set_robust_list",
                         "gettid", "exit")
 # --scope process: the libc functions that stand in for those syscalls' tracepoints
-# (threads.bpf.c's thr_clone_libc, thr_span_libc, thr_futex_libc). glibc's __clone3,
-# __futex_abstimed_wait_common, __lll_lock_wait and __lll_lock_wake are local functions,
-# named only in its separate debug file (Debian's libc6-dbg, found by build id); without it
-# they are missing from the plan, and said so.
+# (threads.bpf.c's thr_clone_libc, thr_span_libc, thr_futex_libc). Only functions whose probe
+# site the kernel emulates (glibc 2.36, x86-64, placed by the engine): a single-stepped site
+# (munmap, mprotect, madvise, prctl, gettid: `mov $nr,%eax; syscall`) costs about 10 us a hit,
+# paid on every call of the process, and the single step falls inside the timed span. glibc's
+# __clone3 and __futex_abstimed_wait_common are local functions, named only in its separate
+# debug file (Debian's libc6-dbg, found by build id); without it they are missing from the
+# plan, and said so.
 THREAD_LIBC_CLONE = ("__clone3", "clone")
-THREAD_LIBC_SPAN = ("mmap", "munmap", "mprotect", "madvise", "prctl", "sched_getaffinity",
-                    "gettid")
-# name -> the futex operation its call stands for (threads.bpf.c's FUTEX_*_OP: 1 wait). The
-# wakes are left out: the condition variables' and semaphores' are inline syscalls, and the
-# contended mutexes' (__lll_lock_wake) begin with instructions the kernel single-steps (about
-# 9 us a hit, for a partial count)
-THREAD_LIBC_FUTEX = {"__futex_abstimed_wait_common": 1, "__lll_lock_wait": 1,
-                     "__lll_lock_wait_private": 1}
+THREAD_LIBC_SPAN = ("mmap",)
+# name -> the futex operation its call stands for (threads.bpf.c's FUTEX_*_OP: 1 wait).
+# Left out: every wake (the condition variables' and semaphores' are inline syscalls, the
+# contended mutexes' __lll_lock_wake is single-stepped), and pthread mutexes' contended wait
+# __lll_lock_wait (single-stepped)
+THREAD_LIBC_FUTEX = {"__futex_abstimed_wait_common": 1, "__lll_lock_wait_private": 1}
 THREAD_BLIND_SPOTS = (
-    "the syscalls start_thread and pthread_create make inline (rseq, set_robust_list, "
-    "rt_sigprocmask) and any raw syscall(2) (HotSpot's gettid): their kernel time stays in "
-    "the libc span around them; a thread's exit is seen at the kernel's sched_process_exit, "
-    "so the start of do_exit (exit_signals, exit_mm) counts as libc exit; futex: only the "
-    "waits, those of glibc's condition variables, semaphores and joins "
-    "(__futex_abstimed_wait_common, one syscall a call) and of contended mutexes "
-    "(__lll_lock_wait: one call until the lock is taken, which may be several syscalls); no "
-    "futex wake is seen, nor a futex a program makes with syscall(2); without libc6-dbg's "
-    "debug file, clone3 and the futex waits are not seen at all (listed as missing)")
+    "thread creation: only clone3, clone and mmap are timed as kernel work inside a thread's "
+    "spans; the other syscalls there (mprotect, munmap, madvise, prctl, sched_getaffinity and "
+    "gettid, whose libc wrappers the kernel would single-step, and rseq, set_robust_list and "
+    "rt_sigprocmask, which glibc makes inline) count as libc time; a thread's exit is seen at "
+    "the kernel's sched_process_exit, so the start of do_exit (exit_signals, exit_mm) counts "
+    "as libc exit. sync: only the futex waits of glibc's condition variables, semaphores and "
+    "joins (__futex_abstimed_wait_common: one syscall a call) and of its internal locks "
+    "(__lll_lock_wait_private) are seen; not seen: a contended pthread mutex's wait "
+    "(__lll_lock_wait, single-stepped), every futex wake, and futexes made with syscall(2) "
+    "(HotSpot's safepoint barrier, LinuxWaitBarrier). Without libc6-dbg's debug file, clone3 "
+    "and the condition variables' waits are not seen at all (listed as missing). With the "
+    "mem layer on, mmap carries both layers' programs, and each layer's time of it includes "
+    "part of the other's")
 LINK_SYSCALLS = ("accept", "accept4", "connect", "open", "openat", "openat2", "close")
 # libc's functions that make each links syscall (--scope process), the syscall's own wrapper
 # first: aliases at one address are probed once under the first name; glibc's internal
@@ -194,8 +199,8 @@ _LAYERS = [
           "native thread creation and exit: libc, kernel and the JVM's part; futex waits, "
           "context switches and run-queue wait",
           "4 uprobe pairs per thread created; at --scope process no syscall tracepoint: an "
-          "entry+return pair on glibc's function per futex wait (≈1.5 µs) and, in --mode "
-          "time, per stack syscall (mmap, mprotect, ...: single-stepped, ≈10 µs); at --scope "
+          "entry+return pair on glibc's function per futex wait of a condition variable or "
+          "semaphore (≈1.5 µs) and, in --mode time, per clone and mmap call; at --scope "
           "host a "
           "syscall tracepoint pair (≈0.5 µs) per thread-related syscall and futex, and the "
           "host-wide syscall-tracepoint tax; sched_switch, sched_wakeup and "

@@ -165,7 +165,7 @@ class PlanBuilder:
         self.names: Dict[int, str] = {}
         self.bytes_ids = set()
         self._next = 1
-        self._seen: Dict[Tuple[str, int], str] = {}
+        self._seen: Dict[Tuple[str, int, str], str] = {}
 
     def _id(self) -> int:
         i = self._next
@@ -193,7 +193,9 @@ class PlanBuilder:
         if sym not in defined:
             self.script.missing.append(f"{p}:{sym}")
             return
-        where = (str(p), defined[sym])
+        # per layer: two layers may probe one function (the threads and mem layers' mmap),
+        # each with its own programs
+        where = (str(p), defined[sym], self.object)
         if where in self._seen:
             self.script.aliases[f"{p}:{sym}"] = self._seen[where]
             return

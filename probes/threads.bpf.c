@@ -54,15 +54,18 @@
  * counts[tgid, JVMOS_WHAT_OFFCPU_NS/_N, kind, nr + 1] (@offcpu_ns, @offcpu_n; 0: not in a
  * syscall). Waiting, not work: the analyzers keep it apart from the guaranteed overhead.
  *
- * Also: every futex syscall of a traced thread (category sync: wait, wake, other; inside a
+ * Also: every futex syscall of a traced thread at --scope host, glibc's futex waits at
+ * --scope process (category sync: wait, wake, other; inside a
  * span also thread_wait), every switch out of a traced thread (@csw[pid, tid, voluntary or
  * involuntary]: voluntary when it blocked, involuntary when it was preempted; csw_voluntary()
  * below), and in --mode time the run-queue wait of a traced thread (category runq): from its
  * wakeup or preemption to its next switch-in, the time it was runnable but not running
  * (scheduler latency).
  *
- * Cost: four uprobe pairs per Java thread, a tracepoint pair per thread-related syscall and
- * per futex of the traced JVM (futex is frequent under contention), and the sched_switch,
+ * Cost: four uprobe pairs per Java thread; at --scope host a tracepoint pair per
+ * thread-related syscall and per futex of the traced JVM (futex is frequent under contention),
+ * at --scope process a uprobe pair per clone, mmap (--mode time) and glibc futex wait (the
+ * end of this file); and the sched_switch,
  * sched_wakeup and sched_wakeup_new programs for every task on the machine (a few map
  * lookups for a task that is not traced; a wakeup of a traced thread is a hit of this layer).
  *
@@ -154,7 +157,8 @@ struct thr_state {
 	__u8 runq_why;			/* RUNQ_* */
 	__u8 off_kind;			/* JVMOS_OFF_*: blocked, preempted or stopped */
 	__u8 exiting;			/* past its exit syscall */
-	__u8 pad[3];
+	__u8 futex_depth;		/* glibc futex waits open (--scope process) */
+	__u8 pad[2];
 };
 
 /* A plain hash, not an LRU: an entry goes when the kernel frees its task (thr_free), and an
@@ -887,22 +891,22 @@ int BPF_PROG(thr_wakeup, struct task_struct *p)
 }
 
 /* ---- --scope process: the same figures from libc's functions, with no syscall tracepoint
- * (the plan: jvmos/enginelayers/threads.py, catalogue.THREAD_LIBC_FUNCTIONS) ----
+ * (the plan: jvmos/enginelayers/threads.py, catalogue.THREAD_LIBC_CLONE, _SPAN, _FUTEX) ----
  *
  * clone: glibc's __clone3 and clone (pthread_create reaches the first through
  * __clone_internal; __clone3 is local, named only in libc6-dbg's debug file), counted at
  * entry as the clone tracepoints were, and in --mode time timed as a span syscall. The child
  * returns from neither (it runs the thread function from the wrapper), so the return program
  * runs in the parent only.
- * span syscalls: libc's mmap, munmap, mprotect, madvise, prctl, sched_getaffinity and gettid
- * (pthread_create's stack set-up calls the first four); rseq, set_robust_list and
- * rt_sigprocmask are inline syscalls in start_thread and pthread_create, not seen: their
- * kernel time stays in the libc span around them (the manifest's blind spots).
+ * span syscalls: libc's mmap (pthread_create's new stacks). The other wrappers of the span
+ * syscalls would be single-stepped (about 10 us a hit, inside the timed span) and are not
+ * probed; rseq, set_robust_list and rt_sigprocmask are inline syscalls. Their kernel time
+ * stays in the libc span around them (the manifest's blind spots).
  * futex: glibc's __futex_abstimed_wait_common (condition variables, semaphores, join: one
- * futex wait syscall a call), __lll_lock_wait and __lll_lock_wait_private (a contended mutex,
- * until it is taken: one call may make several wait syscalls), all waits (the cookie's value
- * is the FUTEX_*_OP). No wake is seen: the condition variables' and semaphores' are inline
- * syscalls. */
+ * futex wait syscall a call) and __lll_lock_wait_private (its internal locks, until taken),
+ * all waits (the cookie's value is the FUTEX_*_OP). No wake is seen. A wait begun inside
+ * another (a signal handler's sem_wait while its thread waits on a condition variable) is
+ * part of the outer one: futex_depth counts the open waits, and the outermost is timed. */
 
 SEC("uprobe.multi")
 int thr_clone_libc(struct pt_regs *ctx)
@@ -941,6 +945,12 @@ int thr_futex_libc(struct pt_regs *ctx)
 
 	if (!jvmos_traced(jvmos_tgid()) || !(t = state_new(cur_tid())))
 		return 0;
+	if (t->futex_depth && t->futex_start_ns) {
+		if (t->futex_depth < 255)
+			t->futex_depth++;
+		return 0;		/* nested in an open wait: part of it */
+	}
+	t->futex_depth = 1;
 	t->futex_op = (op == FUTEX_WAIT_OP || op == FUTEX_WAKE_OP) ? op : FUTEX_OTHER_OP;
 	t->futex_start_ns = bpf_ktime_get_ns();
 	return 0;
@@ -951,9 +961,16 @@ int thr_futex_libc_ret(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tgid = jvmos_tgid();
+	struct thr_state *t;
 
-	if (jvmos_traced(tgid))
-		futex_end(now, tgid);
+	if (!jvmos_traced(tgid) || !(t = state_of(cur_tid())))
+		return 0;
+	if (t->futex_depth > 1) {
+		t->futex_depth--;
+		return 0;		/* an inner wait ended; the outer one goes on */
+	}
+	t->futex_depth = 0;
+	futex_end(now, tgid);
 	return 0;
 }
 
@@ -969,6 +986,7 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(thr_proc_exit, struct task_struct *p)
 {
 	__u64 now = bpf_ktime_get_ns();
+	struct thr_state *t;
 	__u32 tgid;
 
 	if (!exit_by_sched)
@@ -977,6 +995,9 @@ int BPF_PROG(thr_proc_exit, struct task_struct *p)
 	if (!jvmos_traced(tgid))
 		return 0;
 	futex_end(now, tgid);
+	t = state_of(cur_tid());
+	if (t)
+		t->futex_depth = 0;
 	if (syscall_of(p) != 60)
 		return 0;
 	thread_exit_begins(tgid, cur_tid(), JVMOS_HIT_THREADS_SCHED_PROCESS_EXIT);

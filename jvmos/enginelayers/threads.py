@@ -111,10 +111,10 @@ CALIBRATIONS = [
                 "threads.bpf.c's thr_futex_libc + thr_futex_libc_ret on glibc's "
                 "__lll_lock_wait_private taking a free lock (no syscall), as placed",
                 scope="process"),
-    Calibration("span_libc_threads_hit", "madvise", 200_000, ("threads",),
+    Calibration("span_libc_threads_hit", "mmap", 100_000, ("threads",),
                 ("threads:span_libc",),
-                "threads.bpf.c's thr_span_libc + thr_span_libc_ret on libc's "
-                "madvise(MADV_NORMAL) outside any span, as placed", scope="process"),
+                "threads.bpf.c's thr_span_libc + thr_span_libc_ret on libc's mmap of one "
+                "page (each unmapped at once) outside any span, as placed", scope="process"),
 ]
 
 UPROBES = (("LIBJVM", "JVM_StartThread", "thr_jvm_start", "thr_jvm_start_ret"),
@@ -156,9 +156,9 @@ def plan(ctx) -> None:
 def _plan_libc(ctx, timed: bool) -> None:
     """--scope process: libc's functions instead of the syscall tracepoints (the exit by
     sched_process_exit, a BTF tracepoint attached with the object): clone's wrappers counted
-    (and timed in --mode time), the stack syscalls' wrappers timed in --mode time only (in
-    --mode count no span is open, so they would only cost), the futex waits and wakes timed
-    in both modes, as the futex tracepoints were."""
+    (and timed in --mode time), mmap timed in --mode time only (in --mode count no span is
+    open, so it would only cost), glibc's futex waits timed in both modes, as the futex
+    tracepoints were."""
     for sym in THREAD_LIBC_CLONE:
         ctx.uprobe("LIBC", sym, "thr_clone_libc", "thr_span_libc_ret" if timed else None)
     if timed:

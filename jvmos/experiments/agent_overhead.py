@@ -251,8 +251,11 @@ def tables(results: dict) -> List[Table]:
               ["loop", "bare (ns/call)", "watched (ns/call)", "watched / bare", "rounds bare",
                "rounds watched"])
     for loop, _ in Bystander.PLAN:
-        bv = [v for p in pairs for v in p["bare"]["bystander"][loop]["cpu_ns_per_call_rounds"]]
-        wv = [v for p in pairs for v in p["watched"]["bystander"][loop]["cpu_ns_per_call_rounds"]]
+        # a run made before a loop was added to the bystander has none of its rounds
+        bv = [v for p in pairs for v in
+              p["bare"]["bystander"].get(loop, {}).get("cpu_ns_per_call_rounds", [])]
+        wv = [v for p in pairs for v in
+              p["watched"]["bystander"].get(loop, {}).get("cpu_ns_per_call_rounds", [])]
         bm, wm = med(bv), med(wv)
         r = [loop, "—" if bm is None else f"{bm:.1f}", "—" if wm is None else f"{wm:.1f}",
              "—" if not bm or wm is None else f"{100 * wm / bm:.1f}%", str(len(bv)),

@@ -111,9 +111,21 @@ func debugFileOf(f *elf.File) string {
 }
 
 // addSyms adds the defined functions of syms that info does not have yet; debug marks them
-// as the debug file's.
+// as the debug file's. A name the dynamic table defines in several versions is the default
+// one (sched_getaffinity@@GLIBC_2.3.4, not @GLIBC_2.3.3): what a program links to, what the
+// kernel's lookup by name (cilium/ebpf) resolves to, and what jvmos/jdk.py plans with; the
+// older ones, marked hidden, come second.
 func (info *elfInfo) addSyms(syms []elf.Symbol, debug bool) {
+	for _, hidden := range []bool{false, true} {
+		info.addVersion(syms, debug, hidden)
+	}
+}
+
+func (info *elfInfo) addVersion(syms []elf.Symbol, debug, hidden bool) {
 	for _, s := range syms {
+		if (s.HasVersion && s.VersionIndex.IsHidden()) != hidden {
+			continue
+		}
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Section != elf.SHN_UNDEF {
 			if _, seen := info.syms[s.Name]; !seen {
 				info.syms[s.Name] = s.Value

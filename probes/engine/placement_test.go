@@ -96,6 +96,22 @@ func TestDebugFileSymbols(t *testing.T) {
 	if !s.Debug || s.FileOff == 0 {
 		t.Fatalf("__clone3: %+v", s)
 	}
+	// the site is in the function the debug file names, at the address it gives
+	df, err := elf.Open(dbg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsyms, _ := df.Symbols()
+	df.Close()
+	e, _ := loadELF(libc)
+	for _, ds := range dsyms {
+		if ds.Name == "__clone3" {
+			off, _ := e.fileOffset(ds.Value)
+			if s.FileOff < off || s.FileOff >= off+ds.Size {
+				t.Fatalf("__clone3 placed at %#x, outside [%#x, %#x)", s.FileOff, off, off+ds.Size)
+			}
+		}
+	}
 	w, err := place(libc, "write", true)
 	if err != nil || w.Debug {
 		t.Fatalf("write: %+v %v", w, err)
@@ -107,5 +123,38 @@ func TestDebugFileSymbols(t *testing.T) {
 	defer f.Close()
 	if debugFileOf(f) != "" {
 		t.Fatal("a debug root with no files still gave a debug file")
+	}
+}
+
+// A function the dynamic table defines in two versions is placed at the default one, the
+// one programs link to (glibc's sched_getaffinity: @GLIBC_2.3.3 and @@GLIBC_2.3.4 differ).
+func TestDefaultVersionWins(t *testing.T) {
+	libc := "/lib/x86_64-linux-gnu/libc.so.6"
+	f, err := elf.Open(libc)
+	if err != nil {
+		t.Skip("no glibc at the Debian path")
+	}
+	dyn, _ := f.DynamicSymbols()
+	f.Close()
+	var def, old uint64
+	for _, s := range dyn {
+		if s.Name == "sched_getaffinity" && s.HasVersion {
+			if s.VersionIndex.IsHidden() {
+				old = s.Value
+			} else {
+				def = s.Value
+			}
+		}
+	}
+	if def == 0 || old == 0 || def == old {
+		t.Skip("this glibc has no second version of sched_getaffinity")
+	}
+	e, err := loadELF(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.syms["sched_getaffinity"] != def {
+		t.Fatalf("sched_getaffinity at %#x, want the default version's %#x (old %#x)",
+			e.syms["sched_getaffinity"], def, old)
 	}
 }

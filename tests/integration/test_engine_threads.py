@@ -121,14 +121,18 @@ def _in_create_witness(scope: str) -> str:
         in_create = " || ".join(f"args->id == {n}" for n in SPAN_SYSCALL_NRS)
         return (f"tracepoint:raw_syscalls:sys_exit /@in[tid] && ({in_create})/ "
                 "{ @in_create[pid] = count(); }\n")
-    from jvmos.catalogue import THREAD_LIBC_CLONE, THREAD_LIBC_SPAN
+    from jvmos.catalogue import THREAD_LIBC_CLONE, THREAD_LIBC_FUTEX, THREAD_LIBC_SPAN
     from jvmos.jdk import symbols
     syms = symbols(libc())
-    missing = [f for f in THREAD_LIBC_CLONE + THREAD_LIBC_SPAN if f not in syms]
+    missing = [f for f in THREAD_LIBC_CLONE + THREAD_LIBC_SPAN + tuple(THREAD_LIBC_FUTEX)
+               if f not in syms]
     assert not missing, f"libc lacks {missing}: is libc6-dbg installed (make deps)?"
     addrs = sorted({syms[f] for f in THREAD_LIBC_CLONE + THREAD_LIBC_SPAN})
+    # and every entry of glibc's futex wait functions, for the sync category's count
+    waits = sorted({syms[f] for f in THREAD_LIBC_FUTEX})
     return "".join(f"uprobe:{libc()}:{a:#x} /@in[tid]/ {{ @in_create[pid] = count(); }}\n"
-                   for a in addrs)
+                   for a in addrs) + \
+        "".join(f"uprobe:{libc()}:{a:#x} {{ @waits[pid] = count(); }}\n" for a in waits)
 
 
 @pytest.mark.parametrize("scope", ["host", "process"])
@@ -178,6 +182,15 @@ def test_jvm_thread_creation_agrees_with_bpftrace(platform_file, tmp_path, scope
     if scope == "process":
         # and no syscall tracepoint was asked for: the blind spots are said instead
         assert "threads" in json.loads((out / "manifest.json").read_text())["blind_spots"]
+        # every futex wait the witness saw enter glibc's functions is one of sync's waits (a
+        # wait open when the process exits is ended at sched_process_exit), and no wake is
+        # claimed
+        sync = s["by_pid"][pid]["categories"]["sync"]
+        assert sync["wait_calls"] == seen["@waits"][(pid,)] > 0, (sync["wait_calls"], seen)
+        assert sync["wake_calls"] is None
+        # each clone's return program counted its pair as a span_libc hit, in --mode time
+        hits = s["totals"]["probe_hits"]
+        assert hits["threads:span_libc"] >= n["clone"] and "threads:clone_libc" not in hits
     # the probes' cost is known for every kind this layer's programs ran
     t = s["totals"]
     assert t["probe_overhead_ns"] is not None and not t["probe_overhead_unknown_kinds"], t

@@ -205,12 +205,13 @@ def test_overhead_quick(platform_file, tmp_path):
     for row in res["rows"]:
         assert math.isfinite(row["added_ns_per_op"]) and row["loop_ns"] > 0, row["name"]
         assert row["bystander_error"] is None, row["name"]
-        for loop in ("write", "malloc"):
+        for loop in ("write", "malloc", "pingpong"):
             b = row["bystander"][loop]
             # a figure only from rounds that ran beside the traced loop, and none otherwise
             assert (b["ns_per_call"] is None) == (b["rounds"] == 0), (row["name"], loop)
     ctl = res["rows"][0]["bystander"]
-    assert ctl["write"]["rounds"] > 0 and ctl["malloc"]["rounds"] > 0
+    assert ctl["write"]["rounds"] > 0 and ctl["malloc"]["rounds"] > 0 \
+        and ctl["pingpong"]["rounds"] > 0
     scoped = [x for x in res["rows"] if x["kind"] in ("jvmos-count", "jvmos-time")]
     for x in scoped:
         assert x["attach_seconds"] is not None and x["teardown_seconds"] is not None, x["name"]
@@ -220,7 +221,7 @@ def test_overhead_quick(platform_file, tmp_path):
             assert x["floor_ratio"] is None, x["name"]
         else:
             assert x["floor_ratio"] is not None and x["floor_ratio"] > 0, x["name"]
-    # the full recording's set-up and teardown are awaited and measured (the <= 1 s goal is
+    # the full recording's set-up and teardown are awaited and measured (the <= 0.5 s goal is
     # printed by the experiment, not asserted here)
     full = next(x for x in scoped if x["layer"] == "io,threads,links,mem")
     assert full["attach_seconds"] > 0 and full["teardown_seconds"] > 0
@@ -229,7 +230,7 @@ def test_overhead_quick(platform_file, tmp_path):
     for row in res["rows"][1:]:
         pc = row["paired_control"]
         assert pc is not None, row["name"]
-        for loop in ("write", "malloc"):
+        for loop in ("write", "malloc", "pingpong"):
             b = row["bystander"][loop]
             want = ("paired controls" if pc[loop]["rounds"] >= 3 else "control row")
             assert b["baseline"] == want, (row["name"], loop, b)

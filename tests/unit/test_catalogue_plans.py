@@ -87,3 +87,14 @@ def test_at_process_scope_no_layer_enables_a_syscall_tracepoint():
     # at --scope host, every layer that makes syscalls uses their tracepoints
     assert {name for name in cat.LAYER_INFO if _attached(name, "host")[0]} == \
         {"io", "threads", "links", "mem"}
+
+
+def test_two_layers_probing_one_function_each_get_their_programs():
+    """The threads and mem layers both probe libc's mmap at --scope process: one layer's
+    probe must not pass for the other's (an alias is an alias within a layer only)."""
+    tables = {}
+    plan = eng.build_plan(["threads", "mem"], LIBS,
+                          lambda p: tables.setdefault(str(p), AnySymbol()), mode="time",
+                          scope="process", root=1, counting=True, usdt_of=lambda p: {})
+    objs = {u["object"] for u in plan.doc["uprobes"] if u["symbol"] == "mmap"}
+    assert objs == {"threads", "mem"}

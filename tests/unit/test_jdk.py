@@ -260,3 +260,22 @@ def test_a_librarys_debug_file_is_found_by_its_build_id(tmp_path, monkeypatch):
     (tmp_path / bid[:2]).mkdir()
     (tmp_path / bid[:2] / f"{bid[2:]}.debug").write_bytes(b"")
     assert jdk.debug_file_of(lib) == tmp_path / bid[:2] / f"{bid[2:]}.debug"
+
+
+def test_symbols_merge_the_debug_files_locals_and_keep_default_versions():
+    """jdk.symbols: the library's own names first (a name in two versions is the default
+    one, as the engine's placement takes it), then the debug file's local functions."""
+    import subprocess as sp
+    lib = jdk.libc_of(None)
+    dyn = sp.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                 text=True).stdout.split("\n")
+    default = [int(x.split()[0], 16) for x in dyn if x.endswith(" sched_getaffinity@@GLIBC_2.3.4")]
+    syms = jdk.symbols(lib)
+    if default:
+        assert syms["sched_getaffinity"] == default[0]
+    dbg = jdk.debug_file_of(lib)
+    if dbg is None:
+        pytest.skip("no libc6-dbg: the merge of local functions cannot be checked")
+    local = sp.run(["nm", "--defined-only", str(dbg)], capture_output=True, text=True).stdout
+    addr = next(int(x.split()[0], 16) for x in local.splitlines() if x.endswith(" __clone3"))
+    assert syms["__clone3"] == addr and "__clone3" not in jdk._nm_symbols(str(lib))

@@ -16,6 +16,8 @@
  *                                          layer's futex wait at --scope process, a uprobe pair
  *                                          on glibc's function; looked up with dlsym)
  *   probecal --mode madvise --iterations N N madvise(MADV_NORMAL) of one page (a memory syscall)
+ *   probecal --mode mmap --iterations N    N mmap of one anonymous page, each unmapped at once
+ *                                          (the threads layer's libc mmap at --scope process)
  *   probecal --mode close --iterations N   N close(-1), failing with EBADF (the links layer)
  *   probecal --mode fault --iterations N   N first touches of fresh anonymous pages (page faults;
  *                                          one madvise(MADV_DONTNEED) per 16,384 pages)
@@ -79,7 +81,7 @@ static void *empty(void *arg)
 	return arg;
 }
 
-static const char *MODES[] = {"call", "write", "getpid", "yield", "futex", "lockwait", "madvise",
+static const char *MODES[] = {"call", "write", "getpid", "yield", "futex", "lockwait", "madvise", "mmap",
 			      "close", "fault", "thread", NULL};
 
 int main(int argc, char **argv)
@@ -100,7 +102,7 @@ int main(int argc, char **argv)
 	for (const char **m = MODES; *m; m++)
 		known |= !strcmp(mode, *m);
 	if (n <= 0 || !known) {
-		fprintf(stderr, "error: --mode call|write|getpid|yield|futex|lockwait|madvise|close|fault|"
+		fprintf(stderr, "error: --mode call|write|getpid|yield|futex|lockwait|madvise|mmap|close|fault|"
 				"thread "
 				"and --iterations > 0\n");
 		return 2;
@@ -164,6 +166,12 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++) {
 			word = 0;
 			lock_wait(&word, 0);
+		}
+	else if (!strcmp(mode, "mmap"))
+		for (long i = 0; i < n; i++) {
+			void *m = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED || munmap(m, page))
+				return 1;
 		}
 	else if (!strcmp(mode, "madvise"))
 		for (long i = 0; i < n; i++)

@@ -221,12 +221,27 @@ def run_served(java: str, mode: str, a, out: Path, results: dict) -> dict:
     return m
 
 
+def paired_ci(xs) -> Optional[dict]:
+    """The mean of per-pair ratios with its 95% paired t interval, None under two pairs."""
+    from jvmos.analyzers.stats import paired_diff_ci
+    return paired_diff_ci(xs, level=0.95) if len(xs) >= 2 else None
+
+
+def pct_ci(ci: Optional[dict]) -> str:
+    if not ci:
+        return "— (fewer than 2 pairs)"
+    return (f"{100 * ci['mean']:.1f}% [{100 * ci['ci'][0]:.1f}, {100 * ci['ci'][1]:.1f}], "
+            f"n={ci['n']}")
+
+
 def served_table(results, under: str) -> Table:
     t = Table(f"Messages/s the chat server delivers bare and while jvmos records it in "
               f"--mode {under} ({results['jdk_label']}; layers {','.join(results['layers'])})",
               ["load (rooms x users)", "threads", "engine", "pairs", "messages/s bare (median)",
                "messages/s recorded (median)", "recorded / bare (median of pairs)",
                "range of pairs", f"goal ≥{100 * SERVED_GOAL:.0f}% (count mode)",
+               "recorded / bare, mean of pairs [95%, paired t]",
+               "server CPU per load, recorded / bare, mean of pairs [95%, paired t]",
                "server CPU, recorded load (ms, median)",
                "probe effect estimated by jvmos (ms, median)"])
     for mode, m in results["modes"].items():
@@ -244,16 +259,25 @@ def served_table(results, under: str) -> Table:
                   if p["recorded"].get("probe_overhead_ns") is not None]
             cpu_m = statistics.median(cpu) if cpu else None
             pe_m = statistics.median(pe) if pe else None
+            # each pair's ratios are its paired statistic (the same load, the same messages,
+            # seconds apart): their mean with a Student t interval over the pairs
+            cpu_ratios = [p["recorded"]["server_cpu_ns"] / p["bare"]["server_cpu_ns"]
+                          for p in L["pairs"] if p["recorded"].get("server_cpu_ns")
+                          and p["bare"].get("server_cpu_ns")]
+            rci, cci = paired_ci(ratios), paired_ci(cpu_ratios)
             t.add([name, mode, "+".join(engines),
                    f"{len(L['pairs'])}" + (f" ({len(ratios)} with a ratio)"
                                             if len(ratios) != len(L["pairs"]) else ""),
                    rate(statistics.median(br) if br else None),
                    rate(statistics.median(rr) if rr else None),
-                   "—" if med is None else f"{100 * med:.1f}%", rng, goal, ms(cpu_m), ms(pe_m)],
+                   "—" if med is None else f"{100 * med:.1f}%", rng, goal, pct_ci(rci),
+                   pct_ci(cci), ms(cpu_m), ms(pe_m)],
                   [name, mode, "+".join(engines), len(L["pairs"]),
                    statistics.median(br) if br else None,
                    statistics.median(rr) if rr else None, med,
                    f"{min(ratios):.4f}-{max(ratios):.4f}" if ratios else None, goal,
+                   rci and f"{rci['mean']:.4f} [{rci['ci'][0]:.4f}, {rci['ci'][1]:.4f}]",
+                   cci and f"{cci['mean']:.4f} [{cci['ci'][0]:.4f}, {cci['ci'][1]:.4f}]",
                    cpu_m, pe_m])
     return t
 

@@ -216,54 +216,94 @@ def tracepoint_tax(rounds: int) -> dict:
     process a recording enables none), each a
     minimal compiled program that returns at once for an untraced process; `rounds` turns
     of the three arms in a row, so that the machine's drift falls on each arm alike."""
-    from jvmos import enginecost
     cmd = [str(c_program("bystander")), "--loop", "write", "--count", str(TAX_CALLS)]
-    layer_tps = syscall_tracepoints_of_layers(scope="host")
+    # the bystander's own write(2) would run the write tracepoints' programs: left out, so
+    # that the arm measures the tax alone, as its title says
+    layer_tps = [t for t in syscall_tracepoints_of_layers(scope="host")
+                 if t not in ("sys_enter_write", "sys_exit_write")]
     arms = [("none", []), ("one idle syscall tracepoint (getppid)", ["sys_enter_getppid"]),
-            (f"a --scope host recording's {len(layer_tps)} syscall tracepoints (every layer's; "
-             f"at --scope process none)", layer_tps)]
-    got = {name: [] for name, _ in arms}
+            (f"a --scope host recording's syscall tracepoints but write's, {len(layer_tps)} "
+             f"(every layer's; at --scope process none)", layer_tps)]
+    return _interleaved(cmd, [(name, {"extra_tps": idle_tracepoints(tps)} if tps else None,
+                               len(tps)) for name, tps in arms], rounds, "tracepoint tax",
+                        "write", {"calls_per_round": TAX_CALLS})
+
+
+def _beside_engine(cmd: List[str], engine_kwargs: Optional[dict]):
+    """The bystander command while a placeholder process (a shell polling for a file) runs,
+    traced by the engine with these programs (enginecost.run_cmd's keywords), or untraced
+    when engine_kwargs is None: the same background in both arms. The bystander itself is
+    never traced."""
+    from jvmos import enginecost
+    with tempfile.TemporaryDirectory(prefix="jvmos-tax-") as tmp:
+        done = Path(tmp) / "done"
+        placeholder = ["sh", "-c", f"while [ ! -e '{done}' ]; do sleep 0.05; done"]
+        box = {}
+
+        def bystander():
+            try:
+                box["r"] = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            finally:
+                done.write_text("")
+        if engine_kwargs is None:
+            p = subprocess.Popen(placeholder)
+            try:
+                bystander()
+            finally:
+                p.wait(timeout=60)
+        else:
+            enginecost.run_cmd(placeholder, workload=bystander, **engine_kwargs)
+    return box.get("r")
+
+
+def _interleaved(cmd: List[str], arms: list, rounds: int, what: str, unit: str,
+                 extra: dict) -> dict:
+    """`rounds` turns of the arms [(name, engine keywords or None, tracepoints)] in a row, the
+    bystander's median CPU ns per call in each: the machine's drift falls on each arm alike."""
+    got = {name: [] for name, _, _ in arms}
 
     def per_call(stdout: str) -> float:
         recs = [json.loads(x) for x in stdout.splitlines() if x.strip().startswith("{")]
         return statistics.median(r["cpu_ns"] / r["count"] for r in recs)
     for i in range(rounds):
-        for name, tps in arms:
-            if not tps:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-                if r.returncode != 0:
-                    raise JvmosError(f"the bystander failed: {r.stderr.strip()[:200]}")
-                got[name].append(per_call(r.stdout))
-                continue
-            # the engine traces a placeholder process that waits for a file; the bystander,
-            # untraced, runs beside it while the programs are attached
-            with tempfile.TemporaryDirectory(prefix="jvmos-tax-") as tmp:
-                done = Path(tmp) / "done"
-                box = {}
-
-                def bystander():
-                    try:
-                        box["r"] = subprocess.run(cmd, capture_output=True, text=True,
-                                                  timeout=300)
-                    finally:
-                        done.write_text("")
-                enginecost.run_cmd(
-                    ["sh", "-c", f"while [ ! -e '{done}' ]; do sleep 0.05; done"],
-                    extra_tps=idle_tracepoints(tps),
-                    workload=bystander)
-            r = box.get("r")
+        for name, kw, _ in arms:
+            r = _beside_engine(cmd, kw)
             if r is None or r.returncode != 0:
-                raise JvmosError("the bystander failed under the tracepoints: "
+                raise JvmosError(f"the bystander failed ({what}, {name}): "
                                  + (r.stderr.strip()[:200] if r is not None else "not run"))
             got[name].append(per_call(r.stdout))
-        log(f"  tracepoint tax, round {i + 1}/{rounds}: "
-            + ", ".join(f"{v[-1]:.0f}" for v in got.values()) + " ns per write")
-    base = statistics.median(got["none"])
-    return {"calls_per_round": TAX_CALLS, "rounds": rounds,
-            "arms": [{"arm": name, "tracepoints": len(tps), "ns_per_call_rounds": got[name],
-                      "median_ns": statistics.median(got[name]),
-                      "slowdown_pct": 100.0 * (statistics.median(got[name]) - base) / base}
-                     for name, tps in arms]}
+        log(f"  {what}, round {i + 1}/{rounds}: "
+            + ", ".join(f"{v[-1]:.0f}" for v in got.values()) + f" ns per {unit}")
+    base = statistics.median(got[arms[0][0]])
+    return dict(extra, rounds=rounds,
+                arms=[{"arm": name, "tracepoints": n, "ns_per_call_rounds": got[name],
+                       "median_ns": statistics.median(got[name]),
+                       "slowdown_pct": 100.0 * (statistics.median(got[name]) - base) / base}
+                      for name, _, n in arms])
+
+
+PINGPONG_TRIPS = 20_000
+FULL = ("io", "threads", "links", "mem")
+
+
+def scheduler_tax(rounds: int) -> dict:
+    """What a full recording at --scope process costs another process that context-switches:
+    the bystander's pipe ping-pong (PINGPONG_TRIPS round trips a round, 3 rounds a run, its
+    and its child's CPU per round trip) alone and while the engine records a placeholder
+    process with every layer in --mode count. No syscall tracepoint is on; what remains
+    host-wide is the layers' scheduler and page-fault programs (BTF tracepoints), which run
+    for every task and return at once for an untraced one."""
+    # both processes on one CPU (the child inherits the affinity): a wakeup across the VM's
+    # idle vCPUs costs more than the switch itself, and varies with what else runs
+    cmd = ["taskset", "-c", "0", str(c_program("bystander")), "--loop", "pingpong", "--count",
+           str(PINGPONG_TRIPS), "--rounds", "3"]
+    full = {"layers": list(FULL), "scope": "process", "run_mode": "count",
+            "libs": {"LIBC": [libc_of()]}}
+    return _interleaved(cmd, [("none", None, 0),
+                              ("a full recording (io,threads,links,mem, --mode count, --scope "
+                               "process) of another process", full, 0)],
+                        rounds, "scheduler tax", "round trip",
+                        {"trips_per_round": PINGPONG_TRIPS})
 
 
 def run_ref_engine(kind: str, cmd: List[str], libjvm: Path) -> dict:
@@ -474,6 +514,27 @@ def cost_table(rows: list, jvm) -> Table:
     return t
 
 
+def sched_tax_table(results: dict, rounds: int) -> Table:
+    """The full process-scope recording's host-wide cost to a process that context-switches,
+    measured interleaved, kept in results and tabled."""
+    log(f"the scheduler programs' tax: {rounds} interleaved rounds")
+    tax = results["scheduler_tax"] = scheduler_tax(rounds)
+    tt = Table("What a full recording at --scope process costs another process that "
+               f"context-switches (the bystander's pipe ping-pong on one CPU, "
+               f"{tax['trips_per_round']:,} round trips per round, 3 rounds a run, "
+               f"{tax['rounds']} interleaved runs per arm; its and its child's CPU ns per "
+               "round trip)",
+               ["arm", "median", "runs", "slowdown: median against the arm without jvmos"])
+    for i, arm in enumerate(tax["arms"]):
+        tt.add([arm["arm"], f"{arm['median_ns']:.0f} ns",
+                ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
+                "—" if i == 0 else f"{arm['slowdown_pct']:+.0f}%"],
+               [arm["arm"], arm["median_ns"],
+                " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
+                None if i == 0 else arm["slowdown_pct"]])
+    return tt
+
+
 def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
     """What each column of the tables is, and how it was measured."""
     bt = results["bare"]["per_op_ns"]
@@ -535,6 +596,16 @@ def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
                      "the machine's drift falls on each alike. What the bystander pays is the "
                      "kernel's syscall slow path, which every task takes while any syscall "
                      "tracepoint is enabled.")
+        notes.append("the scheduler programs' tax (third table): the engine records a "
+                     "placeholder process with every layer at --scope process in --mode count "
+                     "(no syscall tracepoint; the layers' BTF tracepoints on sched_switch, "
+                     "sched_wakeup, the new and exiting tasks and page faults run for every "
+                     "task on the host and return at once for an untraced one), while the "
+                     "bystander, untraced, bounces a byte between two pipes with a child "
+                     "process, both pinned to CPU 0: each round trip blocks and wakes both "
+                     "processes, so it meets those programs on every switch. The arm without "
+                     "jvmos runs the same placeholder, untraced. The arms run in turn, run "
+                     "after run.")
     return notes
 
 
@@ -643,7 +714,8 @@ def main(argv) -> int:
     ctl = score_rows(rows)
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
-    tables = [tax_table(results, a.tax_rounds)] if a.tax_rounds else []
+    tables = ([tax_table(results, a.tax_rounds), sched_tax_table(results, a.tax_rounds)]
+              if a.tax_rounds else [])
 
     t = cost_table(rows, jvm)
     notes = notes_of(results, a, ctl, bool(tables))

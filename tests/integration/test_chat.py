@@ -106,6 +106,14 @@ def test_chat_served_under_count(platform_file, tmp_path):
     ratios = sorted(p["ratio"] for p in pairs)
     # the verdict is the median of the pairs' ratios against 90%
     assert goal == ("reached" if (ratios[0] + ratios[1]) / 2 >= 0.9 else "NOT reached"), goal
+    # the paired interval of the ratios: its mean is the two pairs' mean, and it holds it
+    mean, lo, hi = (float(x) for x in row["recorded / bare, mean of pairs [95%, paired t]"]
+                    .replace("[", "").replace("]", "").replace(",", " ").split())
+    assert mean == pytest.approx((ratios[0] + ratios[1]) / 2, abs=1e-4) and lo <= mean <= hi
+    cpu = [p["recorded"]["server_cpu_ns"] / p["bare"]["server_cpu_ns"] for p in pairs]
+    cmean = float(row["server CPU per load, recorded / bare, mean of pairs [95%, paired t]"]
+                  .split()[0])
+    assert cmean == pytest.approx(sum(cpu) / 2, abs=1e-4)
     assert not (out / "served-count.partial.json").exists()
 
 

@@ -151,7 +151,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(links_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	/* the clock is read only where a span needs it: this program runs on every context
+	 * switch of every task on the host, and most are no traced thread's */
+	__u64 now = 0;
 	__u32 prev_tid = (__u32)bpf_get_current_pid_tgid();	/* prev is the current task */
 	__u32 next_tid = BPF_CORE_READ(next, pid);
 	__u32 tgid = jvmos_tgid();
@@ -161,11 +163,13 @@ int BPF_PROG(links_switch, bool preempt, struct task_struct *prev, struct task_s
 		jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_LINKS_SCHED_SWITCH, 1);
 		t = bpf_map_lookup_elem(&links_threads, &prev_tid);
 		if (t && t->start_ns)
-			t->out_ns = now;
+			t->out_ns = now = bpf_ktime_get_ns();
 	}
 	/* the thread switched in: not filtered by tgid (one lookup either way) */
 	t = bpf_map_lookup_elem(&links_threads, &next_tid);
 	if (t && t->out_ns) {
+		if (!now)
+			now = bpf_ktime_get_ns();
 		t->offcpu_ns += now - t->out_ns;
 		t->out_ns = 0;
 	}

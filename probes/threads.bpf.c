@@ -742,11 +742,10 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 prev_tid, next_tid, prev_tgid;
 	struct thr_state *tp, *tn;
-	__u64 d;
-	int vol;
+	int vol, prev_traced;
+	__u64 now, d;
 
 	if (!counting())
 		return 0;
@@ -754,6 +753,13 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 	next_tid = BPF_CORE_READ(next, pid);
 	tp = state_of(prev_tid);
 	tn = state_of(next_tid);
+	prev_tgid = BPF_CORE_READ(prev, tgid);
+	prev_traced = bpf_map_lookup_elem(&traced, &prev_tgid) != NULL;
+	/* a switch between tasks this layer knows nothing of (most of the host's): no clock
+	 * read, which costs more than the lookups here */
+	if (!tp && !tn && !prev_traced)
+		return 0;
+	now = bpf_ktime_get_ns();
 
 	/* a new thread's first run: its delay since sched_wakeup_new is waiting; its start-up
 	 * span (libc start) begins */
@@ -814,8 +820,7 @@ int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_str
 	}
 switches:
 	/* the context switches of traced threads, and where their run-queue waits begin */
-	prev_tgid = BPF_CORE_READ(prev, tgid);
-	if (bpf_map_lookup_elem(&traced, &prev_tgid)) {
+	if (prev_traced) {
 		vol = csw_voluntary(preempt, prev, prev_state);
 		jvmos_count_x(prev_tgid, JVMOS_WHAT_CSW,
 			      vol ? JVMOS_CSW_VOLUNTARY : JVMOS_CSW_INVOLUNTARY, prev_tid, 1);

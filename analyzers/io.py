@@ -12,7 +12,6 @@ from typing import Dict, List, Optional, Tuple
 from jvmos.analyzers.correction import combine, correct_by_window, probe_ci, probe_cost
 from jvmos.analyzers.stats import floored_notes
 from jvmos.catalogue import JNI_BYTES_FROM_ARGS, SYSCALL_DIRECTION
-from jvmos.enginelayers.io import WRITES_FROM_ARGS
 
 # probe kind -> (what one hit is, cost key in --mode time, cost key in --mode count): the
 # probes of this layer, as analyzers/overhead.py charges them
@@ -25,9 +24,6 @@ KINDS = {
                   "uprobe", "uprobe"),
     "io:syscall_upair": ("an I/O call (--scope process): a uprobe/uretprobe pair on libc's "
                          "wrapper", "symbol_pair_time_hit", "symbol_pair_time_hit"),
-    "io:write_entry": ("a write or pwrite64 (--scope process, --mode count): an entry uprobe "
-                       "on libc's wrapper, its bytes from the argument",
-                       "symbol_count_hit", "symbol_count_hit"),
 }
 
 
@@ -35,14 +31,9 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     """[(kind, {pid: hits})]; at --scope process the I/O calls were probed on libc's wrappers
     (uprobe pairs), not syscall tracepoints."""
     sum_ = raw.sum_by_pid
-    calls = sum_("@calls", lambda k: k[0] == "io_syscall")
-    # the writes counted at their entry alone (--mode count) are their own kind (their program
-    # counts them in @hits, which overhead.hits_by_pid adds): not pairs
-    entry = {p: int(n) for (p, kind), n in raw.keyed("@hits").items() if kind == "io:write_entry"}
-    if scope == "process":
-        calls = {p: n - entry.get(p, 0) for p, n in calls.items()}
     return [("io:jni_copy", sum_("@calls", lambda k: k[0] == "jni_copy")),
-            ("io:syscall_upair" if scope == "process" else "io:syscall_pair", calls),
+            ("io:syscall_upair" if scope == "process" else "io:syscall_pair",
+             sum_("@calls", lambda k: k[0] == "io_syscall")),
             ("io:uprobe", sum_("@calls", lambda k: k[0] in ("nio_native", "unsafe_copy_out",
                                                             "unsafe_copy_etc")))]
 
@@ -200,23 +191,10 @@ def correct_times(cats: dict, probes: Optional[dict], mode: str, scope: str = "h
             continue
         window, ci = probe_cost(probes, key), probe_ci(probes, key)
         sub = c.get("functions") or c.get("syscalls") or {}
-        # --mode count at --scope process: write and pwrite64 were counted at their entry
-        # alone: no time to correct, their bytes the count argument
-        entry_only = (set(WRITES_FROM_ARGS) if name == "io_syscall" and mode == "count"
-                      and scope == "process" else set())
-        for s_name, f in sub.items():
-            if s_name in entry_only:
-                f.update({"time_ns": 0, "untimed": True, "bytes_from_argument": True})
-                continue
+        for f in sub.values():
             raw = f.get("time_raw_ns", f["time_ns"])
             f.update(correct_by_window(raw, f["calls"], window, ci, source))
-        c.update(combine(f for s_name, f in sub.items() if s_name not in entry_only))
-        if entry_only & set(sub):
-            c["untimed_calls"] = sum(sub[x]["calls"] for x in entry_only & set(sub))
-            c["count_mode_note"] = (
-                "--mode count at --scope process: write and pwrite64 are counted at their "
-                "entry alone (no return probe): untimed (time_ns is the other calls'), their "
-                "bytes the count argument, what was asked for (a short write counts in full)")
+        c.update(combine(sub.values()))
         c["probe_window_source"] = source
         if window is not None:
             c["probe_window_ns"] = window

@@ -183,10 +183,9 @@ _LAYERS = [
           "JNI and NIO copies between the Java heap and native memory, I/O syscalls and the "
           "bytes the kernel copied",
           "a uprobe per JNI copy in --mode count (≈0.8 µs a hit), an entry+return pair in "
-          "--mode time (≈1.7 µs); an entry+return pair per libc I/O call (≈1.5 µs), except "
-          "write and pwrite64 in --mode count, an entry uprobe (their bytes from the "
-          "argument); a syscall tracepoint pair at --scope host (≈0.55 µs); a 2-core VM, "
-          "25 Nov: jvmos calibrate --probes measures yours",
+          "--mode time (≈1.7 µs); an entry+return pair per libc I/O call in both modes (≈1.5 "
+          "µs; a syscall tracepoint pair at --scope host, ≈0.55 µs); a 2-core VM, 25 Nov: "
+          "jvmos calibrate --probes measures yours",
           syscalls=tuple(IO_SYSCALLS),
           symbols={"@LIBJVM@": tuple(f"jni_{f}" for f in JNI_COPY_FUNCTIONS)
                    + ("Unsafe_CopyMemory0",),
@@ -217,7 +216,8 @@ _LAYERS = [
           "accept, connect, open and close: the paper's C_link and C_file",
           "an entry+return pair on libc's wrapper per accept/connect/open/close (≈1.5 µs; "
           "no syscall tracepoint at --scope process), and sched_switch; at --scope host a "
-          "syscall tracepoint pair (≈0.5 µs) and the host-wide tax of enabled syscall tracepoints",
+          "syscall tracepoint pair (≈0.5 µs) and the host-wide tax of enabled syscall "
+          "tracepoints",
           syscalls=LINK_SYSCALLS, tracepoints=("sched:sched_switch",),
           symbols={"@LIBC@": tuple(s for names in LINK_LIBC_WRAPPERS.values()
                                    for s in names)}),

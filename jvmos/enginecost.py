@@ -60,8 +60,6 @@ MEASURED_WITH = {
     "io_syscall_window": "io.bpf.c's tracepoint pair on write(2): timed per call - bare per call",
     "symbol_pair_time_hit": "io.bpf.c's libc_write + libc_ret on libc's write wrapper, as placed",
     "symbol_pair_time_window": "io.bpf.c's libc pair on write: timed per call - bare per call",
-    "symbol_count_hit": "io.bpf.c's libc_write_count on libc's write wrapper (--mode count: "
-                        "the entry alone, bytes from the argument), as placed",
     "thread_common_hit": "common.bpf.c's task_newtask and sched_process_exit programs on "
                          "pthread_create + join: their in-kernel run time (BPF statistics, every "
                          "run) per traced hit, an upper bound of the programs' own cost; the raw "
@@ -71,7 +69,7 @@ MEASURED_WITH = {
 }
 # kinds whose cost these figures measure on the kind's own programs (not borrowed), and the
 # cost key each such kind takes here where it differs from bpftrace's (analyzers/overhead.py)
-OWN_KINDS = ["io:syscall_upair", "io:write_entry", "io:uprobe", "io:jni_copy", "io:syscall_pair",
+OWN_KINDS = ["io:syscall_upair", "io:uprobe", "io:jni_copy", "io:syscall_pair",
              "common:task_newtask", "common:sched_process_exit"]
 KIND_KEYS = {"io:uprobe": "io_uprobe_hit"}
 # per-hit costs the loop's clock may not resolve on a busy machine, and the engine's measured
@@ -267,12 +265,6 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         _check(calls, n, "symbol_pair_time_hit")
         add("symbol_pair_time_hit", (res[COST] - bare["write"][COST]) / calls)
         add("symbol_pair_time_window", timed / calls - bare["write"][COST] / n)
-        # --mode count: the write's entry alone (its bytes from the argument)
-        res, raw, _ = run_traced(prog, "write", n, layers=["io"], scope="process",
-                                 libs={"LIBC": [libc]}, run_mode="count")
-        calls, _ = calls_time(raw, "io_syscall")
-        _check(calls, n, "symbol_count_hit")
-        add("symbol_count_hit", (res[COST] - bare["write"][COST]) / calls)
         # common.bpf.c on thread creation. Its cost per hit (a few hundred ns) is far below
         # the noise of a thread's creation (tens of µs, varying by µs), so the loop's clock
         # cannot resolve it: the kernel's run-time statistics of the programs measure it,
@@ -425,7 +417,7 @@ THREADS = 20_000     # pthread_create + join: ~30 µs each, noisy: many of them
 
 KEYS = ("uprobe", "uprobe_pair", "tracepoint", "jni_copy_time_hit", "jni_copy_time_window",
         "jni_copy_count_hit", "io_uprobe_hit", "io_syscall_hit", "io_syscall_window", "symbol_pair_time_hit",
-        "symbol_pair_time_window", "symbol_count_hit", "thread_common_hit")
+        "symbol_pair_time_window", "thread_common_hit")
 
 
 def all_keys(layers: Optional[List[str]] = None) -> List[str]:

@@ -437,47 +437,7 @@ int libc_other(struct pt_regs *ctx)
 	return jvmos_traced(tgid) ? io_enter(tgid, IO_OTHER, 0) : 0;
 }
 
-/* --mode count, --scope process: write and pwrite64 counted at their entry alone, their
- * bytes the count argument (what was asked; a short write counts in full), so no return
- * probe is needed: a single uprobe instead of a pair. The path of the bytes (JNI, NIO) is
- * decided at once, as io_exit does at the return. */
-SEC("uprobe.multi")
-int libc_write_count(struct pt_regs *ctx)
-{
-	__u32 tgid = jvmos_tgid();
-	__u64 bytes = PT_REGS_PARM3(ctx);
-	struct jvmos_stat_val *s;
-	struct io_thread *t;
-	__u64 buf = PT_REGS_PARM2(ctx);
-
-	if (!jvmos_traced(tgid))
-		return 0;
-	jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_IO_WRITE_ENTRY, 1);
-	s = jvmos_stat(tgid, JVMOS_CAT_IO_SYSCALL, JVMOS_COOKIE_PROBE(bpf_get_attach_cookie(ctx)));
-	if (s) {
-		__sync_fetch_and_add(&s->calls, 1);
-		__sync_fetch_and_add(&s->bytes, bytes);
-	}
-	if (!(t = thread_state(tgid)))
-		return 0;
-	if (t->nio_pending) {
-		if (buf == t->unsafe_out_buf)
-			jvmos_count(tgid, JVMOS_WHAT_NIO_CONFIRMED, 0, 1);
-		jvmos_count(tgid, JVMOS_WHAT_PATH_BYTES, JVMOS_PATH_NIO_ANY, bytes);
-		jvmos_count(tgid, JVMOS_WHAT_PATH_CALLS, JVMOS_PATH_NIO_ANY, 1);
-	} else if (buf == t->jni_get_buf) {
-		jvmos_count(tgid, JVMOS_WHAT_PATH_BYTES, JVMOS_PATH_JNI_OUT, bytes);
-		jvmos_count(tgid, JVMOS_WHAT_PATH_CALLS, JVMOS_PATH_JNI_OUT, 1);
-	}
-	t->nio_pending = 0;
-	t->jni_get_buf = 0;
-	t->unsafe_out_buf = 0;
-	t->read_buf = 0;
-	t->path = 0;
-	return 0;
-}
-
-/* the bytes are the return value */
+/* kept in --mode count: the bytes are the return value */
 SEC("uretprobe.multi")
 int libc_ret(struct pt_regs *ctx)
 {

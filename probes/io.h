@@ -27,10 +27,6 @@
 #define JVMOS_MISSED_SYSCALL_NO_ENTRY	(JVMOS_BASE_IO + 2)
 #define JVMOS_MISSED_USDT_ARGS		(JVMOS_BASE_IO + 3)	/* a USDT copy's len/buf unread */
 
-/* hits (sub of JVMOS_WHAT_HITS): a write counted at its entry alone (--mode count, --scope
- * process: libc_write_count, no return probe) */
-#define JVMOS_HIT_IO_WRITE_ENTRY	(JVMOS_BASE_IO + 1)
-
 /* A USDT site's arguments (a stripped libjvm's hotspot_jni probes), as the engine writes them
  * into usdt_args[probe id] from the note's specs (jvmos/usdtargs.py): kind, size in bytes
  * (negative: sign-extended), a struct pt_regs byte offset, and a displacement (a memory

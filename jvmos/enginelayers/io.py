@@ -16,17 +16,13 @@ WHATS = {BASE + 1: ("@path_bytes", lambda sub, x: ",".join(PATHS[sub]) if sub in
 # io's probe costs are measured by enginecost.calibrate itself (its first keys)
 CALIBRATIONS = []
 MISSED = {"jni_copy_no_entry": BASE + 1, "syscall_no_entry": BASE + 2, "usdt_args": BASE + 3}
-HITS = {"io:write_entry": BASE + 1}
-# --mode count at --scope process: these wrappers are counted at their entry alone, their bytes
-# the count argument (asked for, not written: a short write counts in full)
-WRITES_FROM_ARGS = ("write", "pwrite64")
+HITS = {}
 # what the header calls each id, for the catalogue test
 HEADER_NAMES = {
     **{f"CAT_{k.upper()}": v for k, v in CATEGORIES.items()},
     "WHAT_PATH_BYTES": BASE + 1, "WHAT_PATH_CALLS": BASE + 2, "WHAT_NIO_CONFIRMED": BASE + 3,
     "PATH_JNI_IN": 1, "PATH_JNI_OUT": 2, "PATH_NIO_ANY": 3,
     **{f"MISSED_{k.upper()}": v for k, v in MISSED.items()},
-    "HIT_IO_WRITE_ENTRY": BASE + 1,
     "USDT_ARG_CONST": 1, "USDT_ARG_REG": 2, "USDT_ARG_MEM": 3, "USDT_MAX_ARGS": 6,
 }
 
@@ -79,10 +75,6 @@ def plan(ctx) -> None:
         ctx.uprobe("LIBNIO", sym, "nio_native", None)
     if ctx.scope == "process":
         for sym in IO_LIBC_WRAPPERS:
-            if sym in WRITES_FROM_ARGS and ctx.mode == "count":
-                # the bytes asked for, from the argument: an entry probe, no return probe
-                ctx.uprobe("LIBC", sym, "libc_write_count", None, has_bytes=True)
-                continue
             prog = ("libc_write" if sym in ("write", "pwrite64") else
                     "libc_read" if sym in ("read", "pread64") else "libc_other")
             ctx.uprobe("LIBC", sym, prog, "libc_ret", has_bytes=True)

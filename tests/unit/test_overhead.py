@@ -211,32 +211,3 @@ def test_the_threads_layer_at_process_scope_is_charged_as_libc_pairs(timed):
     # the same maps read as --scope host would charge tracepoint pairs: the scope decides
     hh = overhead.hits_by_pid(_raw(_threads_process_maps(timed)), "host")["7"]
     assert hh["threads:futex_pair"] == 30 and hh["threads:clone_count"] == 12
-
-
-def test_writes_counted_at_their_entry_are_not_charged_as_pairs():
-    """--mode count at --scope process: write/pwrite64 are counted by an entry uprobe alone
-    (its program counts io:write_entry); the other I/O calls keep their pair."""
-    maps = {"@calls": {"7,io_syscall,uprobe:/lib/libc.so.6:write": 15,
-                       "7,io_syscall,uprobe:/lib/libc.so.6:read": 5},
-            "@hits": {"7,io:write_entry": 15}}
-    h = overhead.hits_by_pid(_raw(maps), "process")["7"]
-    assert h["io:syscall_upair"] == 5 and h["io:write_entry"] == 15
-    assert overhead.hits_by_pid(_raw(maps), "host")["7"]["io:syscall_pair"] == 20
-
-
-def test_count_mode_writes_are_untimed_and_never_corrected():
-    from jvmos.analyzers import io
-    cats = {"io_syscall": {"calls": 20, "bytes": 150, "time_ns": 5000, "syscalls": {
-        "write": {"calls": 15, "bytes": 150, "time_ns": 0},
-        "read": {"calls": 5, "bytes": 0, "time_ns": 5000}}}}
-    probes = {"symbol_pair_time_window": {"mean_ns": 100, "ci95_ns": [90, 110]},
-              "own_kinds": ["io:syscall_upair"]}
-    io.correct_times(cats, probes, "count", "process")
-    c = cats["io_syscall"]
-    assert c["syscalls"]["write"]["untimed"] and c["syscalls"]["write"]["time_ns"] == 0
-    assert c["syscalls"]["read"]["time_ns"] == 5000 - 5 * 100     # only the read's 5 hits
-    assert c["time_ns"] == 4500 and c["untimed_calls"] == 15 and "count_mode_note" in c
-    # in --mode time every call was timed by its pair
-    cats["io_syscall"]["syscalls"]["write"] = {"calls": 15, "bytes": 150, "time_ns": 3000}
-    io.correct_times(cats, probes, "time", "process")
-    assert "untimed" not in cats["io_syscall"]["syscalls"]["write"]

@@ -236,6 +236,20 @@ def run_served(java: str, mode: str, a, out: Path, results: dict) -> dict:
     return m
 
 
+def observed_effect(pairs: list) -> Tuple[Optional[dict], Optional[float]]:
+    """The probe effect the server paid, per pair its CPU per load recorded minus bare (the
+    same messages), as a mean with its 95% t interval; and the recordings' mean estimate
+    over that mean (None when either is missing or the observed mean is not positive)."""
+    from jvmos.analyzers.stats import paired_diff_ci
+    d = [p["recorded"]["server_cpu_ns"] - p["bare"]["server_cpu_ns"] for p in pairs
+         if p["recorded"].get("server_cpu_ns") and p["bare"].get("server_cpu_ns")]
+    est = [p["recorded"]["probe_overhead_ns"] for p in pairs
+           if p["recorded"].get("probe_overhead_ns") is not None]
+    obs = paired_diff_ci(d, level=0.95) if len(d) >= 2 else None
+    eo = (statistics.mean(est) / obs["mean"] if obs and est and obs["mean"] > 0 else None)
+    return obs, eo
+
+
 def paired_ci(xs) -> Optional[dict]:
     """The geometric mean of per-pair ratios with its 95% interval: a Student t interval of
     the mean of their logarithms (n - 1 df), taken back by exp (a ratio's interval is not
@@ -267,7 +281,9 @@ def served_table(results, under: str) -> Table:
                "recorded / bare, geometric mean of pairs [95%, paired t on logs]",
                "server CPU per load, recorded / bare, geometric mean of pairs [95%]",
                "server CPU, recorded load (ms, median)",
-               "probe effect estimated by jvmos (ms, median)"])
+               "probe effect estimated by jvmos (ms, median)",
+               "probe effect observed: server CPU recorded - bare (ms, mean [95%, paired t])",
+               "estimated / observed (means)"])
     for mode, m in results["modes"].items():
         for name, L in m.get("levels", {}).items():
             ratios = [p["ratio"] for p in L["pairs"] if p["ratio"] is not None]
@@ -290,20 +306,26 @@ def served_table(results, under: str) -> Table:
             rci, cci = paired_ci(ratios), paired_ci(cpu_ratios)
             goal = ("—" if under != "count" else
                     goal_verdict(rci, served_goal(results["layers"])))
+            obs, eo = observed_effect(L["pairs"])
             t.add([name, mode, "+".join(engines),
                    f"{len(L['pairs'])}" + (f" ({len(ratios)} with a ratio)"
                                             if len(ratios) != len(L["pairs"]) else ""),
                    rate(statistics.median(br) if br else None),
                    rate(statistics.median(rr) if rr else None),
                    "—" if med is None else f"{100 * med:.1f}%", rng, goal, pct_ci(rci),
-                   pct_ci(cci), ms(cpu_m), ms(pe_m)],
+                   pct_ci(cci), ms(cpu_m), ms(pe_m),
+                   "—" if not obs else (f"{ms(obs['mean'])} [{ms(obs['ci'][0])}, "
+                                        f"{ms(obs['ci'][1])}], n={obs['n']}"),
+                   "—" if eo is None else f"{eo:.2f}"],
                   [name, mode, "+".join(engines), len(L["pairs"]),
                    statistics.median(br) if br else None,
                    statistics.median(rr) if rr else None, med,
                    f"{min(ratios):.4f}-{max(ratios):.4f}" if ratios else None, goal,
                    rci and f"{rci['mean']:.4f} [{rci['ci'][0]:.4f}, {rci['ci'][1]:.4f}]",
                    cci and f"{cci['mean']:.4f} [{cci['ci'][0]:.4f}, {cci['ci'][1]:.4f}]",
-                   cpu_m, pe_m])
+                   cpu_m, pe_m,
+                   obs and f"{obs['mean']:.0f} [{obs['ci'][0]:.0f}, {obs['ci'][1]:.0f}]",
+                   eo])
     return t
 
 
@@ -355,18 +377,25 @@ def served_main(a, jvm, modes, java, out, results) -> int:
     failed = each_mode(run_served, java, modes, a, out, results, stem)
     if failed:
         results["error"] = failed
-    t = served_table(results, a.served_under)
+    return served_write(out, results, failed)
+
+
+def served_write(out: Path, results: dict, failed: Optional[str] = None) -> int:
+    """The served-MODE tables and notes of a run's results (written again by --render)."""
+    under, trials = results["served_under"], results["trials"]
+    stem = f"served-{under}"
+    t = served_table(results, under)
     costs = served_costs_table(results)
     notes = [
         "messages/s: deliveries (one message to one member) per second, from the first send to "
         "the last delivery, as the load generator measured it; every load checks that each "
         "message reached each member exactly once.",
-        f"pairs: {a.trials} per level, each a bare load and a load while jvmos records the "
-        f"server (attached by pid, --mode {a.served_under}), on one server warmed by an "
+        f"pairs: {trials} per level, each a bare load and a load while jvmos records the "
+        f"server (attached by pid, --mode {under}), on one server warmed by an "
         "untraced load; the order alternates between pairs (bare first, then recorded first). "
         "recorded / bare: the median of the pairs' ratios, and their range (smallest and "
         "largest); beside it the geometric mean of the pairs' ratios with its 95% interval "
-        f"(Student t on the logarithms, {a.trials} pairs, {a.trials - 1} df; each pair's "
+        f"(Student t on the logarithms, {trials} pairs, {trials - 1} df; each pair's "
         "ratio is its paired statistic), for messages/s and for the server's CPU per load "
         "(every load sends the same messages, each checked delivered once, so CPU per load is "
         "CPU per message up to a constant). goal: reached when the whole interval of "
@@ -379,7 +408,10 @@ def served_main(a, jvm, modes, java, out, results) -> int:
         "probe effect estimated: the recording's own estimate of what its probes cost the "
         "server (every probe hit x its kind's calibrated cost per hit); the second table "
         "splits it by probe kind, each kind's median over the pairs (the medians need not add "
-        "up to the first table's median of the totals; share = of their sum).",
+        "up to the first table's median of the totals; share = of their sum). probe effect "
+        "observed: the server's CPU per load recorded minus bare, the mean of the pairs with "
+        "its 95% Student t interval; estimated / observed: the mean of the pairs' estimates "
+        "over that mean (issue 31's check: within ±25%).",
     ]
     write_outputs(out, stem, [t, costs], results, notes)
     (out / f"{stem}.partial.json").unlink(missing_ok=True)
@@ -401,6 +433,11 @@ def main(argv) -> int:
     a = parse(argv)
     if a.render:
         out = Path(a.render)
+        served = sorted(out.glob("served-*.json"))
+        served = [x for x in served if not x.name.endswith(".partial.json")]
+        if served and not (out / "figure1.json").exists():
+            from jvmos.experiments.common import load_finished
+            return served_write(out, load_finished(served[0], "chat", "served_under"))
         return write_results(out, load_results(out / "figure1.json", "chat"))
     jvm, modes, left_out = choose(a)
     java = str(jvm.home / "bin" / "java")

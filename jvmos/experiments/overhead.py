@@ -452,15 +452,45 @@ def tax_table(results: dict, rounds: int) -> Table:
     tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
                f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
                f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
-               ["arm", "tracepoints", "median", "rounds", "slowdown: median against the arm without tracepoints"])
+               ["arm", "tracepoints", "median", "rounds",
+                "slowdown: median against the arm without tracepoints",
+                "slowdown: each round against the same round's arm without, geometric mean "
+                "[95%, t on logs]"])
+    base = tax["arms"][0]["ns_per_call_rounds"]
     for arm in tax["arms"]:
+        pr = paired_rounds(arm["ns_per_call_rounds"], base)
+        arm["paired_slowdown"] = pr
         tt.add([arm["arm"], str(arm["tracepoints"]), f"{arm['median_ns']:.0f} ns",
                 ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
-                "—" if arm["tracepoints"] == 0 else f"{arm['slowdown_pct']:+.0f}%"],
+                "—" if arm["tracepoints"] == 0 else f"{arm['slowdown_pct']:+.0f}%",
+                "—" if arm["tracepoints"] == 0 else paired_text(pr)],
                [arm["arm"], arm["tracepoints"], arm["median_ns"],
                 " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
-                None if arm["tracepoints"] == 0 else arm["slowdown_pct"]])
+                None if arm["tracepoints"] == 0 else arm["slowdown_pct"],
+                None if arm["tracepoints"] == 0 or not pr else
+                f"{pr['pct']:.2f} [{pr['ci_pct'][0]:.2f}, {pr['ci_pct'][1]:.2f}]"])
     return tt
+
+
+def paired_rounds(xs: List[float], base: List[float]) -> Optional[dict]:
+    """The arm's rounds against the same rounds of the arm without (the arms run in turn
+    within a round, so a drift between rounds falls on both): the geometric mean of the
+    per-round ratios as a slowdown in %, with its 95% Student t interval on the logarithms
+    (n - 1 df); None under two rounds."""
+    import math
+    from jvmos.analyzers.stats import paired_diff_ci
+    logs = [math.log(x / b) for x, b in zip(xs, base) if x > 0 and b > 0]
+    if len(logs) < 2:
+        return None
+    ci = paired_diff_ci(logs, level=0.95)
+    return {"pct": 100 * (math.exp(ci["mean"]) - 1),
+            "ci_pct": [100 * (math.exp(v) - 1) for v in ci["ci"]], "n": ci["n"]}
+
+
+def paired_text(pr: Optional[dict]) -> str:
+    if not pr:
+        return "— (fewer than 2 rounds)"
+    return f"{pr['pct']:+.0f}% [{pr['ci_pct'][0]:+.0f}, {pr['ci_pct'][1]:+.0f}], n={pr['n']}"
 
 
 def cost_table(rows: list, jvm) -> Table:
@@ -527,14 +557,22 @@ def sched_tax_table(results: dict, rounds: int) -> Table:
                f"{tax['trips_per_round']:,} round trips per round, 3 rounds a run, "
                f"{tax['rounds']} interleaved runs per arm; its and its child's CPU ns per "
                "round trip)",
-               ["arm", "median", "runs", "slowdown: median against the arm without jvmos"])
+               ["arm", "median", "runs", "slowdown: median against the arm without jvmos",
+                "slowdown: each run against the same round's run without, geometric mean "
+                "[95%, t on logs]"])
+    base = tax["arms"][0]["ns_per_call_rounds"]
     for i, arm in enumerate(tax["arms"]):
+        pr = paired_rounds(arm["ns_per_call_rounds"], base)
+        arm["paired_slowdown"] = pr
         tt.add([arm["arm"], f"{arm['median_ns']:.0f} ns",
                 ", ".join(f"{v:.0f}" for v in arm["ns_per_call_rounds"]),
-                "—" if i == 0 else f"{arm['slowdown_pct']:+.0f}%"],
+                "—" if i == 0 else f"{arm['slowdown_pct']:+.0f}%",
+                "—" if i == 0 else paired_text(pr)],
                [arm["arm"], arm["median_ns"],
                 " ".join(f"{v:.1f}" for v in arm["ns_per_call_rounds"]),
-                None if i == 0 else arm["slowdown_pct"]])
+                None if i == 0 else arm["slowdown_pct"],
+                None if i == 0 or not pr else
+                f"{pr['pct']:.2f} [{pr['ci_pct'][0]:.2f}, {pr['ci_pct'][1]:.2f}]"])
     return tt
 
 

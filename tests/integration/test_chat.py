@@ -119,7 +119,18 @@ def test_chat_served_under_count(platform_file, tmp_path):
     cmean = float(row["server CPU per load, recorded / bare, geometric mean of pairs [95%]"]
                   .split()[0])
     assert cmean == pytest.approx((cpu[0] * cpu[1]) ** 0.5, abs=1e-4)
+    # the observed probe effect: the pairs' CPU difference, its mean
+    obs = float(row["probe effect observed: server CPU recorded - bare (ms, mean [95%, "
+                    "paired t])"].split()[0])
+    diffs = [p["recorded"]["server_cpu_ns"] - p["bare"]["server_cpu_ns"] for p in pairs]
+    assert obs == pytest.approx(sum(diffs) / 2, abs=1)
     assert not (out / "served-count.partial.json").exists()
+    # --render writes the same tables again from the JSON, measuring nothing
+    before = (out / "served-count.md").read_text()
+    (out / "served-count.md").unlink()
+    r = run_jvmos(["run", "chat", "--render", str(out)], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (out / "served-count.md").read_text() == before
 
 
 @traced

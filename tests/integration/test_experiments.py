@@ -266,6 +266,17 @@ def test_overhead_quick(platform_file, tmp_path):
     assert st["arms"][1]["slowdown_pct"] == pytest.approx(
         100 * (st["arms"][1]["median_ns"] - st["arms"][0]["median_ns"])
         / st["arms"][0]["median_ns"])
+    # and each arm against the same rounds of the arm without: the per-round ratios'
+    # geometric mean, computed again here from the rounds the json keeps
+    import statistics as stt
+    for t in (tax, st):
+        base = t["arms"][0]["ns_per_call_rounds"]
+        for arm in t["arms"][1:]:
+            logs = [math.log(x / b) for x, b in zip(arm["ns_per_call_rounds"], base)]
+            assert arm["paired_slowdown"]["pct"] == pytest.approx(
+                100 * (math.exp(stt.mean(logs)) - 1))
+            lo, hi = arm["paired_slowdown"]["ci_pct"]
+            assert lo <= arm["paired_slowdown"]["pct"] <= hi
     assert (out / "overhead-2.csv").exists() and (out / "overhead-3.csv").exists()
     table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
     assert len(table) == len(res["rows"])

@@ -323,8 +323,10 @@ def served_table(results, under: str) -> Table:
                    f"{min(ratios):.4f}-{max(ratios):.4f}" if ratios else None, goal,
                    rci and f"{rci['mean']:.4f} [{rci['ci'][0]:.4f}, {rci['ci'][1]:.4f}]",
                    cci and f"{cci['mean']:.4f} [{cci['ci'][0]:.4f}, {cci['ci'][1]:.4f}]",
-                   cpu_m, pe_m,
-                   obs and f"{obs['mean']:.0f} [{obs['ci'][0]:.0f}, {obs['ci'][1]:.0f}]",
+                   # the CSV in the unit its headers name: ms
+                   None if cpu_m is None else cpu_m / 1e6, None if pe_m is None else pe_m / 1e6,
+                   obs and (f"{obs['mean'] / 1e6:.3f} [{obs['ci'][0] / 1e6:.3f}, "
+                            f"{obs['ci'][1] / 1e6:.3f}]"),
                    eo])
     return t
 

@@ -275,8 +275,6 @@ def test_overhead_quick(platform_file, tmp_path):
             logs = [math.log(x / b) for x, b in zip(arm["ns_per_call_rounds"], base)]
             assert arm["paired_slowdown"]["pct"] == pytest.approx(
                 100 * (math.exp(stt.mean(logs)) - 1))
-            lo, hi = arm["paired_slowdown"]["ci_pct"]
-            assert lo <= arm["paired_slowdown"]["pct"] <= hi
     assert (out / "overhead-2.csv").exists() and (out / "overhead-3.csv").exists()
     table = list(csv.reader(io.StringIO((out / "overhead.csv").read_text())))[1:]
     assert len(table) == len(res["rows"])

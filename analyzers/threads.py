@@ -151,6 +151,46 @@ def _waits_and_sync(tw: dict, sy: dict, rq: dict, c: dict, sys_source: str = SYS
     return out
 
 
+def _create_and_jvm(parts: Dict[str, dict], tc: dict, tj: dict, incl_ns: int,
+                    start_outside_ns, scope: str) -> dict:
+    """thread_create (the native parts: libc and kernel) and thread_jvm (the JVM's parts)
+    of one process, each the sum of its corrected parts."""
+    out = {}
+    window_note = ("each part names the calibrated window it borrowed (probe_window_source); "
+                   "the threads layer has no window of its own")
+    native_names = [n for n in parts if not n.startswith("jvm ")]
+    if tc:
+        cat = {"calls": get(tc, "pthread_create java") + get(tc, "pthread_create internal"),
+               "bytes": None}
+        cat.update(combine(parts[n] for n in native_names))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
+            "clone_calls": sum(v["calls"] for k, v in tc.items() if k in ("clone", "clone3")),
+            "abandoned_start_spans": get(tc, "libc start abandoned"),
+            "layers": _layers(parts, tc),
+            "parts": {n: parts[n] for n in native_names},
+            "basis": "libc: pthread_create, start_thread before thread_native_entry and after "
+                     "it returns; kernel: "
+                     + ("clone3, clone and mmap inside those spans (libc's functions; the "
+                        "other syscalls there count as libc: the manifest's blind_spots) and "
+                        "exit, from sched_process_exit"
+                        if scope == "process" else "syscalls inside those spans and exit")
+                     + " to the last switch-out; exclusive of nested spans, syscalls and "
+                     "off-CPU time; minus hits x calibrated probe windows"})
+        out["thread_create"] = cat
+    if tj:
+        jnames = [n for n in parts if n.startswith("jvm ")]
+        cat = {"calls": get(tj, "start"), "bytes": None}
+        cat.update(combine(parts[n] for n in jnames))
+        cat.update({
+            "method": "measured", "probe_window_source": window_note,
+            "start_inclusive_raw_ns": incl_ns,
+            "start_probe_outside_window_ns": start_outside_ns,
+            "parts": {n: parts[n] for n in jnames}})
+        out["thread_jvm"] = cat
+    return out
+
+
 def categories(fns: dict, incl_ns: int, probes: Optional[dict],
                mode: str = "time", scope: str = "host") -> dict:
     """The threads layer's categories of one process. At --scope process the syscalls inside
@@ -236,40 +276,7 @@ def categories(fns: dict, incl_ns: int, probes: Optional[dict],
     part("kernel in jvm start java", "kernel in jvm start java", c["sys_window"], sys_source,
          window=c["sys_window"], ci=c["sys_ci"])
 
-    layers = _layers(parts, tc)
-    native_names = [n for n in parts if not n.startswith("jvm ")]
-    clones = sum(v["calls"] for k, v in tc.items() if k in ("clone", "clone3"))
-    window_note = ("each part names the calibrated window it borrowed (probe_window_source); "
-                   "the threads layer has no window of its own")
-    if tc:
-        cat = {"calls": get(tc, "pthread_create java") + get(tc, "pthread_create internal"),
-               "bytes": None}
-        cat.update(combine(parts[n] for n in native_names))
-        cat.update({
-            "method": "measured", "probe_window_source": window_note,
-            "clone_calls": clones,
-            "abandoned_start_spans": get(tc, "libc start abandoned"),
-            "layers": layers,
-            "parts": {n: p for n, p in parts.items() if not n.startswith("jvm ")},
-            "basis": "libc: pthread_create, start_thread before thread_native_entry and after "
-                     "it returns; kernel: "
-                     + ("clone3, clone and mmap inside those spans (libc's functions; the "
-                        "other syscalls there count as libc: the manifest's blind_spots) and "
-                        "exit, from sched_process_exit"
-                        if scope == "process" else "syscalls inside those spans and exit")
-                     + " to the last switch-out; exclusive of nested spans, syscalls and "
-                     "off-CPU time; minus hits x calibrated probe windows"})
-        out["thread_create"] = cat
-    if tj:
-        jnames = [n for n in parts if n.startswith("jvm ")]
-        cat = {"calls": jstart, "bytes": None}
-        cat.update(combine(parts[n] for n in jnames))
-        cat.update({
-            "method": "measured", "probe_window_source": window_note,
-            "start_inclusive_raw_ns": incl_ns,
-            "start_probe_outside_window_ns": mul(jstart, nested_pair),
-            "parts": {n: parts[n] for n in jnames}})
-        out["thread_jvm"] = cat
+    out.update(_create_and_jvm(parts, tc, tj, incl_ns, mul(jstart, nested_pair), scope))
     out.update(_waits_and_sync(tw, sy, rq, c, sys_source, scope))
     if mode == "count":
         for name in ("thread_create", "thread_jvm"):

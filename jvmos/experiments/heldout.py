@@ -269,12 +269,21 @@ def analyze(r: dict, theta: dict, c_link: dict) -> dict:
     return out
 
 
-def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> dict:
+def fresh_theta(a, platform: dict, what_if: str, term_hint: bool = False):
+    """(the JDK a held-out test runs on: --jdk, else the first found; θ of what_if fitted on
+    it), refused in one line when θ is missing or stale (term_hint: the refusal names the
+    calibrate term to run)."""
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = th.of(platform, "keep-alive", str(jvm.home))
+    theta = th.of(platform, what_if, str(jvm.home))
     why = th.stale(theta, str(jvm.home))
     if why:
-        raise JvmosError(why)
+        raise JvmosError(why.replace("--in-situ'", f"--in-situ --in-situ-terms {what_if}'")
+                         if term_hint else why)
+    return jvm, theta
+
+
+def run_shop_keep_alive(a, platform: dict, platform_file: Path, out: Path) -> dict:
+    jvm, theta = fresh_theta(a, platform, "keep-alive")
     java = str(jvm.home / "bin" / "java")
     r = {"name": "shop-keep-alive", "what_if": "keep-alive", "term": "θ keep-alive (C_link)",
          "program": "the shop (Tomcat), a load's connections",
@@ -407,11 +416,7 @@ def analyze_pretouch(r: dict, theta: dict, c_pf: dict) -> dict:
 
 
 def run_shop_pretouch(a, platform: dict, platform_file: Path, out: Path) -> dict:
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = th.of(platform, "pretouch", str(jvm.home))
-    why = th.stale(theta, str(jvm.home))
-    if why:
-        raise JvmosError(why)
+    jvm, theta = fresh_theta(a, platform, "pretouch")
     pf = (platform.get("copy") or {}).get("page_fault")
     if not pf:
         raise JvmosError("no calibrated page-fault cost in the platform file: run "
@@ -655,11 +660,7 @@ def analyze_inflate(r: dict, theta: dict, alloc_ns: float) -> dict:
 
 
 def run_dacapo_inflate(a, platform: dict, platform_file: Path, out: Path) -> dict:
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = th.of(platform, "reuse-native-buffers", str(jvm.home))
-    why = th.stale(theta, str(jvm.home))
-    if why:
-        raise JvmosError(why)
+    jvm, theta = fresh_theta(a, platform, "reuse-native-buffers")
     cp = platform.get("copy") or {}
     if not (cp.get("malloc_call") and cp.get("free_call")):
         raise JvmosError("no calibrated allocator costs in the platform file: run "
@@ -822,11 +823,7 @@ def analyze_ipc(r: dict, theta: dict, c_chunk: dict) -> dict:
 
 
 def run_ipc_buffered(a, platform: dict, platform_file: Path, out: Path) -> dict:
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    theta = th.of(platform, "bigger-chunks", str(jvm.home))
-    why = th.stale(theta, str(jvm.home))
-    if why:
-        raise JvmosError(why.replace("--in-situ'", "--in-situ --in-situ-terms bigger-chunks'"))
+    jvm, theta = fresh_theta(a, platform, "bigger-chunks", term_hint=True)
     c_chunk = (platform.get("constants") or {}).get("C_io_chunk")
     if not c_chunk:
         raise JvmosError("no C_io_chunk in the platform file: run 'jvmos calibrate'")

@@ -307,6 +307,7 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
                             "follow": 1 if follow else 0}}
     jvm_paths = [str(x) for x in libs.get("LIBJVM", [])]
+    unattached: Dict[str, List[str]] = {}
 
     def on_libjvm():
         """(uprobes placed in any library, probes missing from libjvm) so far"""
@@ -318,6 +319,11 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
         placed0, missed0 = on_libjvm()
         mods[layer].plan(ctx)
         constants[mods[layer].OBJECT] = mods[layer].constants(ctx)
+        # BTF tracepoint programs with nothing to do in this mode: not attached at all (each
+        # attached one runs for every task on the host)
+        idle = getattr(mods[layer], "idle_programs", lambda c: [])(ctx)
+        if idle:
+            unattached[mods[layer].OBJECT] = list(idle)
         placed1, missed1 = on_libjvm()
         if placed1 == placed0 and len(missed1) > len(missed0):
             # a layer that has no probe left anywhere because libjvm lacks them all (stripped
@@ -352,7 +358,8 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
     # kernel before 6.6 gets), to exercise and measure that path
     classic = classic or os.environ.get("JVMOS_ENGINE_CLASSIC") == "1"
     doc = {"objects": {k: str(v) for k, v in objs.items() if k in order}, "order": order,
-           "constants": constants, "root_pid": root, "counting": counting,
+           "constants": constants, "unattached": unattached, "root_pid": root,
+           "counting": counting,
            "uprobes": ctx.uprobes, "tracepoints": ctx.tps, "place": place, "follow": follow,
            "classic": classic,
            # for the analyzers, not the engine: how each probe id reads back (plan_of_file

@@ -801,6 +801,8 @@ def _note_ready(run: _Run, ev: dict, root: int, attach_s: float) -> None:
     # the raw tracepoint programs every layer's object attached (common's and each
     # layer's own), as the engine says
     manifest["probes"]["tp_btf"] = ev.get("tp_btf_programs") or []
+    # the layers whose scheduler handlers run from common's one sched_switch program, in order
+    manifest["probes"]["switch_chain"] = ev.get("switch_chain") or []
     manifest["engine"].update({"uprobe_multi": ev.get("uprobe_multi"), "pid": ev.get("pid"),
                                "load_s": round(ev.get("load_s", 0), 4),
                                "attach_s": round(ev.get("attach_s", 0), 4)})

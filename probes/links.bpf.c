@@ -147,12 +147,10 @@ static __always_inline int link_exit(__u64 now, __u16 cat, __u16 probe, int ok)
 }
 
 /* ---- off-CPU intervals inside a call: waiting for a peer, not work ---- */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(links_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void links_switch(struct task_struct *next)
 {
-	/* the clock is read only where a span needs it: this program runs on every context
-	 * switch of every task on the host, and most are no traced thread's */
+	/* the clock is read only where a span needs it: most switches into or out of a traced
+	 * process are of no thread inside a call */
 	__u64 now = 0;
 	__u32 prev_tid = (__u32)bpf_get_current_pid_tgid();	/* prev is the current task */
 	__u32 next_tid = BPF_CORE_READ(next, pid);
@@ -173,6 +171,15 @@ int BPF_PROG(links_switch, bool preempt, struct task_struct *prev, struct task_s
 		t->offcpu_ns += now - t->out_ns;
 		t->out_ns = 0;
 	}
+}
+
+/* in the scheduler chain (common.bpf.h), never attached itself */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(chain_links_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	links_switch(next);
+	jvmos_switch_next(ctx, switch_slot + 1);
 	return 0;
 }
 

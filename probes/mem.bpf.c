@@ -462,9 +462,7 @@ int sys_brk_exit(struct trace_event_raw_sys_exit *ctx)
  * work. Every switch out of a traced thread is a hit (the probe effect); the thread switched
  * in is looked up whatever its process: only a traced thread has state here, so for any
  * other the lookup finds nothing. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(mem_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void mem_sched_switch(struct task_struct *prev, struct task_struct *next)
 {
 	__u32 tgid = jvmos_tgid();
 	__u32 next_tid = BPF_CORE_READ(next, pid);
@@ -488,6 +486,15 @@ int BPF_PROG(mem_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		t->offcpu_ns += now - t->switch_out_ns;
 		t->switch_out_ns = 0;
 	}
+}
+
+/* in the scheduler chain (common.bpf.h), never attached itself */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(chain_mem_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	mem_sched_switch(prev, next);
+	jvmos_switch_next(ctx, switch_slot + 1);
 	return 0;
 }
 

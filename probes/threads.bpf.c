@@ -738,9 +738,8 @@ static __always_inline __s32 syscall_of(struct task_struct *task)
 	return nr >= 0 && nr < 1024 && ax == -38 /* -ENOSYS */ ? (__s32)nr : -1;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(thr_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int thr_switch(bool preempt, struct task_struct *prev,
+				      struct task_struct *next, unsigned int prev_state)
 {
 	__u32 prev_tid, next_tid, prev_tgid;
 	struct thr_state *tp, *tn;
@@ -869,6 +868,17 @@ switches:
 	return 0;
 }
 
+/* in the scheduler chain (common.bpf.h): run by common.bpf.c's jvmos_switch for a switch
+ * out of or into a traced process, never attached itself */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(chain_thr_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	thr_switch(preempt, prev, next, prev_state);
+	jvmos_switch_next(ctx, switch_slot + 1);
+	return 0;
+}
+
 /* ---- run-queue wait (--mode time): a traced thread seen switching out before is woken.
  * A lower bound: a thread's waits count from its first switch-out in the recording, and a
  * wakeup that comes while its thread still runs is dropped at the thread's next switch-out.
@@ -882,7 +892,8 @@ int BPF_PROG(thr_wakeup, struct task_struct *p)
 
 	if (!timing)
 		return 0;
-	tid = BPF_CORE_READ(p, pid);
+	/* straight through the BTF-typed argument: every wakeup on the host runs this */
+	tid = p->pid;
 	t = state_of(tid);
 	if (!t || !t->traced_tid || !counting())
 		return 0;

@@ -133,6 +133,12 @@ def constants(ctx) -> dict:
             "exit_by_sched": 1 if ctx.scope == "process" else 0}
 
 
+def idle_programs(ctx) -> list:
+    """sched_wakeup starts a run-queue wait, timed in --mode time only: in --mode count its
+    program would run on every wakeup on the host for nothing"""
+    return [] if ctx.mode == "time" else ["thr_wakeup"]
+
+
 def plan(ctx) -> None:
     timed = ctx.mode == "time"
     for ph, sym, prog, ret in UPROBES:

@@ -81,6 +81,10 @@ def parse(argv):
                         "with a control run just before it (faster, noisier)")
     p.add_argument("--tax-rounds", type=int, help="interleaved rounds of the syscall-"
                    "tracepoint tax measurement (default 6, --quick 2; 0: leave it out)")
+    p.add_argument("--tax-only", action="store_true",
+                   help="only the two interleaved tables of what a recording costs the rest "
+                        "of the host (the syscall-tracepoint tax and the scheduler programs' "
+                        "tax), not the rows of the traced loops")
     p.add_argument("--no-full", dest="full", action="store_false",
                    help="leave out the full recording (io,threads,links,mem together)")
     a = p.parse_args(argv)
@@ -88,6 +92,8 @@ def parse(argv):
         a.tax_rounds = 2 if a.quick else 6
     if a.tax_rounds < 0:
         p.error("--tax-rounds must be 0 or more")
+    if a.tax_only and a.tax_rounds < 2:
+        p.error("--tax-only needs --tax-rounds 2 or more (a paired interval needs two rounds)")
     a.writes = a.writes or (1_000_000 if a.quick else 2_000_000)
     a.allocs = a.allocs or (150_000 if a.quick else 300_000)
     layers = (a.layers or ("io" if a.quick else ",".join(LAYERS_ALL))).split(",")
@@ -261,15 +267,18 @@ def _beside_engine(cmd: List[str], engine_kwargs: Optional[dict]):
 
 def _interleaved(cmd: List[str], arms: list, rounds: int, what: str, unit: str,
                  extra: dict) -> dict:
-    """`rounds` turns of the arms [(name, engine keywords or None, tracepoints)] in a row, the
-    bystander's median CPU ns per call in each: the machine's drift falls on each arm alike."""
+    """`rounds` turns of the arms [(name, engine keywords or None, tracepoints)], in a row and
+    in alternating order, the bystander's median CPU ns per call in each: the machine's
+    drift falls on each arm alike."""
     got = {name: [] for name, _, _ in arms}
 
     def per_call(stdout: str) -> float:
         recs = [json.loads(x) for x in stdout.splitlines() if x.strip().startswith("{")]
         return statistics.median(r["cpu_ns"] / r["count"] for r in recs)
     for i in range(rounds):
-        for name, kw, _ in arms:
+        # the arms' order alternates (A B C, C B A, ...): a drift within a round falls on
+        # each arm alike over two rounds
+        for name, kw, _ in (arms if i % 2 == 0 else arms[::-1]):
             r = _beside_engine(cmd, kw)
             if r is None or r.returncode != 0:
                 raise JvmosError(f"the bystander failed ({what}, {name}): "
@@ -290,22 +299,29 @@ FULL = ("io", "threads", "links", "mem")
 
 
 def scheduler_tax(rounds: int) -> dict:
-    """What a full recording at --scope process costs another process that context-switches:
-    the bystander's pipe ping-pong (PINGPONG_TRIPS round trips a round, 3 rounds a run, its
-    and its child's CPU per round trip) alone and while the engine records a placeholder
-    process with every layer in --mode count. No syscall tracepoint is on; what remains
-    host-wide is the layers' scheduler and page-fault programs (BTF tracepoints), which run
-    for every task and return at once for an untraced one."""
+    """What a recording at --scope process costs another process that context-switches: the
+    bystander's pipe ping-pong (PINGPONG_TRIPS round trips a round, 3 rounds a run, its and
+    its child's CPU per round trip) alone, and while the engine records a placeholder process
+    with each layer alone in --mode count, with every layer in --mode count, and with every
+    layer in --mode time (which adds the run-queue wait's sched_wakeup program). No syscall
+    tracepoint is on; what remains host-wide is the BTF tracepoint programs (one sched_switch
+    program for every layer, common.bpf.h's chain; sched_wakeup in --mode time; page faults,
+    process and thread events), which run for every task and return at once for an untraced
+    one."""
     # both processes on one CPU (the child inherits the affinity): a wakeup across the VM's
     # idle vCPUs costs more than the switch itself, and varies with what else runs
     cmd = ["taskset", "-c", "0", str(c_program("bystander")), "--loop", "pingpong", "--count",
            str(PINGPONG_TRIPS), "--rounds", "3"]
-    full = {"layers": list(FULL), "scope": "process", "run_mode": "count",
-            "libs": {"LIBC": [libc_of()]}}
-    return _interleaved(cmd, [("none", None, 0),
-                              ("a full recording (io,threads,links,mem, --mode count, --scope "
-                               "process) of another process", full, 0)],
-                        rounds, "scheduler tax", "round trip",
+
+    def rec(layers, mode):
+        return {"layers": list(layers), "scope": "process", "run_mode": mode,
+                "libs": {"LIBC": [libc_of()]}}
+    arms = [("none", None, 0)]
+    arms += [(f"a recording (--layers {layer}, --mode count, --scope process) of another "
+              "process", rec([layer], "count"), 0) for layer in FULL]
+    arms += [(f"a full recording ({','.join(FULL)}, --mode {mode}, --scope process) of "
+              "another process", rec(FULL, mode), 0) for mode in ("count", "time")]
+    return _interleaved(cmd, arms, rounds, "scheduler tax", "round trip",
                         {"trips_per_round": PINGPONG_TRIPS})
 
 
@@ -548,12 +564,13 @@ def cost_table(rows: list, jvm) -> Table:
 
 
 def sched_tax_table(results: dict, rounds: int) -> Table:
-    """The full process-scope recording's host-wide cost to a process that context-switches,
-    measured interleaved, kept in results and tabled."""
+    """The host-wide cost of a process-scope recording, layer by layer and in full, to a
+    process that context-switches, measured interleaved, kept in results and tabled."""
     log(f"the scheduler programs' tax: {rounds} interleaved rounds")
     tax = results["scheduler_tax"] = scheduler_tax(rounds)
-    tt = Table("What a full recording at --scope process costs another process that "
-               f"context-switches (the bystander's pipe ping-pong on one CPU, "
+    tt = Table("What a recording at --scope process costs another process that "
+               f"context-switches, layer by layer and in full (the bystander's pipe ping-pong "
+               "on one CPU, "
                f"{tax['trips_per_round']:,} round trips per round, 3 rounds a run, "
                f"{tax['rounds']} interleaved runs per arm; its and its child's CPU ns per "
                "round trip)",
@@ -574,6 +591,26 @@ def sched_tax_table(results: dict, rounds: int) -> Table:
                 None if i == 0 or not pr else
                 f"{pr['pct']:.2f} [{pr['ci_pct'][0]:.2f}, {pr['ci_pct'][1]:.2f}]"])
     return tt
+
+
+TAX_NOTE = (
+    "the tracepoint tax: each arm's programs are calib.bpf.c's min_tp (the traced-set filter "
+    "and a count), attached by the engine while it traces a placeholder process; the "
+    "bystander is not traced and never makes those syscalls. The arms run in turn, round "
+    "after round, in alternating order, so that the machine's drift falls on each alike. What "
+    "the bystander pays is the kernel's syscall slow path, which every task takes while any "
+    "syscall tracepoint is enabled.")
+SCHED_TAX_NOTE = (
+    "the scheduler programs' tax: the engine records a placeholder process at --scope "
+    "process with each layer alone and with every layer (no syscall tracepoint; what runs "
+    "for every task on the host is one sched_switch program, whose filter hands a switch of "
+    "a traced process on to the layers' handlers, sched_wakeup in --mode time only, and the "
+    "programs on new and exiting tasks and on page faults, each returning at once for an "
+    "untraced task), while the bystander, untraced, bounces a byte between two pipes with a "
+    "child process, both pinned to CPU 0: each round trip blocks and wakes both processes, "
+    "so it meets those programs on every switch. The arm without jvmos runs the same "
+    "placeholder, untraced. The arms run in turn, run after run, in alternating order; the "
+    "paired column compares each run with the same round's run without jvmos.")
 
 
 def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
@@ -630,29 +667,29 @@ def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
         "count mode, process scope.",
     ]
     if with_tax:
-        notes.append("the tracepoint tax (second table): each arm's programs are calib.bpf.c's "
-                     "min_tp (the traced-set filter and a count), attached by the engine while "
-                     "it traces a placeholder process; the bystander is not traced and never "
-                     "makes those syscalls. The arms run in turn, round after round, so that "
-                     "the machine's drift falls on each alike. What the bystander pays is the "
-                     "kernel's syscall slow path, which every task takes while any syscall "
-                     "tracepoint is enabled.")
-        notes.append("the scheduler programs' tax (third table): the engine records a "
-                     "placeholder process with every layer at --scope process in --mode count "
-                     "(no syscall tracepoint; the layers' BTF tracepoints on sched_switch, "
-                     "sched_wakeup, the new and exiting tasks and page faults run for every "
-                     "task on the host and return at once for an untraced one), while the "
-                     "bystander, untraced, bounces a byte between two pipes with a child "
-                     "process, both pinned to CPU 0: each round trip blocks and wakes both "
-                     "processes, so it meets those programs on every switch. The arm without "
-                     "jvmos runs the same placeholder, untraced. The arms run in turn, run "
-                     "after run.")
+        notes += [TAX_NOTE, SCHED_TAX_NOTE]
     return notes
+
+
+def tax_only(a, out: Path) -> int:
+    """--tax-only: the two interleaved tables, no traced loop (and so no JDK)."""
+    results = {"experiment": "overhead", "tax_only": True}
+    tables = [tax_table(results, a.tax_rounds), sched_tax_table(results, a.tax_rounds)]
+    notes = [TAX_NOTE, SCHED_TAX_NOTE]
+    write_outputs(out, "overhead", tables, _jsonable(results), notes)
+    for x in tables:
+        print(x.markdown())
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nresults: {out}/overhead.md (and .csv, .json)")
+    return 0
 
 
 def main(argv) -> int:
     a = parse(argv)
     out = out_dir(a.out, "overhead")
+    if a.tax_only:
+        return tax_only(a, out)
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     loops, c_write = workload_commands(a, jvm)
     results = {"experiment": "overhead", "jdk": jdk_label(jvm), "writes": a.writes,

@@ -85,6 +85,7 @@ type Plan struct {
 	Objects     map[string]string                 `json:"objects"` // name -> .bpf.o; "common" first
 	Order       []string                          `json:"order"`
 	Constants   map[string]map[string]uint32      `json:"constants"`
+	Unattached  map[string][]string               `json:"unattached"` // object -> programs loaded, not attached
 	RootPid     int                               `json:"root_pid"`
 	Counting    bool                              `json:"counting"` // count from the ready line on
 	Uprobes     []UprobeSpec                      `json:"uprobes"`
@@ -126,6 +127,7 @@ type engine struct {
 	reader   *ringbuf.Reader
 	followed chan struct{} // closed when follow() has returned
 	tpBtf    []string      // the raw tracepoint programs attached, "object:program"
+	chain    []string      // the layers in the scheduler chain, by slot (common.bpf.h)
 }
 
 func ktime() uint64 {
@@ -154,6 +156,13 @@ func (e *engine) load() {
 			if err := vs.Set(v); err != nil {
 				fail("layer %s: constant %s: %v", name, k, err)
 			}
+		}
+		// a layer with a scheduler handler (common.bpf.h's chain) takes the next slot
+		if chainProgram(spec) != "" {
+			if err := spec.Variables["switch_slot"].Set(uint32(len(e.chain))); err != nil {
+				fail("layer %s: switch_slot: %v", name, err)
+			}
+			e.chain = append(e.chain, name)
 		}
 		if e.classic {
 			for _, p := range spec.Programs {
@@ -188,6 +197,53 @@ func (e *engine) load() {
 	if e.shared["traced"] == nil || e.shared["control"] == nil {
 		fail("the common object has no traced/control map")
 	}
+	if len(e.chain) == 0 {
+		return
+	}
+	if e.shared["switch_chain"] == nil {
+		fail("layer %s has a scheduler handler, but the common object has no switch_chain map",
+			e.chain[0])
+	}
+	if len(e.chain) > int(e.shared["switch_chain"].MaxEntries()) {
+		fail("%d layers have a scheduler handler; the chain has %d slots", len(e.chain),
+			e.shared["switch_chain"].MaxEntries())
+	}
+	for slot, name := range e.chain {
+		c := e.colls[name]
+		p := c.Programs[chainProgramOf(c)]
+		if err := e.shared["switch_chain"].Put(uint32(slot), p); err != nil {
+			fail("layer %s: cannot put its scheduler handler in the chain: %v", name, err)
+		}
+	}
+}
+
+// chainProgram: the name of a layer's handler in the scheduler chain (common.bpf.h), a
+// program named chain_*, or "" when it has none. At most one per layer.
+func chainProgram(spec *ebpf.CollectionSpec) string {
+	for n := range spec.Programs {
+		if strings.HasPrefix(n, "chain_") {
+			return n
+		}
+	}
+	return ""
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func chainProgramOf(c *ebpf.Collection) string {
+	for n := range c.Programs {
+		if strings.HasPrefix(n, "chain_") {
+			return n
+		}
+	}
+	return ""
 }
 
 type control struct {
@@ -414,8 +470,14 @@ func (e *engine) attachTracepoints() {
 		sort.Strings(names)
 		for _, pn := range names {
 			p := c.Programs[pn]
-			if p.Type() != ebpf.Tracing {
-				continue
+			if p.Type() != ebpf.Tracing || strings.HasPrefix(pn, "chain_") {
+				continue // a chain handler runs from common's dispatcher, never attached
+			}
+			if pn == "jvmos_switch" && len(e.chain) == 0 {
+				continue // no layer has a scheduler handler: no program on every switch
+			}
+			if contains(e.plan.Unattached[name], pn) {
+				continue // nothing to do in this recording's mode
 			}
 			l, err := link.AttachTracing(link.TracingOptions{Program: p})
 			if err != nil {
@@ -781,6 +843,7 @@ func main() {
 	ready := map[string]interface{}{"event": "ready", "load_s": loadS,
 		"attach_s": time.Since(tAttach).Seconds(), "uprobes": n, "sites": sites,
 		"tracepoints": len(e.plan.Tracepoints), "tp_btf": len(e.tpBtf), "tp_btf_programs": e.tpBtf,
+		"switch_chain": e.chain,
 		"uprobe_multi": !e.classic, "pid": os.Getpid()}
 	if fallback != "" {
 		ready["fallback"] = fallback

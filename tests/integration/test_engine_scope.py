@@ -7,6 +7,7 @@ count. A program that a bystander trapped into would have run once per bystander
 (2,000,000 mallocs, 300,000 JNI copies), far beyond the traced JVM's own calls, which the same
 programs counted for its pid. (What replaced the decoy libraries' test when bpftrace retired.)"""
 import subprocess
+from typing import Optional
 
 import pytest
 
@@ -58,10 +59,28 @@ def test_bystanders_never_run_the_probes(tmp_path):
     assert traced_mallocs <= alloc_runs < traced_mallocs + 10_000, (alloc_runs, traced_mallocs)
 
 
-def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str) -> list:
+def _raw_tracepoints_of(pid: int) -> list:
+    """The raw (BTF) tracepoint links a process holds, by tracepoint, one entry per link:
+    read from the kernel's fdinfo of its link descriptors, not from the engine"""
+    import os
+    got = []
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            info = dict(line.split(":", 1) for line in
+                        open(f"/proc/{pid}/fdinfo/{fd}").read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if info.get("link_type", "").strip() == "raw_tracepoint":
+            got.append(info.get("tp_name", "").strip())
+    return sorted(got)
+
+
+def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str,
+                                         mode: str = "time", raw: Optional[list] = None) -> list:
     """The syscall tracepoints the kernel holds for the engine of one recording, while it
     traces (bpftool's list of perf events, by the engine's pid): read from the kernel, not
-    from the engine or its plan."""
+    from the engine or its plan. `raw`, when given, gets the engine's raw tracepoint links
+    (_raw_tracepoints_of)."""
     import json
     import os
     import shutil
@@ -72,7 +91,8 @@ def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str) -> l
     plat = tmp_path / f"platform-{scope}.json"
     shutil.copy(os.environ["JVMOS_PLATFORM"], plat)
     p = subprocess.Popen([sys.executable, "-m", "jvmos.cli", "record", "--layers", layers,
-                          "--scope", scope, "--platform", str(plat), "--out", str(out), "--",
+                          "--scope", scope, "--mode", mode, "--platform", str(plat),
+                          "--out", str(out), "--",
                           "sleep", "8"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          cwd=ROOT)
@@ -92,6 +112,8 @@ def _syscall_tracepoints_while_recording(tmp_path, layers: str, scope: str) -> l
             if exe.endswith("jvmos-engine") and ppid == p.pid:
                 engines.append(int(pid))
         assert len(engines) == 1, engines
+        if raw is not None:
+            raw.extend(_raw_tracepoints_of(engines[0]))
         perf = json.loads(subprocess.run(["bpftool", "perf", "list", "-j"], capture_output=True,
                                          text=True, check=True).stdout or "[]")
         return [x["tracepoint"] for x in perf if x.get("pid") == engines[0]
@@ -110,3 +132,22 @@ def test_process_scope_enables_no_syscall_tracepoint(platform_file, tmp_path):
         <= set(host), host
     assert _syscall_tracepoints_while_recording(tmp_path, "io,threads,links,mem",
                                                 "process") == []
+
+
+def test_one_scheduler_program_for_every_layer(platform_file, tmp_path):
+    """The layers' scheduler handlers run from one sched_switch program (common.bpf.h's
+    chain), which every context switch on the host pays for; in --mode count no sched_wakeup
+    program is attached (it only starts the run-queue waits of --mode time). Read from the
+    engine's link descriptors, in both modes, so that either half can fail."""
+    count, time_ = [], []
+    for d in ("count", "time"):
+        (tmp_path / d).mkdir()
+    _syscall_tracepoints_while_recording(tmp_path / "count", "io,threads,links,mem", "process",
+                                         mode="count", raw=count)
+    _syscall_tracepoints_while_recording(tmp_path / "time", "io,threads,links,mem", "process",
+                                         mode="time", raw=time_)
+    for got in (count, time_):
+        assert got.count("sched_switch") == 1, got
+        assert "sched_process_fork" in got, got      # the list is the engine's, and complete
+    assert "sched_wakeup" not in count, count
+    assert time_.count("sched_wakeup") == 1, time_

@@ -45,6 +45,7 @@ experiments:
   held-out       θ (calibrate --in-situ) tested on programs it never saw (the shop's keep-alive)
   overhead       what each layer and mode costs the target and the host, against the floor
   agent-overhead the agent's cost on a loaded chat server, watched vs bare
+  probe-effect   jvmos's estimate of its probe effect against the effect observed, ABBA pairs
 
 examples:
   jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/

@@ -1,7 +1,8 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
 from jvmos.experiments import (accuracy, agent_overhead, blocking_io, chat, heldout, heuristic,
                                interventions, ipc, jni_census, matmul, memory, overhead,
-                               predictions, serialization, server, threads, tomcat)
+                               predictions, probe_effect, serialization, server, threads,
+                               tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -21,4 +22,5 @@ EXPERIMENTS = {
     "held-out": heldout.main,
     "overhead": overhead.main,
     "agent-overhead": agent_overhead.main,
+    "probe-effect": probe_effect.main,
 }

@@ -259,10 +259,17 @@ def test_overhead_quick(platform_file, tmp_path):
     base = tax["arms"][0]["median_ns"]
     assert tax["arms"][1]["slowdown_pct"] == pytest.approx(
         100 * (tax["arms"][1]["median_ns"] - base) / base)
-    # the scheduler programs' tax: the ping-pong alone and beside a full recording of
-    # another process, interleaved, the slowdown of the medians
+    # the scheduler programs' tax: the ping-pong alone, beside a recording of another
+    # process with each layer alone (count), and with all four (count, then time),
+    # interleaved, the slowdown of the medians
     st = res["scheduler_tax"]
-    assert [len(a["ns_per_call_rounds"]) for a in st["arms"]] == [2, 2] and st["rounds"] == 2
+    assert [len(a["ns_per_call_rounds"]) for a in st["arms"]] == [2] * 7 and st["rounds"] == 2
+    names = [a["arm"] for a in st["arms"]]
+    assert names[0] == "none"
+    for i, layer in enumerate(("io", "threads", "links", "mem"), 1):
+        assert f"--layers {layer}, --mode count" in names[i], names
+    assert "--mode count" in names[5] and "--mode time" in names[6] \
+        and "io,threads,links,mem" in names[5] + names[6], names
     assert st["arms"][1]["slowdown_pct"] == pytest.approx(
         100 * (st["arms"][1]["median_ns"] - st["arms"][0]["median_ns"])
         / st["arms"][0]["median_ns"])
@@ -304,3 +311,28 @@ def test_agent_overhead_smallest(platform_file, tmp_path):
         assert arm["bystander"]["write"]["rounds"] > 0, arm
     md = (out / "agent-overhead.md").read_text()
     assert "watched / bare" in md and "bystander" in md
+
+
+def test_probe_effect_smallest(platform_file, tmp_path):
+    """`jvmos run probe-effect` in its smallest form on a benchmark and a server: every pair
+    kept with both CPU times and the recording's estimate; the table gives a verdict per
+    program (not asserted: whether the estimate holds is what the experiment measures)."""
+    out = tmp_path / "pe"
+    r = run_jvmos(["run", "probe-effect", "--quick", "--programs", "dacapo,chat",
+                   "--bench", "h2", "--layers", "io,mem", "--out", str(out)], timeout=1800)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((out / "probe-effect.json").read_text())
+    assert list(res["programs"]) == ["dacapo-h2", "chat"]
+    for name, prog in res["programs"].items():
+        assert [p["order"] for p in prog["pairs"]] == ["bare first", "recorded first"], name
+        for p in prog["pairs"]:
+            assert p["bare"]["cpu_ns"] > 0 and p["recorded"]["cpu_ns"] > 0, name
+            # the estimate is the recording's own, and io's and mem's probes fired
+            assert p["recorded"]["probe_overhead_ns"] > 0, name
+            assert (out / p["recorded"]["run_dir"] / "summary.json").exists(), name
+        s = prog["summary"]
+        assert s["n"] == 2 and s["observed"]["n"] == 2
+        assert s["verdict"].split(" ")[0] in ("within", "outside", "unresolved"), s["verdict"]
+    assert not (out / "probe-effect.partial.json").exists()
+    md = (out / "probe-effect.md").read_text()
+    assert "estimated / observed" in md and "dacapo-h2" in md and "chat:" in md

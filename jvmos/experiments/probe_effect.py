@@ -1,0 +1,364 @@
+"""`jvmos run probe-effect`: does jvmos's estimate of its own probe effect hold on real programs?
+
+Every recording estimates what its probes cost the traced process: each kind of probe's hits
+x its calibrated cost per hit (the summary's totals.probe_overhead_ns, CPU time summed over
+the traced threads). This experiment puts that estimate beside the cost observed on the same
+program: pairs of runs, one bare and one recorded, their order alternating (bare first in odd
+pairs), the observed effect being the process's CPU time recorded minus bare, pair by pair.
+
+Programs (--programs):
+  dacapo  benchmarks of the DaCapo-style suite (--bench, default its two largest here), or
+          of a real DaCapo jar (--dacapo-jar): one JVM per run, its CPU time from wait4
+  shop    the Tomcat shop, one warmed server: a load of --shop-pages pages from
+          --shop-threads threads per run, jvmos attached to the server for the recorded load;
+          the server's CPU time per load
+  chat    jvmos's chat server (platform threads), one warmed server: one load of --chat-rooms
+          rooms x 20 users per run, the same way
+
+Read per program: the observed effect's mean with its 95% paired t interval; the estimate's
+mean; estimated / observed (ratio of the means) with a 90% percentile bootstrap interval over
+the pairs, judged against +/-25% by two one-sided tests at 90%: within when the whole interval
+lies in [0.75, 1.25], outside when it lies wholly out of it, unresolved otherwise. A miss is
+printed as such, with the probe kinds that carry the estimate.
+"""
+import argparse
+import json
+import math
+import statistics
+import types
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from jvmos import JvmosError
+from jvmos.analyzers.tables import Table, fmt_ns
+from jvmos.experiments.common import (BOUNDARY_LAYERS, PROBE_EFFECT_GOAL, jdk_label, load_finished,
+                                      log, out_dir, parse_list, run_bare, run_recorded,
+                                      select_jdks, write_outputs)
+
+PROGRAMS = ("dacapo", "shop", "chat")
+# the suite's two largest benchmarks by CPU time at the default size on the reference VM (27
+# Nov, 2 iterations, bare: lusearch 55.9 s, h2 35.8 s, eclipse 34.5 s, ... inflate 2.5 s)
+DEFAULT_BENCH = "lusearch,h2"
+LEVEL = 0.90            # the equivalence test's interval (two one-sided tests at 5% each)
+BOOT_RESAMPLES = 4000
+BOOT_SEED = 31          # a fixed seed: --render gives the same interval again
+
+EXAMPLES = """examples:
+  jvmos run probe-effect                                 # dacapo (lusearch, h2), shop, chat; 10 pairs
+  jvmos run probe-effect --programs shop --pairs 12 --mode count
+  jvmos run probe-effect --programs dacapo --dacapo-jar ~/dacapo-9.12-bach.jar --bench avrora
+  jvmos run probe-effect --quick                         # 2 pairs each, small loads
+  jvmos run probe-effect --render results/probe-effect   # the tables again, nothing measured
+
+cost: every pair runs the program twice; recorded runs are slower (that is what is measured).
+"""
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="jvmos run probe-effect", epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--programs", default=",".join(PROGRAMS),
+                   help=f"comma-separated, of {', '.join(PROGRAMS)} (default all)")
+    p.add_argument("--pairs", type=int, help="bare/recorded pairs per program (default 10; "
+                   "--quick 2)")
+    p.add_argument("--layers", default=",".join(BOUNDARY_LAYERS),
+                   help=f"layers recorded (default {','.join(BOUNDARY_LAYERS)})")
+    p.add_argument("--mode", choices=("time", "count"), default="time",
+                   help="the recordings' --mode (default time, record's default)")
+    p.add_argument("--bench", help=f"dacapo: benchmarks (default {DEFAULT_BENCH}; with "
+                   "--dacapo-jar: avrora)")
+    p.add_argument("--dacapo-jar", help="dacapo: a real DaCapo jar instead of the suite")
+    p.add_argument("--iterations", type=int, default=2, help="dacapo: iterations per run "
+                   "(default 2)")
+    p.add_argument("--shop-pages", type=int, help="shop: pages per load (default 3000; "
+                   "--quick 300)")
+    p.add_argument("--shop-threads", type=int, default=8, help="shop: load threads (default 8)")
+    p.add_argument("--chat-rooms", type=int, help="chat: rooms per load, 20 users each "
+                   "(default 10; --quick 2)")
+    p.add_argument("--jdk", help="JDK home (default: the first found)")
+    p.add_argument("--out", help="output directory (default results/runs/<time>-probe-effect)")
+    p.add_argument("--quick", action="store_true", help="2 pairs each, small loads, the "
+                   "suite's small size")
+    p.add_argument("--render", metavar="DIR", help="write the tables of a finished run in DIR "
+                   "again (nothing is measured)")
+    a = p.parse_args(argv)
+    if a.render:
+        return a
+    a.pairs = a.pairs if a.pairs is not None else (2 if a.quick else 10)
+    a.shop_pages = a.shop_pages or (300 if a.quick else 3000)
+    a.chat_rooms = a.chat_rooms or (2 if a.quick else 10)
+    if min(a.pairs, a.iterations, a.shop_pages, a.shop_threads, a.chat_rooms) <= 0:
+        p.error("--pairs, --iterations, --shop-pages, --shop-threads and --chat-rooms must be "
+                "positive")
+    if a.pairs < 2:
+        p.error("--pairs must be 2 or more (a paired interval needs two pairs)")
+    try:
+        a.programs = parse_list(a.programs, PROGRAMS, "program")
+        a.layers = parse_list(a.layers, BOUNDARY_LAYERS, "layer")
+    except JvmosError as e:
+        p.error(str(e))
+    return a
+
+
+# ------------------------------------------------------------------------- measuring
+
+def recorded_fields(summary: dict) -> dict:
+    """What a recorded run keeps of its summary: the estimate and its parts by probe kind."""
+    tot = summary["totals"]
+    kinds = tot.get("probe_cost_per_hit_ns") or {}
+    return {"probe_overhead_ns": tot.get("probe_overhead_ns"),
+            "probe_overhead_ci95_ns": tot.get("probe_overhead_ci95_ns"),
+            "probe_overhead_unknown_kinds": tot.get("probe_overhead_unknown_kinds"),
+            "probe_overhead_by_kind_ns": {k: v.get("total_ns") for k, v in kinds.items()},
+            "probe_hits": tot.get("probe_hits") or {}}
+
+
+def alternate(n: int, bare: Callable[[], dict], recorded: Callable[[int], dict], tag: str,
+              keep: Callable[[], None], pairs: list):
+    """n pairs, bare first in odd pairs and recorded first in even ones; each pair is kept
+    (keep()) as soon as it is measured."""
+    for i in range(n):
+        log(f"[{tag}] pair {i + 1}/{n} ({'bare first' if i % 2 == 0 else 'recorded first'})")
+        if i % 2 == 0:
+            b, r = bare(), recorded(i)
+        else:
+            r, b = recorded(i), bare()
+        pairs.append({"order": "bare first" if i % 2 == 0 else "recorded first",
+                      "bare": b, "recorded": r})
+        d = r["cpu_ns"] - b["cpu_ns"]
+        log(f"[{tag}]   CPU bare {fmt_ns(b['cpu_ns'])}, recorded {fmt_ns(r['cpu_ns'])}: "
+            f"observed {fmt_ns(d)}, estimated {fmt_ns(r.get('probe_overhead_ns'))}")
+        keep()
+
+
+def run_dacapo(a, java: str, out: Path, results: dict, keep) -> None:
+    from jvmos.experiments.memory import Suite, check_dacapo_jar
+    dj = check_dacapo_jar(a.dacapo_jar) if a.dacapo_jar else None
+    suite = Suite(java, dj)
+    benches = [b.strip() for b in (a.bench or ("avrora" if dj else DEFAULT_BENCH)).split(",")
+               if b.strip()]
+    known = suite.names()
+    bad = [b for b in benches if b not in known]
+    if bad:
+        raise JvmosError(f"unknown benchmark(s) {', '.join(bad)} (known: {', '.join(known)})")
+    size = "small" if a.quick else "default"
+    for b in benches:
+        cmd = suite.cmd(b, a.iterations, size)
+        name = f"dacapo-{b}"
+        prog = results["programs"][name] = {
+            "program": f"{b} ({'DaCapo jar ' + dj.name if dj else 'the DaCapo-style suite'}, "
+                       f"{a.iterations} iterations, size {size})",
+            "command": cmd, "observed_as": "the JVM's CPU time (wait4: every thread)",
+            "pairs": []}
+
+        def bare():
+            return {"cpu_ns": run_bare(cmd, timeout=3600)["process_cpu_ns"]}
+
+        def recorded(i, b=b, cmd=cmd):
+            res = run_recorded(f"{name}-{i + 1}", cmd, out, layers=a.layers, mode=a.mode)
+            cpu = res.summary["totals"].get("target_cpu_ns")
+            if cpu is None:
+                raise JvmosError(f"the recording of {b} has no CPU time of its process")
+            return {"cpu_ns": cpu, "run_dir": str(res.run_dir.relative_to(out)),
+                    **recorded_fields(res.summary)}
+        alternate(a.pairs, bare, recorded, name, keep, prog["pairs"])
+
+
+def run_server(a, name: str, describe: str, target, load: Callable[[], dict], out: Path,
+               results: dict, keep) -> None:
+    """Pairs of loads on one warmed server: bare, and with jvmos attached for the load."""
+    from jvmos.experiments.server import _bare_load, _recorded_load
+    prog = results["programs"][name] = {
+        "program": describe, "observed_as": "the server's CPU time per load (its process "
+        "CPU clock: every thread)", "pairs": []}
+    log(f"[{name}] warm-up load, untraced")
+    prog["warmup"] = load()
+
+    def bare():
+        return {"cpu_ns": _bare_load(target, load)["server_cpu_ns"]}
+
+    def recorded(i):
+        res, _, cpu = _recorded_load(target, load, a.layers, out / "runs" / f"{name}-{i + 1}",
+                                     f"{name}-{i + 1}", mode=a.mode)
+        return {"cpu_ns": cpu, "run_dir": str(res.run_dir.relative_to(out)),
+                **recorded_fields(res.summary)}
+    alternate(a.pairs, bare, recorded, name, keep, prog["pairs"])
+
+
+def run_shop(a, java: str, out: Path, results: dict, keep) -> None:
+    from jvmos.experiments.shop import Shop
+    with Shop(java, out / "server-shop", page_bytes=10_240) as shop:
+        run_server(a, "shop", f"the Tomcat shop, {a.shop_threads} threads x {a.shop_pages} "
+                   "pages of 10 kB per load", shop,
+                   lambda: shop.load(a.shop_threads, a.shop_pages), out, results, keep)
+
+
+def run_chat(a, java: str, out: Path, results: dict, keep) -> None:
+    from jvmos.experiments.chat import load_cmd, server_cmd
+    from jvmos.experiments.server import CommandServer
+    opts = types.SimpleNamespace(users_per_room=20, messages=20, message_bytes=40)
+    srv = CommandServer(server_cmd(java, "platform", 4 * 3600), load_cmd(java, opts),
+                        out / "server-chat", rate_key="messages_per_s")
+    with srv:
+        run_server(a, "chat", f"jvmos's chat server (platform threads), {a.chat_rooms} rooms "
+                   "x 20 users, 20 messages of 40 bytes each per load", srv,
+                   lambda: srv.load(str(a.chat_rooms)), out, results, keep)
+
+
+# ------------------------------------------------------------------------- reading
+
+def ratio_interval(est: List[float], obs: List[float]) -> Optional[List[float]]:
+    """mean(est) / mean(obs) over the pairs: its LEVEL percentile bootstrap interval (pairs
+    resampled together; scipy), None when it cannot be had (under 3 pairs, or a resample
+    whose observed mean is not positive)."""
+    import numpy as np
+    from scipy import stats
+    if len(est) < 3:
+        return None
+
+    def stat(e, o, axis=-1):
+        # NaN where a resample's observed mean is not positive: the interval is then NaN
+        mo = np.mean(o, axis=axis)
+        return np.where(mo > 0, np.mean(e, axis=axis) / np.where(mo > 0, mo, 1), np.nan)
+    r = stats.bootstrap((np.array(est, float), np.array(obs, float)), stat, paired=True,
+                        vectorized=True, confidence_level=LEVEL, n_resamples=BOOT_RESAMPLES,
+                        method="percentile", random_state=np.random.default_rng(BOOT_SEED))
+    lo, hi = float(r.confidence_interval.low), float(r.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return [lo, hi]
+
+
+def verdict(ci: Optional[List[float]], n: int) -> str:
+    if ci is None:
+        return ("unresolved (under 3 pairs: no interval)" if n < 3 else
+                "unresolved (a resample's observed mean is not positive: no interval)")
+    lo, hi = ci
+    if 1 - PROBE_EFFECT_GOAL <= lo and hi <= 1 + PROBE_EFFECT_GOAL:
+        return f"within ±{PROBE_EFFECT_GOAL:.0%}"
+    if hi < 1 - PROBE_EFFECT_GOAL or lo > 1 + PROBE_EFFECT_GOAL:
+        return f"outside ±{PROBE_EFFECT_GOAL:.0%}"
+    return "unresolved"
+
+
+def summarize(prog: dict) -> dict:
+    """The program's figures from its pairs (kept in the results: --render reads them)."""
+    from jvmos.analyzers.stats import paired_diff_ci
+    pairs = prog["pairs"]
+    obs = [p["recorded"]["cpu_ns"] - p["bare"]["cpu_ns"] for p in pairs]
+    est = [p["recorded"].get("probe_overhead_ns") for p in pairs]
+    s = {"n": len(pairs), "observed": paired_diff_ci(obs, level=0.95) if len(obs) >= 2 else None,
+         "estimated_mean_ns": statistics.mean(est) if est and None not in est else None,
+         "bare_cpu_mean_ns": statistics.mean(p["bare"]["cpu_ns"] for p in pairs) if pairs
+         else None}
+    ok = s["observed"] and s["estimated_mean_ns"] is not None and s["observed"]["mean"] > 0
+    s["ratio"] = s["estimated_mean_ns"] / s["observed"]["mean"] if ok else None
+    s["ratio_ci90"] = ratio_interval(est, obs) if ok else None
+    s["verdict"] = (verdict(s["ratio_ci90"], len(pairs)) if ok else
+                    "unknown (an estimate is missing: a probe kind without calibration)"
+                    if s["estimated_mean_ns"] is None else
+                    "unresolved (the observed effect is not positive)")
+    # where the estimate comes from: its largest probe kinds, mean over the recordings
+    by_kind = {}
+    for p in pairs:
+        for k, v in (p["recorded"].get("probe_overhead_by_kind_ns") or {}).items():
+            if v is not None:
+                by_kind[k] = by_kind.get(k, 0.0) + v / len(pairs)
+    s["estimate_by_kind_ns"] = dict(sorted(by_kind.items(), key=lambda kv: -kv[1]))
+    return s
+
+
+def tables(results: dict):
+    t = Table("jvmos's estimate of its probe effect against the effect observed, per program "
+              f"({results['jdk']}; --layers {','.join(results['layers'])} --mode "
+              f"{results['mode']}; CPU time, bare and recorded runs in alternating pairs)",
+              ["program", "pairs", "bare CPU (mean)", "observed: recorded − bare CPU, mean "
+               "[95%, paired t]", "estimated by jvmos (mean of the recordings)",
+               "estimated / observed [90%, bootstrap]", f"±{PROBE_EFFECT_GOAL:.0%} (TOST, 90%)",
+               "largest estimated kinds"])
+    misses = []
+    for name, prog in results["programs"].items():
+        s = prog["summary"] = summarize(prog)
+        o = s["observed"]
+        ci = s["ratio_ci90"]
+        top = list(s["estimate_by_kind_ns"].items())[:3]
+        est = s["estimated_mean_ns"]
+        shares = ", ".join(f"{k} {100 * v / est:.0f}%" for k, v in top) if est else "—"
+        t.add([f"{name}: {prog['program']}", str(s["n"]), fmt_ns(s["bare_cpu_mean_ns"]),
+               (f"{fmt_ns(o['mean'])} [{fmt_ns(o['ci'][0])}, {fmt_ns(o['ci'][1])}]" if o
+                else "—"), fmt_ns(est),
+               ("—" if s["ratio"] is None else f"{s['ratio']:.2f}"
+                + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")), s["verdict"], shares],
+              [name, s["n"], s["bare_cpu_mean_ns"], o["mean"] if o else None, est, s["ratio"],
+               s["verdict"], shares])
+        if not s["verdict"].startswith("within"):
+            misses.append(f"{name}: the estimate is not shown to hold, {s['verdict']}: "
+                          f"estimated {fmt_ns(est)}, observed "
+                          + (f"{fmt_ns(o['mean'])} [{fmt_ns(o['ci'][0])}, {fmt_ns(o['ci'][1])}]"
+                             if o else "unknown")
+                          + (f", ratio {s['ratio']:.2f}" if s["ratio"] is not None else "")
+                          + (f"; most of the estimate: {shares}" if est else ""))
+    return [t], misses
+
+
+NOTES = [
+    "observed: per pair, the recorded run's CPU time minus the bare run's (a JVM's own, from "
+    "wait4, for dacapo; the server's process CPU clock over one load, for shop and chat), "
+    "their mean with a 95% paired Student t interval. It holds everything the recording "
+    "costs the process: the probes' traps and programs, and the cache and scheduling effects "
+    "they cause; not jvmos's own processes (the engine, its sampler), which are not the "
+    "traced process.",
+    "estimated: the recording's totals.probe_overhead_ns, each probe kind's hits x its "
+    "calibrated cost per hit (jvmos calibrate --probes), CPU time summed over the traced "
+    "threads.",
+    "estimated / observed: the ratio of the two means; its 90% interval is a percentile "
+    f"bootstrap over the pairs ({BOOT_RESAMPLES} resamples, seed {BOOT_SEED}). Within ±25%: "
+    "the whole interval in [0.75, 1.25] (two one-sided tests at 5% each); outside: wholly "
+    "out of it; unresolved otherwise, or when a resample's observed mean is not positive.",
+    "pairs alternate their order (bare first in odd pairs), so that a drift of the machine "
+    "falls on both arms alike; every pair is kept in probe-effect.json, misses included.",
+]
+
+
+def write_all(out: Path, results: dict) -> int:
+    ts, misses = tables(results)
+    notes = NOTES + [f"MISS {m}" for m in misses]
+    write_outputs(out, "probe-effect", ts, results, notes)
+    for x in ts:
+        print(x.markdown())
+    for n in notes:
+        print(f"- {n}")
+    for m in misses:
+        log(f"MISS {m}")
+    print(f"\nresults: {out}/probe-effect.md (and .csv, .json)")
+    return 0
+
+
+def main(argv) -> int:
+    a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return write_all(out, load_finished(out / "probe-effect.json", "probe-effect",
+                                            "programs"))
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    java = str(jvm.home / "bin" / "java")
+    out = out_dir(a.out, "probe-effect")
+    results = {"experiment": "probe-effect", "jdk": jdk_label(jvm), "layers": a.layers,
+               "mode": a.mode, "pairs_per_program": a.pairs, "programs": {}}
+
+    def keep():
+        tmp = out / ".probe-effect.partial.json.tmp"
+        tmp.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        tmp.replace(out / "probe-effect.partial.json")
+    run = {"dacapo": run_dacapo, "shop": run_shop, "chat": run_chat}
+    try:
+        for p in a.programs:
+            run[p](a, java, out, results, keep)
+    except (JvmosError, KeyboardInterrupt) as e:
+        part = out / "probe-effect.partial.json"
+        raise JvmosError(f"{e or 'interrupted'}" + (f" (the pairs measured before are kept "
+                                                    f"in {part})" if part.exists() else ""))
+    write_all(out, results)
+    (out / "probe-effect.partial.json").unlink(missing_ok=True)
+    return 0

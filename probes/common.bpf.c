@@ -164,8 +164,9 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 }
 
 /* the scheduler chain's filter (common.bpf.h). The tasks' tgids are read straight through
- * the BTF-typed arguments, not with BPF_CORE_READ's bpf_probe_read_kernel: on a bystander's
- * pipe ping-pong, the helper call cost about 3% of its round trip (results/overhead). */
+ * the BTF-typed arguments, not with BPF_CORE_READ's bpf_probe_read_kernel: in an exploratory
+ * A/B on a bystander's pipe ping-pong, the helper call read about 3 points of its round trip
+ * (results/overhead/scheduler-chain/NOTE.md; the two intervals overlap). */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(jvmos_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)

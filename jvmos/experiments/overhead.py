@@ -305,9 +305,9 @@ def scheduler_tax(rounds: int) -> dict:
     with each layer alone in --mode count, with every layer in --mode count, and with every
     layer in --mode time (which adds the run-queue wait's sched_wakeup program). No syscall
     tracepoint is on; what remains host-wide is the BTF tracepoint programs (one sched_switch
-    program for every layer, common.bpf.h's chain; sched_wakeup in --mode time; page faults,
-    process and thread events), which run for every task and return at once for an untraced
-    one."""
+    program for threads, links and mem together, common.bpf.h's chain, none for io alone;
+    sched_wakeup in --mode time; page faults, process and thread events), which run for
+    every task and return at once for an untraced one."""
     # both processes on one CPU (the child inherits the affinity): a wakeup across the VM's
     # idle vCPUs costs more than the switch itself, and varies with what else runs
     cmd = ["taskset", "-c", "0", str(c_program("bystander")), "--loop", "pingpong", "--count",
@@ -603,10 +603,12 @@ TAX_NOTE = (
 SCHED_TAX_NOTE = (
     "the scheduler programs' tax: the engine records a placeholder process at --scope "
     "process with each layer alone and with every layer (no syscall tracepoint; what runs "
-    "for every task on the host is one sched_switch program, whose filter hands a switch of "
-    "a traced process on to the layers' handlers, sched_wakeup in --mode time only, and the "
-    "programs on new and exiting tasks and on page faults, each returning at once for an "
-    "untraced task), while the bystander, untraced, bounces a byte between two pipes with a "
+    "for every task on the host is one sched_switch program when a layer with a scheduler "
+    "handler is on (threads, links, mem; io has none, so its arm has no sched_switch "
+    "program), whose filter hands a switch of a traced process on to the layers' handlers; "
+    "sched_wakeup in --mode time only; and the programs on new and exiting tasks and, with "
+    "mem, on page faults, each returning at once for an untraced task), while the "
+    "bystander, untraced, bounces a byte between two pipes with a "
     "child process, both pinned to CPU 0: each round trip blocks and wakes both processes, "
     "so it meets those programs on every switch. The arm without jvmos runs the same "
     "placeholder, untraced. The arms run in turn, run after run, in alternating order; the "

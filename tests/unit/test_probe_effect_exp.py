@@ -26,13 +26,31 @@ def test_an_estimate_equal_to_the_observed_is_within():
     lo, hi = s["ratio_ci90"]
     assert 0.97 < lo <= 1.0 <= hi < 1.03
     assert s["verdict"] == "within ±25%"
+    # the interval is the estimate over the observed mean's 90% t interval (7 df)
+    from scipy import stats
+    import statistics
+    h = stats.t.ppf(0.95, 7) * statistics.stdev(OBS) / 8 ** 0.5
+    assert lo == pytest.approx(200e6 / (200e6 + h)) and hi == pytest.approx(200e6 / (200e6 - h))
     assert list(s["estimate_by_kind_ns"]) == ["io:write", "mem:malloc"]
 
 
 def test_an_estimate_twice_the_observed_is_outside():
     s = pe.summarize(_prog([400e6] * 8, BARE, [b + o for b, o in zip(BARE, OBS)]))
     assert s["ratio"] == pytest.approx(2.0, rel=1e-3)
-    assert s["verdict"] == "outside ±25%"
+    assert s["verdict"] == "outside ±25% (estimate too high)"
+
+
+def test_an_estimate_half_the_observed_is_outside_too_low():
+    s = pe.summarize(_prog([100e6] * 8, BARE, [b + o for b, o in zip(BARE, OBS)]))
+    assert s["verdict"] == "outside ±25% (estimate too low)"
+
+
+def test_an_effect_that_may_be_zero_still_refutes_a_far_too_high_estimate():
+    # observed mean 20 ms, its interval reaching below 0; estimated 2 s: est / hi > 1.25
+    obs = [60e6, -40e6, 50e6, -20e6, 45e6, -10e6, 55e6, 20e6]
+    s = pe.summarize(_prog([2000e6] * 8, BARE, [b + o for b, o in zip(BARE, obs)]))
+    assert s["ratio_ci90"][1] is None and s["ratio_ci90"][0] > 1.25
+    assert s["verdict"] == "outside ±25% (estimate too high)"
 
 
 def test_a_noisy_observation_is_unresolved_not_a_pass():
@@ -44,10 +62,19 @@ def test_a_noisy_observation_is_unresolved_not_a_pass():
     assert s["verdict"] == "unresolved"
 
 
-def test_an_observed_effect_that_is_not_positive_gives_no_ratio():
-    s = pe.summarize(_prog([200e6] * 3, BARE[:3], [b - 1e6 for b in BARE[:3]]))
+def test_no_positive_effect_observed_with_one_estimated_is_a_miss():
+    s = pe.summarize(_prog([200e6] * 3, BARE[:3], [b - d for b, d in zip(BARE[:3],
+                                                                         (1e6, 2e6, 1.5e6))]))
     assert s["ratio"] is None and s["ratio_ci90"] is None
-    assert s["verdict"].startswith("unresolved (the observed effect is not positive")
+    assert s["verdict"].startswith("outside ±25% (no positive effect observed")
+
+
+def test_a_pair_with_incomplete_cpu_time_is_left_out_and_counted():
+    prog = _prog([200e6] * 8, BARE, [b + o for b, o in zip(BARE, OBS)])
+    prog["pairs"][0]["recorded"]["cpu_complete"] = False
+    prog["pairs"][0]["recorded"]["cpu_ns"] = 1.0           # a lower bound: would wreck the mean
+    s = pe.summarize(prog)
+    assert s["n"] == 7 and s["left_out_incomplete_cpu"] == 1 and s["verdict"] == "within ±25%"
 
 
 def test_a_missing_estimate_is_unknown_not_zero():

@@ -71,3 +71,23 @@ def test_the_graph_sees_function_level_imports():
     assert "jvmos.record" in g["jvmos.calibrate_constants"]
     assert "jvmos.session" in g["jvmos.enginecost"]      # imported at module level
     assert "jvmos.analyzers.io" in g["jvmos.analyzers.summary"]
+
+
+def test_pyproject_installs_every_package_of_the_tree():
+    """A wheel holds only the packages pyproject.toml lists: every folder of the installed
+    tree that is a package (an __init__.py) must be listed, mapped to that folder."""
+    import tomllib
+    root = Path(__file__).resolve().parents[2]
+    conf = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = dict(conf["package-dir"])
+    assert sorted(conf["packages"]) == sorted(listed)
+    found = set()
+    for name, folder in listed.items():
+        for init in (root / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(root / folder)
+            found.add(".".join([name, *rel.parts]) if rel.parts else name)
+    assert found <= set(listed), sorted(found - set(listed))
+    # jvmos records with its own engine: the package does not describe itself by bpftrace
+    whole = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "bpftrace" not in whole["project"]["description"]
+    assert not any("bpftrace" in m for m in whole["tool"]["pytest"]["ini_options"]["markers"])

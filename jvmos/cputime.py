@@ -67,6 +67,19 @@ def stat_cpu_ns(pid: int) -> int:
     return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+def stat_sys_ns(pid: int) -> int:
+    """stime of /proc/PID/stat (whole process, exited threads included): the CPU time its
+    threads spent in the kernel (where a uprobe's trap and its BPF program run), with a
+    clock tick's resolution."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        raise ProcessGone(f"pid {pid}: no /proc entry") from None
+    fields = s[s.rindex(")") + 2:].split()
+    return int(fields[12]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 

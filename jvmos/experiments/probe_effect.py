@@ -9,11 +9,11 @@ pairs), the observed effect being the process's CPU time recorded minus bare, pa
 Programs (--programs):
   dacapo  benchmarks of the DaCapo-style suite (--bench, default its two largest here), or
           of a real DaCapo jar (--dacapo-jar): one JVM per run, its CPU time from wait4
-  shop    the Tomcat shop, one warmed server: a load of --shop-pages pages from
-          --shop-threads threads per run, jvmos attached to the server for the recorded load;
-          the server's CPU time per load
-  chat    jvmos's chat server (platform threads), one warmed server: one load of --chat-rooms
-          rooms x 20 users per run, the same way
+  shop    the Tomcat shop, a fresh server per pair warmed by 3 untraced loads: a load of
+          --shop-threads threads x --shop-pages pages per run, jvmos attached to the server for
+          the recorded load; the server's CPU time per load
+  chat    jvmos's chat server (platform threads), the same way: one load of --chat-rooms rooms
+          x 20 users per run
 
 Read per program: the observed effect's mean with its 95% paired t interval; the estimate's
 mean; estimated / observed (ratio of the means) with its 90% interval, judged against +/-25%
@@ -22,6 +22,7 @@ within, outside or unresolved. A miss is printed as such, with the probe kinds t
 the estimate.
 """
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -69,9 +70,9 @@ def parse(argv):
     p.add_argument("--dacapo-jar", help="dacapo: a real DaCapo jar instead of the suite")
     p.add_argument("--iterations", type=int, default=2, help="dacapo: iterations per run "
                    "(default 2)")
-    p.add_argument("--shop-pages", type=int, help="shop: pages per load (default 3000; "
-                   "--quick 300)")
-    p.add_argument("--shop-threads", type=int, default=8, help="shop: load threads (default 8)")
+    p.add_argument("--shop-pages", type=int, help="shop: pages per load thread (default 1000; "
+                   "--quick 50)")
+    p.add_argument("--shop-threads", type=int, default=4, help="shop: load threads (default 4)")
     p.add_argument("--chat-rooms", type=int, help="chat: rooms per load, 20 users each "
                    "(default 10; --quick 2)")
     p.add_argument("--jdk", help="JDK home (default: the first found)")
@@ -84,7 +85,7 @@ def parse(argv):
     if a.render:
         return a
     a.pairs = a.pairs if a.pairs is not None else (2 if a.quick else 10)
-    a.shop_pages = a.shop_pages or (300 if a.quick else 3000)
+    a.shop_pages = a.shop_pages or (50 if a.quick else 1000)
     a.chat_rooms = a.chat_rooms or (2 if a.quick else 10)
     if min(a.pairs, a.iterations, a.shop_pages, a.shop_threads, a.chat_rooms) <= 0:
         p.error("--pairs, --iterations, --shop-pages, --shop-threads and --chat-rooms must be "
@@ -164,45 +165,74 @@ def run_dacapo(a, java: str, out: Path, results: dict, keep) -> None:
         alternate(a.pairs, bare, recorded, name, keep, prog["pairs"])
 
 
-def run_server(a, name: str, describe: str, target, load: Callable[[], dict], out: Path,
-               results: dict, keep) -> None:
-    """Pairs of loads on one warmed server: bare, and with jvmos attached for the load."""
+SERVER_WARMUP_LOADS = 3  # untraced loads on each fresh server before its pair
+
+
+def run_server(a, name: str, describe: str, start, out: Path, results: dict, keep) -> None:
+    """Pairs of loads, each pair on a fresh server (start(i): a context manager yielding the
+    server and its load) warmed by SERVER_WARMUP_LOADS untraced loads: one load bare, one with
+    jvmos attached for the load, their order alternating. A server's CPU per load can drift
+    as it serves (the shop's database grows with every order): a fresh server per pair puts
+    both loads of a pair on a server in the same state."""
     from jvmos.experiments.server import _bare_load, _recorded_load
     prog = results["programs"][name] = {
         "program": describe, "observed_as": "the server's CPU time per load (its process "
-        "CPU clock: every thread)", "pairs": []}
-    log(f"[{name}] warm-up load, untraced")
-    prog["warmup"] = load()
+        "CPU clock: every thread)", "design": f"a fresh server per pair, {SERVER_WARMUP_LOADS} "
+        "untraced warm-up loads, then the pair", "pairs": []}
+    for i in range(a.pairs):
+        first = "bare first" if i % 2 == 0 else "recorded first"
+        log(f"[{name}] pair {i + 1}/{a.pairs} ({first}): a fresh server, "
+            f"{SERVER_WARMUP_LOADS} warm-up loads")
+        with start(i) as (target, load):
+            for _ in range(SERVER_WARMUP_LOADS):
+                load()
 
-    def bare():
-        return {"cpu_ns": _bare_load(target, load)["server_cpu_ns"]}
+            def bare():
+                got = _bare_load(target, load)
+                return {"cpu_ns": got["server_cpu_ns"], "sys_ns": got["server_sys_ns"]}
 
-    def recorded(i):
-        res, _, cpu = _recorded_load(target, load, a.layers, out / "runs" / f"{name}-{i + 1}",
-                                     f"{name}-{i + 1}", mode=a.mode)
-        return {"cpu_ns": cpu, "run_dir": str(res.run_dir.relative_to(out)),
-                **recorded_fields(res.summary)}
-    alternate(a.pairs, bare, recorded, name, keep, prog["pairs"])
+            def recorded():
+                res, got, cpu = _recorded_load(target, load, a.layers,
+                                               out / "runs" / f"{name}-{i + 1}",
+                                               f"{name}-{i + 1}", mode=a.mode)
+                return {"cpu_ns": cpu, "sys_ns": got.get("server_sys_ns"),
+                        "run_dir": str(res.run_dir.relative_to(out)),
+                        **recorded_fields(res.summary)}
+            if i % 2 == 0:
+                b, r = bare(), recorded()
+            else:
+                r, b = recorded(), bare()
+        prog["pairs"].append({"order": first, "bare": b, "recorded": r})
+        log(f"[{name}]   CPU bare {fmt_ns(b['cpu_ns'])}, recorded {fmt_ns(r['cpu_ns'])}: "
+            f"observed {fmt_ns(r['cpu_ns'] - b['cpu_ns'])}, estimated "
+            f"{fmt_ns(r.get('probe_overhead_ns'))}")
+        keep()
 
 
 def run_shop(a, java: str, out: Path, results: dict, keep) -> None:
     from jvmos.experiments.shop import Shop
-    with Shop(java, out / "server-shop", page_bytes=10_240) as shop:
-        run_server(a, "shop", f"the Tomcat shop, {a.shop_threads} threads x {a.shop_pages} "
-                   "pages of 10 kB per load", shop,
-                   lambda: shop.load(a.shop_threads, a.shop_pages), out, results, keep)
+
+    @contextlib.contextmanager
+    def start(i):
+        with Shop(java, out / "servers" / f"shop-{i + 1}", page_bytes=10_240) as shop:
+            yield shop, lambda: shop.load(a.shop_threads, a.shop_pages)
+    run_server(a, "shop", f"the Tomcat shop, {a.shop_threads} threads x {a.shop_pages} "
+               "pages of 10 kB each per load", start, out, results, keep)
 
 
 def run_chat(a, java: str, out: Path, results: dict, keep) -> None:
     from jvmos.experiments.chat import load_cmd, server_cmd
     from jvmos.experiments.server import CommandServer
     opts = types.SimpleNamespace(users_per_room=20, messages=20, message_bytes=40)
-    srv = CommandServer(server_cmd(java, "platform", 4 * 3600), load_cmd(java, opts),
-                        out / "server-chat", rate_key="messages_per_s")
-    with srv:
-        run_server(a, "chat", f"jvmos's chat server (platform threads), {a.chat_rooms} rooms "
-                   "x 20 users, 20 messages of 40 bytes each per load", srv,
-                   lambda: srv.load(str(a.chat_rooms)), out, results, keep)
+
+    @contextlib.contextmanager
+    def start(i):
+        srv = CommandServer(server_cmd(java, "platform", 3600), load_cmd(java, opts),
+                            out / "servers" / f"chat-{i + 1}", rate_key="messages_per_s")
+        with srv:
+            yield srv, lambda: srv.load(str(a.chat_rooms))
+    run_server(a, "chat", f"jvmos's chat server (platform threads), {a.chat_rooms} rooms "
+               "x 20 users, 20 messages of 40 bytes each per load", start, out, results, keep)
 
 
 # ------------------------------------------------------------------------- reading
@@ -254,6 +284,20 @@ def summarize(prog: dict) -> dict:
     s["verdict"] = ("unknown (an estimate is missing: a probe kind without calibration)"
                     if e is None else "unresolved (under 2 pairs)" if not o else
                     verdict(e, s["observed_ci90"]))
+    # the same reading on the kernel-mode CPU alone (servers only: /proc's stime), where the
+    # probes' traps and programs run and the JIT's and the collector's noise does not
+    sy = [p["recorded"].get("sys_ns") is not None and p["bare"].get("sys_ns") is not None
+          and p["recorded"]["sys_ns"] - p["bare"]["sys_ns"] for p in pairs]
+    if len(sy) >= 2 and all(x is not False for x in sy) and e is not None:
+        s["observed_sys"] = paired_diff_ci(sy, level=0.95)
+        s["observed_sys_ci90"] = paired_diff_ci(sy, level=LEVEL)["ci"]
+        m = s["observed_sys"]["mean"]
+        s["ratio_sys"] = e / m if m > 0 else None
+        s["ratio_sys_ci90"] = ratio_interval(e, s["observed_sys_ci90"])
+        s["verdict_sys"] = verdict(e, s["observed_sys_ci90"])
+    else:
+        s["observed_sys"] = s["ratio_sys"] = s["ratio_sys_ci90"] = None
+        s["verdict_sys"] = "—"
     # where the estimate comes from: its largest probe kinds, mean over the recordings
     by_kind = {}
     for p in pairs:
@@ -264,38 +308,50 @@ def summarize(prog: dict) -> dict:
     return s
 
 
+def _ratio_cell(r: Optional[float], ci) -> str:
+    return (("—" if r is None else f"{r:.2f}")
+            + (f" [{ci[0]:.2f}, {'∞' if ci[1] is None else f'{ci[1]:.2f}'}]" if ci else ""))
+
+
+def _mean_cell(o: Optional[dict]) -> str:
+    return f"{fmt_ns(o['mean'])} [{fmt_ns(o['ci'][0])}, {fmt_ns(o['ci'][1])}]" if o else "—"
+
+
 def tables(results: dict):
     t = Table("jvmos's estimate of its probe effect against the effect observed, per program "
               f"({results['jdk']}; --layers {','.join(results['layers'])} --mode "
-              f"{results['mode']}; CPU time, bare and recorded runs in alternating pairs)",
+              f"{results['mode']}; bare and recorded runs in alternating pairs)",
               ["program", "pairs", "bare CPU (mean)", "observed: recorded − bare CPU, mean "
                "[95%, paired t]", "estimated by jvmos (mean of the recordings)",
                "estimated / observed [90%]", f"±{PROBE_EFFECT_GOAL:.0%} (two one-sided t "
                "tests, 90%)",
-               "largest estimated kinds"])
+               "observed in system CPU alone (servers), mean [95%]",
+               "estimated / observed system CPU [90%]", f"±{PROBE_EFFECT_GOAL:.0%} on system "
+               "CPU", "largest estimated kinds"])
     misses = []
     for name, prog in results["programs"].items():
         s = prog["summary"] = summarize(prog)
         o = s["observed"]
-        ci = s["ratio_ci90"]
         top = list(s["estimate_by_kind_ns"].items())[:3]
         est = s["estimated_mean_ns"]
         shares = ", ".join(f"{k} {100 * v / est:.0f}%" for k, v in top) if est else "—"
+        osy = s.get("observed_sys")
         t.add([f"{name}: {prog['program']}", str(s["n"]), fmt_ns(s["bare_cpu_mean_ns"]),
-               (f"{fmt_ns(o['mean'])} [{fmt_ns(o['ci'][0])}, {fmt_ns(o['ci'][1])}]" if o
-                else "—"), fmt_ns(est),
-               ("—" if s["ratio"] is None else f"{s['ratio']:.2f}")
-               + (f" [{ci[0]:.2f}, {'∞' if ci[1] is None else f'{ci[1]:.2f}'}]" if ci else ""),
+               _mean_cell(o), fmt_ns(est), _ratio_cell(s["ratio"], s["ratio_ci90"]),
                s["verdict"] + (f" ({s['left_out_incomplete_cpu']} pair(s) left out: CPU time "
-                               "incomplete)" if s["left_out_incomplete_cpu"] else ""), shares],
+                               "incomplete)" if s["left_out_incomplete_cpu"] else ""),
+               _mean_cell(osy), _ratio_cell(s.get("ratio_sys"), s.get("ratio_sys_ci90"))
+               if osy else "—", s.get("verdict_sys", "—"), shares],
               [name, s["n"], s["bare_cpu_mean_ns"], o["mean"] if o else None, est, s["ratio"],
-               s["verdict"], shares])
+               s["verdict"], osy["mean"] if osy else None, s.get("ratio_sys"),
+               s.get("verdict_sys"), shares])
         if not s["verdict"].startswith("within"):
             misses.append(f"{name}: the estimate is not shown to hold, {s['verdict']}: "
                           f"estimated {fmt_ns(est)}, observed "
-                          + (f"{fmt_ns(o['mean'])} [{fmt_ns(o['ci'][0])}, {fmt_ns(o['ci'][1])}]"
-                             if o else "unknown")
+                          + (_mean_cell(o) if o else "unknown")
                           + (f", ratio {s['ratio']:.2f}" if s["ratio"] is not None else "")
+                          + (f"; on system CPU alone: {s['verdict_sys']}, observed "
+                             f"{_mean_cell(osy)}" if osy else "")
                           + (f"; most of the estimate: {shares}" if est else ""))
     return [t], misses
 
@@ -326,6 +382,11 @@ NOTES = [
     "only a lower bound is kept in the JSON and left out of the figures, counted. shop and "
     "chat: the server's CPU over the load; the estimate counts the hits from the attach to "
     "the stop, which enclose the load.",
+    "observed in system CPU alone (servers; added after the first run): the server's stime "
+    "(/proc/PID/stat, 10 ms ticks) over the load, recorded minus bare. A uprobe's trap and "
+    "its BPF program run in the kernel, so they land there; what they cause in user mode "
+    "(caches, a slower JIT-compiled path) does not. It is read the same way, against the "
+    "same estimate.",
     "pairs alternate their order (bare first in odd pairs), so that a drift of the machine "
     "falls on both arms alike; every pair is kept in probe-effect.json, misses included.",
 ]

@@ -322,9 +322,12 @@ def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name
     box = {}
 
     def drive():
+        s0 = _sys_ns(target)
         box["cpu0"] = target.cpu_ns()
         box["load"] = load()
         box["cpu1"] = target.cpu_ns()
+        # the server's kernel-mode share of it (ticks), beside the CPU clock's total
+        box["load"]["server_sys_ns"] = _minus(_sys_ns(target), s0)
 
     # a bare load follows: the engine has closed every link when record returns (its stop
     # awaits it), so no probe of this recording traps in it
@@ -335,10 +338,24 @@ def _recorded_load(target, load: Callable[[], dict], layers, run_dir: Path, name
     return res, box["load"], box["cpu1"] - box["cpu0"]
 
 
+def _sys_ns(target) -> Optional[int]:
+    """The server's kernel-mode CPU so far (/proc's stime, ticks); None when unreadable."""
+    try:
+        return cputime.stat_sys_ns(target.pid)
+    except cputime.ProcessGone:
+        return None
+
+
+def _minus(a: Optional[int], b: Optional[int]) -> Optional[int]:
+    return None if a is None or b is None else a - b
+
+
 def _bare_load(target, load: Callable[[], dict]) -> dict:
+    s0 = _sys_ns(target)
     c0 = target.cpu_ns()
     bare = load()
     bare["server_cpu_ns"] = target.cpu_ns() - c0
+    bare["server_sys_ns"] = _minus(_sys_ns(target), s0)
     return bare
 
 

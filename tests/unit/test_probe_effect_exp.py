@@ -112,3 +112,16 @@ def test_bad_options_are_one_line_errors(argv, err, capsys):
     with pytest.raises(SystemExit) as e:
         pe.parse(argv)
     assert e.value.code == 2 and err in capsys.readouterr().err
+
+
+def test_system_cpu_is_read_apart_when_the_pairs_have_it():
+    prog = _prog([200e6] * 8, BARE, [b + o + (5e8 if k % 2 else -5e8) for k, (b, o) in
+                                     enumerate(zip(BARE, OBS))])   # user-mode noise, ±0.5 s
+    for p, o in zip(prog["pairs"], OBS):
+        p["bare"]["sys_ns"] = 500e6
+        p["recorded"]["sys_ns"] = 500e6 + o          # the probes' cost, in the kernel
+    s = pe.summarize(prog)
+    assert s["verdict"] == "unresolved"                # the total drowns in the noise
+    assert s["observed_sys"]["mean"] == pytest.approx(200e6)
+    assert s["verdict_sys"] == "within ±25%"
+    assert pe.summarize(_prog([200e6] * 3, BARE[:3], BARE[:3]))["verdict_sys"] == "—"

@@ -153,7 +153,7 @@ static __always_inline void links_switch(struct task_struct *next)
 	 * process are of no thread inside a call */
 	__u64 now = 0;
 	__u32 prev_tid = (__u32)bpf_get_current_pid_tgid();	/* prev is the current task */
-	__u32 next_tid = BPF_CORE_READ(next, pid);
+	__u32 next_tid = next->pid;
 	__u32 tgid = jvmos_tgid();
 	struct links_thread *t;
 

@@ -465,14 +465,14 @@ int sys_brk_exit(struct trace_event_raw_sys_exit *ctx)
 static __always_inline void mem_sched_switch(struct task_struct *prev, struct task_struct *next)
 {
 	__u32 tgid = jvmos_tgid();
-	__u32 next_tid = BPF_CORE_READ(next, pid);
+	__u32 next_tid = next->pid;
 	__u32 prev_tid;
 	struct mem_thread *t;
 	__u64 now = 0;
 
 	if (jvmos_traced(tgid)) {
 		jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_MEM_SCHED_SWITCH, 1);
-		prev_tid = BPF_CORE_READ(prev, pid);
+		prev_tid = prev->pid;
 		t = bpf_map_lookup_elem(&mem_threads, &prev_tid);
 		if (t && (t->depth || t->vm_start_ns)) {
 			now = bpf_ktime_get_ns();
@@ -533,7 +533,7 @@ int BPF_PROG(mem_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(mem_thread_free, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = p->pid;	/* every task freed on the host runs this: no helper call */
 
 	bpf_map_delete_elem(&alloc_totals, &tid);
 	bpf_map_delete_elem(&mem_threads, &tid);

@@ -89,7 +89,10 @@
  * start_thread); sched_switch's raw arguments (preempt, prev, next, prev_state: 5.18+) and the
  * way the kernel formats prev_state for the tracepoint (__trace_sched_switch_state, copied in
  * csw_voluntary() below, with the TASK_* bits of 6.x); task_struct's pid, tgid and exit_state
- * (CO-RE); the syscall tracepoints' layout (nr, six 8-byte arguments / ret).
+ * and pt_regs' orig_ax and ax (CO-RE: vmlinux.h's types preserve their access index, so the
+ * direct loads through the BTF-typed pointers are relocated like BPF_CORE_READ's, without
+ * its helper call, which the scheduler programs paid on every switch); the syscall
+ * tracepoints' layout (nr, six 8-byte arguments / ret).
  */
 #include "common.bpf.h"
 #include "threads.h"
@@ -390,7 +393,7 @@ int BPF_PROG(thr_wakeup_new, struct task_struct *p)
 	if (!jvmos_traced(tgid))
 		return 0;
 	hit(tgid, JVMOS_HIT_THREADS_SCHED_WAKEUP_NEW);
-	t = state_new(BPF_CORE_READ(p, pid));
+	t = state_new(p->pid);
 	if (!t)
 		return 0;
 	t->wakeup_new_pid = tgid;
@@ -520,7 +523,7 @@ int thr_sys_exit(struct trace_event_raw_sys_enter *ctx)
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(thr_free, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = p->pid;
 	struct thr_state *t = state_of(tid);
 
 	if (!t)
@@ -713,7 +716,7 @@ static __always_inline int csw_voluntary(bool preempt, struct task_struct *prev,
 
 	if (preempt)
 		return 0;
-	state = (prev_state | (unsigned int)BPF_CORE_READ(prev, exit_state)) & THR_TASK_REPORT;
+	state = (prev_state | (unsigned int)prev->exit_state) & THR_TASK_REPORT;
 	if ((prev_state & THR_TASK_IDLE) == THR_TASK_IDLE)
 		return 1;		/* TASK_REPORT_IDLE */
 	if (prev_state & (THR_TASK_RTLOCK_WAIT | THR_TASK_FROZEN))
@@ -733,8 +736,8 @@ static __always_inline __s32 syscall_of(struct task_struct *task)
 
 	if (!regs)
 		return -1;
-	nr = BPF_CORE_READ(regs, orig_ax);
-	ax = BPF_CORE_READ(regs, ax);
+	nr = regs->orig_ax;
+	ax = regs->ax;
 	return nr >= 0 && nr < 1024 && ax == -38 /* -ENOSYS */ ? (__s32)nr : -1;
 }
 
@@ -748,11 +751,11 @@ static __always_inline int thr_switch(bool preempt, struct task_struct *prev,
 
 	if (!counting())
 		return 0;
-	prev_tid = BPF_CORE_READ(prev, pid);
-	next_tid = BPF_CORE_READ(next, pid);
+	prev_tid = prev->pid;
+	next_tid = next->pid;
 	tp = state_of(prev_tid);
 	tn = state_of(next_tid);
-	prev_tgid = BPF_CORE_READ(prev, tgid);
+	prev_tgid = prev->tgid;
 	prev_traced = bpf_map_lookup_elem(&traced, &prev_tgid) != NULL;
 	/* a switch between tasks this layer knows nothing of (most of the host's): no clock
 	 * read, which costs more than the lookups here */

@@ -769,6 +769,10 @@ def _trace_engine(run: _Run) -> None:
             wall_ns = time.monotonic_ns() - t0
             target_cpu = (cpu_watch.stop() if cpu_watch is not None
                           else cputime.launched_cpu(cpu_at_t0, cpu_at_end, cpu_rusage))
+            if cpu_watch is None and child is not None and target_cpu.get("complete"):
+                # the rusage's kernel-mode part: the whole command's, the gate's start-up
+                # (milliseconds before the exec) included, unlike cpu_ns
+                target_cpu["sys_ns"] = cputime.rusage_sys_ns(child)
             sample_error = _stop_sampler(opts, jvms, out, log)
             tree.stop.set()
             tree.join()

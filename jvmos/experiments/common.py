@@ -83,6 +83,7 @@ def run_bare(cmd: List[str], timeout: float = 900) -> dict:
     res = last_json(r["stdout"])
     res["process_wall_ns"] = r["wall_ns"]
     res["process_cpu_ns"] = r["cpu_ns"]
+    res["process_sys_ns"] = r.get("sys_ns")     # its kernel-mode part
     return res
 
 

@@ -327,6 +327,9 @@ def test_probe_effect_smallest(platform_file, tmp_path):
         assert [p["order"] for p in prog["pairs"]] == ["bare first", "recorded first"], name
         for p in prog["pairs"]:
             assert p["bare"]["cpu_ns"] > 0 and p["recorded"]["cpu_ns"] > 0, name
+            # the kernel-mode part, read apart (a launched JVM's rusage, a server's stime)
+            for arm in ("bare", "recorded"):
+                assert 0 < p[arm]["sys_ns"] <= p[arm]["cpu_ns"] + 20_000_000, (name, arm, p)
             # the estimate is the recording's own, and io's and mem's probes fired
             assert p["recorded"]["probe_overhead_ns"] > 0, name
             assert (out / p["recorded"]["run_dir"] / "summary.json").exists(), name

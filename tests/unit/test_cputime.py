@@ -120,3 +120,14 @@ def test_memory_cpu_figures_by_hand():
     assert f["recorded_over_bare_cpu"] == pytest.approx(1.3)
     f = cpu_figures(2_000_000_000, None, 50e6)
     assert f["probe_effect_cpu_ns"] is None and f["recorded_over_bare_cpu"] is None
+
+
+def test_run_measured_keeps_the_kernel_mode_part_apart():
+    """dd copying byte by byte between /dev/zero and /dev/null spends most of its CPU in the
+    kernel: the rusage's system part is most of the total, and never above it."""
+    from jvmos import cputime
+    r = cputime.run_measured(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=300000"],
+                             timeout=120)
+    assert r["returncode"] == 0
+    assert 0 < r["sys_ns"] <= r["cpu_ns"]
+    assert r["sys_ns"] > 0.5 * r["cpu_ns"], (r["sys_ns"], r["cpu_ns"])

@@ -74,10 +74,10 @@ def parse(argv):
     a.trials = a.trials or (2 if a.quick else 3)
     if a.messages <= 0 or a.trials <= 0:
         p.error("--messages and --trials must be positive")
-    from jvmos import agent
+    from jvmos import agentconfig
     try:
-        a.max_pct = agent.parse_max_overhead(a.max_overhead)
-        a.layer_list = agent.parse_layers(a.layers)
+        a.max_pct = agentconfig.parse_max_overhead(a.max_overhead)
+        a.layer_list = agentconfig.parse_layers(a.layers)
     except JvmosError as e:
         p.error(str(e))
     return a

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.exposition import generate_latest
 
-from jvmos import JvmosError, agent
+from jvmos import JvmosError, agent, agentconfig, discovery
 from jvmos import agentmetrics
 
 
@@ -18,7 +18,7 @@ def proc(pid=4242, user="app", uid=1000, main="com.example.Main", jar="", jar_pa
          version="17.0.9", home="/usr/lib/jvm/java-17"):
     jvm = types.SimpleNamespace(version=version, home=Path(home),
                                 as_dict=lambda: {"home": home, "version": version})
-    return agent.JvmProc(pid=pid, start_ticks=100, start_time=1.7e9, uid=uid, user=user,
+    return discovery.JvmProc(pid=pid, start_ticks=100, start_time=1.7e9, uid=uid, user=user,
                          cmdline=["java", main], main_class=main, jar=jar, jar_path=jar_path,
                          jvm=jvm)
 
@@ -26,17 +26,17 @@ def proc(pid=4242, user="app", uid=1000, main="com.example.Main", jar="", jar_pa
 # ---------------------------------------------------------------------------- options
 
 def test_match_conditions_all_hold_and_several_are_alternatives():
-    m = agent.parse_match("user=app,main=com.example.*")
+    m = agentconfig.parse_match("user=app,main=com.example.*")
     assert m.matches(proc()) and not m.matches(proc(user="root", uid=0))
     assert not m.matches(proc(main="org.other.Main"))
-    assert agent.parse_match("user=1000").matches(proc())          # the uid as a number
+    assert agentconfig.parse_match("user=1000").matches(proc())          # the uid as a number
     j = proc(main="Shop", jar="lib/shop.jar", jar_path="/proc/4242/cwd/lib/shop.jar")
-    assert agent.parse_match("jar=shop.jar").matches(j)            # its name
-    assert agent.parse_match("jar=lib/*.jar").matches(j)           # as given
-    assert not agent.parse_match("jar=shop.jar").matches(proc())   # no jar at all
-    cfg = agent.Config(match=(agent.parse_match("user=root"), agent.parse_match("main=Shop")))
+    assert agentconfig.parse_match("jar=shop.jar").matches(j)            # its name
+    assert agentconfig.parse_match("jar=lib/*.jar").matches(j)           # as given
+    assert not agentconfig.parse_match("jar=shop.jar").matches(proc())   # no jar at all
+    cfg = agentconfig.Config(match=(agentconfig.parse_match("user=root"), agentconfig.parse_match("main=Shop")))
     assert cfg.selects(j) and not cfg.selects(proc())
-    assert agent.Config().selects(proc())                          # no --match: every JVM
+    assert agentconfig.Config().selects(proc())                          # no --match: every JVM
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -44,37 +44,37 @@ def test_match_conditions_all_hold_and_several_are_alternatives():
     ("user=app,,main=X", "KEY=PATTERN")])
 def test_bad_match(text, needle):
     with pytest.raises(JvmosError, match=needle):
-        agent.parse_match(text)
+        agentconfig.parse_match(text)
 
 
 @pytest.mark.parametrize("text, pct", [("2%", 2.0), ("2", 2.0), (2.5, 2.5), (" 0.5% ", 0.5),
                                        ("none", None), ("OFF", None)])
 def test_max_overhead(text, pct):
-    assert agent.parse_max_overhead(text) == pct
+    assert agentconfig.parse_max_overhead(text) == pct
 
 
 @pytest.mark.parametrize("text", ["0", "0%", "100", "150%", "-1", "x", "2x", True, "nan"])
 def test_bad_max_overhead(text):
     with pytest.raises(JvmosError, match="--max-overhead"):
-        agent.parse_max_overhead(text)
+        agentconfig.parse_max_overhead(text)
 
 
 def test_listen_and_layers():
-    assert agent.parse_listen("127.0.0.1:9377") == ("127.0.0.1", 9377)
-    assert agent.parse_listen("[::1]:9100") == ("::1", 9100)
+    assert agentconfig.parse_listen("127.0.0.1:9377") == ("127.0.0.1", 9377)
+    assert agentconfig.parse_listen("[::1]:9100") == ("::1", 9100)
     for bad in ("9377", ":9377", "host:0", "host:70000", "host:port"):
         with pytest.raises(JvmosError, match="--listen"):
-            agent.parse_listen(bad)
-    assert agent.parse_layers("io, mem,io") == ("io", "mem")
-    assert agent.parse_layers(["threads"]) == ("threads",)
+            agentconfig.parse_listen(bad)
+    assert agentconfig.parse_layers("io, mem,io") == ("io", "mem")
+    assert agentconfig.parse_layers(["threads"]) == ("threads",)
     with pytest.raises(JvmosError, match="unknown layer 'disk'"):
-        agent.parse_layers("io,disk")
+        agentconfig.parse_layers("io,disk")
     with pytest.raises(JvmosError, match="at least one layer"):
-        agent.parse_layers(" , ")
+        agentconfig.parse_layers(" , ")
 
 
 def args(**kw):
-    base = {k: None for k in agent.CONFIG_KEYS}
+    base = {k: None for k in agentconfig.CONFIG_KEYS}
     base["config"] = None
     base.update(kw)
     return types.SimpleNamespace(**base)
@@ -84,12 +84,12 @@ def test_the_command_line_overrides_the_file(tmp_path):
     f = tmp_path / "agent.toml"
     f.write_text('layers = ["io", "mem"]\nmatch = "user=app"\nmax_overhead = "5%"\n'
                  'interval = 2\nlisten = "127.0.0.1:9100"\n')
-    cfg = agent.load_config(args(config=str(f), max_overhead="1%", match=["main=X"]))
+    cfg = agentconfig.load_config(args(config=str(f), max_overhead="1%", match=["main=X"]))
     assert cfg.layers == ("io", "mem") and cfg.interval_s == 2.0
     assert cfg.max_overhead_pct == 1.0                      # the option, not the file
     assert [m.text for m in cfg.match] == ["main=X"]
     assert cfg.listen == ("127.0.0.1", 9100) and cfg.config_file == f
-    d = agent.load_config(args())                           # the defaults
+    d = agentconfig.load_config(args())                           # the defaults
     assert (d.layers, d.max_overhead_pct, d.interval_s, d.scan_s, d.listen) == (
         ("io",), 2.0, 5.0, 1.0, ("127.0.0.1", 9377))
     assert "every JVM" in d.describe() and "2% of each JVM's CPU" in d.describe()
@@ -99,18 +99,18 @@ def test_bad_config_files(tmp_path):
     f = tmp_path / "agent.toml"
     f.write_text("layers = [io\n")
     with pytest.raises(JvmosError, match="not valid TOML"):
-        agent.load_config(args(config=str(f)))
+        agentconfig.load_config(args(config=str(f)))
     f.write_text("interval = 1\nfrobnicate = 2\n")
     with pytest.raises(JvmosError, match=r"unknown key\(s\) frobnicate"):
-        agent.load_config(args(config=str(f)))
+        agentconfig.load_config(args(config=str(f)))
     f.write_text("interval = -3\n")
     with pytest.raises(JvmosError, match="--interval -3"):
-        agent.load_config(args(config=str(f)))
+        agentconfig.load_config(args(config=str(f)))
     f.write_text("match = 3\n")
     with pytest.raises(JvmosError, match="match: give a list"):
-        agent.load_config(args(config=str(f)))
+        agentconfig.load_config(args(config=str(f)))
     with pytest.raises(JvmosError, match="--config"):
-        agent.load_config(args(config=str(tmp_path / "missing.toml")))
+        agentconfig.load_config(args(config=str(tmp_path / "missing.toml")))
 
 
 # ---------------------------------------------------------------------------- command lines
@@ -126,7 +126,7 @@ def test_bad_config_files(tmp_path):
     ([], ("", "")),
 ])
 def test_java_main(argv, want):
-    assert agent.java_main(argv) == want
+    assert discovery.java_main(argv) == want
 
 
 def test_jar_main_class_reads_the_manifest(tmp_path):
@@ -135,9 +135,9 @@ def test_jar_main_class_reads_the_manifest(tmp_path):
         # a manifest line wraps at 72 bytes: the continuation starts with a space
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nMain-Class: com.exampl\r\n"
                                            " e.shop.ServerMain\r\n\r\n")
-    main, path = agent.jar_main_class(os.getpid(), str(jar))
+    main, path = discovery.jar_main_class(os.getpid(), str(jar))
     assert main == "com.example.shop.ServerMain" and path.endswith("app.jar")
-    assert agent.jar_main_class(os.getpid(), str(tmp_path / "none.jar"))[0] == ""
+    assert discovery.jar_main_class(os.getpid(), str(tmp_path / "none.jar"))[0] == ""
 
 
 def test_home_seen_without_proc_root():
@@ -157,7 +157,7 @@ class FakeProc:
     def __init__(self, monkeypatch):
         self.procs = {}
         self.identified = []
-        monkeypatch.setattr(agent.os, "listdir", lambda d: [str(p) for p in self.procs]
+        monkeypatch.setattr(discovery.os, "listdir", lambda d: [str(p) for p in self.procs]
                             if d == "/proc" else os.listdir(d))
         self.stats = []
 
@@ -165,16 +165,16 @@ class FakeProc:
             self.stats.append(pid)
             return ((self.procs[pid][0], 2 if self.procs[pid][2] is None else 1,
                      self.procs[pid][1]) if pid in self.procs else None)
-        monkeypatch.setattr(agent, "proc_stat", stat)
+        monkeypatch.setattr(discovery, "proc_stat", stat)
 
         def readlink(path):
             pid = int(path.split("/")[2])
             if pid not in self.procs or self.procs[pid][2] is None:
                 raise FileNotFoundError(path)
             return self.procs[pid][2]
-        monkeypatch.setattr(agent.os, "readlink", readlink)
-        monkeypatch.setattr(agent, "cmdline_of", lambda pid: list(self.procs[pid][3]))
-        monkeypatch.setattr(agent, "uptime_s", lambda: 10_000.0)
+        monkeypatch.setattr(discovery.os, "readlink", readlink)
+        monkeypatch.setattr(discovery, "cmdline_of", lambda pid: list(self.procs[pid][3]))
+        monkeypatch.setattr(discovery, "uptime_s", lambda: 10_000.0)
 
         def identify(pid, start, boot):
             self.identified.append(pid)
@@ -184,7 +184,7 @@ class FakeProc:
             p = proc(pid=pid, main=argv[-1])
             p.start_ticks, p.cmdline = start, list(argv)
             return p
-        monkeypatch.setattr(agent, "identify", identify)
+        monkeypatch.setattr(discovery, "identify", identify)
 
 
 def test_discovery_keeps_state_for_live_processes_only(monkeypatch):
@@ -194,7 +194,7 @@ def test_discovery_keeps_state_for_live_processes_only(monkeypatch):
     fake.procs = {1: ("S", old, "/sbin/init", ["init"], False),
                   2: ("S", old, None, [], False),                        # a kernel thread
                   10: ("S", old, "/usr/bin/java", ["java", "A"], True)}
-    d = agent.Discovery()
+    d = discovery.Discovery()
     found = d.scan()
     assert [p.pid for p in found.values()] == [10]
     assert sorted(fake.identified) == [1, 10]
@@ -238,9 +238,9 @@ def test_discovery_survives_an_unreadable_jvm(monkeypatch):
 
     def denied(pid, start, boot):
         raise PermissionError(13, "Permission denied", "/proc/30/root/opt/jdk/release")
-    monkeypatch.setattr(agent, "identify", denied)
+    monkeypatch.setattr(discovery, "identify", denied)
     said = []
-    d = agent.Discovery(log=said.append)
+    d = discovery.Discovery(log=said.append)
     assert d.scan() == {} and d.scan() == {}
     assert len(said) == 1 and "cannot be read" in said[0] and "Permission denied" in said[0]
 
@@ -336,7 +336,7 @@ def test_back_off_doubles_only_when_shed_right_after_its_return():
 
 def make_agent(tmp_path, **cfg):
     said = []
-    a = agent.Agent(agent.Config(**cfg), {"engine_probes": PROBES}, tmp_path / "p.json",
+    a = agent.Agent(agentconfig.Config(**cfg), {"engine_probes": PROBES}, tmp_path / "p.json",
                     tmp_path, log=said.append)
     return a, said
 
@@ -382,7 +382,7 @@ def test_judge_sheds_logs_and_puts_back(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- metrics
 
 def exposed_agent(tmp_path):
-    a, _ = make_agent(tmp_path, layers=("io", "mem"), match=(agent.parse_match("user=app"),))
+    a, _ = make_agent(tmp_path, layers=("io", "mem"), match=(agentconfig.parse_match("user=app"),))
     w = agent.Watch(proc(), ("io", "mem"))
     w.started_wall = 1_800_000_000.0
     a.watches[w.proc.key] = w
@@ -493,11 +493,10 @@ def test_discovery_reads_never_block_and_survive_a_corrupt_jar(tmp_path):
     passwd's place is refused, not opened for ever; a corrupt jar leaves the main class
     unknown instead of raising (zlib.error is neither OSError nor ValueError)."""
     import os
-    from jvmos import agent
     fifo = tmp_path / "trap"
     os.mkfifo(fifo)
     with pytest.raises(OSError):
-        agent._read(str(fifo))
+        discovery._read(str(fifo))
     jar = tmp_path / "bad.jar"
     import zipfile
     with zipfile.ZipFile(jar, "w", compression=zipfile.ZIP_DEFLATED) as z:
@@ -506,10 +505,10 @@ def test_discovery_reads_never_block_and_survive_a_corrupt_jar(tmp_path):
     i = raw.index(b"PK\x03\x04") + 30 + len("META-INF/MANIFEST.MF")
     raw[i:i + 8] = b"\xff" * 8                      # the deflated data corrupted
     jar.write_bytes(bytes(raw))
-    assert agent.jar_main_class(os.getpid(), str(jar))[0] == ""
-    assert agent.jar_main_class(os.getpid(), str(fifo))[0] == ""
+    assert discovery.jar_main_class(os.getpid(), str(jar))[0] == ""
+    assert discovery.jar_main_class(os.getpid(), str(fifo))[0] == ""
     # a long /proc read is whole (a command line over several pages)
-    assert agent._read(f"/proc/{os.getpid()}/status").startswith("Name:")
+    assert discovery._read(f"/proc/{os.getpid()}/status").startswith("Name:")
 
 
 def test_agent_overhead_render_writes_the_notes_again_and_refuses_other_files(tmp_path):

@@ -242,3 +242,20 @@ def test_jvmos_engine_bpftrace_is_refused_in_one_line(monkeypatch):
     eng.check_env()
     monkeypatch.delenv("JVMOS_ENGINE")
     eng.check_env()
+
+
+def test_an_unresolved_scheduler_handler_cost_is_floored_not_unknown():
+    """A layer's sched_switch handler, run from the shared filter, may not be resolved from 0
+    by the yield loop: it is floored at 0 with its interval's upper end kept, labelled, so a
+    recording's estimate stays known; any other per-hit cost that comes out negative stays
+    unresolved (never a 0)."""
+    from jvmos import enginecost
+    samples = {"sched_switch_mem_hit": [-300.0, 250.0, 1.0],
+               "futex_threads_hit": [-300.0, 250.0, 1.0]}
+    out = enginecost._aggregate(samples, {}, ["mem", "threads"], 1000, 3, lambda m: None)
+    mem = out["sched_switch_mem_hit"]
+    assert mem["mean_ns"] == 0.0 and mem["floored"] and mem["ci95_ns"][0] == 0.0
+    assert mem["ci95_ns"][1] > 0 and mem["fit_mean_ns"] < 0
+    assert "not resolved from 0" in mem["measured_with"]
+    # a syscall-shaped cost with no resolved donor stays unresolved, not 0
+    assert "futex_threads_hit" not in out and "futex_threads_hit" in out["unresolved"]

@@ -55,29 +55,29 @@ def cpu_or_none(pid: int) -> Optional[int]:
         return None
 
 
-def stat_cpu_ns(pid: int) -> int:
-    """utime + stime of /proc/PID/stat (whole process, exited threads included), converted
-    from clock ticks: a cross-check of process_cpu_ns with a tick's resolution."""
+def _stat_ticks(pid: int) -> Tuple[int, int]:
+    """(utime, stime) of /proc/PID/stat, in clock ticks (whole process, exited threads
+    included)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             s = f.read()
     except (FileNotFoundError, ProcessLookupError):
         raise ProcessGone(f"pid {pid}: no /proc entry") from None
     fields = s[s.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return int(fields[11]), int(fields[12])
+
+
+def stat_cpu_ns(pid: int) -> int:
+    """utime + stime of /proc/PID/stat (whole process, exited threads included), converted
+    from clock ticks: a cross-check of process_cpu_ns with a tick's resolution."""
+    return sum(_stat_ticks(pid)) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def stat_sys_ns(pid: int) -> int:
     """stime of /proc/PID/stat (whole process, exited threads included): the CPU time its
     threads spent in the kernel (where a uprobe's trap and its BPF program run), with a
     clock tick's resolution."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        raise ProcessGone(f"pid {pid}: no /proc entry") from None
-    fields = s[s.rindex(")") + 2:].split()
-    return int(fields[12]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return _stat_ticks(pid)[1] * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")

@@ -470,7 +470,9 @@ static __always_inline void mem_sched_switch(struct task_struct *prev, struct ta
 	struct mem_thread *t;
 	__u64 now = 0;
 
-	if (jvmos_traced(tgid)) {
+	/* counting is on (jvmos_switch checked it): the traced set alone says whether the
+	 * task switched out is traced */
+	if (bpf_map_lookup_elem(&traced, &tgid)) {
 		jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_MEM_SCHED_SWITCH, 1);
 		prev_tid = prev->pid;
 		t = bpf_map_lookup_elem(&mem_threads, &prev_tid);

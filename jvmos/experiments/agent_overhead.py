@@ -36,8 +36,8 @@ from typing import List, Optional
 from jvmos import ROOT, JvmosError
 from jvmos.analyzers.tables import Table
 from jvmos.tools import CHAT_JAR, jar
-from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, select_jdks,
-                                      write_outputs)
+from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, publish,
+                                      select_jdks, write_outputs)
 from jvmos.experiments.overhead import Bystander
 from jvmos.experiments.server import _bare_load, rate, save_partial
 
@@ -352,13 +352,7 @@ def main(argv) -> int:
                    else "; nothing shed"))
             save_partial(out, "agent-overhead", results)
     notes = notes_for(results)
-    ts = tables(results)
-    write_outputs(out, "agent-overhead", ts, results, notes)
+    publish(out, "agent-overhead", tables(results), results, notes)
     (out / "agent-overhead.partial.json").unlink(missing_ok=True)
     server_jar.unlink(missing_ok=True)
-    for t in ts:
-        print(t.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/agent-overhead.md (and .csv, .json)")
     return 0

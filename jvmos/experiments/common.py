@@ -193,6 +193,18 @@ def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] 
     os.replace(tmp, out / f"{stem}.json")
 
 
+def publish(out: Path, stem: str, tables, results: dict, notes: List[str] = (),
+            also: str = "") -> None:
+    """write_outputs, then the tables and notes on stdout and where they were written
+    (`also`: what else the run left there)."""
+    write_outputs(out, stem, tables, results, notes)
+    for t in tables:
+        print(t.markdown())
+    for n in notes:
+        print(f"- {n}")
+    print(f"\nresults: {out}/{stem}.md (and .csv, .json){also}")
+
+
 # ---------------------------------------------------------------- the boundary of a recording
 
 # the layers a boundary recording uses (ipc, matmul): I/O, threads, links, memory

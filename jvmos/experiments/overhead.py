@@ -43,7 +43,8 @@ from jvmos import record as rec
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
 from jvmos.tools import IO_JAR, c_program, jar
-from jvmos.experiments.common import jdk_label, last_json, log, out_dir, run_bare, select_jdks, write_outputs
+from jvmos.experiments.common import (jdk_label, last_json, log, out_dir, publish, run_bare,
+                                      select_jdks)
 
 EXAMPLES = """\
 examples:
@@ -677,13 +678,7 @@ def tax_only(a, out: Path) -> int:
     """--tax-only: the two interleaved tables, no traced loop (and so no JDK)."""
     results = {"experiment": "overhead", "tax_only": True}
     tables = [tax_table(results, a.tax_rounds), sched_tax_table(results, a.tax_rounds)]
-    notes = [TAX_NOTE, SCHED_TAX_NOTE]
-    write_outputs(out, "overhead", tables, _jsonable(results), notes)
-    for x in tables:
-        print(x.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/overhead.md (and .csv, .json)")
+    publish(out, "overhead", tables, _jsonable(results), [TAX_NOTE, SCHED_TAX_NOTE])
     return 0
 
 
@@ -798,14 +793,8 @@ def main(argv) -> int:
               if a.tax_rounds else [])
 
     t = cost_table(rows, jvm)
-    notes = notes_of(results, a, ctl, bool(tables))
-    write_outputs(out, "overhead", [t] + tables, _jsonable(results), notes)
-    print(t.markdown())
-    for x in tables:
-        print(x.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/overhead.md (and .csv, .json)")
+    publish(out, "overhead", [t] + tables, _jsonable(results),
+            notes_of(results, a, ctl, bool(tables)))
     return 0
 
 

@@ -24,7 +24,6 @@ the estimate.
 import argparse
 import contextlib
 import json
-import math
 import statistics
 import types
 from pathlib import Path
@@ -34,7 +33,7 @@ from jvmos import JvmosError
 from jvmos.analyzers.tables import Table, fmt_ns
 from jvmos.experiments.common import (BOUNDARY_LAYERS, PROBE_EFFECT_GOAL, jdk_label, load_finished,
                                       log, out_dir, parse_list, run_bare, run_recorded,
-                                      select_jdks, write_outputs)
+                                      publish, select_jdks)
 
 PROGRAMS = ("dacapo", "shop", "chat")
 # the suite's two largest benchmarks by CPU time at the default size on the reference VM (27
@@ -113,21 +112,25 @@ def recorded_fields(summary: dict) -> dict:
             "probe_hits": tot.get("probe_hits") or {}}
 
 
+def one_pair(i: int, bare: Callable[[], dict], recorded: Callable[[], dict], tag: str) -> dict:
+    """Pair i (from 0): bare first when i is even, recorded first when odd; logged."""
+    first = "bare first" if i % 2 == 0 else "recorded first"
+    if i % 2 == 0:
+        b, r = bare(), recorded()
+    else:
+        r, b = recorded(), bare()
+    log(f"[{tag}]   CPU bare {fmt_ns(b['cpu_ns'])}, recorded {fmt_ns(r['cpu_ns'])}: "
+        f"observed {fmt_ns(r['cpu_ns'] - b['cpu_ns'])}, estimated "
+        f"{fmt_ns(r.get('probe_overhead_ns'))}")
+    return {"order": first, "bare": b, "recorded": r}
+
+
 def alternate(n: int, bare: Callable[[], dict], recorded: Callable[[int], dict], tag: str,
               keep: Callable[[], None], pairs: list):
-    """n pairs, bare first in odd pairs and recorded first in even ones; each pair is kept
-    (keep()) as soon as it is measured."""
+    """n pairs (one_pair); each pair is kept (keep()) as soon as it is measured."""
     for i in range(n):
         log(f"[{tag}] pair {i + 1}/{n} ({'bare first' if i % 2 == 0 else 'recorded first'})")
-        if i % 2 == 0:
-            b, r = bare(), recorded(i)
-        else:
-            r, b = recorded(i), bare()
-        pairs.append({"order": "bare first" if i % 2 == 0 else "recorded first",
-                      "bare": b, "recorded": r})
-        d = r["cpu_ns"] - b["cpu_ns"]
-        log(f"[{tag}]   CPU bare {fmt_ns(b['cpu_ns'])}, recorded {fmt_ns(r['cpu_ns'])}: "
-            f"observed {fmt_ns(d)}, estimated {fmt_ns(r.get('probe_overhead_ns'))}")
+        pairs.append(one_pair(i, bare, lambda: recorded(i), tag))
         keep()
 
 
@@ -200,14 +203,7 @@ def run_server(a, name: str, describe: str, start, out: Path, results: dict, kee
                 return {"cpu_ns": cpu, "sys_ns": got.get("server_sys_ns"),
                         "run_dir": str(res.run_dir.relative_to(out)),
                         **recorded_fields(res.summary)}
-            if i % 2 == 0:
-                b, r = bare(), recorded()
-            else:
-                r, b = recorded(), bare()
-        prog["pairs"].append({"order": first, "bare": b, "recorded": r})
-        log(f"[{name}]   CPU bare {fmt_ns(b['cpu_ns'])}, recorded {fmt_ns(r['cpu_ns'])}: "
-            f"observed {fmt_ns(r['cpu_ns'] - b['cpu_ns'])}, estimated "
-            f"{fmt_ns(r.get('probe_overhead_ns'))}")
+            prog["pairs"].append(one_pair(i, bare, recorded, name))
         keep()
 
 
@@ -399,15 +395,9 @@ NOTES = [
 
 def write_all(out: Path, results: dict) -> int:
     ts, misses = tables(results)
-    notes = NOTES + [f"MISS {m}" for m in misses]
-    write_outputs(out, "probe-effect", ts, results, notes)
-    for x in ts:
-        print(x.markdown())
-    for n in notes:
-        print(f"- {n}")
+    publish(out, "probe-effect", ts, results, NOTES + [f"MISS {m}" for m in misses])
     for m in misses:
         log(f"MISS {m}")
-    print(f"\nresults: {out}/probe-effect.md (and .csv, .json)")
     return 0
 
 

@@ -15,7 +15,7 @@ from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.jdk import Jvm
 from jvmos.tools import IO_JAR, jar
 from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
-                     workload_json, write_outputs)
+                     workload_json, publish)
 from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
@@ -159,14 +159,8 @@ def main(argv) -> int:
                                                "process wall time")),
         }
     t4, t5, tv = table4(results), table5(results), table_virtual(results)
-    notes = notes_for(results)
-    tables = [t4, t5] + ([tv] if tv else [])
-    write_outputs(out, "tables4-5", tables, results, notes)
-    for t in tables:
-        print(t.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/tables4-5.md (and .csv, .json); recordings in {out}/runs/")
+    publish(out, "tables4-5", [t4, t5] + ([tv] if tv else []), results, notes_for(results),
+            also=f"; recordings in {out}/runs/")
     return 0
 
 

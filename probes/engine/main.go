@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -112,22 +113,23 @@ func fail(format string, a ...interface{}) {
 }
 
 type engine struct {
-	plan     Plan
-	colls    map[string]*ebpf.Collection
-	shared   map[string]*ebpf.Map
-	sites    map[string]Site // UprobeSpec.siteKey()
-	classic  bool
-	mu       sync.Mutex
-	links    map[int][]link.Link // pid -> its uprobe links
-	tpLinks  []link.Link
-	attached map[int]bool
-	nprobes  map[int]int
-	exes     map[string]*link.Executable // guarded by mu (attachPid holds it)
-	t0       time.Time
-	reader   *ringbuf.Reader
-	followed chan struct{} // closed when follow() has returned
-	tpBtf    []string      // the raw tracepoint programs attached, "object:program"
-	chain    []string      // the layers in the scheduler chain, by slot (common.bpf.h)
+	plan      Plan
+	colls     map[string]*ebpf.Collection
+	shared    map[string]*ebpf.Map
+	sites     map[string]Site // UprobeSpec.siteKey()
+	classic   bool
+	mu        sync.Mutex
+	links     map[int][]link.Link // pid -> its uprobe links
+	tpLinks   []link.Link
+	attached  map[int]bool
+	nprobes   map[int]int
+	exes      map[string]*link.Executable // guarded by mu (attachPid holds it)
+	t0        time.Time
+	reader    *ringbuf.Reader
+	followed  chan struct{} // closed when follow() has returned
+	tpBtf     []string      // the raw tracepoint programs attached, "object:program"
+	chain     []string      // the layers in the scheduler chain, by slot (common.bpf.h)
+	chainProg []string      // their handlers' program names, by slot
 }
 
 func ktime() uint64 {
@@ -158,11 +160,12 @@ func (e *engine) load() {
 			}
 		}
 		// a layer with a scheduler handler (common.bpf.h's chain) takes the next slot
-		if chainProgram(spec) != "" {
+		if prog := chainProgram(spec); prog != "" {
 			if err := spec.Variables["switch_slot"].Set(uint32(len(e.chain))); err != nil {
 				fail("layer %s: switch_slot: %v", name, err)
 			}
 			e.chain = append(e.chain, name)
+			e.chainProg = append(e.chainProg, prog)
 		}
 		if e.classic {
 			for _, p := range spec.Programs {
@@ -209,8 +212,7 @@ func (e *engine) load() {
 			e.shared["switch_chain"].MaxEntries())
 	}
 	for slot, name := range e.chain {
-		c := e.colls[name]
-		p := c.Programs[chainProgramOf(c)]
+		p := e.colls[name].Programs[e.chainProg[slot]]
 		if err := e.shared["switch_chain"].Put(uint32(slot), p); err != nil {
 			fail("layer %s: cannot put its scheduler handler in the chain: %v", name, err)
 		}
@@ -221,24 +223,6 @@ func (e *engine) load() {
 // program named chain_*, or "" when it has none. At most one per layer.
 func chainProgram(spec *ebpf.CollectionSpec) string {
 	for n := range spec.Programs {
-		if strings.HasPrefix(n, "chain_") {
-			return n
-		}
-	}
-	return ""
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func chainProgramOf(c *ebpf.Collection) string {
-	for n := range c.Programs {
 		if strings.HasPrefix(n, "chain_") {
 			return n
 		}
@@ -476,7 +460,7 @@ func (e *engine) attachTracepoints() {
 			if pn == "jvmos_switch" && len(e.chain) == 0 {
 				continue // no layer has a scheduler handler: no program on every switch
 			}
-			if contains(e.plan.Unattached[name], pn) {
+			if slices.Contains(e.plan.Unattached[name], pn) {
 				continue // nothing to do in this recording's mode
 			}
 			l, err := link.AttachTracing(link.TracingOptions{Program: p})

@@ -60,10 +60,10 @@ const (
 
 // Site is where one probe of a function was put, and why.
 type Site struct {
-	Shift   uint64 `json:"shift"`   // bytes from the function's entry
-	Insn    string `json:"insn"`    // the instruction the probe replaced
-	Class   string `json:"class"`   // "emulated" or "single-stepped" (or "unknown")
-	Why     string `json:"why"`     // the rule that decided
+	Shift   uint64 `json:"shift"` // bytes from the function's entry
+	Insn    string `json:"insn"`  // the instruction the probe replaced
+	Class   string `json:"class"` // "emulated" or "single-stepped" (or "unknown")
+	Why     string `json:"why"`   // the rule that decided
 	FileOff uint64 `json:"file_offset"`
 	// a USDT site's semaphore as a file offset (0: none): the kernel raises it while attached
 	RefCtrOff uint64 `json:"ref_ctr_offset,omitempty"`

@@ -387,6 +387,37 @@ def plan_of_file(path: Path) -> Plan:
 
 _WRAP = 1 << 64
 
+# The columns of the stats and counts rows of a maps event. The engine names them in the
+# event's schema, in the order of probes/jvmos.h (its Go types are generated from the common
+# object: probes/engine/records.go); a recording made before the engine sent a schema has them
+# in this order, which is how its raw/engine.json is read again.
+LEGACY_COLUMNS = {
+    "stats": ("tgid", "cat", "probe", "calls", "bytes", "time_ns", "wall_ns", "untimed"),
+    "counts": ("tgid", "what", "sub", "value", "x"),
+}
+# what jvmos reads of each row: a schema without one of these is an engine jvmos cannot read
+NEEDED_COLUMNS = {
+    "stats": ("tgid", "cat", "probe", "calls", "bytes", "time_ns", "wall_ns", "untimed"),
+    "counts": ("tgid", "what", "sub", "x", "value"),
+}
+
+
+def records(maps: dict, name: str) -> List[Dict[str, int]]:
+    """The rows of a maps event's stats or counts, each a dict by the C field names. A column
+    an older engine did not send reads as 0; a schema lacking a needed column is an error."""
+    schema = (maps.get("schema") or {}).get(name)
+    cols = tuple(schema) if schema else LEGACY_COLUMNS[name]
+    missing = [c for c in NEEDED_COLUMNS[name] if c not in cols and schema]
+    if missing:
+        raise JvmosError(f"the engine's {name} rows have no {', '.join(missing)} column: "
+                         "this jvmos and its engine disagree (make build)")
+    out = []
+    for row in maps.get(name) or []:
+        d = dict.fromkeys(NEEDED_COLUMNS[name], 0)
+        d.update(zip(cols, row))
+        out.append(d)
+    return out
+
 
 def to_raw(maps: dict, plan: Plan) -> Raw:
     """The engine's maps event as the analyzers' Raw (bpftrace's map names and keys). An id
@@ -405,9 +436,10 @@ def to_raw(maps: dict, plan: Plan) -> Raw:
         d = m.setdefault(name, {})
         d[key] = d.get(key, 0) + value
 
-    for row in maps.get("stats") or []:
-        tgid, c, probe, calls, nbytes, t = row[:6]
-        wall, untimed = (row[6], row[7]) if len(row) >= 8 else (0, 0)
+    for r in records(maps, "stats"):
+        tgid, c, probe, calls, nbytes, t = (r["tgid"], r["cat"], r["probe"], r["calls"],
+                                             r["bytes"], r["time_ns"])
+        wall, untimed = r["wall_ns"], r["untimed"]
         cname = cat.categories.get(c)
         if cname is None:
             raw.errors.append(f"stats entry with unknown category {c}")
@@ -441,9 +473,8 @@ def to_raw(maps: dict, plan: Plan) -> Raw:
             put("@untimed", key, untimed)
     lost: Dict[str, int] = {}
     lost_names = {v: k for k, v in LOST_IDS.items()}
-    for row in maps.get("counts") or []:
-        tgid, what, sub, v = row[:4]
-        x = row[4] if len(row) > 4 else 0
+    for r in records(maps, "counts"):
+        tgid, what, sub, v, x = r["tgid"], r["what"], r["sub"], r["value"], r["x"]
         if what == WHAT_IDS["missed"] and sub in cat.missed:
             put("@missed", f"{tgid},{cat.missed[sub]}", v)
         elif what == WHAT_IDS["hits"] and sub in cat.hits:

@@ -45,6 +45,11 @@ struct {
 	__uint(max_entries, 64 * 1024);
 } proc_events SEC(".maps");
 
+/* The ring buffer's record and its kinds appear in no map declaration: these unused globals
+ * put them in the object's BTF, from which bpf2go generates the engine's Go types. */
+const struct jvmos_proc_event *unused_proc_event __attribute__((unused));
+const enum jvmos_ev_kind unused_ev_kind __attribute__((unused));
+
 static __always_inline struct jvmos_proc *proc_of(__u32 tgid)
 {
 	struct jvmos_proc *p = bpf_map_lookup_elem(&proc, &tgid);

@@ -91,10 +91,12 @@ struct jvmos_proc {
 
 /* ring buffer events (common.bpf.c -> engine): a traced process forked a process, or a
  * traced child started a new program (then it is stopped until the engine sends SIGCONT) */
-#define JVMOS_EV_FORK	1
-#define JVMOS_EV_EXEC	2
+enum jvmos_ev_kind {
+	JVMOS_EV_FORK = 1,
+	JVMOS_EV_EXEC = 2,
+};
 struct jvmos_proc_event {
-	__u32 kind;
+	__u32 kind;		/* enum jvmos_ev_kind */
 	__u32 tgid;
 	__u32 parent;
 	__u32 held;

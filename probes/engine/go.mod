@@ -7,3 +7,5 @@ require (
 	golang.org/x/arch v0.33.0
 	golang.org/x/sys v0.50.0
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go

@@ -150,6 +150,11 @@ func (e *engine) load() {
 		if err != nil {
 			fail("layer %s: cannot read %s: %v (run make build)", name, path, err)
 		}
+		if name == "common" {
+			if d := sameRecords(spec.Types); d != "" {
+				fail("%s does not declare the records this engine reads (%s): rebuild both (make build)", path, d)
+			}
+		}
 		for k, v := range e.plan.Constants[name] {
 			vs, ok := spec.Variables[k]
 			if !ok {
@@ -230,15 +235,8 @@ func chainProgram(spec *ebpf.CollectionSpec) string {
 	return ""
 }
 
-type control struct {
-	Counting uint32
-	Stopped  uint32
-	StartNs  uint64
-	StopNs   uint64
-}
-
-func (e *engine) setControl(f func(c *control)) {
-	var c control
+func (e *engine) setControl(f func(c *commonJvmosControl)) {
+	var c commonJvmosControl
 	zero := uint32(0)
 	_ = e.shared["control"].Lookup(&zero, &c)
 	f(&c)
@@ -490,21 +488,20 @@ func (e *engine) follow() {
 		if err != nil {
 			return
 		}
-		if len(rec.RawSample) < 24 {
+		pe, err := procEvent(rec.RawSample)
+		if err != nil {
+			emit(map[string]interface{}{"event": "warning", "message": err.Error()})
 			continue
 		}
-		b := rec.RawSample
-		kind := le32(b[0:])
-		pid := int(le32(b[4:]))
-		held := le32(b[12:]) != 0
+		pid, held := int(pe.Tgid), pe.Held != 0
 		t := time.Now()
 		n, aerr := e.attachPid(pid)
 		ev := map[string]interface{}{"event": "proc", "pid": pid, "held": held,
 			"uprobes": n, "attach_ms": float64(time.Since(t).Microseconds()) / 1000,
 			"after_ms": float64(time.Since(e.t0).Microseconds()) / 1000}
-		if kind == 1 {
+		if commonJvmosEvKind(pe.Kind) == commonJvmosEvKindJVMOS_EV_FORK {
 			ev["kind"] = "fork"
-			ev["parent"] = int(le32(b[8:]))
+			ev["parent"] = int(pe.Parent)
 		} else {
 			ev["kind"] = "exec"
 		}
@@ -548,48 +545,31 @@ func isStopped(pid int) bool {
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't')
 }
 
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+// add sums a per-CPU value into sum, column by column.
+func add(sum *[]uint64, v []uint64) {
+	if *sum == nil {
+		*sum = make([]uint64, len(v))
+	}
+	for i := range v {
+		(*sum)[i] += v[i]
+	}
 }
 
-type statKey struct {
-	Tgid  uint32
-	Cat   uint16
-	Probe uint16
-}
-type statVal struct{ Calls, Bytes, TimeNs, WallNs, Untimed uint64 }
-type countKey struct {
-	Tgid uint32
-	What uint16
-	Sub  uint16
-	X    uint32
-	Pad  uint32
-}
-type procVal struct {
-	ExecNs, ExitNs uint64
-	Held, Pad      uint32
-	Exec           [128]byte
-}
-
-// maps reads every map the figures are in; per-CPU values are summed here.
+// maps reads every map the figures are in; per-CPU values are summed here. The rows of stats
+// and counts are in the columns the event's schema names (records.go).
 func (e *engine) maps(final bool) map[string]interface{} {
 	m := map[string]interface{}{"event": "maps", "final": final, "ktime_ns": ktime()}
 	var stats [][]uint64
 	if sm := e.shared["stats"]; sm != nil {
-		var k statKey
-		var vs []statVal
+		var k commonJvmosStatKey
+		var vs []commonJvmosStatVal
 		it := sm.Iterate()
 		for it.Next(&k, &vs) {
-			var s statVal
+			var sum []uint64
 			for _, v := range vs {
-				s.Calls += v.Calls
-				s.Bytes += v.Bytes
-				s.TimeNs += v.TimeNs
-				s.WallNs += v.WallNs
-				s.Untimed += v.Untimed
+				add(&sum, values(v))
 			}
-			stats = append(stats, []uint64{uint64(k.Tgid), uint64(k.Cat), uint64(k.Probe), s.Calls,
-				s.Bytes, s.TimeNs, s.WallNs, s.Untimed})
+			stats = append(stats, append(values(k), sum...))
 		}
 		if err := it.Err(); err != nil {
 			m["error"] = "stats: " + err.Error()
@@ -597,7 +577,7 @@ func (e *engine) maps(final bool) map[string]interface{} {
 	}
 	var counts [][]uint64
 	if cm := e.shared["counts"]; cm != nil {
-		var k countKey
+		var k commonJvmosCountKey
 		var vs []uint64
 		it := cm.Iterate()
 		for it.Next(&k, &vs) {
@@ -605,7 +585,7 @@ func (e *engine) maps(final bool) map[string]interface{} {
 			for _, v := range vs {
 				s += v
 			}
-			counts = append(counts, []uint64{uint64(k.Tgid), uint64(k.What), uint64(k.Sub), s, uint64(k.X)})
+			counts = append(counts, append(values(k), s))
 		}
 		if err := it.Err(); err != nil {
 			m["error"] = "counts: " + err.Error()
@@ -614,15 +594,12 @@ func (e *engine) maps(final bool) map[string]interface{} {
 	var procs []map[string]interface{}
 	if pm := e.shared["proc"]; pm != nil {
 		var k uint32
-		var v procVal
+		var v commonJvmosProc
 		it := pm.Iterate()
 		for it.Next(&k, &v) {
-			name := string(v.Exec[:])
-			if i := strings.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			procs = append(procs, map[string]interface{}{"pid": k, "exec": name,
-				"exec_ns": v.ExecNs, "exit_ns": v.ExitNs, "held": v.Held})
+			p := named(v)
+			p["pid"] = k
+			procs = append(procs, p)
 		}
 	}
 	lostBy := map[string]uint64{}
@@ -637,11 +614,12 @@ func (e *engine) maps(final bool) map[string]interface{} {
 		}
 	}
 	m["lost"] = lostBy
-	var c control
+	var c commonJvmosControl
 	zero := uint32(0)
 	_ = e.shared["control"].Lookup(&zero, &c)
 	m["stats"], m["counts"], m["procs"] = stats, counts, procs
-	m["control"] = map[string]interface{}{"counting": c.Counting, "start_ns": c.StartNs, "stop_ns": c.StopNs}
+	m["control"] = named(c)
+	m["schema"] = recordSchema()
 	return m
 }
 
@@ -666,7 +644,7 @@ func (e *engine) drainAndRelease() []int {
 		return released
 	}
 	var k uint32
-	var v procVal
+	var v commonJvmosProc
 	it := pm.Iterate()
 	for it.Next(&k, &v) {
 		if v.Held == 0 {
@@ -764,8 +742,12 @@ func main() {
 		features_report()
 		return
 	}
+	if len(os.Args) == 2 && os.Args[1] == "--schema" {
+		emit(map[string]interface{}{"event": "schema", "schema": recordSchema()})
+		return
+	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: jvmos-engine PLAN.json (run by jvmos record) | --features")
+		fmt.Fprintln(os.Stderr, "usage: jvmos-engine PLAN.json (run by jvmos record) | --features | --schema")
 		os.Exit(2)
 	}
 	// SIGINT/SIGTERM to the engine alone: stop without maps (jvmos sends "stop" for the maps)
@@ -809,7 +791,7 @@ func main() {
 		fail("cannot trace pid %d: %v", root, err)
 	}
 	if e.plan.Counting {
-		e.setControl(func(c *control) { c.Counting = 1; c.StartNs = ktime() })
+		e.setControl(func(c *commonJvmosControl) { c.Counting = 1; c.StartNs = ktime() })
 	}
 	e.attachTracepoints()
 	n, err := e.attachPid(e.plan.RootPid)
@@ -838,12 +820,12 @@ func main() {
 	for in.Scan() {
 		switch strings.TrimSpace(in.Text()) {
 		case "start":
-			e.setControl(func(c *control) { c.Counting = 1; c.StartNs = ktime() })
+			e.setControl(func(c *commonJvmosControl) { c.Counting = 1; c.StartNs = ktime() })
 			emit(map[string]interface{}{"event": "started", "ktime_ns": ktime()})
 		case "snapshot":
 			emit(e.maps(false))
 		case "stop":
-			e.setControl(func(c *control) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
+			e.setControl(func(c *commonJvmosControl) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
 			released := e.drainAndRelease()
 			m := e.maps(true)
 			m["released_at_stop"] = released
@@ -862,7 +844,7 @@ func main() {
 	}
 	// EOF: jvmos is gone; no child stays held, and everything is closed (the kernel would
 	// close the links as this process exits, but not let a stopped child go)
-	e.setControl(func(c *control) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
+	e.setControl(func(c *commonJvmosControl) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
 	e.drainAndRelease()
 	e.closeLinks()
 }

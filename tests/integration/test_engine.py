@@ -278,6 +278,54 @@ def test_verifier_rejection_is_one_line(platform_file, tmp_path):
     assert manifest(tmp_path / "rec")["status"] == "failed"
 
 
+def test_the_engine_names_its_records_as_the_header_does():
+    """C, Go and Python agree on every record: the schema the engine publishes (from its
+    bpf2go-generated types) names each field of probes/jvmos.h's structs in order, and holds
+    every column jvmos reads."""
+    import re
+    from jvmos import engine as eng
+    out = subprocess.run([str(ENGINE), "--schema"], capture_output=True, text=True, check=True)
+    schema = json.loads(out.stdout)["schema"]
+    header = (ROOT / "probes/jvmos.h").read_text()
+    fields = {m.group(1): [f for f in re.findall(r"(?m)^\s*(?:__u\d+|char)\s+(\w+)", m.group(2))
+                           if f != "pad"]
+              for m in re.finditer(r"(?s)struct (jvmos_\w+) \{(.*?)\n\};", header)}
+    assert schema["stats"] == fields["jvmos_stat_key"] + fields["jvmos_stat_val"]
+    assert schema["counts"] == fields["jvmos_count_key"] + ["value"]
+    assert schema["proc_event"] == fields["jvmos_proc_event"]
+    assert schema["proc"][1:] == fields["jvmos_proc"]
+    for name, needed in eng.NEEDED_COLUMNS.items():
+        assert set(needed) <= set(schema[name]), (name, needed, schema[name])
+
+
+def test_a_common_object_with_other_records_is_refused(platform_file, tmp_path):
+    """A developer's common object (JVMOS_ENGINE_OBJECTS) whose records differ from those the
+    engine's types were generated from is refused in one line naming the struct, before
+    anything is attached: the engine would otherwise read its sums in the wrong columns."""
+    src = tmp_path / "probes"
+    shutil.copytree(ROOT / "probes", src, ignore=shutil.ignore_patterns("engine"))
+    h = src / "jvmos.h"
+    text = h.read_text()
+    swapped = text.replace("\t__u64 time_ns;", "\t__u64 time_swapped;", 1)
+    assert swapped != text
+    h.write_text(swapped.replace("t->time_ns", "t->time_swapped"))
+    objs = tmp_path / "objs"
+    objs.mkdir()
+    for f in (ROOT / "build/probes").glob("*.bpf.o"):
+        shutil.copy(f, objs / f.name)
+    r = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86",
+                        f"-I{ROOT / 'build'}", f"-I{src}", "-c", str(src / "common.bpf.c"),
+                        "-o", str(objs / "common.bpf.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    marker = tmp_path / "ran"
+    r = run_jvmos(["record", "--layers", "io", "--out", str(tmp_path / "rec"), "--",
+                   "sh", "-c", f"touch {marker}"],
+                  env={"JVMOS_ENGINE_OBJECTS": str(objs)}, timeout=300)
+    line = one_error_line(r)
+    assert "jvmos_stat_val" in line and "records" in line, line
+    assert not marker.exists()
+
+
 def test_live_view_of_a_launched_command(platform_file, tmp_path):
     """--interval works for a launched command with the engine: snapshots come from the
     engine's maps, and the intervals' calls add up to no more than the whole recording's."""

@@ -167,6 +167,37 @@ def test_maps_become_the_analyzers_maps():
     assert r.negative and list(r.maps["@time"].values()) == [-5]
 
 
+def test_rows_are_read_by_the_names_the_engine_sends():
+    """The engine names its row columns (the schema of a maps event, in probes/jvmos.h's
+    order): the same figures in another column order give the same Raw, an event without a
+    schema (a recording made before it) reads in the old order, and a schema without a column
+    jvmos needs is refused in one line."""
+    libs, syms = fake_libs()
+    plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
+                          counting=True)
+    jni = next(u["id"] for u in plan.doc["uprobes"] if u["symbol"] == "jni_GetByteArrayRegion")
+    c, w = io_layer.CATEGORIES, eng.WHAT_IDS
+    path = {v: k for k, v in io_layer.PATHS.items()}
+    old = {"stats": [[7, c["jni_copy"], jni, 10, 100, 5000, 0, 0]],
+           "counts": [[7, io_layer.BASE + 1, path[("jni", "out")], 100, 0]],
+           "procs": [], "control": {}}
+    stats_cols = ["untimed", "wall_ns", "time_ns", "bytes", "calls", "probe", "cat", "tgid"]
+    counts_cols = ["value", "x", "sub", "what", "tgid"]
+    new = {"schema": {"stats": stats_cols, "counts": counts_cols},
+           "stats": [[0, 0, 5000, 100, 10, jni, c["jni_copy"], 7]],
+           "counts": [[100, 0, path[("jni", "out")], io_layer.BASE + 1, 7]],
+           "procs": [], "control": {}}
+    a, b = eng.to_raw(old, plan), eng.to_raw(new, plan)
+    assert not a.errors and not b.errors and a.maps == b.maps
+    assert b.keyed("@path_bytes") == {("7", "jni", "out"): 100}
+    assert eng.records(new, "stats") == [{"tgid": 7, "cat": c["jni_copy"], "probe": jni,
+                                          "calls": 10, "bytes": 100, "time_ns": 5000,
+                                          "wall_ns": 0, "untimed": 0}]
+    lacking = dict(new, schema={"stats": stats_cols[1:], "counts": counts_cols})
+    with pytest.raises(JvmosError, match="no untimed column"):
+        eng.to_raw(lacking, plan)
+
+
 def test_a_finished_recordings_maps_read_back_from_its_plan_file(tmp_path):
     """probes.plan.json (what the engine was given) is enough to read raw/engine.json again,
     without the libraries: the same Raw as at the end of the recording."""

@@ -176,7 +176,7 @@ def test_rows_are_read_by_the_names_the_engine_sends():
     plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
                           counting=True)
     jni = next(u["id"] for u in plan.doc["uprobes"] if u["symbol"] == "jni_GetByteArrayRegion")
-    c, w = io_layer.CATEGORIES, eng.WHAT_IDS
+    c = io_layer.CATEGORIES
     path = {v: k for k, v in io_layer.PATHS.items()}
     old = {"stats": [[7, c["jni_copy"], jni, 10, 100, 5000, 0, 0]],
            "counts": [[7, io_layer.BASE + 1, path[("jni", "out")], 100, 0]],

@@ -313,7 +313,7 @@ class Agent:
         return (self.platform or {}).get("engine_probes")
 
     def summary_kw(self, w: Watch) -> dict:
-        from jvmos.record import summary_inputs
+        from jvmos.conclusion import summary_inputs
         jd = dict(w.proc.jvm.as_dict(), home=calibrated_home(w.proc.jvm, self.platform))
         manifest = {"probes": {"addresses": w.plan.script.addresses, "sites": w.sites},
                     "attach_pid": w.proc.pid, "jvms_probed": [jd], "layers": list(w.layers),

@@ -32,7 +32,7 @@ def rebuild(run: Path, platform: dict) -> dict:
     from jvmos import calibrate as cal
     from jvmos.analyzers import rawparse, summary as summ
     from jvmos.probecost import probes_for
-    from jvmos.record import jvm_homes
+    from jvmos.conclusion import jvm_homes
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     probes = m.get("probes") or {}
@@ -70,7 +70,7 @@ def rebuild_engine(run: Path, platform: dict) -> dict:
     the engine's probe costs of the platform file given."""
     from jvmos import engine as eng
     from jvmos.analyzers import summary as summ
-    from jvmos.record import summary_inputs
+    from jvmos.conclusion import summary_inputs
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     plan = eng.plan_of_file(run / "probes.plan.json")

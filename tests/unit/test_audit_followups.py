@@ -4,7 +4,7 @@ import pytest
 
 from jvmos import cputime
 from jvmos.heuristic import model
-from jvmos.record import merge_samples
+from jvmos.recordsample import merge_samples
 
 
 def test_slowdown_is_probe_cpu_over_the_uninstrumented_cpu():

@@ -3,7 +3,8 @@ engine's end, its maps and what happened to the target. The engine's end is buil
 from types import SimpleNamespace
 
 from jvmos.analyzers.rawparse import Raw
-from jvmos.record import STATUS_ORDER, decide_status, engine_reasons, missed_warnings
+from jvmos.conclusion import engine_reasons
+from jvmos.recording import STATUS_ORDER, decide_status, missed_warnings
 
 
 def run(raw=None, stopped_early=False, end="stopped by jvmos: final maps read, every link "

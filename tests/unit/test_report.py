@@ -142,12 +142,12 @@ def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
     """Issue 31: whenever syscall tracepoints were on, the report prints the calibrated tax
     every task of the host paid per syscall; unknown (and why) when not calibrated; nothing
     when no syscall tracepoint was on."""
-    from jvmos import record, report
+    from jvmos import conclusion, report
     kinds = {"tracepoint:syscalls:sys_enter_close": "tracepoint"}
     plat = {"engine_probes": {"syscall_tracepoint_tax": {"mean_ns": 42.0,
                                                          "ci95_ns": [30.0, 54.0]},
                               "bare_write": {"mean_ns": 280.0}}}
-    tax = record.host_tax(plat, kinds)
+    tax = conclusion.host_tax(plat, kinds)
     assert tax["ns_per_syscall"] == 42.0 and tax["pct_of_bare_write"] == pytest.approx(15.0)
     text = report.tax_text(tax)
     assert "one idle syscall tracepoint costs every task about 42 ns more per syscall, 95% " \
@@ -155,11 +155,11 @@ def test_a_recording_with_syscall_tracepoints_says_what_they_cost_the_host():
     assert "+15% on a bare 280 ns write(2) on this machine" in text
     assert "more tracepoints" in text
     # calibrated but not resolved from the noise: said so, not "not calibrated"
-    unres = record.host_tax({"engine_probes": {"unresolved": {"syscall_tracepoint_tax": {}}}},
+    unres = conclusion.host_tax({"engine_probes": {"unresolved": {"syscall_tracepoint_tax": {}}}},
                             kinds)
     assert "not resolved from the noise" in report.tax_text(unres)
-    assert record.host_tax(plat, {"uprobe:/lib/libc.so.6:close": "uprobe"}) is None
-    unknown = record.host_tax({"engine_probes": {}}, kinds)
+    assert conclusion.host_tax(plat, {"uprobe:/lib/libc.so.6:close": "uprobe"}) is None
+    unknown = conclusion.host_tax({"engine_probes": {}}, kinds)
     assert unknown["ns_per_syscall"] is None
     assert "unknown, not calibrated on this machine" in report.tax_text(unknown)
     m = {"engine": {"name": "bpf"}, "scope": "host", "host_tax": tax,
@@ -189,19 +189,19 @@ def test_the_probe_effect_is_shown_by_probe_kind_largest_first():
 
 
 def test_the_io_wrappers_are_set_against_the_kernels_count_range():
-    from jvmos import record, report
+    from jvmos import conclusion, report
     man = {"scope": "process", "layers": ["io"],
            "kernel_io": {"pid": 7, "syscr": [10, 12], "syscw": [1000, 1040]}}
     summ = {"by_pid": {"7": {"categories": {"io_syscall": {"syscalls": {
         "write": {"calls": 990}, "read": {"calls": 11}}}}}}}
-    b = record.io_wrapper_bound(man, summ)
+    b = conclusion.io_wrapper_bound(man, summ)
     assert b["kernel_writes_range"] == [1000, 1040] and b["wrapper_writes"] == 990
     assert b["writes_not_seen_at_least"] == 10 and b["reads_not_seen_at_least"] == 0
     assert not b["within"]
     line = report.probe_effect_lines({"io_wrapper_bound": b})[-1]
     assert "writes 990 seen, the kernel's 1,000-1,040" in line and "at least 0 reads" in line
     summ["by_pid"]["7"]["categories"]["io_syscall"]["syscalls"]["write"]["calls"] = 1020
-    b = record.io_wrapper_bound(man, summ)
+    b = conclusion.io_wrapper_bound(man, summ)
     assert b["within"] and "not seen" not in report.probe_effect_lines({"io_wrapper_bound": b})[-1]
     # not a process-scope io recording: no bound
-    assert record.io_wrapper_bound(dict(man, scope="host"), summ) is None
+    assert conclusion.io_wrapper_bound(dict(man, scope="host"), summ) is None

@@ -92,3 +92,28 @@ def test_pyproject_installs_every_package_of_the_tree():
     whole = tomllib.loads((root / "pyproject.toml").read_text())
     assert "bpftrace" not in whole["project"]["description"]
     assert not any("bpftrace" in m for m in whole["tool"]["pytest"]["ini_options"]["markers"])
+
+
+def test_no_function_is_longer_than_120_lines():
+    """Issue 32: a function a newcomer can read at once. Every function and method of the
+    product (jvmos, its analyzers and heuristic, scripts/) and of the Go engine, from its
+    `def`/`func` line to its last, at most 120 lines."""
+    import ast
+    long = []
+    for folder in ("jvmos", "analyzers", "heuristic", "scripts"):
+        for f in (ROOT / folder).rglob("*.py"):
+            for n in ast.walk(ast.parse(f.read_text())):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    size = n.end_lineno - n.lineno + 1
+                    if size > 120:
+                        long.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.name} {size}")
+    for f in (ROOT / "probes" / "engine").glob("*.go"):
+        if f.name.endswith("_bpfel.go"):
+            continue                    # bpf2go's output
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("func "):
+                end = next(j for j in range(i + 1, len(lines)) if lines[j] == "}")
+                if end - i + 1 > 120:
+                    long.append(f"{f.relative_to(ROOT)}:{i + 1} {line[5:40]} {end - i + 1}")
+    assert not long, long

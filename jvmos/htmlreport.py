@@ -24,7 +24,7 @@ from urllib.parse import quote
 from jvmos import JvmosError
 from jvmos.export import write_atomically
 from jvmos.analyzers.summary import missed_note
-from jvmos.analyzers.tables import Table, category_table, fmt_count, fmt_ns
+from jvmos.analyzers.tables import Table, category_table, fmt_ns
 from jvmos.report import load_run, probe_kinds_table, render, scope_line
 
 PROBE_KINDS_TITLE = "Probe effect by probe kind"
@@ -976,9 +976,25 @@ def write_index_html(exp_dir: Path, title: str) -> Path:
     return out
 
 
+def experiment_headlines(d: Path) -> List[dict]:
+    """The headlines an experiment's results JSON states ({figure, here, paper}: its main
+    figure measured on this machine, and the paper's for the same figure or null), from the
+    JSON files directly in d."""
+    out = []
+    for f in sorted(d.glob("*.json")):
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        h = doc.get("headline") if isinstance(doc, dict) else None
+        out += [x for x in (h if isinstance(h, list) else [h]) if isinstance(x, dict)]
+    return out
+
+
 def write_suite_index(root: Path, title: str) -> Path:
-    """ROOT/index.html for a directory of experiments (make demo's): a link to each
-    subdirectory's index.html, with the titles of its tables; returns its path."""
+    """ROOT/index.html for a directory of experiments (make demo's): one row per experiment,
+    its headline figures here and in the paper, the titles of its tables, and a link to its
+    page (tables, figures, a report per recording); returns its path."""
     root = Path(root)
     if not root.is_dir():
         raise JvmosError(f"{root} is not a directory")
@@ -994,13 +1010,22 @@ def write_suite_index(root: Path, title: str) -> Path:
                           md.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
             except (OSError, UnicodeDecodeError):
                 continue
+        lines = experiment_headlines(d)
+        dash = '<span class="muted">—</span>'
         rows.append([f'<a href="{esc(quote(d.name))}/index.html">{esc(d.name)}</a>',
-                     "<br>".join(esc(h) for h in heads[:6]) or '<span class="muted">—</span>'])
+                     "<br>".join(esc(h.get("figure", "")) for h in lines) or dash,
+                     "<br>".join(esc(str(h.get("here") or "—")) for h in lines) or dash,
+                     "<br>".join(esc(str(h.get("paper") or "—")) for h in lines) or dash,
+                     "<br>".join(esc(h) for h in heads[:6]) or dash])
     body = [f"<h1>{esc(title)}</h1>",
-            "<p>One page per experiment: its tables, figures and recordings.</p>"]
+            "<p>One row per experiment: its headline figure on this machine beside the "
+            "paper's (— where the paper gives none), then its tables; the experiment's page "
+            "has the tables, figures and a report per recording.</p>"]
     if rows:
-        body.append("<table><thead><tr><th>experiment</th><th>tables</th></tr></thead><tbody>"
-                    + "".join(f"<tr><td>{a}</td><td>{b}</td></tr>" for a, b in rows)
+        body.append("<table><thead><tr><th>experiment</th><th>headline</th><th>here</th>"
+                    "<th>paper</th><th>tables</th></tr></thead><tbody>"
+                    + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+                              for r in rows)
                     + "</tbody></table>")
     else:
         body.append('<p class="muted">no experiment page (index.html) under this directory</p>')

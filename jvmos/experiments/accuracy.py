@@ -28,8 +28,8 @@ from jvmos.analyzers.tables import Table, fmt_ns
 from jvmos import JvmosError
 from jvmos import session
 from jvmos.tools import IO_JAR, c_program, jar
-from jvmos.experiments.common import (last_json, log, out_dir, run_bare, run_recorded, select_jdks, workload_json,
-                     write_outputs)
+from jvmos.experiments.common import (last_json, load_finished, log, out_dir, publish, run_bare,
+                                      run_recorded, select_jdks, workload_json)
 from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
 
 MODES = [("time", {"mode": "time"}), ("count", {"mode": "count"}), ("sample", {"mode": "sample"})]
@@ -37,6 +37,7 @@ EXAMPLES = """\
 examples:
   jvmos run accuracy                     # 1,000,000 writes, 200,000 socket writes, 3 bare runs
   jvmos run accuracy --quick --out /tmp/acc
+  jvmos run accuracy --render results/accuracy   # the tables again, nothing measured
 """
 
 
@@ -56,6 +57,8 @@ def parse(argv):
                         "explicitly still win)")
     p.add_argument("--kernel-hz", type=int, default=KERNEL_HZ,
                    help=f"kernel-time check: samples per second and CPU (default {KERNEL_HZ})")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and notes again from DIR/accuracy.json (no measuring)")
     a = p.parse_args(argv)
     sizes = (300_000, 50_000, 2, 60) if a.quick else (1_000_000, 200_000, 3, 300)
     for name, default in zip(("iterations", "writes", "repeat", "pages"), sizes):
@@ -249,6 +252,9 @@ def kernel_check(cmds: dict, repeat: int, hz: int, out: Path) -> dict:
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "accuracy.json", "accuracy", "runs"))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     out = out_dir(a.out, "accuracy")
     java = str(jvm.home / "bin" / "java")
@@ -272,11 +278,9 @@ def main(argv) -> int:
         log(f"warning: {e}")
         kc = {"error": str(e)}
     truth["blocking-io"]["kernel_check"] = kc
-    results = {"experiment": "accuracy", "jdk": jvm.as_dict(), "bare_loop_ns": bare,
-               "bare_loop_median_ns": med, "truth": truth, "runs": {}}
-    t = Table(f"Accuracy of jvmos's times, and its slowdown (JDK {jvm.version})",
-              ["workload", "mode", "syscall time", "truth", "error", "copy time (JNI+NIO)",
-               "Java side (truth)", "copy share", "slowdown"] + PROBE_EFFECT_HEADERS)
+    results = {"experiment": "accuracy", "jdk": jvm.as_dict(), "iterations": a.iterations,
+               "repeat": a.repeat, "bare_loop_ns": bare, "bare_loop_median_ns": med,
+               "truth": truth, "runs": {}}
     for wl in ("blocking-io", "socket"):
         for mode, kw in MODES:
             log(f"recorded run: {wl}, --mode {mode}")
@@ -298,18 +302,23 @@ def main(argv) -> int:
                 row["copy_share_of_java_side_pct"] = 100.0 * est["copy_ns"] / tr["java_side_ns"] \
                     if tr["java_side_ns"] > 0 and est["copy_ns"] is not None else None
             results["runs"][f"{wl}/{mode}"] = row
-            pe, pv = probe_effect_cells(row["probe_effect"])
-            t.add([wl, mode, fmt_ns(est["syscall_ns"]), fmt_ns(tr["syscall_ns"]) if tr else "—",
-                   _pct(row.get("syscall_error_pct")), fmt_ns(est["copy_ns"]),
-                   fmt_ns(tr["java_side_ns"]) if tr else "—",
-                   _pct(row.get("copy_share_of_java_side_pct"), ".0f"), _pct(slow)] + pe,
-                  [wl, mode, est["syscall_ns"], tr["syscall_ns"] if tr else None,
-                   row.get("syscall_error_pct"), est["copy_ns"],
-                   tr["java_side_ns"] if tr else None, row.get("copy_share_of_java_side_pct"),
-                   slow] + pv)
-    tomcat_rows(a, java, out, results, t)
+    tomcat_rows(a, java, out, results)
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """accuracy.md/.csv/.json and the notes, from the measured runs (also --render's)."""
+    med = results["bare_loop_median_ns"]
+    kc = results["truth"]["blocking-io"]["kernel_check"]
+    # a run made before results kept them: the bare runs kept, the C loop's writes per
+    # kernel-check run
+    repeat = results.get("repeat", len(results["bare_loop_ns"]["c"]))
+    iterations = results.get("iterations")
+    if iterations is None and "error" not in kc:
+        iterations = kc["c"]["writes"] // kc["runs_per_side"]
+    t = accuracy_table(results)
     notes = [
-        f"bare loops (median of {a.repeat}): C {fmt_ns(med['c'])}, Java {fmt_ns(med['blocking-io'])}, "
+        f"bare loops (median of {repeat}): C {fmt_ns(med['c'])}, Java {fmt_ns(med['blocking-io'])}, "
         f"socket {fmt_ns(med['socket'])}; same invocation, interleaved.",
         "syscall truth: the C loop's run time (the same write(2) calls and nothing else), which "
         "assumes a Java write(2) costs the kernel what the C loop's does: the ground truth check "
@@ -322,15 +331,37 @@ def main(argv) -> int:
         "goal figures (issue 3): corrected times within ±15% of the truth; sample mode within "
         "±15% with a slowdown below 5%. Printed as reached, not asserted.",
     ]
-    kt = kernel_check_table(kc, med["c"], a.iterations)
+    kt = kernel_check_table(kc, med["c"], iterations)
     notes.append(kernel_check_note(kc))
-    write_outputs(out, "accuracy", [t, kt], results, notes)
-    print(t.markdown())
-    print(kt.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/accuracy.md (and .csv, .json)")
+    publish(out, "accuracy", [t, kt], results, notes)
     return 0
+
+
+def accuracy_table(results: dict) -> Table:
+    """Each mode's estimates against the truth, and its slowdown, workload by workload."""
+    t = Table(f"Accuracy of jvmos's times, and its slowdown (JDK {results['jdk']['version']})",
+              ["workload", "mode", "syscall time", "truth", "error", "copy time (JNI+NIO)",
+               "Java side (truth)", "copy share", "slowdown"] + PROBE_EFFECT_HEADERS)
+    for key, row in results["runs"].items():
+        wl, mode = key.split("/", 1)
+        est, slow = row["estimates"], row["slowdown_pct"]
+        pe, pv = probe_effect_cells(row["probe_effect"])
+        if wl == "tomcat":
+            t.add(["tomcat", mode, fmt_ns(est["syscall_ns"]), "—", "—", fmt_ns(est["copy_ns"]),
+                   "—", "—", f"{slow:+.0f}%"] + pe,
+                  ["tomcat", mode, est["syscall_ns"], None, None, est["copy_ns"], None, None,
+                   slow] + pv)
+            continue
+        tr = results["truth"].get(wl)
+        t.add([wl, mode, fmt_ns(est["syscall_ns"]), fmt_ns(tr["syscall_ns"]) if tr else "—",
+               _pct(row.get("syscall_error_pct")), fmt_ns(est["copy_ns"]),
+               fmt_ns(tr["java_side_ns"]) if tr else "—",
+               _pct(row.get("copy_share_of_java_side_pct"), ".0f"), _pct(slow)] + pe,
+              [wl, mode, est["syscall_ns"], tr["syscall_ns"] if tr else None,
+               row.get("syscall_error_pct"), est["copy_ns"],
+               tr["java_side_ns"] if tr else None, row.get("copy_share_of_java_side_pct"),
+               slow] + pv)
+    return t
 
 
 def _ratio_text(r, ci) -> str:
@@ -394,8 +425,9 @@ def kernel_check_note(kc: dict) -> str:
     return text
 
 
-def tomcat_rows(a, java, out, results, t):
-    """Tomcat: pages per second bare (before and after) and while each mode is attached."""
+def tomcat_rows(a, java, out, results):
+    """Tomcat: pages per second bare (before and after) and while each mode is attached, kept
+    in results["runs"]."""
     import subprocess
     import time
     from jvmos import JvmosError
@@ -445,12 +477,6 @@ def tomcat_rows(a, java, out, results, t):
                     "no probe estimate: sample mode (async-profiler)" if mode == "sample"
                     else None),
                 "run_dir": str(res.run_dir.relative_to(out))}
-            est = results["runs"][f"tomcat/{mode}"]["estimates"]
-            pe, pv = probe_effect_cells(results["runs"][f"tomcat/{mode}"]["probe_effect"])
-            t.add(["tomcat", mode, fmt_ns(est["syscall_ns"]), "—", "—", fmt_ns(est["copy_ns"]),
-                   "—", "—", f"{slow:+.0f}%"] + pe,
-                  ["tomcat", mode, est["syscall_ns"], None, None, est["copy_ns"], None, None,
-                   slow] + pv)
         results["tomcat_bare_ns"] = bare
     finally:
         srv.terminate()

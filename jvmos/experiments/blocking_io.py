@@ -6,18 +6,20 @@ invocation, so the Java/C ratio compares runs made side by side.
 """
 import argparse
 import statistics
+from pathlib import Path
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count, fmt_ns
 from jvmos.tools import IO_JAR, c_program, jar
 from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, log, out_dir, probe_effect,
-                     probe_effect_cells, run_bare, run_recorded, select_jdks, workload_json,
-                     write_outputs)
+                     probe_effect_cells, headline, load_finished, publish, run_bare, run_recorded,
+                     select_jdks, workload_json)
 
 EXAMPLES = """\
 examples:
   jvmos run blocking-io                              # 1,000,000 x 10 bytes, every JDK found
   jvmos run blocking-io --iterations 200000 --repeat 5 --out /tmp/bio
   jvmos run blocking-io --jdk /usr/lib/jvm/temurin-25-jdk-amd64
+  jvmos run blocking-io --render results/blocking-io  # the table again, nothing measured
 """
 
 
@@ -32,6 +34,8 @@ def parse(argv):
     p.add_argument("--jdk", action="append", help="JDK home (repeatable; default: all found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-blocking-io)")
     p.add_argument("--quick", action="store_true", help="200,000 iterations, 2 bare runs")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table and notes again from DIR/table3.json (no measuring)")
     a = p.parse_args(argv)
     if a.quick:
         a.iterations, a.repeat = min(a.iterations, 200_000), min(a.repeat, 2)
@@ -42,6 +46,9 @@ def parse(argv):
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "table3.json", "blocking-io", "impls"))
     out = out_dir(a.out, "blocking-io")
     impls = [("c", [str(c_program("blocking_io")), "--iterations", str(a.iterations),
                     "--size", str(a.size), "--target", a.target])]
@@ -79,6 +86,11 @@ def main(argv) -> int:
         r = results["impls"][name]
         r["probe_effect"] = probe_effect(s["totals"], r["recorded_loop_ns"],
                                          r["bare_loop_ns_median"], "loop time")
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """table3.md/.csv/.json and the notes, from the measured runs (also --render's)."""
     table = table3(results)
     c = results["impls"]["c"]
     notes = []
@@ -88,9 +100,13 @@ def main(argv) -> int:
         ratio = r["bare_loop_ns_median"] / c["bare_loop_ns_median"]
         pratio = r["bare_process_ns_median"] / c["bare_process_ns_median"]
         r["java_c_loop_ratio"], r["java_c_process_ratio"] = ratio, pratio
-        notes.append(f"{name}/C execution-time ratio (bare, median of {a.repeat}, same "
+        notes.append(f"{name}/C execution-time ratio (bare, median of {results['repeat']}, same "
                      f"invocation): loop {ratio:.2f}x, whole process {pratio:.2f}x "
                      "(paper: 45.16 s / 21.62 s = 2.09x)")
+    results["headline"] = [
+        headline(f"{name}/C time of the same {results['size']}-byte write loop (bare, median)",
+                 f"{r['java_c_loop_ratio']:.2f}x", "2.09x (45.16 s / 21.62 s)")
+        for name, r in results["impls"].items() if name != "c"]
     notes.append("probe effect: estimated = hits x calibrated cost per hit of every probe "
                  "that fired in the traced process, whole recording (summary.json: probe_hits, "
                  "probe_cost_per_hit_ns), with its 95% interval; observed = recorded loop - "
@@ -99,11 +115,7 @@ def main(argv) -> int:
                  "calibrated probe window of the engine that recorded (jvmos calibrate --probes); summary.json keeps the raw "
                  "value, the hits and a 95% interval. NIO and copyin times are estimated: bytes x "
                  "calibrated per-byte cost.")
-    write_outputs(out, "table3", [table], results, notes)
-    print(table.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/table3.md (and .csv, .json); recordings in {out}/runs/")
+    publish(out, "table3", [table], results, notes, also=f"; recordings in {out}/runs/")
     return 0
 
 

@@ -193,6 +193,13 @@ def write_outputs(out: Path, stem: str, tables, results: dict, notes: List[str] 
     os.replace(tmp, out / f"{stem}.json")
 
 
+def headline(figure: str, here: str, paper: Optional[str] = None) -> dict:
+    """An experiment's main figure for the overview page (jvmos index of a directory of
+    experiments): what it is, its value on this machine, and the paper's for the same figure
+    (None where the paper gives none). Kept in the results JSON under "headline"."""
+    return {"figure": figure, "here": here, "paper": paper}
+
+
 def publish(out: Path, stem: str, tables, results: dict, notes: List[str] = (),
             also: str = "") -> None:
     """write_outputs, then the tables and notes on stdout and where they were written

@@ -29,9 +29,9 @@ from jvmos import JvmosError
 from jvmos import calibrate as cal
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.heuristic import model, terms
-from jvmos.experiments.common import (Progress, jdk_label, log, out_dir, select_jdks,
-                                      write_outputs)
-from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect_cells
+from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
+                                      select_jdks, write_outputs)
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, headline, probe_effect_cells
 from jvmos.experiments.server import level_probe_effect
 from jvmos.experiments.shop import Shop, measure_level, parse_levels
 from jvmos.heuristic.fit import GOAL_PCT, analyze, combine
@@ -42,6 +42,8 @@ examples:
   jvmos run heuristic --quick                # 25 .. 400 connections, small pages
   jvmos run heuristic --levels 10x10,25x40,50x70 --page-bytes 32768
   jvmos run heuristic --repeat 5                # five recordings per level, medians
+  jvmos run heuristic --render results/heuristic  # the tables again, nothing measured
+  jvmos run heuristic --analyze results/heuristic # fitted again from the recordings, tables too
 
 cost: every recording has the io, threads, links and mem layers attached to the server; the
 run takes about a minute per level and repeat on 2 cores.
@@ -68,7 +70,10 @@ def parse(argv):
     p.add_argument("--quick", action="store_true", help=f"levels {QUICK_LEVELS}, 16 kB pages")
     p.add_argument("--analyze", metavar="DIR",
                    help="measure nothing: re-read DIR/table7.json (a finished run), combine its "
-                        "recordings and fit again, rewriting DIR's tables")
+                        "recordings and fit again, rewriting DIR's tables (--render writes "
+                        "them as they are, without fitting again)")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and notes again from DIR/table7.json (no measuring)")
     a = p.parse_args(argv)
     if a.quick:
         a.levels = a.levels or QUICK_LEVELS
@@ -102,12 +107,14 @@ def reanalyze(run: Path) -> int:
     if k is None:
         raise JvmosError(f"--analyze {run}: table7.json holds no platform constants")
     analyze(results, k)
-    write_tables(results, run)
-    return 0
+    return report(run, results)
 
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "table7.json", "heuristic", "levels"))
     if a.analyze:
         return reanalyze(Path(a.analyze))
     platform = cal.load(cal.platform_path(a.platform))
@@ -137,8 +144,7 @@ def main(argv) -> int:
                     bar.step()
                 results["levels"][name] = combine(reps)
     analyze(results, k)
-    write_tables(results, out)
-    return 0
+    return report(out, results)
 
 
 def term_by_term(results: dict, out: Path) -> Optional[Table]:
@@ -223,12 +229,20 @@ TERM_NOTES = [
 ]
 
 
-def write_tables(results: dict, out: Path) -> None:
+def report(out: Path, results: dict) -> int:
+    """table7.md/.csv/.json and the notes, from the analysed runs (also --render's and
+    --analyze's); the term-by-term table from the recordings in out/runs when they are there."""
     t7 = table7(results)
     tf = table_fit(results)
     tt = term_by_term(results, out)
     notes = notes_for(results) + (TERM_NOTES if tt else [
         "term by term: not drawn, a level's recordings (summary.json) are not there"])
+    worst = results.get("worst_held_out_error_pct")
+    results["headline"] = headline(
+        "worst error of the cost heuristic's prediction at a load level left out of its fit",
+        "unknown" if worst is None else f"{worst:.1f}%",
+        f"{max(v[2] for v in PAPER_T7.values())}% (worst of its levels, which its fit "
+        "included)")
     write_outputs(out, "table7", [t7, tf] + ([tt] if tt else []), results, notes)
     print(t7.markdown())
     print(tf.markdown())
@@ -237,6 +251,7 @@ def write_tables(results: dict, out: Path) -> None:
     for n in notes:
         print(f"- {n}")
     print(f"\nresults: {out}/table7.md (and .csv, .json); recordings in {out}/runs/")
+    return 0
 
 
 def _ms(us):

@@ -43,8 +43,8 @@ from jvmos import cputime
 from jvmos import record as rec
 from jvmos.analyzers.stats import welch_diff_ci
 from jvmos.analyzers.tables import Table, fmt_count
-from jvmos.experiments.common import (Progress, jdk_label, last_json, log, out_dir, select_jdks,
-                                      write_outputs)
+from jvmos.experiments.common import (Progress, jdk_label, last_json, load_finished, log, out_dir,
+                                      select_jdks, write_outputs)
 from jvmos.heuristic import terms, whatif
 from jvmos.tools import IO_JAR, c_program, jar
 
@@ -53,6 +53,7 @@ examples:
   jvmos run interventions                      # every intervention, 20 trials per arm
   jvmos run interventions --quick              # 10 trials per arm, fewer requests
   jvmos run interventions --only keep-alive,thread-pool --trials 30
+  jvmos run interventions --render results/interventions   # the table and figure again, nothing measured
 
 cost: 2 x trials fresh JVMs per intervention, plus one recording per arm; the recordings are
 attached after the warm-up, in --mode time, with every layer (io, threads, links, mem).
@@ -140,6 +141,9 @@ def parse(argv):
                    help="do not record the verdicts in the platform file (they are recorded "
                         "there only from full-size runs: at least 10 trials per arm, not "
                         "--quick, --requests-scale 1)")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table, notes and figure again from DIR/interventions.json "
+                        "(no measuring)")
     a = p.parse_args(argv)
     a.trials = a.trials if a.trials is not None else (10 if a.quick else 20)
     if a.trials < 2:
@@ -644,6 +648,10 @@ def save(out: Path, results: dict) -> None:
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "interventions.json", "interventions",
+                                          "interventions"))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     platform_file = cal.platform_path(a.platform)
@@ -685,16 +693,23 @@ def main(argv) -> int:
         data_file.unlink(missing_ok=True)
         if results["interventions"]:
             save(out, results)
-    figure(results, out)
     # verdicts into the platform file: only from a full-size run of 10 trials or more
     if a.store and a.trials >= 10 and not a.quick and a.requests_scale == 1.0:
         results["stored_in"] = store_verdicts(results, platform_file)
-        save(out, results)
-    print((out / "interventions.md").read_text())
-    log(f"results: {out}")
+    report(out, results)
     if failed:
         raise JvmosError(f"{len(failed)} intervention(s) failed ({'; '.join(failed)}); the "
                          f"others' results are in {out}")
+    return 0
+
+
+def report(out: Path, results: dict) -> int:
+    """interventions.md/.csv/.json, the notes and the figure, from the measured runs (also
+    --render's)."""
+    save(out, results)
+    figure(results, out)
+    print((out / "interventions.md").read_text())
+    log(f"results: {out}")
     return 0
 
 

@@ -10,20 +10,22 @@ import os
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from jvmos import JvmosError
 from jvmos import record as rec
 from jvmos.tools import IO_JAR, TOMCAT_JAR, jar
-from jvmos.experiments.common import (jdk_label, log, out_dir, run_recorded, select_jdks, workload_json,
-                     write_outputs)
-from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, publish, run_recorded,
+                     select_jdks, workload_json)
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, headline, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
   jvmos run jni-census                        # the four tasks at full size, default JDK
   jvmos run jni-census --quick --tasks socket,randomrw
   jvmos run jni-census --jdk /usr/lib/jvm/temurin-25-jdk-amd64 --out /tmp/census
+  jvmos run jni-census --render results/jni-census  # the table again, nothing measured
 
 cost: the jni layer attaches ~240 uprobes (tens of seconds per task) and every JNI call then
 pays a uprobe hit (~1.3 us here).
@@ -44,6 +46,9 @@ def parse(argv):
     p.add_argument("--ops", type=int, default=1_000_000, help="randomrw: 10-byte read/writes")
     p.add_argument("--writes", type=int, default=200_000, help="socket: 10-byte socket writes")
     p.add_argument("--quick", action="store_true", help="small sizes (for tests and demos)")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table, notes and figure again from DIR/table2.json "
+                        "(no measuring)")
     a = p.parse_args(argv)
     a.tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
     bad = [t for t in a.tasks if t not in TASKS]
@@ -116,6 +121,9 @@ def task_tomcat(a, java, out, page_bytes=10240):
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "table2.json", "jni-census", "tasks"))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     out = out_dir(a.out, "jni-census")
@@ -162,7 +170,14 @@ def main(argv) -> int:
             "attach_seconds": s["totals"].get("attach_seconds"),
             "probe_effect": probe_effect(s["totals"], None, None, "no bare run"),
         }
-    t = Table(f"Table 2: JNI calls required to perform routine tasks (JDK {jvm.version})",
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """table2.md/.csv/.json, the notes and the figure, from the recorded tasks (also
+    --render's)."""
+    version = results["jdk"]["version"]
+    t = Table(f"Table 2: JNI calls required to perform routine tasks (JDK {version})",
               ["task", "JNI calls", "% copying", "bytes copied (JNI)", "I/O syscalls",
                "bytes via JNI", "bytes via NIO", "bytes other"] + PROBE_EFFECT_HEADERS)
     for name, r in results["tasks"].items():
@@ -174,6 +189,11 @@ def main(argv) -> int:
                fmt_bytes(p["other"]["bytes"])] + pe,
               [name, r["jni_calls"], round(r["copying_pct"], 2), r["jni_copy_bytes"],
                r["io_syscalls"], p["jni"]["bytes"], p["nio"]["bytes"], p["other"]["bytes"]] + pv)
+    tc = results["tasks"].get("tomcat")
+    results["headline"] = headline(
+        "share of the JNI calls that copy, serving one 10 kB Tomcat page",
+        "unknown" if not tc else f"{tc['copying_pct']:.0f}% of {tc['jni_calls']:,} calls",
+        "18% of 590 calls")
     notes = ["paper (Sun JVM 1.6, Solaris): Tomcat 10k page 590 calls, 18% copying, 22k bytes; "
              "Java2D 2.5M, 12%, 360M; 1M 10-byte random read-writes 6.5M, 18%, 10M.",
              "JNI calls: entry uprobes on every jni_* entry point of libjvm.so; copying = the "
@@ -187,11 +207,7 @@ def main(argv) -> int:
     for name, r in results["tasks"].items():
         r["short"] = name
     figs = bytes_by_path(results["tasks"], out / "table2-paths",
-                         f"I/O bytes by path, JDK {jvm.version} (JNI copy, NIO copy, other)")
+                         f"I/O bytes by path, JDK {version} (JNI copy, NIO copy, other)")
     notes.append(f"figure: {figs[0].name} (and .svg), the share of each task's I/O bytes by path.")
-    write_outputs(out, "table2", [t], results, notes)
-    print(t.markdown())
-    for n in notes:
-        print(f"- {n}")
-    print(f"\nresults: {out}/table2.md (and .csv, .json); recordings in {out}/runs/")
+    publish(out, "table2", [t], results, notes, also=f"; recordings in {out}/runs/")
     return 0

@@ -19,9 +19,9 @@ from jvmos.analyzers.correction import sum_known
 from jvmos.analyzers import figures
 from jvmos.analyzers.tables import Table, fmt_bytes, fmt_count
 from jvmos.tools import DACAPO_JAR, jar
-from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
-                     workload_json, write_outputs)
-from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, run_bare,
+                     run_recorded, select_jdks, workload_json, write_outputs)
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, headline, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
@@ -29,6 +29,7 @@ examples:
   jvmos run memory --bench h2,xalan --iterations 5
   jvmos run memory --quick                          # small inputs, 1 iteration
   jvmos run memory --dacapo-jar ~/dacapo-9.12-bach.jar --bench h2,luindex,lusearch
+  jvmos run memory --render results/memory          # the tables again, nothing measured
 
 cost: the mem layer puts a uprobe pair on every malloc/calloc/realloc of every process that
 uses this libc while it traces (about 1.3 us per call here): recorded runs are slower.
@@ -60,6 +61,9 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-memory)")
     p.add_argument("--quick", action="store_true", help="small inputs, 1 iteration")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables, notes and figure again from DIR/table6.json "
+                        "(no measuring)")
     a = p.parse_args(argv)
     if a.quick:
         a.iterations, a.size = 1, "small"
@@ -137,6 +141,9 @@ def growth_profile(by_pid: dict) -> dict:
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "table6.json", "memory", "benchmarks"))
     dj = check_dacapo_jar(a.dacapo_jar) if a.dacapo_jar else None
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
@@ -202,11 +209,27 @@ def main(argv) -> int:
                                           bare["process_wall_ns"], "process wall time")),
             "run_dir": str(res.run_dir.relative_to(out)),
         }
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """table6.md/.csv/.json, the notes and the growth figure, from the measured runs (also
+    --render's)."""
     summarize(results)
     t6, tg, tc = table6(results), table_growth(results), table_cpu(results)
     notes = notes_for(results)
     figs = growth_figure(results, out / "memory-growth")
     results["figures"] = [f.name for f in figs]
+    paper = [v[3] for k, v in PAPER_T6.items()]
+    kept = [v[3] for k, v in PAPER_T6.items() if k != "jython"]
+    avg, avg_kept = results.get("average_overhead_pct"), \
+        results.get("average_overhead_pct_without_outliers")
+    results["headline"] = headline(
+        "memory management's share of execution time (libc + kernel), mean over the suite",
+        "unknown" if avg is None else f"{avg:.1f}%" + (
+            f" ({avg_kept:.1f}% without outliers)" if avg_kept is not None and avg_kept != avg
+            else ""),
+        f"{sum(kept) / len(kept):.1f}% without jython ({sum(paper) / len(paper):.1f}% with it)")
     write_outputs(out, "table6", [t6, tg, tc], results, notes)
     print(t6.markdown())
     print(tg.markdown())

@@ -43,14 +43,15 @@ from jvmos import record as rec
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
 from jvmos.tools import IO_JAR, c_program, jar
-from jvmos.experiments.common import (jdk_label, last_json, log, out_dir, publish, run_bare,
-                                      select_jdks)
+from jvmos.experiments.common import (jdk_label, last_json, load_finished, log, out_dir, publish,
+                                      run_bare, select_jdks)
 
 EXAMPLES = """\
 examples:
   jvmos run overhead                       # every layer and mode, both scopes
   jvmos run overhead --quick               # the io layer, the floors, one full recording
   jvmos run overhead --layers io,mem --writes 2000000 --out /tmp/ovh
+  jvmos run overhead --render results/overhead   # the tables again, nothing measured
 """
 
 BYSTANDER_GOAL_PCT = 5.0
@@ -88,6 +89,8 @@ def parse(argv):
                         "tax), not the rows of the traced loops")
     p.add_argument("--no-full", dest="full", action="store_false",
                    help="leave out the full recording (io,threads,links,mem together)")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and notes again from DIR/overhead.json (no measuring)")
     a = p.parse_args(argv)
     if a.tax_rounds is None:
         a.tax_rounds = 2 if a.quick else 6
@@ -462,12 +465,28 @@ def score_rows(rows: list) -> dict:
     return ctl
 
 
-def tax_table(results: dict, rounds: int) -> Table:
-    """The syscall-tracepoint tax, measured interleaved, kept in results and tabled."""
+def measure_taxes(results: dict, rounds: int) -> None:
+    """The syscall-tracepoint tax and the scheduler programs' tax, each measured interleaved,
+    kept in results."""
     log(f"the syscall-tracepoint tax: {rounds} interleaved rounds")
-    tax = results["tracepoint_tax"] = tracepoint_tax(rounds)
+    results["tracepoint_tax"] = tracepoint_tax(rounds)
+    log(f"the scheduler programs' tax: {rounds} interleaved rounds")
+    results["scheduler_tax"] = scheduler_tax(rounds)
+
+
+def tax_tables(results: dict) -> List[Table]:
+    """The tables of the taxes results holds (none when measured with --tax-rounds 0)."""
+    return (([tax_table(results)] if results.get("tracepoint_tax") else [])
+            + ([sched_tax_table(results)] if results.get("scheduler_tax") else []))
+
+
+def tax_table(results: dict) -> Table:
+    """The syscall-tracepoint tax, measured interleaved (results["tracepoint_tax"]), tabled;
+    each arm's paired slowdown is kept in results."""
+    tax = results["tracepoint_tax"]
     tt = Table("What enabled syscall tracepoints cost a process that never triggers them "
-               f"(the bystander's write loop, {TAX_CALLS:,} calls per round, "
+               f"(the bystander's write loop, {tax.get('calls_per_round', TAX_CALLS):,} calls "
+               "per round, "
                f"{tax['rounds']} interleaved rounds per arm; CPU ns per call)",
                ["arm", "tracepoints", "median", "rounds",
                 "slowdown: median against the arm without tracepoints",
@@ -510,16 +529,24 @@ def paired_text(pr: Optional[dict]) -> str:
     return f"{pr['pct']:+.0f}% [{pr['ci_pct'][0]:+.0f}, {pr['ci_pct'][1]:+.0f}], n={pr['n']}"
 
 
-def cost_table(rows: list, jvm) -> Table:
+BYSTANDER_HEADERS = {"write": ["bystander write(2), CPU", "write slowdown"],
+                     "malloc": ["bystander malloc+free, CPU", "malloc slowdown"],
+                     "pingpong": ["bystander pipe ping-pong, CPU per round trip",
+                                  "ping-pong slowdown"]}
+
+
+def cost_table(results: dict) -> Table:
     """The main table: every configuration's added cost per op, bystander slowdowns, goals."""
-    t = Table(f"What jvmos costs the traced JVM and the host ({jdk_label(jvm)}; bystander: "
+    rows = results["rows"]
+    # the bystander's loops every row has (a run made before the ping-pong has two)
+    loops = [n for n in LOOPS if all(n in r["bystander"] for r in rows)]
+    t = Table(f"What jvmos costs the traced JVM and the host ({results['jdk']}; bystander: "
               "C loops beside the run)",
-              ["configuration", "scope", "traced loop", "added per op", "vs floor",
-               "bystander write(2), CPU", "write slowdown", "bystander malloc+free, CPU",
-               "malloc slowdown", "bystander pipe ping-pong, CPU per round trip",
-               "ping-pong slowdown", "bystander goal <5%", "set-up s", "teardown s"])
+              ["configuration", "scope", "traced loop", "added per op", "vs floor"]
+              + [h for n in loops for h in BYSTANDER_HEADERS[n]]
+              + ["bystander goal <5%", "set-up s", "teardown s"])
     for r in rows:
-        bys = [(n, r["bystander"][n]) for n in LOOPS]
+        bys = [(n, r["bystander"][n]) for n in loops]
 
         def cell(b):
             if b["ns_per_call"] is None:
@@ -564,11 +591,11 @@ def cost_table(rows: list, jvm) -> Table:
     return t
 
 
-def sched_tax_table(results: dict, rounds: int) -> Table:
+def sched_tax_table(results: dict) -> Table:
     """The host-wide cost of a process-scope recording, layer by layer and in full, to a
-    process that context-switches, measured interleaved, kept in results and tabled."""
-    log(f"the scheduler programs' tax: {rounds} interleaved rounds")
-    tax = results["scheduler_tax"] = scheduler_tax(rounds)
+    process that context-switches, measured interleaved (results["scheduler_tax"]), tabled;
+    each arm's paired slowdown is kept in results."""
+    tax = results["scheduler_tax"]
     tt = Table("What a recording at --scope process costs another process that "
                f"context-switches, layer by layer and in full (the bystander's pipe ping-pong "
                "on one CPU, "
@@ -616,13 +643,18 @@ SCHED_TAX_NOTE = (
     "paired column compares each run with the same round's run without jvmos.")
 
 
-def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
+def notes_of(results: dict) -> list:
     """What each column of the tables is, and how it was measured."""
     bt = results["bare"]["per_op_ns"]
+    ctl = results["bystander_control_ns_per_call"]
+    # runs made before results kept these: the bare runs kept, a row with paired controls
+    repeat = results.get("repeat", len(results["bare"]["runs_ns"]["write"]))
+    paired = results.get("paired", any(r.get("paired_control") is not None
+                                       for r in results["rows"]))
     notes = [
-        f"bare loops (median of {a.repeat}): Java write {bt['java_write']:.0f} ns, C write "
+        f"bare loops (median of {repeat}): Java write {bt['java_write']:.0f} ns, C write "
         f"{bt['c_write']:.0f} ns, Java direct-buffer allocation {bt['java_alloc']:.0f} ns per op; "
-        f"{a.writes:,} writes, {a.allocs:,} allocations.",
+        f"{results['writes']:,} writes, {results['allocs']:,} allocations.",
         "added per op: (loop time under the configuration - bare loop time) / iterations, from "
         "the loop's own clock; the write loop makes one JNI GetByteArrayRegion and one write(2) "
         "per op, the allocation loop one malloc (and the direct buffer's bookkeeping).",
@@ -641,7 +673,7 @@ def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
            "median of both runs' rounds (the bystander's speed drifts between minutes on this "
            "VM by more than the effects sought); '(control row)' marks a row whose paired "
            "controls had too few rounds"
-           if a.paired else "The baseline is the control row")
+           if paired else "The baseline is the control row")
         + f"; the control row: {ctl['write']:.0f} ns per write, {ctl['malloc']:.1f} ns per "
         f"malloc+free"
         + (f", {ctl['pingpong']:.0f} ns per ping-pong round trip (one byte each way through "
@@ -669,28 +701,33 @@ def notes_of(results: dict, a, ctl: dict, with_tax: bool) -> list:
         f"the full recording: --layers {','.join(FULL_LAYERS)} at once on the write loop, "
         "count mode, process scope.",
     ]
-    if with_tax:
-        notes += [TAX_NOTE, SCHED_TAX_NOTE]
+    notes += (([TAX_NOTE] if results.get("tracepoint_tax") else [])
+              + ([SCHED_TAX_NOTE] if results.get("scheduler_tax") else []))
     return notes
-
-
-def tax_only(a, out: Path) -> int:
-    """--tax-only: the two interleaved tables, no traced loop (and so no JDK)."""
-    results = {"experiment": "overhead", "tax_only": True}
-    tables = [tax_table(results, a.tax_rounds), sched_tax_table(results, a.tax_rounds)]
-    publish(out, "overhead", tables, _jsonable(results), [TAX_NOTE, SCHED_TAX_NOTE])
-    return 0
 
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "overhead.json", "overhead", "experiment"))
     out = out_dir(a.out, "overhead")
-    if a.tax_only:
-        return tax_only(a, out)
+    # --tax-only: the two interleaved tables, no traced loop (and so no JDK)
+    results = ({"experiment": "overhead", "tax_only": True} if a.tax_only
+               else traced_loops(a, out))
+    if a.tax_rounds:
+        measure_taxes(results, a.tax_rounds)
+    return report(out, results)
+
+
+def traced_loops(a, out: Path) -> dict:
+    """The rows of the traced loops: bare, the control, the floors, the idle tracepoint, every
+    jvmos configuration and --mode sample, each with its bystander, scored."""
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     loops, c_write = workload_commands(a, jvm)
     results = {"experiment": "overhead", "jdk": jdk_label(jvm), "writes": a.writes,
-               "allocs": a.allocs, "layers": a.layers, "bare": {}, "rows": []}
+               "allocs": a.allocs, "repeat": a.repeat, "paired": a.paired, "layers": a.layers,
+               "bare": {}, "rows": []}
 
     results["bare"] = bare_loops(loops, c_write, a)
     med = results["bare"]["median_ns"]
@@ -789,12 +826,18 @@ def main(argv) -> int:
     ctl = score_rows(rows)
     results["rows"] = rows
     results["bystander_control_ns_per_call"] = ctl
-    tables = ([tax_table(results, a.tax_rounds), sched_tax_table(results, a.tax_rounds)]
-              if a.tax_rounds else [])
+    return results
 
-    t = cost_table(rows, jvm)
-    publish(out, "overhead", [t] + tables, _jsonable(results),
-            notes_of(results, a, ctl, bool(tables)))
+
+def report(out: Path, results: dict) -> int:
+    """overhead.md/.csv/.json and the notes, from the measured runs (also --render's): the
+    traced loops' table and the tax tables, or (--tax-only) the tax tables alone."""
+    if results.get("tax_only"):
+        publish(out, "overhead", tax_tables(results), _jsonable(results),
+                [TAX_NOTE, SCHED_TAX_NOTE])
+        return 0
+    publish(out, "overhead", [cost_table(results)] + tax_tables(results), _jsonable(results),
+            notes_of(results))
     return 0
 
 

@@ -14,8 +14,8 @@ from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (Progress, jdk_label, log, out_dir, parse_list, run_bare,
-                                      select_jdks, write_outputs)
+from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
+                                      parse_list, run_bare, select_jdks, write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
 FORMATS = ("serializable", "externalizable", "xstream", "kryo")
@@ -28,6 +28,7 @@ examples:
   jvmos run serialization                         # every format, graph and size, 3 JVMs each
   jvmos run serialization --quick                 # sizes 5 and 500, 1 JVM each, fewer iterations
   jvmos run serialization --formats kryo,xstream --graphs nested --sizes 10,100
+  jvmos run serialization --render results/serialization  # the table again, nothing measured
 
 Outputs: serialization.md/.csv/.json, serialization-time.png and serialization-bytes.png
 (also .svg).
@@ -47,6 +48,9 @@ def parse(argv):
     p.add_argument("--jdk", help="JDK home (default: the first found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-serialization)")
     p.add_argument("--quick", action="store_true", help="sizes 5 and 500, 1 JVM, 200 iterations")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table, notes and figures again from DIR/serialization.json "
+                        "(no measuring)")
     a = p.parse_args(argv)
     # --quick changes the defaults only: an option given explicitly is kept
     if a.quick:
@@ -70,6 +74,9 @@ def parse(argv):
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "serialization.json", "serialization", "runs"))
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
     out = out_dir(a.out, "serialization")
@@ -79,6 +86,12 @@ def main(argv) -> int:
         measure(java, a, out, results)
     except JvmosError as e:
         raise kept_so_far(e, out, "serialization")
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """serialization.md/.csv/.json, the notes and the figures, from the measured runs (also
+    --render's)."""
     table = make_table(results)
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]

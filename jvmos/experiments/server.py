@@ -34,7 +34,7 @@ from jvmos.catalogue import GUARANTEED, LAYERS as KNOWN_LAYERS
 from jvmos.cputime import cpu_split
 from jvmos.heuristic import model
 from jvmos.jdk import jvm_of_pid
-from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, jdk_label, last_json,
+from jvmos.experiments.common import (PROBE_EFFECT_HEADERS, headline, jdk_label, last_json,
                                       load_finished, log, out_dir, parse_list, probe_effect, probe_effect_cells,
                                       progress_over,
                                       probe_effect_median, probe_totals, write_outputs)
@@ -806,10 +806,10 @@ def parse(argv):
     p = argparse.ArgumentParser(prog="jvmos run server", epilog=EXAMPLES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--server-cmd", required=True, help="command that starts the server")
-    p.add_argument("--load-cmd", required=True,
-                   help="command that loads it once; {level} and {port} are replaced")
-    p.add_argument("--levels", required=True, help="load levels, comma-separated (e.g. 5,10,20,40)")
+    p.add_argument("--server-cmd", help="command that starts the server (required)")
+    p.add_argument("--load-cmd",
+                   help="command that loads it once; {level} and {port} are replaced (required)")
+    p.add_argument("--levels", help="load levels, comma-separated (e.g. 5,10,20,40; required)")
     p.add_argument("--port", type=int, help="the server's port, when it listens on several")
     p.add_argument("--warmup-level", help="one untraced load at this level first "
                                           "(default: the first level; 'none' for no warm-up)")
@@ -821,8 +821,17 @@ def parse(argv):
     p.add_argument("--load-timeout", type=float, default=900,
                    help="seconds one load may run (default 900)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-server)")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's table, notes and figure again from DIR/figure.json (no "
+                        "measuring)")
     add_level_options(p)
     a = p.parse_args(argv)
+    if a.render:
+        return a
+    missing = [f"--{k.replace('_', '-')}" for k in ("server_cmd", "load_cmd", "levels")
+               if not getattr(a, k)]
+    if missing:
+        p.error(f"the following arguments are required: {', '.join(missing)}")
     check_repeats(a, p)
     a.levels = parse_level_tokens(a.levels)
     check_commands(a.server_cmd, a.load_cmd)
@@ -839,9 +848,11 @@ def parse(argv):
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_results(out / "figure.json", "server"))
     out = out_dir(a.out, "server")
     rate_key = "rate" if a.rate_key else "load_wall_s"
-    rate_label = a.rate_key or "load wall time (s)"
     server = CommandServer(a.server_cmd, a.load_cmd, out / "server", port=a.port,
                            ready_timeout=a.ready_timeout, load_timeout=a.load_timeout,
                            rate_key=a.rate_key)
@@ -867,10 +878,18 @@ def main(argv) -> int:
                 save_partial(out, "figure", results)
         except JvmosError as e:
             raise kept_so_far(e, out, "figure")
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """figure.md/.csv/.json and the figure, from the measured levels (also --render's)."""
+    rate_key = "rate" if results.get("rate_key") else "load_wall_s"
+    rate_label = results.get("rate_key") or "load wall time (s)"
+    program = shlex.split(results["server_command"])[0]
     return finish(out, "figure", results, "level", rate_key, rate_label,
                   f"Guaranteed overhead of the server under load ({results['jdk_label']}; ms "
                   "of server CPU time)",
-                  f"{server.argv[0]}: guaranteed overhead by resource ({results['jdk_label']})",
+                  f"{program}: guaranteed overhead by resource ({results['jdk_label']})",
                   "load level (% = overhead / bare CPU time)")
 
 
@@ -903,6 +922,12 @@ def finish(out: Path, stem: str, results: dict, level_header: str, rate_key: str
     notes = method_notes(results["levels"], rate_label) + list(extra_notes)
     figs = stacked_figure(results["levels"], out / stem, fig_title, xlabel, paper_band)
     results["figures"] = [f.name for f in figs]
+    pcts = [L["overhead_pct_of_bare_cpu"] for L in results["levels"].values()
+            if L.get("overhead_pct_of_bare_cpu") is not None]
+    results["headline"] = headline(
+        "guaranteed overhead over the load levels, % of the bare load's CPU time",
+        f"{min(pcts):.0f}-{max(pcts):.0f}%" if pcts else "unknown",
+        f"{paper_band[0]}-{paper_band[1]}% of execution time" if paper_band else None)
     write_outputs(out, stem, [table] + list(extra_tables), results, notes)
     (out / f"{stem}.partial.json").unlink(missing_ok=True)
     print(table.markdown())

@@ -9,14 +9,15 @@ for, measured.
 """
 import argparse
 import statistics
+from pathlib import Path
 from typing import Optional
 
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.jdk import Jvm
 from jvmos.tools import IO_JAR, jar
-from jvmos.experiments.common import (jdk_label, log, out_dir, run_bare, run_recorded, select_jdks,
-                     workload_json, publish)
-from jvmos.experiments.common import PROBE_EFFECT_HEADERS, probe_effect, probe_effect_cells
+from jvmos.experiments.common import (jdk_label, load_finished, log, out_dir, run_bare,
+                     run_recorded, select_jdks, workload_json, publish)
+from jvmos.experiments.common import PROBE_EFFECT_HEADERS, headline, probe_effect, probe_effect_cells
 
 EXAMPLES = """\
 examples:
@@ -24,6 +25,7 @@ examples:
   jvmos run threads --repeat 50 --out /tmp/thr    # steadier figures
   jvmos run threads --quick                       # 5 rounds, 1 bare run
   jvmos run threads --no-virtual --jdk /usr/lib/jvm/java-17-openjdk-amd64
+  jvmos run threads --render results/threads      # the tables again, nothing measured
 
 cost: the threads layer puts four uprobe pairs on every thread created (about 11 us here),
 a tracepoint pair on each thread-related syscall and futex, and sees every context switch.
@@ -48,6 +50,8 @@ def parse(argv):
     p.add_argument("--jdk", action="append", help="JDK home (repeatable; default: all found)")
     p.add_argument("--out", help="output directory (default results/runs/<time>-threads)")
     p.add_argument("--quick", action="store_true", help="5 rounds, 1 bare run")
+    p.add_argument("--render", metavar="DIR",
+                   help="write DIR's tables and notes again from DIR/tables4-5.json (no measuring)")
     a = p.parse_args(argv)
     if a.quick:
         a.repeat, a.bare_runs, a.warmup = min(a.repeat, 5), 1, min(a.warmup, 2)
@@ -114,6 +118,9 @@ def layer_row(label: str, s: dict, w: dict) -> dict:
 
 def main(argv) -> int:
     a = parse(argv)
+    if a.render:
+        out = Path(a.render)
+        return report(out, load_finished(out / "tables4-5.json", "threads", "runs"))
     out = out_dir(a.out, "threads")
     jvms = select_jdks(a.jdk)
     results = {"experiment": "threads", "threads": a.threads, "repeat": a.repeat,
@@ -158,7 +165,18 @@ def main(argv) -> int:
                                                                  for b in bare[name]),
                                                "process wall time")),
         }
+    return report(out, results)
+
+
+def report(out: Path, results: dict) -> int:
+    """tables4-5.md/.csv/.json and the notes, from the measured runs (also --render's)."""
     t4, t5, tv = table4(results), table5(results), table_virtual(results)
+    paper = ", ".join(f"{v[4]}% ({k})" for k, v in PAPER_T5.items())
+    results["headline"] = [
+        headline(f"a Java thread's OS cost (libc + kernel) / its Java and JVM cost, {name}",
+                 "unknown" if r["layers"].get("overhead_pct") is None
+                 else f"{r['layers']['overhead_pct']:.0f}%", paper)
+        for name, r in results["runs"].items() if not r["virtual"]]
     publish(out, "tables4-5", [t4, t5] + ([tv] if tv else []), results, notes_for(results),
             also=f"; recordings in {out}/runs/")
     return 0

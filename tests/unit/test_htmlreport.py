@@ -508,3 +508,25 @@ def test_suite_index_links_each_experiment_page(tmp_path):
     assert "Sockets against XML-RPC" in text and "Total time" in text
     with pytest.raises(JvmosError):
         htmlreport.write_suite_index(tmp_path / "missing", "x")
+
+
+def test_suite_index_puts_each_headline_beside_the_papers(tmp_path):
+    """The overview page (make demo's last): an experiment's headline figure here and the
+    paper's, from its results JSON; an experiment with none shows a dash, not an invented
+    figure."""
+    import json
+    from jvmos.experiments.common import headline
+    for name, h in (("blocking-io", [headline("Java/C loop time", "1.82x", "2.09x")]),
+                    ("ipc", None)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "t.md").write_text("# T\n")
+        (d / "t.json").write_text(json.dumps({"experiment": name, **({"headline": h} if h else {})}))
+        htmlreport.write_index_html(d, name)
+    text = htmlreport.write_suite_index(tmp_path, "demo").read_text()
+    row = text[text.index('href="blocking-io/index.html"'):]
+    row = row[:row.index("</tr>")]
+    assert "Java/C loop time" in row and "1.82x" in row and "2.09x" in row
+    ipc = text[text.index('href="ipc/index.html"'):]
+    assert "—" in ipc[:ipc.index("</tr>")]
+    assert htmlreport.experiment_headlines(tmp_path / "ipc") == []

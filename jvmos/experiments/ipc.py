@@ -21,9 +21,9 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.netcount import NetCounter
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (Progress, boundary_counts, jdk_label, last_json,
-                                      load_finished, log, out_dir, per_extra, record_script,
-                                      select_jdks, write_outputs)
+from jvmos.experiments.common import (Progress, boundary_counts, headline, jdk_label,
+                                      last_json, load_finished, log, out_dir, per_extra,
+                                      record_script, select_jdks, write_outputs)
 from jvmos.experiments.server import CommandServer, kept_so_far, save_partial
 
 EXAMPLES = """\
@@ -385,6 +385,7 @@ def write_all(out: Path, results: dict):
         notes.append(f"The boundary recordings stopped early: {results['boundary_error']}")
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]
+    results["headline"] = headlines(results)
     write_outputs(out, "ipc", tables, results, notes)
     (out / "ipc.partial.json").unlink(missing_ok=True)
     for t in tables:
@@ -399,11 +400,16 @@ def ci_text(s):
     return "—" if not s.get("ci") else f"[{s['ci'][0]:.4f}, {s['ci'][1]:.4f}]"
 
 
-def response_table(results) -> Table:
-    sock = ", ".join(x for x in (
+def socket_text(results) -> str:
+    """The socket primitives' options, as the tables' titles name them."""
+    return ", ".join(x for x in (
         f"socket streams buffered by {results['socket_buffer']:,} bytes"
         if results.get("socket_buffer") else "", "TCP_NODELAY" if results.get("tcp_nodelay")
         else "") if x) or "the socket's own streams, unbuffered"
+
+
+def response_table(results) -> Table:
+    sock = socket_text(results)
     t = Table(f"Response time per campaign ({results['jdk_label']}; {results['trials']} trials "
               f"of {results['calls_per_trial']} call(s); seconds; 99% intervals; sockets: "
               f"{sock})",
@@ -458,29 +464,24 @@ def ttest_table(results) -> Table:
     return t
 
 
-def delta_table(results) -> Table:
-    t = Table("Change in response time when XML-RPC replaces sockets (seed 000 equations 2-4; "
-              "means; positive = XML-RPC slower)",
-              ["benchmark", "size(V)", "R-delta OS (s)", "R-delta% OS", "R-delta language (s)",
-               "R-delta% language"])
+def size5_groups(results) -> Dict[str, list]:
+    """The nano and micro benchmarks run with both primitives at size(V) = 5: {group:
+    [(benchmark, sockets' campaign, XML-RPC's)]}, in the delta table's order."""
     groups: Dict[str, list] = {"nano": [], "micro": []}
     for (b, size), both in sorted(pairs(results).items()):
-        s, x = both["sockets"], both["xmlrpc"]
-        row, vals = [b, size_cell(s)], [b, s["size"]]
-        for timer in TIMERS:
-            d = x[timer]["mean"] - s[timer]["mean"]
-            pc = stats.pct_change(s[timer]["mean"], x[timer]["mean"]) \
-                if s[timer]["mean"] else None
-            row += [f"{d:+.4f}", "—" if pc is None else f"{pc:+.1f}%"]
-            vals += [d, pc]
         if size == 5:
-            groups["nano" if b in NANO else "micro"].append((b, s, x))
-        t.add(row, vals)
-    cell = lambda v: "—" if v is None else f"{v:+.1f}%"  # noqa: E731
+            groups["nano" if b in NANO else "micro"].append((b, both["sockets"],
+                                                             both["xmlrpc"]))
+    return groups
+
+
+def group_deltas(groups: Dict[str, list]) -> Dict[str, tuple]:
+    """Per group with campaigns: (its items, equation 4's mean of the R-delta%, the R-delta%
+    of the group's mean response times, the difference of those means), each per timer."""
+    out = {}
     for g, items in groups.items():
         if not items:
             continue
-        names = ", ".join(b for b, _, _ in items)
         eq4, of_means, diff = {}, {}, {}
         for timer in TIMERS:
             pcs = [stats.pct_change(s[timer]["mean"], x[timer]["mean"])
@@ -490,6 +491,57 @@ def delta_table(results) -> Table:
             mx_ = sum(x[timer]["mean"] for _, _, x in items) / len(items)
             diff[timer] = mx_ - ms_
             of_means[timer] = stats.pct_change(ms_, mx_) if ms_ else None
+        out[g] = (items, eq4, of_means, diff)
+    return out
+
+
+def headlines(results) -> List[dict]:
+    """The delta table's group figures, as seed 000 quotes its own: per group (nano, micro)
+    run at size(V) = 5, the R-delta% of the group's mean response time under both timers;
+    without either group, the R-delta% of every campaign run with both primitives."""
+    pct = lambda v: "unknown" if v is None else f"{v:+.1f}%"  # noqa: E731
+    what = ("R-delta% (seed 000 eq. 2-3: the change in response time when XML-RPC replaces "
+            "sockets, % of the sockets' figure; negative = XML-RPC faster)")
+    trials = (f"{results['trials']} trials, {results['calls_per_trial']} call(s) per client "
+              f"JVM; sockets: {socket_text(results)}")
+    out = []
+    for g, (items, _, of_means, _) in group_deltas(size5_groups(results)).items():
+        out.append(headline(
+            f"{what} of the {g} benchmarks' mean response time at size(V) = 5 "
+            f"({', '.join(b for b, _, _ in items)}; the mean over them of each one's mean "
+            f"over {trials}), OS timer / language timer",
+            f"{pct(of_means['os'])} OS, {pct(of_means['language'])} language"))
+    if out:
+        return out
+    both = sorted(pairs(results).items())
+    per = [f"{b}:{size} " + " / ".join(pct(stats.pct_change(c['sockets'][t]['mean'],
+                                                            c['xmlrpc'][t]['mean'])
+                                           if c['sockets'][t]['mean'] else None)
+                                       for t in TIMERS) for (b, size), c in both]
+    return [headline(f"{what} of each campaign's mean response time (BENCHMARK:size(V); mean "
+                     f"over {trials}), OS timer / language timer",
+                     "; ".join(per) if per else
+                     "unknown (no campaign ran with both sockets and XML-RPC)")]
+
+
+def delta_table(results) -> Table:
+    t = Table("Change in response time when XML-RPC replaces sockets (seed 000 equations 2-4; "
+              "means; positive = XML-RPC slower)",
+              ["benchmark", "size(V)", "R-delta OS (s)", "R-delta% OS", "R-delta language (s)",
+               "R-delta% language"])
+    for (b, size), both in sorted(pairs(results).items()):
+        s, x = both["sockets"], both["xmlrpc"]
+        row, vals = [b, size_cell(s)], [b, s["size"]]
+        for timer in TIMERS:
+            d = x[timer]["mean"] - s[timer]["mean"]
+            pc = stats.pct_change(s[timer]["mean"], x[timer]["mean"]) \
+                if s[timer]["mean"] else None
+            row += [f"{d:+.4f}", "—" if pc is None else f"{pc:+.1f}%"]
+            vals += [d, pc]
+        t.add(row, vals)
+    cell = lambda v: "—" if v is None else f"{v:+.1f}%"  # noqa: E731
+    for g, (items, eq4, of_means, diff) in group_deltas(size5_groups(results)).items():
+        names = ", ".join(b for b, _, _ in items)
         t.add([f"eq. 4: mean of the {len(items)} {g} benchmarks' R-delta% ({names})", "5", "",
                cell(eq4["os"]), "", cell(eq4["language"])],
               [f"eq. 4 mean {g} ({names})", 5, None, eq4["os"], None, eq4["language"]])

@@ -20,9 +20,9 @@ from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import MATMUL_JAR, jar
 from jvmos.experiments import common
-from jvmos.experiments.common import (Progress, boundary_counts, difference, jdk_label, last_json,
-                                      load_finished, log, out_dir, per_extra, record_script, run_bare, select_jdks,
-                                      write_outputs)
+from jvmos.experiments.common import (Progress, boundary_counts, difference, headline, jdk_label,
+                                      last_json, load_finished, log, out_dir, per_extra,
+                                      record_script, run_bare, select_jdks, write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
 MECHANISMS = ("rmi-serializable", "rmi-externalizable", "socket", "datagram")
@@ -413,6 +413,7 @@ def render(out: Path) -> int:
     results["ttests"] = ttests(results)
     tables = all_tables(results)
     results["figures"] = [f.name for f in figures(results, out)]
+    results["headline"] = headlines(results)
     write_outputs(out, "matmul", tables, results, notes_for(results))
     print(f"results: {out}/matmul.md written again from {src}")
     return 0
@@ -465,6 +466,7 @@ def main(argv) -> int:
     tables = all_tables(results)
     figs = figures(results, out)
     results["figures"] = [f.name for f in figs]
+    results["headline"] = headlines(results)
     write_outputs(out, "matmul", tables, results, notes_for(results))
     (out / "matmul.partial.json").unlink(missing_ok=True)
     for t in tables:
@@ -510,6 +512,30 @@ def ttests(results) -> List[dict]:
                             "a": a_mech, "b": b_mech,
                             "mean_a": sum(ref[field]) / len(ref[field]),
                             "mean_b": sum(other[field]) / len(other[field]), **w})
+    return out
+
+
+def headlines(results) -> List[dict]:
+    """Table 4.1's total time at the largest n, every mechanism, one headline per algorithm,
+    with Table 4.3's sequential time at that n beside them."""
+    cells = list(results["cells"].values())
+    if not cells:
+        return []
+    n = max(c["n"] for c in cells)
+    seq = (results["sequential"].get(str(n)) or {}).get("total", {}).get("mean")
+    out = []
+    for alg in ALGORITHMS:
+        by = {c["mechanism"]: c["total"]["mean"] for c in cells
+              if c["n"] == n and c["algorithm"] == alg}
+        if not by:
+            continue
+        out.append(headline(
+            f"total time of one multiplication (seed 001 Table 4.1), n = {n}, "
+            f"{alg.upper()}, k = {results['k']} workers: the mean of {results['trials']} "
+            "trials per mechanism (ms), the sequential algorithm's mean at the same n in "
+            "parentheses (Table 4.3)",
+            ", ".join(f"{m} {by[m]:,.1f} ms" for m in MECHANISMS if m in by)
+            + (" (sequential unknown)" if seq is None else f" (sequential {seq:,.1f} ms)")))
     return out
 
 

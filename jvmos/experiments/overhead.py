@@ -43,8 +43,8 @@ from jvmos import record as rec
 from jvmos.analyzers.tables import Table
 from jvmos.jdk import libc_of
 from jvmos.tools import IO_JAR, c_program, jar
-from jvmos.experiments.common import (jdk_label, last_json, load_finished, log, out_dir, publish,
-                                      run_bare, select_jdks)
+from jvmos.experiments.common import (headline, jdk_label, last_json, load_finished, log,
+                                      out_dir, publish, run_bare, select_jdks)
 
 EXAMPLES = """\
 examples:
@@ -538,8 +538,7 @@ BYSTANDER_HEADERS = {"write": ["bystander write(2), CPU", "write slowdown"],
 def cost_table(results: dict) -> Table:
     """The main table: every configuration's added cost per op, bystander slowdowns, goals."""
     rows = results["rows"]
-    # the bystander's loops every row has (a run made before the ping-pong has two)
-    loops = [n for n in LOOPS if all(n in r["bystander"] for r in rows)]
+    loops = bystander_loops(rows)
     t = Table(f"What jvmos costs the traced JVM and the host ({results['jdk']}; bystander: "
               "C loops beside the run)",
               ["configuration", "scope", "traced loop", "added per op", "vs floor"]
@@ -560,14 +559,7 @@ def cost_table(results: dict) -> Table:
         def pct(b):
             return ("—" if b.get("slowdown_pct") is None or r["kind"] == "control"
                     else f"{b['slowdown_pct']:+.0f}%")
-        judged = [(n, b) for n, b in bys
-                  if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
-        worst = max((b["slowdown_pct"] for _, b in judged), default=None)
-        unjudged = [n for n, b in bys if (n, b) not in judged]
-        goal = ("—" if r["kind"] == "control" else
-                f"NOT reached ({worst:+.0f}%)" if worst is not None
-                and worst >= BYSTANDER_GOAL_PCT else
-                f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached")
+        goal = "—" if r["kind"] == "control" else goal_text(*bystander_goal(r, loops))
         fr = r.get("floor_ratio")
         full = "," in (r.get("layer") or "")
 
@@ -589,6 +581,27 @@ def cost_table(results: dict) -> Table:
               + [c for _, b in bys for c in (b["ns_per_call"], b.get("slowdown_pct"))]
               + [goal, r.get("attach_seconds"), r.get("teardown_seconds")])
     return t
+
+
+def bystander_loops(rows: list) -> List[str]:
+    """The bystander's loops every row has (a run made before the ping-pong has two)."""
+    return [n for n in LOOPS if all(n in r["bystander"] for r in rows)]
+
+
+def bystander_goal(r: dict, loops: List[str]) -> tuple:
+    """A row's bystander against the goal: (the worst slowdown in % of its loops that ran at
+    least MIN_ROUNDS rounds, or None; the loops that did not)."""
+    bys = [(n, r["bystander"][n]) for n in loops]
+    judged = [(n, b) for n, b in bys
+              if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
+    worst = max((b["slowdown_pct"] for _, b in judged), default=None)
+    return worst, [n for n, b in bys if (n, b) not in judged]
+
+
+def goal_text(worst: Optional[float], unjudged: List[str]) -> str:
+    if worst is not None and worst >= BYSTANDER_GOAL_PCT:
+        return f"NOT reached ({worst:+.0f}%)"
+    return f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached"
 
 
 def sched_tax_table(results: dict) -> Table:
@@ -832,13 +845,73 @@ def traced_loops(a, out: Path) -> dict:
 def report(out: Path, results: dict) -> int:
     """overhead.md/.csv/.json and the notes, from the measured runs (also --render's): the
     traced loops' table and the tax tables, or (--tax-only) the tax tables alone."""
-    if results.get("tax_only"):
-        publish(out, "overhead", tax_tables(results), _jsonable(results),
-                [TAX_NOTE, SCHED_TAX_NOTE])
-        return 0
-    publish(out, "overhead", [cost_table(results)] + tax_tables(results), _jsonable(results),
-            notes_of(results))
+    tables = ([] if results.get("tax_only") else [cost_table(results)]) + tax_tables(results)
+    # after the tables: the tax tables keep each arm's paired slowdown in results
+    results["headline"] = (([] if results.get("tax_only") else loop_headlines(results))
+                           + tax_headlines(results))
+    publish(out, "overhead", tables, _jsonable(results),
+            [TAX_NOTE, SCHED_TAX_NOTE] if results.get("tax_only") else notes_of(results))
     return 0
+
+
+def loop_headlines(results: dict) -> List[dict]:
+    """The traced loops' table in two figures: what the io layer in count mode at process
+    scope adds to a write of the traced JVM (and its ratio to the compiled floor), and how
+    many jvmos rows kept the bystander within the goal."""
+    # a run of both engines side by side (before issue 23) keeps the retired bpftrace rows
+    rows = [r for r in results["rows"] if r.get("engine") != "bpftrace"]
+    left = len(rows) < len(results["rows"])
+    io = next((r for r in rows if r["kind"] == "jvmos-count" and r.get("layer") == "io"
+               and r["scope"] == "process"), None)
+    fr = (io or {}).get("floor_ratio")
+    loops = bystander_loops(results["rows"])
+    goals = [bystander_goal(r, loops) for r in rows if r["kind"].startswith("jvmos")]
+    missed = sum(1 for w, _ in goals if w is not None and w >= BYSTANDER_GOAL_PCT)
+    few = sum(1 for w, u in goals if u and not (w is not None and w >= BYSTANDER_GOAL_PCT))
+    names = {"write": "write(2)", "malloc": "malloc+free", "pingpong": "pipe ping-pong"}
+    return [
+        headline("added time per write of the traced JVM's loop of 10-byte writes under jvmos "
+                 "--layers io --mode count --scope process ((loop time - bare loop time) / "
+                 "writes, ns), and its ratio to the minimal compiled counting programs' at the "
+                 f"same probe points (x; goal ≤ {FLOOR_GOAL:g}x)"
+                 + (", the compiled engine's row" if left else ""),
+                 "unknown" if io is None else f"{io['added_ns_per_op']:+.0f} ns"
+                 + (", vs floor unknown" if fr is None else f", {fr:.2f}x the floor")),
+        headline("jvmos rows (every layer, mode and scope run, --mode sample included"
+                 + ("; the retired bpftrace rows left out" if left else "") + ") whose "
+                 f"bystander ({', '.join(names[n] for n in loops)} loops of an untraced C "
+                 f"process beside the run) slowed < {BYSTANDER_GOAL_PCT:g}% (the goal): each "
+                 f"row's worst loop with ≥ {MIN_ROUNDS} rounds, against its paired controls, "
+                 "else the control row",
+                 f"{len(goals) - missed - few} of {len(goals)}"
+                 + (f" ({few} with too few rounds)" if few else "") if goals else "unknown")]
+
+
+def tax_headlines(results: dict) -> List[dict]:
+    """The tax tables' widest arm each, by its paired column: every syscall tracepoint of the
+    run against a bystander's write(2), and the full recording in count mode against a
+    bystander that context-switches."""
+    out = []
+    paired = lambda a: "unknown" if not a.get("paired_slowdown") else (  # noqa: E731
+        f"{a['paired_slowdown']['pct']:+.0f}% [{a['paired_slowdown']['ci_pct'][0]:+.0f}, "
+        f"{a['paired_slowdown']['ci_pct'][1]:+.0f}], n={a['paired_slowdown']['n']}")
+    tp = results.get("tracepoint_tax")
+    if tp and len(tp["arms"]) > 1:
+        arm = max(tp["arms"], key=lambda a: a["tracepoints"])
+        out.append(headline(
+            f"slowdown of a bystander's write(2) (CPU per call; it never triggers them) with "
+            f"{arm['arm']} enabled, against none: the geometric mean of the interleaved "
+            "rounds' ratios, % [95%, t on logs]", paired(arm)))
+    st = results.get("scheduler_tax")
+    if st and len(st["arms"]) > 1:
+        arm = next((a for a in st["arms"] if a["arm"].startswith("a full recording")
+                    and "--mode count" in a["arm"]), st["arms"][-1])
+        out.append(headline(
+            "slowdown of an untraced bystander that context-switches (a pipe ping-pong on one "
+            f"CPU, CPU per round trip) beside {arm['arm']}, against beside none: the "
+            "geometric mean of the interleaved runs' ratios, % [95%, t on logs] (goal < "
+            f"{BYSTANDER_GOAL_PCT:g}%)", paired(arm)))
+    return out
 
 
 def _jsonable(results: dict) -> dict:

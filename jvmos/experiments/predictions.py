@@ -62,8 +62,8 @@ from jvmos import record as rec_
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 import jvmos.experiments.interventions as iv
-from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
-                                      select_jdks, write_outputs)
+from jvmos.experiments.common import (Progress, headline, jdk_label, load_finished, log,
+                                      out_dir, select_jdks, write_outputs)
 from jvmos.heuristic import whatif
 from jvmos.tools import IO_JAR, c_program, jar
 
@@ -565,7 +565,37 @@ def notes(results: dict) -> List[str]:
     return out
 
 
+def headlines(results: dict) -> List[dict]:
+    """The first note's count of verdicts, and the table's ratio of every term."""
+    done = [r for r in results["terms"] if r.get("status") == "complete"]
+    kinds = [r["analysis"]["verdict"]["verdict"] for r in done]
+    failed = len(results["terms"]) - len(done)
+    rest = [f"{kinds.count(k)} {k}" for k in ("refuted", "inconclusive", "missing term",
+                                               "unequal work") if kinds.count(k)]
+    rest += [f"{failed} failed"] if failed else []
+    test = "" if (results.get("constants") or {}).get("source") == "same-run" else \
+        "; NOT A TEST: the platform file's constants, not this run's"
+    ratios = []
+    for r in results["terms"]:
+        x = r.get("analysis") if r.get("status") == "complete" else None
+        ra = (x or {}).get("ratio")
+        ratios.append(f"{(x or {}).get('priced_by', r['term'])} " + (
+            "failed" if x is None else "no ratio (predicted 0)" if ra is None else
+            f"{ra['ratio']:.2f} [{ra['ci'][0]:.2f}, {ra['ci'][1]:.2f}]"))
+    return [
+        headline("terms of C_os whose predicted saving (count removed x the term's calibrated "
+                 "constant) the measured saving confirmed: measured / predicted with its 90% "
+                 "interval inside [0.8, 1.25], of the terms run",
+                 f"{kinds.count('confirmed')} of {len(results['terms'])}"
+                 + (f" ({', '.join(rest)})" if rest else "") + test
+                 if results["terms"] else "unknown"),
+        headline("measured / predicted saving per term (x; [90% CI, delta method]; measured: "
+                 "the clock the term prices, arm A - arm B, mean over server pairs)",
+                 "; ".join(ratios) + test if ratios else "unknown")]
+
+
 def save(out: Path, results: dict) -> None:
+    results["headline"] = headlines(results)
     write_outputs(out, "predictions", tables(results), results, notes(results))
 
 

@@ -14,8 +14,8 @@ from jvmos import JvmosError
 from jvmos.analyzers import stats
 from jvmos.analyzers.tables import Table, fmt_count
 from jvmos.tools import IPC_JAR, jar
-from jvmos.experiments.common import (Progress, jdk_label, load_finished, log, out_dir,
-                                      parse_list, run_bare, select_jdks, write_outputs)
+from jvmos.experiments.common import (Progress, headline, jdk_label, load_finished, log,
+                                      out_dir, parse_list, run_bare, select_jdks, write_outputs)
 from jvmos.experiments.server import kept_so_far, save_partial
 
 FORMATS = ("serializable", "externalizable", "xstream", "kryo")
@@ -100,11 +100,36 @@ def report(out: Path, results: dict) -> int:
              "over the iterations; with --repeat > 1 the table gives the mean of the JVMs' "
              "means and its 99% interval (Student's t, n - 1 degrees of freedom). Every round "
              "trip is validated (equals). bytes = the serialized form of one graph."]
+    results["headline"] = headlines(results)
     write_outputs(out, "serialization", [table], results, notes)
     (out / "serialization.partial.json").unlink(missing_ok=True)
     print(table.markdown())
     print(f"\nresults: {out}/serialization.md (and .csv, .json, figures)")
     return 0
+
+
+def headlines(results) -> list:
+    """The table's round trip and bytes / Serializable's, every format, for the nested order
+    graph (the most object-like of the three; else the first graph run) at its largest size."""
+    runs = list(results["runs"].values())
+    graph = next((g for g in ("nested",) + GRAPHS if any(r["graph"] == g for r in runs)), None)
+    if graph is None:
+        return []
+    size = max(r["size"] for r in runs if r["graph"] == graph)
+    rs = {r["format"]: r for r in runs if r["graph"] == graph and r["size"] == size}
+    spread = (f"mean of {results['repeat']} JVMs' means" if results["repeat"] > 1
+              else "mean over the iterations of 1 JVM")
+    what = f"the {graph} graph of {size:,} {'lines' if graph == 'nested' else 'elements'}"
+    base = (rs.get("serializable") or {}).get("bytes_per_object")
+    trip = lambda r: (r["serialize"]["mean"] + r["deserialize"]["mean"]) / 1e3  # noqa: E731
+    ratios = [f"{f} {rs[f]['bytes_per_object'] / base:.2f}x" for f in FORMATS
+              if base and f in rs and f != "serializable"]
+    return [
+        headline(f"round trip (serialize + deserialize) of {what}, per format (µs, {spread})",
+                 ", ".join(f"{f} {trip(rs[f]):,.0f} µs" for f in FORMATS if f in rs)),
+        headline(f"bytes of {what} serialized, per format / Java Serializable's (x)",
+                 f"{', '.join(ratios)} (Serializable: {base:,} bytes)" if ratios
+                 else "unknown")]
 
 
 def measure(java: str, a, out: Path, results: dict):

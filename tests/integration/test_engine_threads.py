@@ -219,8 +219,9 @@ def test_context_switches_agree_with_bpftrace(platform_file, tmp_path):
     assert s["status"] == "complete", s.get("warnings")
     (pid,) = s["by_pid"]
     counted = {}
-    for row in engine_maps(out)["counts"]:
-        tgid, what, sub, v, x = row[:5]
+    from jvmos.engine import records
+    for row in records(engine_maps(out), "counts"):       # decoded by the engine's schema
+        tgid, what, sub, v, x = row["tgid"], row["what"], row["sub"], row["value"], row["x"]
         if str(tgid) == pid and what == 256 + 2 and str(x) != pid:     # JVMOS_WHAT_CSW
             counted[(str(x), {1: "voluntary", 2: "involuntary"}[sub])] = v
     witness = {k: v for k, v in seen["@csw"].items() if k[0] != pid}

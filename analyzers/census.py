@@ -12,7 +12,7 @@ KINDS = {
 
 def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     """[(kind, {pid: hits})]: one uprobe hit per JNI call counted (the copies are io's)."""
-    return [("jni:uprobe", raw.sum_by_pid("@calls", lambda k: k[0] == "jni_call"))]
+    return [("jni:uprobe", raw.sum_by_pid("calls", lambda k: k[0] == "jni_call"))]
 
 
 def categories(fns: dict) -> dict:

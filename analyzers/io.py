@@ -31,10 +31,10 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     """[(kind, {pid: hits})]; at --scope process the I/O calls were probed on libc's wrappers
     (uprobe pairs), not syscall tracepoints."""
     sum_ = raw.sum_by_pid
-    return [("io:jni_copy", sum_("@calls", lambda k: k[0] == "jni_copy")),
+    return [("io:jni_copy", sum_("calls", lambda k: k[0] == "jni_copy")),
             ("io:syscall_upair" if scope == "process" else "io:syscall_pair",
-             sum_("@calls", lambda k: k[0] == "io_syscall")),
-            ("io:uprobe", sum_("@calls", lambda k: k[0] in ("nio_native", "unsafe_copy_out",
+             sum_("calls", lambda k: k[0] == "io_syscall")),
+            ("io:uprobe", sum_("calls", lambda k: k[0] in ("nio_native", "unsafe_copy_out",
                                                             "unsafe_copy_etc")))]
 
 

@@ -27,11 +27,11 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     on libc's functions (uprobe pairs), at --scope host on the syscall tracepoints."""
     sum_ = raw.sum_by_pid
     kind = "links:libc_pair" if scope == "process" else "links:syscall_pair"
-    return [(kind, sum_("@calls", lambda k: k[0] in ("link", "file"))),
-            (kind, sum_("@ncalls", lambda k: k[0] in ("link", "file") and k[1] == "failed")),
+    return [(kind, sum_("calls", lambda k: k[0] in ("link", "file"))),
+            (kind, sum_("ncalls", lambda k: k[0] in ("link", "file") and k[1] == "failed")),
             # a call in progress at the start: its exit only, charged as a pair (one or two
             # per recording)
-            (kind, sum_("@untimed", lambda k: k[0] in ("link", "file")))]
+            (kind, sum_("untimed", lambda k: k[0] in ("link", "file")))]
 
 
 def categories(fns: dict, probes: Optional[dict], scope: str = "host") -> dict:

@@ -38,11 +38,11 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     wrappers (uprobe pairs), not syscall tracepoints."""
     sum_ = raw.sum_by_pid
     up = scope == "process"
-    return [("mem:malloc_pair", sum_("@calls", lambda k: k[0] == "malloc")),
+    return [("mem:malloc_pair", sum_("calls", lambda k: k[0] == "malloc")),
             ("mem:vm_syscall_upair" if up else "mem:vm_syscall_pair",
-             sum_("@calls", lambda k: k[0] == "vm")),
-            ("mem:page_fault", sum_("@ncalls", lambda k: k == ("vm", "page_fault_user"))),
-            ("mem:zlib_init", sum_("@calls", lambda k: k[0] == "zlib"))]
+             sum_("calls", lambda k: k[0] == "vm")),
+            ("mem:page_fault", sum_("ncalls", lambda k: k == ("vm", "page_fault_user"))),
+            ("mem:zlib_init", sum_("calls", lambda k: k[0] == "zlib"))]
 
 
 def adjust_hits(per: Dict[str, Dict[str, int]]) -> None:
@@ -174,9 +174,9 @@ def process_figures(entry: dict, raw, pid: str, heap: Optional[dict]) -> None:
     page faults in the Java heap in its vm category (heap_faults), its growth timelines."""
     vm = entry["categories"].get("vm")
     if vm is not None:
-        heap_faults(vm, raw.keyed("@fault_region"), pid, heap)
+        heap_faults(vm, raw.keyed("fault_region"), pid, heap)
     grow = {k: growth(raw.keyed(m), pid) for k, m in
-            (("vm_bytes", "@grow_vm"), ("malloc_bytes", "@grow_malloc"))}
+            (("vm_bytes", "grow_vm"), ("malloc_bytes", "grow_malloc"))}
     if any(grow.values()):
         entry["memory_growth"] = dict(grow, bucket_s=0.25)
 

@@ -93,7 +93,7 @@ def hits_by_pid(raw, scope: str = "host") -> Dict[str, Dict[str, int]]:
         for kind, counts in analyzer.probe_hits(raw, scope):
             add(kind, counts)
     # the probes no other map counts: the common programs and the layers' extra ones
-    for (pid, kind), n in raw.keyed("@hits").items():
+    for (pid, kind), n in raw.keyed("hits").items():
         if n:
             per[pid][kind] += int(n)
     mem.adjust_hits(per)

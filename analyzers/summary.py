@@ -1,4 +1,4 @@
-"""raw probe maps (rawparse.Raw) + platform constants -> summary.json (schema jvmos.summary/1).
+"""raw probe maps (Records: jvmos.engine.decode) + platform constants -> summary.json (schema jvmos.summary/1).
 
 Each category carries `method`: "measured" (counted or timed by a probe), "estimated"
 (bytes x a calibrated cost, because the thing itself cannot be probed) or "sampled".
@@ -17,7 +17,7 @@ from typing import Dict, Optional
 from jvmos.analyzers import census, io, links, mem, threads
 from jvmos.analyzers.correction import combine, validate_costs, validate_probes
 from jvmos.analyzers.overhead import probe_overhead
-from jvmos.analyzers.rawparse import Raw
+from jvmos.analyzers.records import Records
 from jvmos.catalogue import CATEGORIES, GUARANTEED, GUARANTEED_IO
 from jvmos.catalogue import IO_SYSCALL_OF_WRAPPER, SPAN_CATEGORIES
 from jvmos.probelist import symbol_of_probe
@@ -29,7 +29,7 @@ def _blank():
     return {"calls": 0, "bytes": 0, "time_ns": 0}
 
 
-def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
+def _per_pid(raw: Records, addresses: Dict[str, str], dropped: list):
     """{pid: {cat: {symbol: {calls, bytes, time_ns}}}} from @calls/@bytes/@time. A time sum
     that came out negative (raw.negative: a span's bookkeeping went wrong in the probes) is
     not added: it goes to `dropped` as (map, pid, category, symbol, ns), and the summary says
@@ -37,10 +37,10 @@ def _per_pid(raw: Raw, addresses: Dict[str, str], dropped: list):
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(_blank)))
     # @ncalls/@ntime are keyed by a name rather than the probe (bpftrace cannot mix the two
     # key types in one map); @wall is the whole span of a time that excludes off-CPU waits
-    for field, mapname in (("calls", "@calls"), ("bytes", "@bytes"), ("time_ns", "@time"),
-                           ("calls", "@ncalls"), ("time_ns", "@ntime"), ("wall_ns", "@wall"),
-                           ("calls", "@nhits"), ("untimed_calls", "@untimed"),
-                           ("untimed_calls", "@in_progress")):
+    for field, mapname in (("calls", "calls"), ("bytes", "bytes"), ("time_ns", "time"),
+                           ("calls", "ncalls"), ("time_ns", "ntime"), ("wall_ns", "wall"),
+                           ("calls", "nhits"), ("untimed_calls", "untimed"),
+                           ("untimed_calls", "in_progress")):
         for (pid, cat, probe), v in raw.keyed(mapname).items():
             sym = symbol_of_probe(probe, addresses)
             if sym.startswith("jni_"):
@@ -81,7 +81,7 @@ def missed_note(what: str, n: int) -> str:
             "began (counted, its time not measured)")
 
 
-def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
+def build(raw: Records, *, wall_ns: int, status: str, addresses: Dict[str, str],
           costs: dict, jvms_by_pid: Dict[str, str], exit_code=None,
           probes: Optional[dict] = None, mode: str = "time", scope: str = "host",
           java_heap: Optional[dict] = None, zlib: Optional[dict] = None) -> dict:
@@ -95,16 +95,16 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
     dropped = []
     fns = _per_pid(raw, addresses, dropped)
     pathmap = defaultdict(lambda: defaultdict(lambda: {"calls": 0, "bytes": 0}))
-    for (pid, p, d), v in raw.keyed("@path_bytes").items():
+    for (pid, p, d), v in raw.keyed("path_bytes").items():
         pathmap[pid][(p, d)]["bytes"] += int(v)
-    for (pid, p, d), v in raw.keyed("@path_calls").items():
+    for (pid, p, d), v in raw.keyed("path_calls").items():
         pathmap[pid][(p, d)]["calls"] += int(v)
-    confirmed = {k[0]: int(v) for k, v in raw.keyed("@nio_confirmed").items()}
-    execs = {k[0]: v for k, v in raw.keyed("@exec").items()}
-    incl = {k[0]: v for k, v in raw.keyed("@thr_incl").items()}
+    confirmed = {k[0]: int(v) for k, v in raw.keyed("nio_confirmed").items()}
+    execs = {k[0]: v for k, v in raw.keyed("exec").items()}
+    incl = {k[0]: v for k, v in raw.keyed("thr_incl").items()}
 
     by_pid = {}
-    offcpu_ns, offcpu_n = raw.keyed("@offcpu_ns"), raw.keyed("@offcpu_n")
+    offcpu_ns, offcpu_n = raw.keyed("offcpu_ns"), raw.keyed("offcpu_n")
     pids = sorted(set(fns) | set(pathmap) | set(execs) | {k[0] for k in offcpu_n},
                   key=lambda p: int(p))
     for pid in pids:
@@ -114,7 +114,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         io_bytes = cats.get("io_syscall", {}).get("bytes", 0)
         by_pid[pid] = {"exec": execs.get(pid), "jvm": jvms_by_pid.get(pid),
                        "categories": cats, "paths": io.paths(pathmap.get(pid, {}), io_bytes)}
-        csw = threads.context_switches(raw.keyed("@csw"), pid)
+        csw = threads.context_switches(raw.keyed("csw"), pid)
         if csw:
             by_pid[pid]["context_switches"] = csw
         off = threads.off_cpu(offcpu_ns, offcpu_n, pid)
@@ -171,7 +171,7 @@ def build(raw: Raw, *, wall_ns: int, status: str, addresses: Dict[str, str],
         warnings.append(overhead["probe_overhead_warning"])
     sw = [by_pid[p]["context_switches"] for p in pids if "context_switches" in by_pid[p]]
     missed = defaultdict(int)
-    for (pid, what), v in raw.keyed("@missed").items():
+    for (pid, what), v in raw.keyed("missed").items():
         missed[what] += int(v)
     return {
         "schema": SCHEMA,

@@ -53,18 +53,18 @@ def probe_hits(raw, scope: str) -> List[Tuple[str, Dict[str, int]]]:
     At --scope process the futex calls are libc uprobe pairs, and a clone is an entry uprobe
     (its return, in --mode time, is counted as a threads:span_libc hit by the program)."""
     sum_ = raw.sum_by_pid
-    clones = sum_("@calls", lambda k: k[0] == "thread_create")
+    clones = sum_("calls", lambda k: k[0] == "thread_create")
     if scope == "process":
-        timed = {p for (p, kind), n in raw.keyed("@hits").items()
+        timed = {p for (p, kind), n in raw.keyed("hits").items()
                  if kind == "threads:span_libc" and int(n)}
-        own = [("threads:futex_libc", sum_("@ncalls", lambda k: k[0] == "sync")),
+        own = [("threads:futex_libc", sum_("ncalls", lambda k: k[0] == "sync")),
                # in --mode time the clone's pair is counted whole by its return program
                ("threads:clone_libc", {p: n for p, n in clones.items() if p not in timed})]
     else:
-        own = [("threads:futex_pair", sum_("@ncalls", lambda k: k[0] == "sync")),
+        own = [("threads:futex_pair", sum_("ncalls", lambda k: k[0] == "sync")),
                ("threads:clone_count", {p: 2 * n for p, n in clones.items()})]
-    return [("threads:sched_switch", sum_("@csw", lambda k: True))] + own + [
-            ("threads:uprobe", sum_("@ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
+    return [("threads:sched_switch", sum_("csw", lambda k: True))] + own + [
+            ("threads:uprobe", sum_("ncalls", lambda k: (k[0], k[1]) == ("thread_jvm", "start")
                                     or (k[0] == "thread_create"
                                         and k[1].startswith("pthread_create"))))]
 

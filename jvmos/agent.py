@@ -410,7 +410,7 @@ class Agent:
         from jvmos import engine as engine_mod
         from jvmos.analyzers import summary as summ
         t = time.monotonic()
-        raw = engine_mod.to_raw(maps, w.plan)
+        raw = engine_mod.decode(maps, w.plan)
         pid = str(w.proc.pid)
         summary = summ.build(raw, wall_ns=int((t - w.engine_t0) * 1e9), status="running",
                              exit_code=None, **self.summary_kw(w))
@@ -419,7 +419,7 @@ class Agent:
             for msg in summary["warnings"][:5]:
                 self.log(f"{w.proc.describe()}: note: {msg}")
         cur = snapshot_view(summary, pid, cpu_ns, t - w.engine_t0, raw.lost_events or 0)
-        exec_name = (raw.maps.get("@exec") or {}).get(pid)
+        exec_name = raw.keyed("exec").get((pid,))
         if exec_name is not None:
             w.exec_seen = exec_name or "?"
         prev, w.prev = w.prev, cur

@@ -257,17 +257,6 @@ def layers_markdown() -> str:
     return "\n".join(rows)
 
 
-# The maps the probes' output is read as (the engine's maps become these names and keys,
-# jvmos.engine.to_raw; recordings made with the retired bpftrace scripts printed them):
-# name -> number of key fields (the last may contain ':' but no ','); a map not listed has one.
-OUTPUT_MAP_ARITY = {"@calls": 3, "@bytes": 3, "@time": 3, "@wall": 3, "@path_bytes": 3,
-                    "@path_calls": 3, "@csw": 3, "@offcpu_ns": 3, "@offcpu_n": 3, "@ncalls": 3, "@ntime": 3, "@nhits": 3,
-                    "@thr_incl": 1, "@grow_vm": 2, "@grow_malloc": 2, "@fault_region": 2,
-                    "@missed": 2,
-                    "@nio_confirmed": 1, "@exec": 1, "@exit_ns": 1, "@held": 1,
-                    "@hits": 2, "@untimed": 3, "@in_progress": 3}
-
-
 # Categories reported in summary.json, in table order, with what they are.
 CATEGORIES = {
     "jni_copy": "JNI functions copying between the Java heap and native memory (libjvm.so)",

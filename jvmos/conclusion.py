@@ -8,7 +8,8 @@ from jvmos import JvmosError
 from jvmos import calibrate as cal
 from jvmos import sampling
 from jvmos import cputime
-from jvmos.analyzers import rawparse, summary as summ
+from jvmos.analyzers import summary as summ
+from jvmos.analyzers.records import Records
 from jvmos.recording import (Result, Run, command_reason, finish, missed_warnings, now_iso,
                              run_reasons, settle, write_json)
 from jvmos.recordsample import merge_samples
@@ -115,9 +116,9 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
     # only probes that fired: one that never hit costs nothing, whatever its class
     hit = None
     if raw is not None:
-        hit = {k[2].split(":", 1)[1] for k, v in raw.keyed("@calls").items()
+        hit = {k[2].split(":", 1)[1] for k, v in raw.keyed("calls").items()
                if v and len(k) == 3 and k[2].startswith(("uprobe:", "usdt:"))}
-    usdt = sorted({k[2].split(":")[-1] for k, v in (raw.keyed("@calls").items() if raw else [])
+    usdt = sorted({k[2].split(":")[-1] for k, v in (raw.keyed("calls").items() if raw else [])
                    if v and len(k) == 3 and k[2].startswith("usdt:")})
     if usdt:
         warnings.append(f"{len(usdt)} probe(s) that fired were HotSpot USDT probes (a libjvm "
@@ -185,7 +186,7 @@ def conclude(run: Run) -> Result:
     child, root, wall_ns, exit_code = run.child, run.root, run.wall_ns, run.exit_code
     load_error, target_cpu = run.load_error, run.target_cpu
     interrupted = {"sig": run.sig}
-    raw = run.engine_raw if run.engine_raw is not None else rawparse.Raw()
+    raw = run.engine_raw if run.engine_raw is not None else Records()
     reasons = engine_reasons(run)
     if run.sample_error:
         reasons.append(("failed", f"the sampler could not be stopped: {run.sample_error}"))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from jvmos import ROOT, JvmosError
-from jvmos.analyzers.rawparse import Raw
+from jvmos.analyzers.records import Records
 
 BUILD = ROOT / "build"
 ENGINE = BUILD / "jvmos-engine"
@@ -371,7 +371,7 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
 
 
 def plan_of_file(path: Path) -> Plan:
-    """The Plan of a finished recording, from its probes.plan.json: enough for to_raw to read
+    """The Plan of a finished recording, from its probes.plan.json: enough for decode to read
     the recording's raw/engine.json again (scripts/reanalyse.py), without the libraries."""
     from jvmos.probelist import ProbeList
     try:
@@ -419,96 +419,34 @@ def records(maps: dict, name: str) -> List[Dict[str, int]]:
     return out
 
 
-def to_raw(maps: dict, plan: Plan) -> Raw:
-    """The engine's maps event as the analyzers' Raw (bpftrace's map names and keys). An id
-    this jvmos does not know is an error of the raw output (raw.errors): the objects and this
+def decode(maps: dict, plan: Plan) -> Records:
+    """The engine's maps event as the analyzers' Records: each sum named after what it counts
+    and keyed by its record's fields, ids turned into names by the catalogue and the plan. An
+    id this jvmos does not know is an error of the records (rec.errors): the objects and this
     module disagree, and the status says so. Sums of signed values that came out negative
-    (two's complement) are turned back into negative numbers and noted in raw.negative, as
-    rawparse does for bpftrace's."""
+    (two's complement) are turned back into negative numbers and noted in rec.negative."""
+    rec = Records()
     cat = Catalogue()
-    raw = Raw()
-    m: Dict[str, object] = {}
-
-    def put(name: str, key: str, value: int):
-        if value >= _WRAP >> 1:
-            value -= _WRAP
-            raw.negative.append((name, key, value))
-        d = m.setdefault(name, {})
-        d[key] = d.get(key, 0) + value
-
-    for r in records(maps, "stats"):
-        tgid, c, probe, calls, nbytes, t = (r["tgid"], r["cat"], r["probe"], r["calls"],
-                                             r["bytes"], r["time_ns"])
-        wall, untimed = r["wall_ns"], r["untimed"]
-        cname = cat.categories.get(c)
-        if cname is None:
-            raw.errors.append(f"stats entry with unknown category {c}")
-            continue
-        if probe & NAMED:
-            named = cat.names.get(probe & ~NAMED)
-            if named is None:
-                raw.errors.append(f"stats entry with unknown name id {probe & ~NAMED}")
-                continue
-            name, calls_map, time_map = named
-            key = f"{tgid},{cname},{name}"
-            if calls and calls_map:
-                put(calls_map, key, calls)
-            if t and time_map:
-                put(time_map, key, t)
-            continue
-        pname = plan.names.get(probe)
-        if pname is None:
-            raw.errors.append(f"stats entry with unknown probe id {probe}")
-            continue
-        key = f"{tgid},{cname},{pname}"
-        if calls:
-            put("@calls", key, calls)
-        if probe in plan.bytes_ids:
-            put("@bytes", key, nbytes)
-        if t:
-            put("@time", key, t)
-        if wall:
-            put("@wall", key, wall)
-        if untimed:
-            put("@untimed", key, untimed)
-    lost: Dict[str, int] = {}
-    lost_names = {v: k for k, v in LOST_IDS.items()}
-    for r in records(maps, "counts"):
-        tgid, what, sub, v, x = r["tgid"], r["what"], r["sub"], r["value"], r["x"]
-        if what == WHAT_IDS["missed"] and sub in cat.missed:
-            put("@missed", f"{tgid},{cat.missed[sub]}", v)
-        elif what == WHAT_IDS["hits"] and sub in cat.hits:
-            put("@hits", f"{tgid},{cat.hits[sub]}", v)
-        elif what == WHAT_IDS["lost"] and sub in lost_names:
-            lost[lost_names[sub]] = lost.get(lost_names[sub], 0) + v
-        elif what == WHAT_IDS["calib"]:
-            put("@calib", f"{tgid},{sub}", v)      # calibration runs only (calib.bpf.c)
-        elif what in cat.whats:
-            mapname, keyfn = cat.whats[what]
-            rest = keyfn(sub, x)
-            if rest is None:
-                raw.errors.append(f"counts entry {mapname} with unknown sub {sub}")
-                continue
-            put(mapname, f"{tgid},{rest}" if rest != "" else str(tgid), v)
-        else:
-            raw.errors.append(f"counts entry with unknown what {what}/sub {sub}")
+    _decode_stats(rec, maps, plan, cat)
+    lost = _decode_counts(rec, maps, cat)
     for p in maps.get("procs") or []:
+        pid = (str(p["pid"]),)
         if p.get("exec_ns"):
-            m.setdefault("@exec", {})[str(p["pid"])] = p.get("exec") or ""
+            rec.maps.setdefault("exec", {})[pid] = p.get("exec") or ""
         if p.get("exit_ns"):
-            m.setdefault("@exit_ns", {})[str(p["pid"])] = p["exit_ns"]
+            rec.maps.setdefault("exit_ns", {})[pid] = p["exit_ns"]
         if p.get("held"):
-            m.setdefault("@held", {})[str(p["pid"])] = 1
+            rec.maps.setdefault("held", {})[pid] = 1
     ctl = maps.get("control") or {}
     if ctl.get("start_ns"):
-        m["@start_ns"] = ctl["start_ns"]
+        rec.maps["start_ns"] = ctl["start_ns"]
     if ctl.get("stop_ns"):
-        m["@stop_ns"] = ctl["stop_ns"]
+        rec.maps["stop_ns"] = ctl["stop_ns"]
     if maps.get("error"):
-        raw.errors.append(f"the engine could not read a map: {maps['error']}")
-    raw.maps = m
-    raw.maps_printed = bool(maps.get("final"))
-    raw.prog_stats = maps.get("prog_stats") or {}      # type: ignore[attr-defined]
+        rec.errors.append(f"the engine could not read a map: {maps['error']}")
+    rec.final = bool(maps.get("final"))
+    rec.prog_stats = maps.get("prog_stats") or {}
+    lost_names = {v: k for k, v in LOST_IDS.items()}
     for idx, n in (maps.get("lost") or {}).items():
         name = lost_names.get(int(idx), f"lost kind {idx}")
         lost[name] = lost.get(name, 0) + int(n)
@@ -516,13 +454,80 @@ def to_raw(maps: dict, plan: Plan) -> Raw:
     misses = maps.get("recursion_misses") or {}
     if misses:
         lost["recursion"] = lost.get("recursion", 0) + sum(misses.values())
-    raw.engine_lost = lost          # type: ignore[attr-defined]
+    rec.engine_lost = lost
     # the total the summary and the exports report as lost events (status events_lost)
-    raw.lost_events = sum(lost.values())
-    return raw
+    rec.lost_events = sum(lost.values())
+    return rec
 
 
-def lost_reasons(raw: Raw) -> List[str]:
+def _put(rec: Records, name: str, key: tuple, value: int) -> None:
+    if value >= _WRAP >> 1:
+        value -= _WRAP
+        rec.negative.append((name, key, value))
+    rec.put(name, key, value)
+
+
+def _decode_stats(rec: Records, maps: dict, plan: Plan, cat: "Catalogue") -> None:
+    """The stats rows: calls, bytes, time, wall and untimed by (pid, category, probe), or a
+    named sum's calls and time (a probe id with the NAMED bit)."""
+    for r in records(maps, "stats"):
+        tgid, c, probe, calls, t = str(r["tgid"]), r["cat"], r["probe"], r["calls"], r["time_ns"]
+        cname = cat.categories.get(c)
+        if cname is None:
+            rec.errors.append(f"stats entry with unknown category {c}")
+            continue
+        if probe & NAMED:
+            named = cat.names.get(probe & ~NAMED)
+            if named is None:
+                rec.errors.append(f"stats entry with unknown name id {probe & ~NAMED}")
+                continue
+            name, calls_map, time_map = named
+            if calls and calls_map:
+                _put(rec, calls_map, (tgid, cname, name), calls)
+            if t and time_map:
+                _put(rec, time_map, (tgid, cname, name), t)
+            continue
+        pname = plan.names.get(probe)
+        if pname is None:
+            rec.errors.append(f"stats entry with unknown probe id {probe}")
+            continue
+        key = (tgid, cname, pname)
+        for name, value, keep in (("calls", calls, calls), ("bytes", r["bytes"],
+                                                             probe in plan.bytes_ids),
+                                  ("time", t, t), ("wall", r["wall_ns"], r["wall_ns"]),
+                                  ("untimed", r["untimed"], r["untimed"])):
+            if keep:
+                _put(rec, name, key, value)
+
+
+def _decode_counts(rec: Records, maps: dict, cat: "Catalogue") -> Dict[str, int]:
+    """The counts rows: missed events, probe hits, calibration runs and each layer's own sums
+    (its WHATS: a name and the key its sub and x make); returns the events lost by reason."""
+    lost: Dict[str, int] = {}
+    lost_names = {v: k for k, v in LOST_IDS.items()}
+    for r in records(maps, "counts"):
+        tgid, what, sub, v, x = str(r["tgid"]), r["what"], r["sub"], r["value"], r["x"]
+        if what == WHAT_IDS["missed"] and sub in cat.missed:
+            _put(rec, "missed", (tgid, cat.missed[sub]), v)
+        elif what == WHAT_IDS["hits"] and sub in cat.hits:
+            _put(rec, "hits", (tgid, cat.hits[sub]), v)
+        elif what == WHAT_IDS["lost"] and sub in lost_names:
+            lost[lost_names[sub]] = lost.get(lost_names[sub], 0) + v
+        elif what == WHAT_IDS["calib"]:
+            _put(rec, "calib", (tgid, str(sub)), v)      # calibration runs only (calib.bpf.c)
+        elif what in cat.whats:
+            mapname, keyfn = cat.whats[what]
+            rest = keyfn(sub, x)
+            if rest is None:
+                rec.errors.append(f"counts entry {mapname} with unknown sub {sub}")
+                continue
+            _put(rec, mapname, (tgid, *rest), v)
+        else:
+            rec.errors.append(f"counts entry with unknown what {what}/sub {sub}")
+    return lost
+
+
+def lost_reasons(raw: Records) -> List[str]:
     return [f"{n:,} {LOST_MEANS.get(k, k)}" for k, n in sorted(
         (getattr(raw, "engine_lost", None) or {}).items()) if n]
 

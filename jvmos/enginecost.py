@@ -126,7 +126,7 @@ def _stat(xs: List[float]) -> dict:
 
 def run_traced(prog: Path, mode: str, n: int, **kw):
     """probecal --mode MODE under the engine: (its result line, the engine's final maps as
-    Raw, the ready event)."""
+    Records, the ready event)."""
     out, raw, ready = run_cmd([str(prog), "--mode", mode, "--iterations", str(n)], **kw)
     return _result(out), raw, ready
 
@@ -135,7 +135,7 @@ def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_upro
             extra_tps=(), run_mode="time", log=lambda m: None, workload=None,
             symbols_of=symbols, stand_ins=None, stats=False):
     """A command under the engine with these programs, launched at the gate: (its stdout,
-    the engine's final maps as Raw, the ready event). workload: called once the command is
+    the engine's final maps as Records, the ready event). workload: called once the command is
     let go (a bystander beside it). stand_ins: {(path, symbol): real symbol}: a uprobe the
     plan puts on a stand-in name is attached to the real symbol of that file (the engine
     places a probe by the symbol its file defines; the figures keep the stand-in's name)."""
@@ -172,11 +172,11 @@ def run_cmd(cmd: List[str], *, layers=(), scope="process", libs=None, extra_upro
             finally:
                 if e.alive():
                     e.kill()
-            return (tmp / "out").read_text(errors="replace"), eng.to_raw(maps, plan), e.ready
+            return (tmp / "out").read_text(errors="replace"), eng.decode(maps, plan), e.ready
 
 
 def _calib_hits(raw) -> int:
-    return sum(int(v) for v in raw.keyed("@calib").values()) if "@calib" in raw.maps else 0
+    return sum(int(v) for v in raw.keyed("calib").values()) if "calib" in raw.maps else 0
 
 
 def calibrate(trials: int = 5, n: int = 200_000, log=print,
@@ -209,8 +209,8 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
                 k: s.get(k) for k in ("shift", "insn", "class", "why")}
 
     def calls_time(raw, cat):
-        calls = sum(int(v) for k, v in raw.keyed("@calls").items() if k[1] == cat)
-        timed = sum(int(v) for k, v in raw.keyed("@time").items() if k[1] == cat)
+        calls = sum(int(v) for k, v in raw.keyed("calls").items() if k[1] == cat)
+        timed = sum(int(v) for k, v in raw.keyed("time").items() if k[1] == cat)
         return calls, timed
 
     for t in range(trials):
@@ -256,7 +256,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         # nio_native program, as io:uprobe's own cost (not the minimal uprobe's)
         res, raw, _ = run_traced(prog, "call", n, extra_uprobes=[
             {"path": str(prog), "symbol": target, "object": "io", "program": "nio_native"}])
-        calls = sum(int(v) for k, v in raw.keyed("@calls").items() if k[1] == "nio_native")
+        calls = sum(int(v) for k, v in raw.keyed("calls").items() if k[1] == "nio_native")
         _check(calls, n, "io_uprobe_hit")
         add("io_uprobe_hit", (res[COST] - bare["call"][COST]) / calls)
         # the io layer's I/O call programs: tracepoints (host) and libc's wrapper (process)
@@ -278,7 +278,7 @@ def calibrate(trials: int = 5, n: int = 200_000, log=print,
         # all their runs (other processes' early returns too) over the traced hits, an upper
         # bound of the programs' own cost; the raw tracepoint's dispatch is not in it
         res, raw, _ = run_traced(prog, "thread", THREADS, stats=True)
-        hits = sum(int(v) for k, v in raw.keyed("@hits").items()
+        hits = sum(int(v) for k, v in raw.keyed("hits").items()
                    if k[1] in ("common:task_newtask", "common:sched_process_exit"))
         _check(hits, THREADS, "thread_common_hit")
         ps = getattr(raw, "prog_stats", {}) or {}
@@ -533,9 +533,9 @@ def jni_model_unavailable(jvm, probes: Optional[dict]) -> Optional[str]:
 def _region_copies(raw, libjvm: Path):
     """(calls, summed ns) of GetByteArrayRegion in the engine's maps, this libjvm's only."""
     name = f"uprobe:{libjvm}:{JNI_REGION_SYMBOL}"
-    calls = sum(int(v) for k, v in raw.keyed("@calls").items()
+    calls = sum(int(v) for k, v in raw.keyed("calls").items()
                 if k[1] == "jni_copy" and k[2] == name)
-    time_ns = sum(int(v) for k, v in raw.keyed("@time").items()
+    time_ns = sum(int(v) for k, v in raw.keyed("time").items()
                   if k[1] == "jni_copy" and k[2] == name)
     return calls, time_ns
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from jvmos import JvmosError
-from jvmos.analyzers import rawparse
+from jvmos.analyzers.records import Records
 from jvmos.export import write_atomically
 from jvmos.analyzers.summary import guaranteed_by_resource
 from jvmos.analyzers.tables import fmt_bytes, fmt_count, fmt_ns
@@ -131,11 +131,11 @@ def format_interval(e: dict, count: Optional[int]) -> List[str]:
 
 class LiveView:
     """Drives the intervals of one recording until it ends: each snapshot is the engine's
-    maps, asked for over its stdin and turned into the same Raw the analyzers read. Works for
+    maps, asked for over its stdin and turned into the same Records the analyzers read. Works for
     a launched command as for an attached pid."""
 
     def __init__(self, engine, plan, out: Path, raw_path: Path, interval_s: float,
-                 count: Optional[int], summarize: Callable[[rawparse.Raw, int], dict],
+                 count: Optional[int], summarize: Callable[[Records, int], dict],
                  cpu_now: Callable[[], Optional[int]],
                  metrics: Optional[Callable[[dict], None]] = None, echo=None):
         self.engine, self.plan = engine, plan
@@ -153,7 +153,7 @@ class LiveView:
 
     # ---- snapshots
     def snapshot(self, alive: Callable[[], bool]) -> tuple:
-        """The engine's maps now: (Raw, None), or (None, why there is none)."""
+        """The engine's maps now: (Records, None), or (None, why there is none)."""
         from jvmos import engine as engine_mod
         if not alive():
             return None, "the engine stopped before handing it over"
@@ -161,7 +161,7 @@ class LiveView:
         if ev is None:
             return None, (f"the engine did not hand it over within {SNAPSHOT_TIMEOUT_S:.0f} s"
                           if alive() else "the engine stopped before handing it over")
-        raw = engine_mod.to_raw(ev, self.plan)
+        raw = engine_mod.decode(ev, self.plan)
         # the engine's lost-event counters are cumulative
         self.lost_events = sum((getattr(raw, "engine_lost", None) or {}).values())
         return raw, None

@@ -18,7 +18,7 @@ from typing import Dict, Optional
 
 from jvmos import ROOT, JvmosError
 from jvmos import tools
-from jvmos.analyzers import rawparse
+from jvmos.analyzers.bpftrace import MAPS_PRINTED
 from jvmos.session import ATTACH_TIMEOUT_S, Session
 
 SCRIPT = ROOT / "probes" / "net.bt"
@@ -36,8 +36,8 @@ def parse(text: str) -> dict:
             ev = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if ev.get("type") == "printf" and rawparse.MAPS_PRINTED in str(ev.get("data")):
-            break       # the counts are those printed before the marker (as rawparse reads)
+        if ev.get("type") == "printf" and MAPS_PRINTED in str(ev.get("data")):
+            break       # the counts are those printed before the marker (as jvmos.analyzers.bpftrace reads)
         if ev.get("type") == "map":
             maps.update(ev.get("data") or {})
     out = {}
@@ -87,7 +87,7 @@ class NetCounter:
         if died is None:
             self.session.interrupt(timeout=60)
         text = self.raw.read_text(errors="replace")
-        if died is not None or rawparse.MAPS_PRINTED not in text:
+        if died is not None or MAPS_PRINTED not in text:
             # no END: no maps either, and zeros would read as "no traffic"; never a count
             why = (f"bpftrace exited by itself (status {died})" if died is not None
                    else "bpftrace did not reach its END after the stop")

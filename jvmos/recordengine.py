@@ -82,11 +82,9 @@ def count_in_progress(run, root: int, start: Dict[int, tuple], ended: Dict[int, 
     libc = (run.manifest.get("probes") or {}).get("libc") or "libc"
     if raw is None or not by:
         return
-    m = raw.maps.setdefault("@in_progress", {})
     for name, n in by.items():
         cat = "link" if name in ("accept", "accept4", "connect") else "file"
-        key = f"{root},{cat},uprobe:{libc}:{name}"
-        m[key] = m.get(key, 0) + n
+        raw.put("in_progress", (str(root), cat, f"uprobe:{libc}:{name}"), n)
 
 
 def kernel_io(pid: int) -> Optional[dict]:
@@ -320,7 +318,7 @@ def _stop_engine(run: Run, eng, ev: dict, root: int, io_at_start) -> bool:
         except OSError as e:
             run.warnings.append(f"the engine's maps could not be kept in "
                                 f"{run.raw_path}: {e}")
-        run.engine_raw = engine_mod.to_raw(maps, plan)
+        run.engine_raw = engine_mod.decode(maps, plan)
         # what the engine attached (bpftrace's attached_probes): uprobe attach points
         # of the root, tracepoints, and common.bpf.c's raw tracepoints
         run.engine_raw.attached_probes = sum(
@@ -369,7 +367,7 @@ def _release_held(run: Run, tree) -> None:
     or died. Only pids the probes marked held (@held), and only those of the traced tree."""
     held = set()
     if run.engine_raw is not None:
-        held = {int(p) for (p,) in run.engine_raw.keyed("@held") if str(p).isdigit()}
+        held = {int(p) for (p,) in run.engine_raw.keyed("held") if str(p).isdigit()}
     for ev in (run.manifest.get("engine") or {}).get("procs") or []:
         if ev.get("held"):
             held.add(int(ev["pid"]))

@@ -152,7 +152,7 @@ def settle(reasons: List[tuple], warnings: List[str], log) -> tuple:
 def missed_warnings(raw) -> List[str]:
     """The spans the probes could not time, per kind (@missed; summary.missed_note)."""
     missed: Dict[str, int] = {}
-    for (_pid, what), n in raw.keyed("@missed").items():
+    for (_pid, what), n in raw.keyed("missed").items():
         missed[what] = missed.get(what, 0) + int(n)
     return [summ.missed_note(what, n) for what, n in sorted(missed.items())]
 
@@ -231,7 +231,7 @@ class Run:
     stopped_early: bool = False
     engine_rc: Optional[int] = None
     sig: Optional[int] = None
-    # the engine's final maps as Raw, what ended it
+    # the engine's final maps as Records, what ended it
     engine_raw: object = None
     engine_end: Optional[str] = None
 

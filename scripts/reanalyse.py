@@ -30,14 +30,14 @@ from types import SimpleNamespace
 
 def rebuild(run: Path, platform: dict) -> dict:
     from jvmos import calibrate as cal
-    from jvmos.analyzers import rawparse, summary as summ
+    from jvmos.analyzers import bpftrace, summary as summ
     from jvmos.probecost import probes_for
     from jvmos.conclusion import jvm_homes
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     probes = m.get("probes") or {}
     decoys = (probes.get("scope") or {}).get("decoys")
-    raw = rawparse.parse_file(run / "raw" / "bpftrace.json", decoys=decoys)
+    raw = bpftrace.parse_file(run / "raw" / "bpftrace.json", decoys=decoys)
     homes, ran = jvm_homes(m.get("processes") or {}, m.get("attach_pid"),
                            [j["home"] for j in m.get("jvms_probed", [])])
     script = SimpleNamespace(kinds=probes.get("kinds") or {},
@@ -74,7 +74,7 @@ def rebuild_engine(run: Path, platform: dict) -> dict:
     m = json.loads((run / "manifest.json").read_text())
     committed = json.loads((run / "summary.json").read_text())
     plan = eng.plan_of_file(run / "probes.plan.json")
-    raw = eng.to_raw(json.loads((run / "raw" / "engine.json").read_text()), plan)
+    raw = eng.decode(json.loads((run / "raw" / "engine.json").read_text()), plan)
     kw, _, _ = summary_inputs(platform, m, m.get("processes") or {}, raw)
     s = summ.build(raw, wall_ns=m["wall_ns"], status=m["status"], exit_code=m.get("exit_code"),
                    **kw)

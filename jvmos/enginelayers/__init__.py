@@ -9,9 +9,10 @@ A layer module defines:
   HEADER_NAMES            what its header calls each id (JVMOS_ left out), for the tests
   CATEGORIES              {category name: id}
   NAMES                   {id: (name, calls map, time map)}: stats entries keyed by a name
-                          (JVMOS_NAMED(id)), e.g. (\"failed\", \"@ncalls\", None)
-  WHATS                   {id: (map name, key(sub, x) -> the key after the pid, "" for none,
-                          None for a sub it does not know)}: counts entries
+                          (JVMOS_NAMED(id)), e.g. (\"failed\", \"ncalls\", None)
+  WHATS                   {id: (sum name, key(sub, x) -> the key fields after the pid, a
+                          tuple of strings, () for none, None for a sub it does not know)}:
+                          counts entries
   MISSED, HITS            {name: id}: subs of JVMOS_WHAT_MISSED / JVMOS_WHAT_HITS
   constants(ctx)          {constant: value} for its object
   plan(ctx)               adds its uprobes and tracepoints to the plan (ctx: engine.PlanBuilder)

@@ -10,9 +10,9 @@ CATEGORIES = {"jni_copy": BASE + 1, "unsafe_copy_out": BASE + 2, "unsafe_copy_et
               "nio_native": BASE + 4, "io_syscall": BASE + 5}
 NAMES = {}
 PATHS = {1: ("jni", "in"), 2: ("jni", "out"), 3: ("nio", "any")}
-WHATS = {BASE + 1: ("@path_bytes", lambda sub, x: ",".join(PATHS[sub]) if sub in PATHS else None),
-         BASE + 2: ("@path_calls", lambda sub, x: ",".join(PATHS[sub]) if sub in PATHS else None),
-         BASE + 3: ("@nio_confirmed", lambda sub, x: "")}
+WHATS = {BASE + 1: ("path_bytes", lambda sub, x: tuple(PATHS[sub]) if sub in PATHS else None),
+         BASE + 2: ("path_calls", lambda sub, x: tuple(PATHS[sub]) if sub in PATHS else None),
+         BASE + 3: ("nio_confirmed", lambda sub, x: ())}
 # io's probe costs are measured by enginecost.calibrate itself (its first keys)
 CALIBRATIONS = []
 MISSED = {"jni_copy_no_entry": BASE + 1, "syscall_no_entry": BASE + 2, "usdt_args": BASE + 3}

@@ -32,7 +32,7 @@ HEADER = "links.h"
 BASE = 128
 
 CATEGORIES = {"link": BASE + 1, "file": BASE + 2}
-NAMES = {BASE + 1: ("failed", "@ncalls", None)}
+NAMES = {BASE + 1: ("failed", "ncalls", None)}
 WHATS = {}
 MISSED = {"link_no_entry": BASE + 1, "file_no_entry": BASE + 2,
           "link_offcpu_exceeds_span": BASE + 3, "file_offcpu_exceeds_span": BASE + 4}

@@ -11,14 +11,14 @@ BASE = 192
 
 CATEGORIES = {"malloc": BASE + 1, "malloc_untimed": BASE + 2, "vm": BASE + 3,
               "vm_timed": BASE + 4, "zlib": BASE + 5}
-NAMES = {BASE + 1: ("page_fault_user", "@ncalls", None),
-         BASE + 2: ("off-CPU", None, "@ntime")}
+NAMES = {BASE + 1: ("page_fault_user", "ncalls", None),
+         BASE + 2: ("off-CPU", None, "ntime")}
 # @grow_vm / @grow_malloc[pid, quarter-second]: the bucket is the entry's x;
 # @fault_region[pid, region]: user page faults by the 2 MiB region of their address
 # (address >> FAULT_REGION_SHIFT), the entry's x
-WHATS = {BASE + 1: ("@grow_vm", lambda sub, x: str(x) if sub == 0 else None),
-         BASE + 2: ("@grow_malloc", lambda sub, x: str(x) if sub == 0 else None),
-         BASE + 3: ("@fault_region", lambda sub, x: str(x) if sub == 0 else None)}
+WHATS = {BASE + 1: ("grow_vm", lambda sub, x: (str(x),) if sub == 0 else None),
+         BASE + 2: ("grow_malloc", lambda sub, x: (str(x),) if sub == 0 else None),
+         BASE + 3: ("fault_region", lambda sub, x: (str(x),) if sub == 0 else None)}
 FAULT_REGION_SHIFT = 21
 MISSED = {"malloc_offcpu_exceeds_span": BASE + 1, "malloc_no_entry": BASE + 2,
           "vm_offcpu_exceeds_span": BASE + 3}

@@ -32,15 +32,15 @@ CATEGORIES = {"thread_create": BASE + 1, "thread_jvm": BASE + 2, "thread_wait": 
 
 # name id -> (the "what" key of the analyzers' maps, the map its calls go to, the map its time
 # goes to); the header's JVMOS_NAME_* of each, for the catalogue test
-_CT = ("@ncalls", "@ntime")
+_CT = ("ncalls", "ntime")
 _NAMES = [
     ("START", "start", _CT),                                    # thread_jvm
     ("EXIT_JAVA", "exit java", _CT),
     ("EXIT_INTERNAL", "exit internal", _CT),
-    ("PTHREAD_CREATE_JAVA", "pthread_create java", ("@ncalls", None)),  # thread_create
-    ("PTHREAD_CREATE_INTERNAL", "pthread_create internal", ("@ncalls", None)),
-    ("LIBC_CREATE_JAVA", "libc create java", (None, "@ntime")),
-    ("LIBC_CREATE_INTERNAL", "libc create internal", (None, "@ntime")),
+    ("PTHREAD_CREATE_JAVA", "pthread_create java", ("ncalls", None)),  # thread_create
+    ("PTHREAD_CREATE_INTERNAL", "pthread_create internal", ("ncalls", None)),
+    ("LIBC_CREATE_JAVA", "libc create java", (None, "ntime")),
+    ("LIBC_CREATE_INTERNAL", "libc create internal", (None, "ntime")),
     ("LIBC_START_JAVA", "libc start java", _CT),
     ("LIBC_START_INTERNAL", "libc start internal", _CT),
     ("LIBC_EXIT_JAVA", "libc exit java", _CT),
@@ -52,7 +52,7 @@ _NAMES = [
     ("KERNEL_IN_START_EXIT_JAVA", "kernel in start/exit java", _CT),
     ("KERNEL_IN_START_EXIT_INTERNAL", "kernel in start/exit internal", _CT),
     ("KERNEL_IN_JVM_START_JAVA", "kernel in jvm start java", _CT),
-    ("LIBC_START_ABANDONED", "libc start abandoned", ("@ncalls", None)),
+    ("LIBC_START_ABANDONED", "libc start abandoned", ("ncalls", None)),
     ("FIRST_RUN_DELAY", "first run delay", _CT),                # thread_wait
     ("FUTEX_IN_JVM_START", "futex in JVM_StartThread", _CT),
     ("FUTEX_IN_SETUP_EXIT", "futex in thread set-up/exit", _CT),
@@ -62,19 +62,19 @@ _NAMES = [
     ("FUTEX_OTHER", "futex other", _CT),
     ("AFTER_WAKEUP", "after wakeup", _CT),                      # runq
     ("AFTER_PREEMPTION", "after preemption", _CT),
-    ("NESTED_JVM_START", "jvm start", ("@nhits", None)),        # thread_nested_alloc
-    ("NESTED_LIBC_CREATE", "libc create", ("@nhits", None)),
-    ("NESTED_START_EXIT", "start/exit", ("@nhits", None)),
+    ("NESTED_JVM_START", "jvm start", ("nhits", None)),        # thread_nested_alloc
+    ("NESTED_LIBC_CREATE", "libc create", ("nhits", None)),
+    ("NESTED_START_EXIT", "start/exit", ("nhits", None)),
 ]
 NAMES = {BASE + 1 + i: (what, maps[0], maps[1]) for i, (_, what, maps) in enumerate(_NAMES)}
 
 CSW = {1: "voluntary", 2: "involuntary"}
 OFF = {1: "blocked", 2: "preempted", 3: "stopped"}
-WHATS = {BASE + 1: ("@thr_incl", lambda sub, x: "" if sub == 0 else None),
-         BASE + 2: ("@csw", lambda sub, x: f"{x},{CSW[sub]}" if sub in CSW else None),
+WHATS = {BASE + 1: ("thr_incl", lambda sub, x: () if sub == 0 else None),
+         BASE + 2: ("csw", lambda sub, x: (str(x), CSW[sub]) if sub in CSW else None),
          # off-CPU time and switches by the syscall switched out in (x = nr + 1, 0: none)
-         BASE + 3: ("@offcpu_ns", lambda sub, x: f"{x},{OFF[sub]}" if sub in OFF else None),
-         BASE + 4: ("@offcpu_n", lambda sub, x: f"{x},{OFF[sub]}" if sub in OFF else None)}
+         BASE + 3: ("offcpu_ns", lambda sub, x: (str(x), OFF[sub]) if sub in OFF else None),
+         BASE + 4: ("offcpu_n", lambda sub, x: (str(x), OFF[sub]) if sub in OFF else None)}
 MISSED = {"thread_span_no_entry": BASE + 1}
 HITS = {"threads:uprobe": BASE + 1, "threads:uretprobe": BASE + 2,
         "threads:sched_wakeup_new": BASE + 3, "threads:sys_enter_exit": BASE + 4,

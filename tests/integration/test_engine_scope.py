@@ -44,7 +44,7 @@ def test_bystanders_never_run_the_probes(tmp_path):
                                    workload=bystanders, stats=True)
     assert done["malloc"].returncode == 0 and done["jvm"].returncode == 0
     runs = {k: v[0] for k, v in raw.prog_stats.items()}
-    calls = raw.keyed("@calls")
+    calls = raw.keyed("calls")
     traced_copies = sum(int(v) for (pid, cat, probe), v in calls.items()
                         if cat == "jni_copy" and probe.endswith(":jni_GetByteArrayRegion"))
     traced_mallocs = sum(int(v) for (pid, cat, probe), v in calls.items() if cat == "malloc")

@@ -128,6 +128,10 @@ def test_every_readme_command_runs_or_says_why_not(app_dir, own_platform, tmp_pa
             **{"results/memory/runs/h2": ROOT / "results/memory/runs/h2"})
         run("jvmos index results/matmul", **{"results/matmul": _copy(ROOT / "results/matmul",
                                                                      tmp_path)})
+        bio = _copy(ROOT / "results/blocking-io", tmp_path)
+        run("jvmos run blocking-io --render results/blocking-io",
+            **{"results/blocking-io": bio})
+        assert (bio / "table3.md").read_text() != ""
         run("jvmos predict --connections 100 --chunks 133 --exec-time-ms 1000")
         run("jvmos predict --from-run results/tomcat/runs/40x40",
             **{"results/tomcat/runs/40x40": ROOT / "results/tomcat/runs/40x40"})

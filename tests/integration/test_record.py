@@ -180,3 +180,32 @@ def test_child_jvm_of_a_shell_command_is_traced(platform_file, tmp_path):
     jvm_pids = [p for p, v in s["by_pid"].items()
                 if v["categories"].get("jni_copy", {}).get("calls", 0) >= 100_000]
     assert len(jvm_pids) == 1 and len(s["by_pid"]) >= 2
+
+
+def test_every_layer_records_with_bpftrace_absent(platform_file, tmp_path):
+    """jvmos records with its own engine: every layer, in both modes, with no bpftrace on the
+    PATH (a directory holding every other program of /usr/bin and /bin). bpftrace remains
+    only the tests' witness, ipc's network counter and the accuracy sampler's."""
+    import os
+    import shutil
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        for p in Path(d).iterdir() if Path(d).is_dir() else []:
+            if p.name != "bpftrace" and not (bin_dir / p.name).exists():
+                (bin_dir / p.name).symlink_to(p)
+    path = f"{ROOT / '.venv/bin'}:{bin_dir}"
+    assert shutil.which("bpftrace", path=path) is None
+    for mode in ("time", "count"):
+        out = tmp_path / mode
+        r = run_jvmos(["record", "--layers", "io,jni,threads,links,mem", "--mode", mode,
+                       "--out", str(out), "--", java(), "-cp", str(IO_JAR),
+                       "org.jvmos.workloads.BlockingIo", "--iterations", "20000", "--size", "10",
+                       "--target", "/dev/null"], env={"PATH": path}, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        s = summary(out)
+        assert s["status"] == "complete", s.get("warnings")
+        assert cat(s, "jni_copy")["calls"] >= 20000
+        assert not any("bpftrace" in p.read_text() for p in out.rglob("*.json")
+                       if p.name == "manifest.json"), "the manifest names bpftrace"
+        assert os.path.exists(out / "raw" / "engine.json")

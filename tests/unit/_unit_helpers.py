@@ -5,7 +5,7 @@ A module of its own name (not conftest.py, a name tests/ already uses) so tests 
 import json
 from pathlib import Path
 
-from jvmos.analyzers import rawparse
+from jvmos.analyzers import bpftrace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE_NAMES = ["blocking-java17", "socket-census", "randomrw-census"]
@@ -19,7 +19,7 @@ class Recording:
         self.dir = FIXTURES / name
         self.manifest = json.loads((self.dir / "manifest.json").read_text())
         self.summary = json.loads((self.dir / "summary.json").read_text())
-        self.raw = rawparse.parse_file(self.dir / "bpftrace.json")
+        self.raw = bpftrace.parse_file(self.dir / "bpftrace.json")
 
     @property
     def addresses(self):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from jvmos import JvmosError
-from jvmos.analyzers import rawparse
+from jvmos.analyzers import bpftrace
 from jvmos.analyzers.correction import combine, correct, validate_costs, validate_probes
 from jvmos.analyzers.io import correct_times
 from jvmos.analyzers.summary import build
@@ -23,7 +23,7 @@ WRITE = "tracepoint:syscalls:sys_exit_write"
 
 
 def raw_of(maps):
-    return rawparse.parse_lines([json.dumps({"type": "map", "data": {k: v}})
+    return bpftrace.parse_lines([json.dumps({"type": "map", "data": {k: v}})
                                  for k, v in maps.items()])
 
 

@@ -145,31 +145,31 @@ def test_maps_become_the_analyzers_maps():
                        [0, w["lost"], eng.LOST_IDS["thread_state"], 4]],
             "procs": [{"pid": 7, "exec": "/usr/bin/java", "exec_ns": 1, "exit_ns": 0, "held": 0}],
             "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
-    raw = eng.to_raw(maps, plan)
-    assert raw.maps_printed and not raw.errors
-    key = "7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetByteArrayRegion"
-    assert raw.maps["@calls"][key] == 10 and raw.maps["@bytes"][key] == 100
-    assert raw.maps["@time"][key] == 5000
+    raw = eng.decode(maps, plan)
+    assert raw.final and not raw.errors
+    key = ("7", "jni_copy", "uprobe:/jdk/lib/server/libjvm.so:jni_GetByteArrayRegion")
+    assert raw.maps["calls"][key] == 10 and raw.maps["bytes"][key] == 100
+    assert raw.maps["time"][key] == 5000
     # a function whose arguments give no size has no bytes, and no time when none was summed
-    crit = "7,jni_copy,uprobe:/jdk/lib/server/libjvm.so:jni_GetPrimitiveArrayCritical"
-    assert crit not in raw.maps["@bytes"] and crit not in raw.maps["@time"]
-    assert raw.keyed("@path_bytes") == {("7", "jni", "out"): 100}
-    assert raw.keyed("@missed") == {("7", "syscall_no_entry"): 1}
-    assert raw.keyed("@hits") == {("7", "common:task_newtask"): 2}
-    assert raw.keyed("@exec") == {("7",): "/usr/bin/java"}
+    crit = ("7", "jni_copy", "uprobe:/jdk/lib/server/libjvm.so:jni_GetPrimitiveArrayCritical")
+    assert crit not in raw.maps["bytes"] and crit not in raw.maps["time"]
+    assert raw.keyed("path_bytes") == {("7", "jni", "out"): 100}
+    assert raw.keyed("missed") == {("7", "syscall_no_entry"): 1}
+    assert raw.keyed("hits") == {("7", "common:task_newtask"): 2}
+    assert raw.keyed("exec") == {("7",): "/usr/bin/java"}
     assert eng.lost_reasons(raw) == [f"4 {eng.LOST_MEANS['thread_state']}"]
     # a category this jvmos does not know is an error, never a silent zero
     bad = dict(maps, stats=[[7, 999, 1, 1, 1, 1, 0, 0]])
-    assert eng.to_raw(bad, plan).errors
+    assert eng.decode(bad, plan).errors
     # a negative sum (two's complement) is kept as the negative number it is, and noted
     neg = dict(maps, stats=[[7, c["io_syscall"], by_sym["write"], 1, 0, (1 << 64) - 5, 0, 0]])
-    r = eng.to_raw(neg, plan)
-    assert r.negative and list(r.maps["@time"].values()) == [-5]
+    r = eng.decode(neg, plan)
+    assert r.negative and list(r.maps["time"].values()) == [-5]
 
 
 def test_rows_are_read_by_the_names_the_engine_sends():
     """The engine names its row columns (the schema of a maps event, in probes/jvmos.h's
-    order): the same figures in another column order give the same Raw, an event without a
+    order): the same figures in another column order give the same Records, an event without a
     schema (a recording made before it) reads in the old order, and a schema without a column
     jvmos needs is refused in one line."""
     libs, syms = fake_libs()
@@ -187,20 +187,20 @@ def test_rows_are_read_by_the_names_the_engine_sends():
            "stats": [[0, 0, 5000, 100, 10, jni, c["jni_copy"], 7]],
            "counts": [[100, 0, path[("jni", "out")], io_layer.BASE + 1, 7]],
            "procs": [], "control": {}}
-    a, b = eng.to_raw(old, plan), eng.to_raw(new, plan)
+    a, b = eng.decode(old, plan), eng.decode(new, plan)
     assert not a.errors and not b.errors and a.maps == b.maps
-    assert b.keyed("@path_bytes") == {("7", "jni", "out"): 100}
+    assert b.keyed("path_bytes") == {("7", "jni", "out"): 100}
     assert eng.records(new, "stats") == [{"tgid": 7, "cat": c["jni_copy"], "probe": jni,
                                           "calls": 10, "bytes": 100, "time_ns": 5000,
                                           "wall_ns": 0, "untimed": 0}]
     lacking = dict(new, schema={"stats": stats_cols[1:], "counts": counts_cols})
     with pytest.raises(JvmosError, match="no untimed column"):
-        eng.to_raw(lacking, plan)
+        eng.decode(lacking, plan)
 
 
 def test_a_finished_recordings_maps_read_back_from_its_plan_file(tmp_path):
     """probes.plan.json (what the engine was given) is enough to read raw/engine.json again,
-    without the libraries: the same Raw as at the end of the recording."""
+    without the libraries: the same Records as at the end of the recording."""
     libs, syms = fake_libs()
     plan = eng.build_plan(["io"], libs, syms, mode="time", scope="process", root=7,
                           counting=True)
@@ -212,8 +212,8 @@ def test_a_finished_recordings_maps_read_back_from_its_plan_file(tmp_path):
     (tmp_path / "probes.plan.json").write_text(json.dumps(plan.doc))
     back = eng.plan_of_file(tmp_path / "probes.plan.json")
     assert back.names == plan.names and back.bytes_ids == plan.bytes_ids
-    a, b = eng.to_raw(maps, plan), eng.to_raw(maps, back)
-    assert a.maps == b.maps and not b.errors and b.maps["@calls"]
+    a, b = eng.decode(maps, plan), eng.decode(maps, back)
+    assert a.maps == b.maps and not b.errors and b.maps["calls"]
     (tmp_path / "old.json").write_text(json.dumps({"uprobes": []}))     # no "analysis"
     with pytest.raises(JvmosError, match="not an engine plan jvmos can read back"):
         eng.plan_of_file(tmp_path / "old.json")

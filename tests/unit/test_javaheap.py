@@ -10,7 +10,7 @@ import pytest
 from jvmos import engine as eng
 from jvmos import javaheap
 from jvmos.analyzers import mem
-from jvmos.analyzers.rawparse import parse_lines
+from jvmos.analyzers.bpftrace import parse_lines
 from jvmos.analyzers import summary as summ
 from jvmos.catalogue import MEM_ALLOCATOR
 from jvmos.enginelayers import mem as mem_layer
@@ -247,10 +247,10 @@ def test_the_engines_fault_regions_become_the_analyzers_map():
     libc = {s: 0x500 + i for i, s in enumerate(MEM_ALLOCATOR)}
     plan = eng.build_plan(["mem"], {"LIBC": [Path("/lib/libc.so.6")]}, lambda p: libc,
                           mode="time", scope="host", root=7, counting=True)
-    what = next(k for k, (name, _) in mem_layer.WHATS.items() if name == "@fault_region")
+    what = next(k for k, (name, _) in mem_layer.WHATS.items() if name == "fault_region")
     maps = {"event": "maps", "final": True, "stats": [],
             "counts": [[7, what, 0, 16_384, FIRST], [7, what, 0, 3, 10]],
             "procs": [], "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
-    raw = eng.to_raw(maps, plan)
+    raw = eng.decode(maps, plan)
     assert not raw.errors
-    assert raw.keyed("@fault_region") == {("7", str(FIRST)): 16_384, ("7", "10"): 3}
+    assert raw.keyed("fault_region") == {("7", str(FIRST)): 16_384, ("7", "10"): 3}

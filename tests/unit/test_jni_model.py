@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from jvmos import JvmosError, calibrate, enginecost
-from jvmos.analyzers import rawparse
+from jvmos.analyzers import bpftrace
 
 LIBJVM = Path("/jdk/lib/server/libjvm.so")
 JVM = SimpleNamespace(home=Path("/jdk"), libjvm=LIBJVM, libnio=None, version="17.0.99")
@@ -21,12 +21,12 @@ SITE = {"path": str(LIBJVM), "symbol": "jni_GetByteArrayRegion", "insn": "push %
 
 
 def _raw(calls: int, time_ns: int):
-    # the engine's maps as to_raw gives them: GetByteArrayRegion, and another JNI copy
+    # the sums as the analyzers read them: GetByteArrayRegion, and another JNI copy
     # function of the same libjvm that must not be counted
     other = f"uprobe:{LIBJVM}:jni_GetStringRegion"
     maps = {"@calls": {f"7,jni_copy,{NAME}": calls, f"7,jni_copy,{other}": 3},
             "@time": {f"7,jni_copy,{NAME}": time_ns, f"7,jni_copy,{other}": 999}}
-    return rawparse.parse_lines([json.dumps({"type": "map", "data": {k: v}})
+    return bpftrace.parse_lines([json.dumps({"type": "map", "data": {k: v}})
                                  for k, v in maps.items()])
 
 

@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from jvmos.analyzers import summary as summ
-from jvmos.analyzers.rawparse import parse_lines
+from jvmos.analyzers.bpftrace import parse_lines
 
 from _unit_helpers import map_lines, Recording
 

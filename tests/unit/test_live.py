@@ -4,7 +4,7 @@ import json
 import pytest
 
 from jvmos import live
-from jvmos.analyzers import rawparse
+from jvmos.analyzers.records import Records
 
 
 def summary(cats: dict, g=None, by=None, probe=None):
@@ -99,20 +99,20 @@ class FakeEngine:
         return self.events.pop(0) if self.events else None
 
 
-def test_snapshot_is_the_engines_maps_as_raw(tmp_path, monkeypatch):
+def test_snapshot_is_the_engines_maps_as_records(tmp_path, monkeypatch):
     from jvmos import engine as engine_mod
 
-    def to_raw(ev, plan):
-        r = rawparse.Raw()
-        r.maps["@calls"] = dict(ev["calls"])
+    def decode(ev, plan):
+        r = Records()
+        r.maps["calls"] = dict(ev["calls"])
         r.engine_lost = dict(ev["lost"])
         return r
-    monkeypatch.setattr(engine_mod, "to_raw", to_raw)
+    monkeypatch.setattr(engine_mod, "decode", decode)
     eng = FakeEngine([{"calls": {"1,io_syscall,x": 5}, "lost": {"thread_state": 2}}])
     v = live.LiveView(eng, None, tmp_path, tmp_path / "engine.json", 1.0, None,
                       summarize=None, cpu_now=lambda: None)
     r, why = v.snapshot(eng.alive)
-    assert why is None and r.maps["@calls"] == {"1,io_syscall,x": 5}
+    assert why is None and r.maps["calls"] == {"1,io_syscall,x": 5}
     assert v.lost_events == 2          # the engine's counters, cumulative
     # alive but nothing handed over: no snapshot, and why
     assert v.snapshot(eng.alive)[1].startswith("the engine did not hand it over within")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from jvmos.analyzers import summary as summ
-from jvmos.analyzers.rawparse import parse_lines
+from jvmos.analyzers.bpftrace import parse_lines
 
 WRAPPED = 18446744073517741011          # the antlr value above
 PROBE = "uretprobe:/lib/libc.so.6:malloc"
@@ -23,8 +23,8 @@ def _lines(time_val):
 
 def test_an_unsigned_wrapped_sum_is_read_back_as_the_negative_number_it_is():
     raw = parse_lines(_lines(WRAPPED))
-    assert raw.negative == [("@time", f"7,malloc,{PROBE}", -191810605)]
-    assert raw.maps["@time"][f"7,malloc,{PROBE}"] == -191810605       # 2^64 - WRAPPED, negated
+    assert raw.negative == [("time", f"7,malloc,{PROBE}", -191810605)]
+    assert raw.maps["time"][("7", "malloc", PROBE)] == -191810605       # 2^64 - WRAPPED, negated
 
 
 PROBES = {"jni_copy_time_window": {"mean_ns": 100.0}, "jni_copy_time_hit": {"mean_ns": 900.0},
@@ -43,7 +43,7 @@ def test_a_negative_time_makes_the_category_time_unknown_and_is_said(probes):
     assert s["totals"]["guaranteed_overhead_ns"] is None       # a sum with an unknown term
     assert "malloc" in s["totals"]["guaranteed_overhead_unknown"]
     assert s["totals"]["negative_sums_dropped"] == [
-        {"map": "@time", "key": "7,malloc,malloc", "value": -191810605}]
+        {"map": "time", "key": "7,malloc,malloc", "value": -191810605}]
     assert any("-191.811 ms, a negative figure" in w and "unknown (null)" in w
                for w in s["warnings"])
 

@@ -4,12 +4,12 @@ import json
 import pytest
 
 from jvmos import enginecost
-from jvmos.analyzers import overhead, rawparse
+from jvmos.analyzers import bpftrace, overhead
 from jvmos.experiments.common import probe_effect, probe_effect_cells, probe_effect_median
 
 
 def _raw(maps):
-    return rawparse.parse_lines([json.dumps({"type": "map", "data": {k: v}})
+    return bpftrace.parse_lines([json.dumps({"type": "map", "data": {k: v}})
                                  for k, v in maps.items()])
 
 

@@ -2,7 +2,7 @@
 engine's end, its maps and what happened to the target. The engine's end is built by hand."""
 from types import SimpleNamespace
 
-from jvmos.analyzers.rawparse import Raw
+from jvmos.analyzers.records import Records
 from jvmos.conclusion import engine_reasons
 from jvmos.recording import STATUS_ORDER, decide_status, missed_warnings
 
@@ -13,7 +13,7 @@ def run(raw=None, stopped_early=False, end="stopped by jvmos: final maps read, e
 
 
 def maps(lost=None, errors=(), **named):
-    r = Raw()
+    r = Records()
     r.maps.update(named)
     r.errors = list(errors)
     r.engine_lost = dict(lost or {})
@@ -63,8 +63,8 @@ def test_the_most_serious_status_wins_and_every_reason_is_kept():
 
 
 def test_missed_entries_are_warned_with_their_count_per_kind():
-    raw = maps(**{"@missed": {"10,syscall_no_entry": 2, "11,syscall_no_entry": 3,
-                              "10,jni_copy_no_entry": 1}})
+    raw = maps(missed={("10", "syscall_no_entry"): 2, ("11", "syscall_no_entry"): 3,
+                       ("10", "jni_copy_no_entry"): 1})
     assert missed_warnings(raw) == [
         "1 jni copy no entry event(s): a call was in progress when tracing began "
         "(counted, its time not measured)",

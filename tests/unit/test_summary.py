@@ -3,7 +3,8 @@ import copy
 import pytest
 
 from jvmos.analyzers import summary as summ
-from jvmos.analyzers.rawparse import Raw, parse_lines
+from jvmos.analyzers.bpftrace import parse_lines
+from jvmos.analyzers.records import Records
 
 from _unit_helpers import map_lines, recording
 
@@ -443,7 +444,7 @@ def test_status_exit_code_wall_and_lost_events_pass_through():
 
 
 def test_empty_raw_gives_an_empty_summary():
-    s = summ.build(Raw(), wall_ns=5, status="failed", addresses={}, costs={}, jvms_by_pid={})
+    s = summ.build(Records(), wall_ns=5, status="failed", addresses={}, costs={}, jvms_by_pid={})
     assert s["schema"] == "jvmos.summary/1" and s["status"] == "failed"
     assert s["exit_code"] is None
     assert s["categories"] == {} and s["by_pid"] == {}

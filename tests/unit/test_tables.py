@@ -78,7 +78,7 @@ def _categories_of_hand_built_raw():
     """A summary built from hand-written raw maps: a floored syscall, probed allocator calls
     with estimated frees, a census without time, a JNI copy whose window is not calibrated."""
     from jvmos.analyzers import summary as summ
-    from jvmos.analyzers.rawparse import parse_lines
+    from jvmos.analyzers.bpftrace import parse_lines
     from _unit_helpers import map_lines
     maps = {"@calls": {"7,io_syscall,tracepoint:syscalls:sys_exit_write": 10,
                        "7,malloc,uprobe:/libc.so.6:malloc": 100},

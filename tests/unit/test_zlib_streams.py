@@ -11,7 +11,7 @@ from jvmos import jdk
 from jvmos.analyzers import mem
 from jvmos.analyzers import summary as summ
 from jvmos.analyzers.overhead import hits_by_pid
-from jvmos.analyzers.rawparse import parse_lines
+from jvmos.analyzers.bpftrace import parse_lines
 from jvmos.catalogue import MEM_ALLOCATOR, MEM_LIBC_WRAPPERS, ZLIB_INITS
 from jvmos.enginelayers import mem as mem_layer
 from jvmos.heuristic import whatif
@@ -62,9 +62,9 @@ def test_the_engines_zlib_counts_become_calls_keyed_by_function():
                       [7, cat, ids["deflateInit2_"], 300, 0, 0],
                       [7, cat, ids["deflateInit_"], 5, 0, 0]],
             "control": {"counting": 0, "start_ns": 5, "stop_ns": 9}}
-    raw = eng.to_raw(maps, p)
+    raw = eng.decode(maps, p)
     assert not raw.errors
-    assert raw.keyed("@calls") == {("7", "zlib", f"uprobe:{LIBZ}:inflateInit2_"): 2000,
+    assert raw.keyed("calls") == {("7", "zlib", f"uprobe:{LIBZ}:inflateInit2_"): 2000,
                                    ("7", "zlib", f"uprobe:{LIBZ}:deflateInit2_"): 300,
                                    ("7", "zlib", f"uprobe:{LIBZ}:deflateInit_"): 5}
     assert "@bytes" not in raw.maps           # counted only: no bytes, no time

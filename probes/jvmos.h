@@ -7,8 +7,8 @@
  *          probe is the BPF cookie the engine gave the attach point (its low 16 bits; the
  *          engine's ready line says which function, library, offset and instruction it is),
  *          or JVMOS_NAMED(name id) for a figure no one probe names (the analyzers'
- *          @ncalls/@ntime[pid, category, name])
- *   counts [tgid, what, sub, x] -> value  (@path_bytes, @missed, @hits, @csw, ...)
+ *          ncalls/ntime[pid, category, name])
+ *   counts [tgid, what, sub, x] -> value  (path_bytes, missed, hits, csw, ...)
  * Ids are u16 and each layer owns a block of 64 of every kind (JVMOS_BASE_*), so a layer adds
  * ids without touching another's. jvmos/enginelayers/<layer>.py mirrors each header, and
  * tests/unit/test_engine_catalogue.py reads the headers to keep the two equal.

@@ -150,8 +150,8 @@ func (e *engine) load() {
 		if err != nil {
 			fail("layer %s: cannot read %s: %v (run make build)", name, path, err)
 		}
-		if name == "common" {
-			if d := sameRecords(spec.Types); d != "" {
+		if spec.Types != nil {
+			if d := sameRecords(spec.Types, name == "common"); d != "" {
 				fail("%s does not declare the records this engine reads (%s): rebuild both (make build)", path, d)
 			}
 		}

@@ -13,6 +13,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -109,10 +110,12 @@ func procEvent(raw []byte) (commonJvmosProcEvent, error) {
 	return ev, err
 }
 
-// sameRecords: the plan's common object declares the records as the engine's generated types
+// sameRecords: an object of the plan declares the records as the engine's generated types
 // have them (a developer's modified object, JVMOS_ENGINE_OBJECTS, may not): every field of
-// every record type at the same offset and size. Returns what differs, or "".
-func sameRecords(spec *btf.Spec) string {
+// every record type at the same offset and size. The common object must declare them all; a
+// layer's object, which includes the same header, is checked for those its BTF holds.
+// Returns what differs, or "".
+func sameRecords(spec *btf.Spec, all bool) string {
 	types := map[string]reflect.Type{
 		"jvmos_stat_key": reflect.TypeFor[commonJvmosStatKey](), "jvmos_stat_val": reflect.TypeFor[commonJvmosStatVal](),
 		"jvmos_count_key": reflect.TypeFor[commonJvmosCountKey](), "jvmos_control": reflect.TypeFor[commonJvmosControl](),
@@ -121,6 +124,9 @@ func sameRecords(spec *btf.Spec) string {
 	for name, gt := range types {
 		var st *btf.Struct
 		if err := spec.TypeByName(name, &st); err != nil {
+			if !all && errors.Is(err, btf.ErrNotFound) {
+				continue
+			}
 			return fmt.Sprintf("struct %s: %v", name, err)
 		}
 		var want []string

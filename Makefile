@@ -1,7 +1,8 @@
 # jvmos: two commands for a new user (as root, Debian/Ubuntu): `make demo` and `make test`.
 # Both install what is missing first and are safe to run again.
-# demo: calibrate (first time only), then the whole pipeline at a quick scale (~15 min):
-# Tables 2-7 and Figures 1-2, and a prediction for a recorded run.
+# demo: calibrate (first time only; 3 trials, `jvmos calibrate --force` measures again with 5),
+# then the whole pipeline at a quick scale: Tables 2-7 and Figures 1-2, the seeds'
+# primitives, a prediction for a recorded run, and one overview page (index.html).
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
@@ -14,7 +15,7 @@ PYTHON ?= python3
 demo: export JVMOS_NO_BROWSER := 1
 demo: build
 	$(JVMOS) doctor
-	$(JVMOS) calibrate
+	$(JVMOS) calibrate --trials 3
 	@stamp=$$(date +%Y%m%d-%H%M%S); out=results/runs/demo-$$stamp; \
 	set -e; \
 	$(JVMOS) run blocking-io --quick --out $$out/blocking-io; \
@@ -37,7 +38,8 @@ demo: build
 	echo "   tomcat/figure2.png, chat/figure1.png, ipc/ipc.md,"; \
 	echo "   serialization/serialization.md, matmul/matmul.md, heuristic/table7.md, predictions/predictions.md, overhead/overhead.md; 'jvmos report DIR'"; \
 	echo "   reads any recording)"; \
-	echo; echo "open $$out/index.html (one page per experiment, each recording's report.html linked)"
+	echo; echo "open $$out/index.html: each experiment's headline figure beside the paper's," \
+	  "a page per experiment one click away, each recording's report.html from there"
 
 # One calibration for the whole test session, made before the tests start (alone on the
 # machine), shared by every recording: bpftrace's probe costs (the tests about bpftrace) and

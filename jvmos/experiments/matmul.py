@@ -28,12 +28,12 @@ from jvmos.experiments.server import kept_so_far, save_partial
 MECHANISMS = ("rmi-serializable", "rmi-externalizable", "socket", "datagram")
 ALGORITHMS = ("spa", "mca")
 DEFAULT_SIZES = "100,200,300,400,500"
-QUICK_SIZES = "60,120"
+QUICK_SIZES = "60"          # --quick shows the result at one size (make demo)
 MAX_N = 1000                 # seed 001's largest matrix
 # one algorithm by default: each boundary recording starts 1 + k JVMs and drives a whole run
 # under the probes (the default keeps make demo short)
 DEFAULT_BOUNDARY = "spa:100"
-QUICK_BOUNDARY = "spa:60"
+QUICK_BOUNDARY = "socket:spa:60"   # one mechanism: --quick shows the boundary, make demo
 REFERENCE = "socket"         # the t-tests compare every other mechanism with this one
 ALPHA = 0.05
 LEVEL = 0.95
@@ -41,7 +41,7 @@ LEVEL = 0.95
 EXAMPLES = """\
 examples:
   jvmos run matmul                                 # n 100..500, 5 trials, k = 4 (long)
-  jvmos run matmul --quick                         # n 60 and 120, 2 trials, boundary at spa:60
+  jvmos run matmul --quick                         # n 60, 2 trials, boundary at socket:spa:60
   jvmos run matmul --mechanisms socket,datagram --algorithms mca --sizes 200,400 --trials 10
   jvmos run matmul --boundary socket:mca:200,datagram:mca:200 --boundary-repeat 20
 

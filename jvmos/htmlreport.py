@@ -1016,14 +1016,16 @@ def write_suite_index(root: Path, title: str) -> Path:
                      "<br>".join(esc(h.get("figure", "")) for h in lines) or dash,
                      "<br>".join(esc(str(h.get("here") or "—")) for h in lines) or dash,
                      "<br>".join(esc(str(h.get("paper") or "—")) for h in lines) or dash,
-                     "<br>".join(esc(h) for h in heads[:6]) or dash])
+                     (esc(heads[0]) + (f' <span class="muted">(+{len(heads) - 1} more '
+                                       'on its page)</span>' if len(heads) > 1 else ""))
+                     if heads else dash])
     body = [f"<h1>{esc(title)}</h1>",
             "<p>One row per experiment: its headline figure on this machine beside the "
             "paper's (— where the paper gives none), then its tables; the experiment's page "
             "has the tables, figures and a report per recording.</p>"]
     if rows:
         body.append("<table><thead><tr><th>experiment</th><th>headline</th><th>here</th>"
-                    "<th>paper</th><th>tables</th></tr></thead><tbody>"
+                    "<th>paper</th><th>first table</th></tr></thead><tbody>"
                     + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
                               for r in rows)
                     + "</tbody></table>")

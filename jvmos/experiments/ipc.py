@@ -502,16 +502,14 @@ def headlines(results) -> List[dict]:
     run at size(V) = 5, the R-delta% of the group's mean response time under both timers;
     without either group, the R-delta% of every campaign run with both primitives."""
     pct = lambda v: "unknown" if v is None else f"{v:+.1f}%"  # noqa: E731
-    what = ("R-delta% (seed 000 eq. 2-3: the change in response time when XML-RPC replaces "
-            "sockets, % of the sockets' figure; negative = XML-RPC faster)")
-    trials = (f"{results['trials']} trials, {results['calls_per_trial']} call(s) per client "
-              f"JVM; sockets: {socket_text(results)}")
+    what = ("change in mean response time when XML-RPC replaces sockets, % of the sockets' "
+            "(seed 000's R-delta%; negative: XML-RPC faster)")
+    trials = f"{results['trials']} trials"
     out = []
     for g, (items, _, of_means, _) in group_deltas(size5_groups(results)).items():
         out.append(headline(
-            f"{what} of the {g} benchmarks' mean response time at size(V) = 5 "
-            f"({', '.join(b for b, _, _ in items)}; the mean over them of each one's mean "
-            f"over {trials}), OS timer / language timer",
+            f"{what}, {g} benchmarks at size(V) = 5 ({', '.join(b for b, _, _ in items)}; "
+            f"mean over them of each one's mean over {trials}), OS timer / language timer",
             f"{pct(of_means['os'])} OS, {pct(of_means['language'])} language"))
     if out:
         return out
@@ -520,8 +518,8 @@ def headlines(results) -> List[dict]:
                                                             c['xmlrpc'][t]['mean'])
                                            if c['sockets'][t]['mean'] else None)
                                        for t in TIMERS) for (b, size), c in both]
-    return [headline(f"{what} of each campaign's mean response time (BENCHMARK:size(V); mean "
-                     f"over {trials}), OS timer / language timer",
+    return [headline(f"{what}, per campaign (BENCHMARK:size(V); mean over {trials}), OS "
+                     "timer / language timer",
                      "; ".join(per) if per else
                      "unknown (no campaign ran with both sockets and XML-RPC)")]
 

@@ -10,6 +10,7 @@ OS boundary per multiplication from recordings of the manager and all its worker
 programming effort of each mechanism as lines of code counted by pygount.
 """
 import argparse
+import os
 import math
 import shlex
 from pathlib import Path
@@ -375,12 +376,15 @@ def lines_of_code(root: Path = ROOT) -> dict:
     """Lines of each source file of the workload, counted by pygount (code: lines with code,
     a line holding only a string literal included; comments: documentation lines; blank), per
     mechanism (its own files, workloads/java/matmul/README.md) and for the shared program."""
+    # pygount imports GitPython, which refuses to load on a machine without git (a fresh
+    # container, a source tarball) unless told to stay quiet; jvmos counts local files only
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
     try:
         from pygount import SourceAnalysis
         import pygount
-    except ImportError:
-        raise JvmosError("pygount is not installed (it counts the lines of code): "
-                         "pip install -e . in the project's virtualenv") from None
+    except ImportError as e:
+        raise JvmosError(f"pygount cannot be loaded ({str(e).splitlines()[0]}; it counts the "
+                         "lines of code): pip install -e . in the project's virtualenv") from None
     src = root / SOURCE_DIR
     present = sorted(p.name for p in src.glob("*.java")) if src.is_dir() else []
     assigned = set(SHARED_FILES) | {f for fs in MECHANISM_FILES.values() for f in fs}

@@ -747,20 +747,29 @@ def _alive(pid: int) -> bool:
     return st is not None and st[0] not in ("Z", "X")
 
 
-def load_platform(path: Path, cfg: Config) -> Optional[dict]:
+def load_platform(path: Path, cfg: Config, calibrate: bool = False,
+                  log=None) -> Optional[dict]:
     """The platform file, checked for what the agent needs: the compiled engine's probe costs
-    of the layers (the limit and the correction rest on them). The agent never calibrates on
-    its own (a calibration runs microbenchmarks on the host)."""
+    of the layers (the limit and the correction rest on them). What is missing is measured
+    first when calibrate is set (at the agent's start, as jvmos record does: about a minute of
+    microbenchmarks on the host, said in the log), else refused (--no-calibrate, and a
+    SIGHUP, which never pauses a running agent for that)."""
     from jvmos import calibrate as cal
     from jvmos import enginecost
     platform = cal.load(path)
     cal.validate_platform(platform)
     if enginecost.incomplete((platform or {}).get("engine_probes"), list(cfg.layers)):
-        if cfg.max_overhead_pct is not None:
+        if cfg.max_overhead_pct is None:
+            return platform
+        if not calibrate:
             raise JvmosError(f"{path} has no (or an incomplete) calibration of the compiled "
                              f"engine's probe costs for {','.join(cfg.layers)}: --max-overhead "
-                             "needs them (run 'jvmos calibrate --probes' once on this host, or "
-                             "give --max-overhead none)")
+                             "needs them (run 'jvmos calibrate --probes' once on this host, "
+                             "start the agent without --no-calibrate, or give --max-overhead "
+                             "none)")
+        platform = cal.ensure_calibrated(platform, path, [], list(cfg.layers), "count",
+                                         log or print)
+        cal.validate_platform(platform)
     return platform
 
 
@@ -816,7 +825,8 @@ def main(args, log: Callable[[str], None] = default_log) -> int:
     engine_mod.check_built(cfg.layers)
     ensure_tracefs()
     platform_file = cal.platform_path(cfg.platform)
-    platform = load_platform(platform_file, cfg)
+    platform = load_platform(platform_file, cfg,
+                             calibrate=not getattr(args, "no_calibrate", False), log=log)
     state_dir, own_dir = prepare_state_dir(getattr(args, "state_dir", None))
     try:
         agent = Agent(cfg, platform, platform_file, state_dir, log)

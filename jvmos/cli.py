@@ -865,6 +865,10 @@ def _verb_agent(sub) -> None:
                                        "(default ~/.local/share/jvmos/platform.json)")
     ag.add_argument("--state-dir", help="directory for the engines' plans and logs (default: "
                                         "a temporary one, removed at the end)")
+    ag.add_argument("--no-calibrate", action="store_true",
+                    help="refuse to start when the platform file lacks the probe costs of the "
+                         "layers, instead of measuring them first (about a minute of "
+                         "microbenchmarks on the host, as jvmos record does)")
     ag.set_defaults(func=cmd_agent)
 
 

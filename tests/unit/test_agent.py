@@ -527,3 +527,33 @@ def test_agent_overhead_render_writes_the_notes_again_and_refuses_other_files(tm
         agent_overhead.render(tmp_path)
     with pytest.raises(JvmosError, match="does not exist"):
         agent_overhead.render(tmp_path / "none")
+
+
+def test_an_agent_measures_the_probe_costs_it_lacks_before_it_starts(tmp_path, monkeypatch):
+    """Issue 32: a platform file without the engine's probe costs of the agent's layers is
+    calibrated at the agent's start, as jvmos record does (the layers in count mode, said in
+    the log), unless --no-calibrate, which refuses in one line; with --max-overhead none the
+    costs are not needed. The measuring itself is jvmos.calibrate.ensure_calibrated's, stood
+    in for here (tests/integration runs the real one)."""
+    from jvmos import calibrate as cal, enginecost
+    path = tmp_path / "platform.json"
+    cfg = agentconfig.Config(layers=["io", "threads"])
+    asked = []
+
+    def measured(platform, platform_file, jvms, layers, mode, log):
+        asked.append((platform_file, list(jvms), layers, mode))
+        log("measuring it once")
+        return {"engine_probes": {"measured": True}}
+    monkeypatch.setattr(cal, "ensure_calibrated", measured)
+    monkeypatch.setattr(cal, "validate_platform", lambda p: None)
+    monkeypatch.setattr(enginecost, "incomplete", lambda probes, layers: "measured" not in
+                        (probes or {}))
+    with pytest.raises(JvmosError, match="--no-calibrate"):
+        agent.load_platform(path, cfg, calibrate=False)
+    assert not asked
+    lines = []
+    got = agent.load_platform(path, cfg, calibrate=True, log=lines.append)
+    assert got == {"engine_probes": {"measured": True}}
+    assert asked == [(path, [], ["io", "threads"], "count")] and lines == ["measuring it once"]
+    none = agentconfig.Config(layers=["io"], max_overhead_pct=None)
+    assert agent.load_platform(path, none, calibrate=False) is None and len(asked) == 1

@@ -184,7 +184,7 @@ _LAYERS = [
           "bytes the kernel copied",
           "a uprobe per JNI copy in --mode count (≈0.8 µs a hit), an entry+return pair in "
           "--mode time (≈1.7 µs); an entry+return pair per libc I/O call in both modes (≈1.5 "
-          "µs; a syscall tracepoint pair at --scope host, ≈0.55 µs); a 2-core VM, 25 Nov: "
+          "µs; a syscall tracepoint pair at --scope host, ≈0.55 µs); on the 2-core reference VM: "
           "jvmos calibrate --probes measures yours",
           syscalls=tuple(IO_SYSCALLS),
           symbols={"@LIBJVM@": tuple(f"jni_{f}" for f in JNI_COPY_FUNCTIONS)

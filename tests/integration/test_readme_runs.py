@@ -38,6 +38,8 @@ NOT_RUN = {
     "jvmos run probe-effect": "minutes of paired runs (its unit tests, results/probe-effect)",
     "jvmos run jni-census --quick": "over a minute (test_experiments.py runs the census)",
     "jvmos calibrate --force": "measures everything again, minutes",
+    "jvmos calibrate --trials 3": "make demo's first calibration, about a minute and a half "
+                                  "(the test session calibrates with it: conftest.py)",
     "jvmos calibrate --probes": "minutes (test_calibrate.py)",
     "jvmos calibrate --constants --chunk 8192": "minutes (test_calibrate.py)",
     "jvmos calibrate --in-situ": "tens of minutes of servers (test_theta.py fits a small one)",

@@ -117,3 +117,12 @@ def test_no_function_is_longer_than_120_lines():
                 if end - i + 1 > 120:
                     long.append(f"{f.relative_to(ROOT)}:{i + 1} {line[5:40]} {end - i + 1}")
     assert not long, long
+
+
+def test_results_hold_data_only():
+    """Issue 32: results/ holds data; a procedure lives in jvmos/experiments or scripts/, where
+    it is tested. The only scripts allowed are the workload scripts a run recorded (a run's
+    workload/ folder, kept as the record of what ran)."""
+    code = [p.relative_to(ROOT) for p in (ROOT / "results").rglob("*")
+            if p.suffix in (".py", ".sh") and "workload" not in p.parent.name]
+    assert not code, code

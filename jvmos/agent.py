@@ -292,6 +292,8 @@ class Agent:
         self.lock = threading.Lock()
         self.watches: Dict[Tuple[int, int], Watch] = {}
         self.failed: Dict[Tuple[int, int], dict] = {}
+        # selected JVMs left unwatched by --max-jvms at the last scan
+        self.capped: Dict[Tuple[int, int], JvmProc] = {}
         self.engine_pids: set = set()
         self.discovery = Discovery(skip=self._own_pids, log=log)
         self.started_wall = time.time()
@@ -552,7 +554,8 @@ class Agent:
         n = self.failed.get(proc.key, {}).get("count", 0) + 1
         self.attach_failures += 1
         retry = math.inf if n >= RETRIES else time.monotonic() + RETRY_S * n
-        self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e)}
+        self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e),
+                                 "proc": proc, "what": what}
         self.log(f"{proc.describe()}: {what}: {error_text(e)}"
                  + (f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
                     if n < RETRIES else f" (gave up after {n} attempts)"))
@@ -582,11 +585,21 @@ class Agent:
                 # changed): a JVM again is `cur`, watched anew below
                 self.unwatch(w, "exec'd " + (" ".join(cur.cmdline)[:80] if cur else
                                              "a program that is not a HotSpot JVM"))
+        capped = {}
         for key, proc in jvms.items():
             if key not in self.watches and self.cfg.selects(proc) and self.stop_signal is None:
+                if self.cfg.max_jvms is not None and len(self.watches) >= self.cfg.max_jvms:
+                    capped[key] = proc
+                    continue
                 self.watch(proc)
-        for key in [k for k in self.failed if k not in jvms]:
-            del self.failed[key]
+        if capped.keys() - self.capped.keys():
+            self.log(f"--max-jvms {self.cfg.max_jvms} reached: not watched "
+                     + ", ".join(p.describe() for k, p in capped.items()
+                                 if k not in self.capped))
+        with self.lock:
+            self.capped = capped
+            for key in [k for k in self.failed if k not in jvms]:
+                del self.failed[key]
         self.scan_seconds = time.monotonic() - t0
 
     def step(self) -> float:
@@ -711,7 +724,16 @@ class Agent:
                     "lost_events": T.lost_events, "intervals": T.intervals,
                     "sheds": dict(T.sheds), "returns": dict(T.returns),
                     "engine_starts": T.engine_starts, "last": dict(w.last)})
+            unwatched = [{"labels": p.labels(), "proc": p, "reason": "max_jvms",
+                          "detail": f"--max-jvms {self.cfg.max_jvms} reached"}
+                         for p in self.capped.values()]
+            unwatched += [{"labels": f["proc"].labels(), "proc": f["proc"],
+                           "reason": "attach_failed" if f["what"] == "could not attach"
+                           else "watch_failed",
+                           "detail": f"{f['what']}: {f['why']} (attempt {f['count']})"}
+                          for f in self.failed.values() if "proc" in f]
             return {"start": self.started_wall, "cfg": self.cfg, "jvms": jvms,
+                    "unwatched": unwatched,
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
                     "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
                     "scan_seconds": self.scan_seconds}

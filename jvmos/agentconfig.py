@@ -21,7 +21,7 @@ DEFAULT_MAX_OVERHEAD_PCT = 2.0
 DEFAULT_BACKOFF_S = 60.0
 MATCH_KEYS = ("user", "main", "jar")
 CONFIG_KEYS = ("layers", "match", "max_overhead", "interval", "scan", "shed_backoff",
-               "listen", "platform")
+               "listen", "platform", "max_jvms")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -112,6 +112,19 @@ def _positive(name: str, value) -> float:
     return v
 
 
+def parse_max_jvms(value) -> Optional[int]:
+    """--max-jvms: a positive whole number, or None (no cap)."""
+    if value is None:
+        return None
+    try:
+        n = int(str(value))
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise JvmosError(f"--max-jvms {value!r}: give a positive whole number of JVMs")
+    return n
+
+
 @dataclass
 class Config:
     layers: Tuple[str, ...] = DEFAULT_LAYERS
@@ -123,6 +136,7 @@ class Config:
     listen: Tuple[str, int] = ("127.0.0.1", 9377)
     platform: Optional[str] = None
     config_file: Optional[Path] = None
+    max_jvms: Optional[int] = None       # None: every selected JVM is watched
 
     def selects(self, proc: "JvmProc") -> bool:
         return not self.match or any(m.matches(proc) for m in self.match)
@@ -133,7 +147,8 @@ class Config:
                    else "none")
                 + f", interval {self.interval_s:g} s, scan {self.scan_s:g} s, "
                 + ("every JVM" if not self.match else
-                   "JVMs matching " + " or ".join(repr(m.text) for m in self.match)))
+                   "JVMs matching " + " or ".join(repr(m.text) for m in self.match))
+                + (f", at most {self.max_jvms}" if self.max_jvms else ""))
 
 
 def read_config_file(path: Path) -> dict:
@@ -178,6 +193,7 @@ def build_config(args, file_data: Optional[dict] = None) -> Config:
         shed_backoff_s=_positive("shed-backoff", d.get("shed_backoff", DEFAULT_BACKOFF_S)),
         listen=parse_listen(d.get("listen", DEFAULT_LISTEN)),
         platform=d.get("platform"),
+        max_jvms=parse_max_jvms(d.get("max_jvms")),
         config_file=Path(args.config) if getattr(args, "config", None) else None)
     return cfg
 

@@ -10,6 +10,7 @@ on a probe-effect correction, counts are what the probes saw, a *_ratio names it
 Metric names follow `jvmos export --format openmetrics` (jvmos/export.py) where they mean the
 same: jvmos_category_calls_total and jvmos_category_bytes_total.
 """
+import json
 import socket
 import threading
 from socketserver import ThreadingMixIn
@@ -81,6 +82,16 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                                 "--max-overhead: the estimated probe effect a JVM may have, as "
                                 "a ratio of its CPU time (0.02 = 2%)",
                                 value=cfg.max_overhead_pct / 100.0)
+    unwatched = GaugeMetricFamily(
+        "jvmos_jvm_unwatched", "A JVM the agent selects but does not watch, and why: "
+        "max_jvms (--max-jvms reached), attach_failed (its engine could not attach: "
+        "permissions, a libjvm without the layers' symbols, a process that only looks like a "
+        "JVM; retried, then given up), watch_failed (an interval or its engine failed); the "
+        "value is 1, the detail is in /status", labels=list(JVM_LABELS) + ["user", "reason"])
+    for u in x.get("unwatched") or []:
+        unwatched.add_metric([u["labels"][k] for k in JVM_LABELS]
+                             + [u["proc"].user or str(u["proc"].uid), u["reason"]], 1)
+    yield unwatched
     if x["scan_seconds"] is not None:
         yield GaugeMetricFamily("jvmos_agent_scan_seconds", "Wall time of the last discovery "
                                 "scan of /proc (measured)", value=x["scan_seconds"],
@@ -221,18 +232,37 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def app_for(registry):
+def status(agent) -> dict:
+    """/status: what the agent watches and what it does not, with the reasons."""
+    x = agent.exposed()
+
+    def who(p) -> dict:
+        return {"pid": p.pid, "main_class": p.main_class, "jar": p.jar, "user": p.user,
+                "jdk_version": p.jdk_version}
+    return {"config": x["cfg"].describe(),
+            "watched": [dict(who(j["proc"]), layers_wanted=list(j["layers_wanted"]),
+                             layers_attached=list(j["layers_attached"]),
+                             shed={k: v["reason"] for k, v in j["shed"].items()})
+                        for j in x["jvms"]],
+            "unwatched": [dict(who(u["proc"]), reason=u["reason"], detail=u["detail"])
+                          for u in x["unwatched"]]}
+
+
+def app_for(registry, agent=None):
     metrics = make_wsgi_app(registry)
 
     def app(environ, start_response):
         path = environ.get("PATH_INFO") or "/"
         if path == "/metrics":
             return metrics(environ, start_response)
+        if path == "/status" and agent is not None:
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(status(agent), indent=1).encode() + b"\n"]
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-            return [b"jvmos agent: the metrics are at /metrics\n"]
+            return [b"jvmos agent: the metrics are at /metrics, what it watches at /status\n"]
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"not found: the metrics are at /metrics\n"]
+        return [b"not found: the metrics are at /metrics, what it watches at /status\n"]
     return app
 
 
@@ -250,7 +280,7 @@ def serve(listen: Tuple[str, int], agent) -> WSGIServer:
     address cannot be bound."""
     host, port = listen
     cls = _Server6 if ":" in host else _Server
-    server = make_server(host, port, app_for(registry_for(agent)), server_class=cls,
+    server = make_server(host, port, app_for(registry_for(agent), agent), server_class=cls,
                          handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, name="jvmos-agent-http",
                      daemon=True).start()

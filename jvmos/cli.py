@@ -865,6 +865,9 @@ def _verb_agent(sub) -> None:
                                        "(default ~/.local/share/jvmos/platform.json)")
     ag.add_argument("--state-dir", help="directory for the engines' plans and logs (default: "
                                         "a temporary one, removed at the end)")
+    ag.add_argument("--max-jvms", metavar="N",
+                    help="watch at most N JVMs; the others selected are listed, with the "
+                         "reason, in jvmos_jvm_unwatched and /status (default: no cap)")
     ag.add_argument("--no-calibrate", action="store_true",
                     help="refuse to start when the platform file lacks the probe costs of the "
                          "layers, instead of measuring them first (about a minute of "

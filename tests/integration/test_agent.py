@@ -194,6 +194,7 @@ def stop_jvm(p: subprocess.Popen):
     (["--listen", "9377"], "give HOST:PORT"),
     (["--interval", "-1"], "--interval -1.0: give a positive number of seconds"),
     (["--layers", "io,disk"], "unknown layer 'disk'"),
+    (["--max-jvms", "0"], "--max-jvms '0': give a positive whole number"),
     (["--config", "/nonexistent/agent.toml"], "--config /nonexistent/agent.toml"),
 ])
 def test_agent_bad_input_is_one_line(argv, needle):
@@ -280,6 +281,37 @@ def test_discovery_exit_and_sighup(platform_file, app, tmp_path):
             ag.wait_log(f"pid {j2.pid} (PacedWrites, JDK {info.labels['jdk_version']}, user "
                         "root): attached io,links")
         finally:
+            stop_jvm(j2)
+
+
+@needs_engine
+def test_max_jvms_leaves_the_rest_listed_with_the_reason(platform_file, app, tmp_path):
+    """--max-jvms 1 with two JVMs selected: one is watched, the other is listed in
+    jvmos_jvm_unwatched{reason="max_jvms"} and in /status, and is watched once the first is
+    gone."""
+    import json
+    with Agent(tmp_path, ["--match", app.match, "--interval", "1", "--scan", "1",
+                          "--max-jvms", "1"]) as ag:
+        ag.wait_up()
+        j1 = paced(app, tmp_path / "f1", seconds=8, size=512, writes=5, spin_us=2000)
+        ag.wait_for(lambda s: j1.pid in watched(s), 10, "the first JVM watched")
+        j2 = paced(app, tmp_path / "f2", seconds=30, size=512, writes=5, spin_us=2000)
+        try:
+            got = ag.wait_for(lambda s: value(s, "jvmos_jvm_unwatched", pid=j2.pid,
+                                              reason="max_jvms") == 1, 10,
+                              "the second JVM listed as unwatched")
+            assert watched(got) == {j1.pid}
+            with urllib.request.urlopen(f"http://127.0.0.1:{ag.port}/status", timeout=10) as r:
+                st = json.loads(r.read())
+            assert [w["pid"] for w in st["watched"]] == [j1.pid]
+            assert {u["pid"]: u["reason"] for u in st["unwatched"]} == {j2.pid: "max_jvms"}
+            assert j1.wait(timeout=60) == 0
+            ag.wait_for(lambda s: j2.pid in watched(s) and value(
+                s, "jvmos_jvm_unwatched", pid=j2.pid, reason="max_jvms") is None, 15,
+                "the second JVM watched once the first is gone")
+            ag.wait_log("--max-jvms 1 reached: not watched pid")
+        finally:
+            stop_jvm(j1)
             stop_jvm(j2)
 
 

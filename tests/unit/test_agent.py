@@ -557,3 +557,74 @@ def test_an_agent_measures_the_probe_costs_it_lacks_before_it_starts(tmp_path, m
     assert asked == [(path, [], ["io", "threads"], "count")] and lines == ["measuring it once"]
     none = agentconfig.Config(layers=["io"], max_overhead_pct=None)
     assert agent.load_platform(path, none, calibrate=False) is None and len(asked) == 1
+
+
+def test_max_jvms_caps_the_watches_and_every_unwatched_jvm_says_why(tmp_path, monkeypatch):
+    """Issue 33 (fleet limits): --max-jvms caps the JVMs watched; a selected JVM left out, or
+    one whose engine could not attach, is listed with its reason in jvmos_jvm_unwatched and
+    in /status, and leaves the list when it is watched or gone."""
+    import json as _json
+    a, said = make_agent(tmp_path, max_jvms=2)
+    jvms = {p.key: p for p in (proc(pid=1), proc(pid=2), proc(pid=3, main="com.example.Bad"),
+                               proc(pid=4))}
+    a.discovery = types.SimpleNamespace(scan=lambda: dict(jvms), forget=lambda pid: None)
+    monkeypatch.setattr(agent, "_alive", lambda pid: pid in {p.pid for p in jvms.values()})
+
+    def start(w, layers):
+        if w.proc.pid == 3:
+            raise JvmosError("libjvm.so of pid 3 has no symbol jni_GetByteArrayRegion")
+        w.eng, w.layers = types.SimpleNamespace(kill=lambda: None), layers
+    monkeypatch.setattr(a, "start_engine", start)
+    monkeypatch.setattr(a, "stop_engine", lambda w, account=True: None)
+    a.scan()
+    x = a.exposed()
+    assert sorted(j["proc"].pid for j in x["jvms"]) == [1, 2]
+    assert sorted((u["proc"].pid, u["reason"]) for u in x["unwatched"]) == \
+        [(3, "max_jvms"), (4, "max_jvms")]
+    assert any("--max-jvms 2 reached" in s for s in said)
+    # room for one more: pid 3 is tried and fails, pid 4 waits its turn
+    del jvms[next(k for k, p in jvms.items() if p.pid == 1)]
+    a.scan()
+    x = a.exposed()
+    why = {u["proc"].pid: (u["reason"], u["detail"]) for u in x["unwatched"]}
+    assert why[3][0] == "attach_failed" and "jni_GetByteArrayRegion" in why[3][1]
+    fams = {f.name: f for f in agentmetrics.agent_families(x, a.cfg, 0.0)}
+    samples = {(s.labels["pid"], s.labels["reason"]) for s in fams["jvmos_jvm_unwatched"].samples}
+    assert ("3", "attach_failed") in samples
+    app = agentmetrics.app_for(agentmetrics.registry_for(a), a)
+    got = []
+    body = b"".join(app({"PATH_INFO": "/status", "REQUEST_METHOD": "GET"},
+                        lambda status, headers: got.append(status)))
+    st = _json.loads(body)
+    assert got == ["200 OK"] and "at most 2" in st["config"]
+    assert {u["pid"]: u["reason"] for u in st["unwatched"]}[3] == "attach_failed"
+    assert sorted(w["pid"] for w in st["watched"]) == sorted(j["proc"].pid for j in x["jvms"])
+    # the cap's value is checked
+    with pytest.raises(JvmosError, match="--max-jvms"):
+        agentconfig.parse_max_jvms("0")
+
+
+def test_the_systemd_unit_verifies():
+    """deploy/jvmos-agent.service passes systemd-analyze verify, with its ExecStart's program
+    stood in by a file at its path's place (the unit names the installed /opt/jvmos path).
+    A systemd inside a container needs --privileged, which the reference machine refuses:
+    the unit is verified, not run, here."""
+    import shutil
+    import subprocess
+    import tempfile
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("no systemd-analyze on this machine")
+    root = Path(__file__).resolve().parents[2]
+    unit = (root / "deploy" / "jvmos-agent.service").read_text()
+    with tempfile.TemporaryDirectory() as d:
+        exe = Path(d) / "jvmos"
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+        (Path(d) / "jvmos-agent.service").write_text(
+            unit.replace("/opt/jvmos/.venv/bin/jvmos", str(exe)))
+        r = subprocess.run([tool, "verify", str(Path(d) / "jvmos-agent.service")],
+                           capture_output=True, text=True)
+    # systemd-analyze exits 0 on a line it ignores ("Failed to parse ..., ignoring"): any
+    # word from it is a defect of the unit
+    assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), r.stdout + r.stderr

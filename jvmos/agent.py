@@ -532,8 +532,9 @@ class Agent:
         except Exception as e:          # one JVM's failure never ends the agent
             self.fail_watch(w, e, "could not attach")
             return
-        self.failed.pop(proc.key, None)
-        with self.lock:
+        with self.lock:                 # the HTTP thread reads these (exposed)
+            self.failed.pop(proc.key, None)
+            self.capped.pop(proc.key, None)
             self.watches[proc.key] = w
 
     def fail_watch(self, w: Watch, e: Exception, what: str) -> None:
@@ -554,8 +555,9 @@ class Agent:
         n = self.failed.get(proc.key, {}).get("count", 0) + 1
         self.attach_failures += 1
         retry = math.inf if n >= RETRIES else time.monotonic() + RETRY_S * n
-        self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e),
-                                 "proc": proc, "what": what}
+        with self.lock:
+            self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e),
+                                     "proc": proc, "what": what}
         self.log(f"{proc.describe()}: {what}: {error_text(e)}"
                  + (f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
                     if n < RETRIES else f" (gave up after {n} attempts)"))
@@ -585,11 +587,16 @@ class Agent:
                 # changed): a JVM again is `cur`, watched anew below
                 self.unwatch(w, "exec'd " + (" ".join(cur.cmdline)[:80] if cur else
                                              "a program that is not a HotSpot JVM"))
+        cap = self.cfg.max_jvms
+        if cap is not None and len(self.watches) > cap:
+            # a SIGHUP lowered --max-jvms: the JVMs watched last go first
+            for w in sorted(self.watches.values(), key=lambda w: w.started_wall)[cap:]:
+                self.unwatch(w, f"--max-jvms lowered to {cap}")
         capped = {}
         for key, proc in jvms.items():
             if key not in self.watches and self.cfg.selects(proc) and self.stop_signal is None:
-                if self.cfg.max_jvms is not None and len(self.watches) >= self.cfg.max_jvms:
-                    capped[key] = proc
+                if cap is not None and len(self.watches) >= cap and key not in self.failed:
+                    capped[key] = proc           # a failed one stays listed as failed
                     continue
                 self.watch(proc)
         if capped.keys() - self.capped.keys():
@@ -598,7 +605,9 @@ class Agent:
                                  if k not in self.capped))
         with self.lock:
             self.capped = capped
-            for key in [k for k in self.failed if k not in jvms]:
+            # a failed JVM leaves the list once it is gone or no longer selected
+            for key in [k for k in self.failed if k not in jvms
+                        or not self.cfg.selects(jvms[k])]:
                 del self.failed[key]
         self.scan_seconds = time.monotonic() - t0
 

@@ -47,10 +47,11 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
     start = x["start"]
     info = InfoMetricFamily(
         "jvmos_agent", "The agent's configuration (labels); the value is 1",
-        labels=("version", "mode", "layers", "max_overhead", "match"))
+        labels=("version", "mode", "layers", "max_overhead", "match", "max_jvms"))
     info.add_metric([__version__, "count", ",".join(cfg.layers),
                      f"{cfg.max_overhead_pct:g}%" if cfg.max_overhead_pct else "none",
-                     " or ".join(m.text for m in cfg.match) or "every JVM"], {})
+                     " or ".join(m.text for m in cfg.match) or "every JVM",
+                     str(cfg.max_jvms) if cfg.max_jvms else "none"], {})
     yield info
     yield GaugeMetricFamily("jvmos_agent_start_time_seconds",
                             "When this agent started (Unix time); every counter of a JVM "
@@ -83,14 +84,15 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                                 "a ratio of its CPU time (0.02 = 2%)",
                                 value=cfg.max_overhead_pct / 100.0)
     unwatched = GaugeMetricFamily(
-        "jvmos_jvm_unwatched", "A JVM the agent selects but does not watch, and why: "
+        "jvmos_jvm_unwatched", "A JVM --match selects that the agent does not watch, and why: "
         "max_jvms (--max-jvms reached), attach_failed (its engine could not attach: "
         "permissions, a libjvm without the layers' symbols, a process that only looks like a "
-        "JVM; retried, then given up), watch_failed (an interval or its engine failed); the "
-        "value is 1, the detail is in /status", labels=list(JVM_LABELS) + ["user", "reason"])
+        "JVM; three attempts in all), watch_failed (an interval, its engine or a change of "
+        "its layers failed); the value is 1, the detail is in /status",
+        labels=list(JVM_LABELS) + ["user", "reason"])
     for u in x.get("unwatched") or []:
         unwatched.add_metric([u["labels"][k] for k in JVM_LABELS]
-                             + [u["proc"].user or str(u["proc"].uid), u["reason"]], 1)
+                             + [u["proc"].user or "", u["reason"]], 1)
     yield unwatched
     if x["scan_seconds"] is not None:
         yield GaugeMetricFamily("jvmos_agent_scan_seconds", "Wall time of the last discovery "

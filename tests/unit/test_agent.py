@@ -582,12 +582,15 @@ def test_max_jvms_caps_the_watches_and_every_unwatched_jvm_says_why(tmp_path, mo
     assert sorted((u["proc"].pid, u["reason"]) for u in x["unwatched"]) == \
         [(3, "max_jvms"), (4, "max_jvms")]
     assert any("--max-jvms 2 reached" in s for s in said)
-    # room for one more: pid 3 is tried and fails, pid 4 waits its turn
+    # room again once pid 1 is gone: pid 3 is tried and fails (listed as failed, once), and
+    # pid 4 takes the place; a watched JVM leaves the list
     del jvms[next(k for k, p in jvms.items() if p.pid == 1)]
     a.scan()
     x = a.exposed()
     why = {u["proc"].pid: (u["reason"], u["detail"]) for u in x["unwatched"]}
-    assert why[3][0] == "attach_failed" and "jni_GetByteArrayRegion" in why[3][1]
+    assert sorted(j["proc"].pid for j in x["jvms"]) == [2, 4]
+    assert list(why) == [3] and why[3][0] == "attach_failed" \
+        and "jni_GetByteArrayRegion" in why[3][1]
     fams = {f.name: f for f in agentmetrics.agent_families(x, a.cfg, 0.0)}
     samples = {(s.labels["pid"], s.labels["reason"]) for s in fams["jvmos_jvm_unwatched"].samples}
     assert ("3", "attach_failed") in samples
@@ -599,6 +602,14 @@ def test_max_jvms_caps_the_watches_and_every_unwatched_jvm_says_why(tmp_path, mo
     assert got == ["200 OK"] and "at most 2" in st["config"]
     assert {u["pid"]: u["reason"] for u in st["unwatched"]}[3] == "attach_failed"
     assert sorted(w["pid"] for w in st["watched"]) == sorted(j["proc"].pid for j in x["jvms"])
+    # a SIGHUP lowers the cap: the JVM watched last goes; a failed JVM --match no longer
+    # selects leaves the list
+    a.watches[next(k for k, p in jvms.items() if p.pid == 4)].started_wall += 10
+    a.cfg = agentconfig.Config(max_jvms=1, match=(agentconfig.parse_match("main=com.example.Main"),))
+    a.scan()
+    x = a.exposed()
+    assert [j["proc"].pid for j in x["jvms"]] == [2]
+    assert {u["proc"].pid: u["reason"] for u in x["unwatched"]} == {4: "max_jvms"}
     # the cap's value is checked
     with pytest.raises(JvmosError, match="--max-jvms"):
         agentconfig.parse_max_jvms("0")

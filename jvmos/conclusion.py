@@ -91,6 +91,10 @@ def engine_reasons(run: Run) -> List[tuple]:
     return out
 
 
+def _first_three(names: List[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) -> tuple:
     """The compiled engine's calibrated probe costs (jvmos calibrate --probes), and the
     warnings that go with them: none calibrated, or probes placed on an instruction class
@@ -122,19 +126,17 @@ def engine_probe_costs(platform: Optional[dict], layers, ready_sites, raw=None) 
                    if v and len(k) == 3 and k[2].startswith("usdt:")})
     if usdt:
         warnings.append(f"{len(usdt)} probe(s) that fired were HotSpot USDT probes (a libjvm "
-                        f"without those symbols: {', '.join(usdt[:3])}"
-                        + (f" and {len(usdt) - 3} more" if len(usdt) > 3 else "")
-                        + "): they are charged and corrected at the symbol uprobes' calibrated "
-                          "costs, which were not measured on a USDT site")
+                        f"without those symbols: {_first_three(usdt)}): they are charged and "
+                        "corrected at the symbol uprobes' calibrated costs, which were not "
+                        "measured on a USDT site")
     other = sorted({f"{s['symbol']} ({s.get('insn')})" for s in ready_sites or []
                     if s.get("class") not in calibrated
                     and (hit is None or f"{s['path']}:{s['symbol']}" in hit)})
     if other:
         warnings.append(f"{len(other)} probe(s) sit on an instruction class the engine's "
-                        f"calibration did not measure ({', '.join(other[:3])}"
-                        + (f" and {len(other) - 3} more" if len(other) > 3 else "")
-                        + "): their hits are charged and corrected at the calibrated "
-                          "(emulated) cost, an underestimate if they are single-stepped")
+                        f"calibration did not measure ({_first_three(other)}): their hits are "
+                        "charged and corrected at the calibrated (emulated) cost, an "
+                        "underestimate if they are single-stepped")
     return probes, warnings
 
 

@@ -419,6 +419,9 @@ def records(maps: dict, name: str) -> List[Dict[str, int]]:
     return out
 
 
+LOST_NAMES = {v: k for k, v in LOST_IDS.items()}
+
+
 def decode(maps: dict, plan: Plan) -> Records:
     """The engine's maps event as the analyzers' Records: each sum named after what it counts
     and keyed by its record's fields, ids turned into names by the catalogue and the plan. An
@@ -446,9 +449,8 @@ def decode(maps: dict, plan: Plan) -> Records:
         rec.errors.append(f"the engine could not read a map: {maps['error']}")
     rec.final = bool(maps.get("final"))
     rec.prog_stats = maps.get("prog_stats") or {}
-    lost_names = {v: k for k, v in LOST_IDS.items()}
     for idx, n in (maps.get("lost") or {}).items():
-        name = lost_names.get(int(idx), f"lost kind {idx}")
+        name = LOST_NAMES.get(int(idx), f"lost kind {idx}")
         lost[name] = lost.get(name, 0) + int(n)
     # runs the kernel skipped (another BPF program was running on that CPU): events lost
     misses = maps.get("recursion_misses") or {}
@@ -504,15 +506,14 @@ def _decode_counts(rec: Records, maps: dict, cat: "Catalogue") -> Dict[str, int]
     """The counts rows: missed events, probe hits, calibration runs and each layer's own sums
     (its WHATS: a name and the key its sub and x make); returns the events lost by reason."""
     lost: Dict[str, int] = {}
-    lost_names = {v: k for k, v in LOST_IDS.items()}
     for r in records(maps, "counts"):
         tgid, what, sub, v, x = str(r["tgid"]), r["what"], r["sub"], r["value"], r["x"]
         if what == WHAT_IDS["missed"] and sub in cat.missed:
             _put(rec, "missed", (tgid, cat.missed[sub]), v)
         elif what == WHAT_IDS["hits"] and sub in cat.hits:
             _put(rec, "hits", (tgid, cat.hits[sub]), v)
-        elif what == WHAT_IDS["lost"] and sub in lost_names:
-            lost[lost_names[sub]] = lost.get(lost_names[sub], 0) + v
+        elif what == WHAT_IDS["lost"] and sub in LOST_NAMES:
+            lost[LOST_NAMES[sub]] = lost.get(LOST_NAMES[sub], 0) + v
         elif what == WHAT_IDS["calib"]:
             _put(rec, "calib", (tgid, str(sub)), v)      # calibration runs only (calib.bpf.c)
         elif what in cat.whats:

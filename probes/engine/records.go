@@ -110,18 +110,20 @@ func procEvent(raw []byte) (commonJvmosProcEvent, error) {
 	return ev, err
 }
 
+// recordTypes: each record of probes/jvmos.h and its generated Go type.
+var recordTypes = map[string]reflect.Type{
+	"jvmos_stat_key": reflect.TypeFor[commonJvmosStatKey](), "jvmos_stat_val": reflect.TypeFor[commonJvmosStatVal](),
+	"jvmos_count_key": reflect.TypeFor[commonJvmosCountKey](), "jvmos_control": reflect.TypeFor[commonJvmosControl](),
+	"jvmos_proc": reflect.TypeFor[commonJvmosProc](), "jvmos_proc_event": reflect.TypeFor[commonJvmosProcEvent](),
+}
+
 // sameRecords: an object of the plan declares the records as the engine's generated types
 // have them (a developer's modified object, JVMOS_ENGINE_OBJECTS, may not): every field of
 // every record type at the same offset and size. The common object must declare them all; a
 // layer's object, which includes the same header, is checked for those its BTF holds.
 // Returns what differs, or "".
 func sameRecords(spec *btf.Spec, all bool) string {
-	types := map[string]reflect.Type{
-		"jvmos_stat_key": reflect.TypeFor[commonJvmosStatKey](), "jvmos_stat_val": reflect.TypeFor[commonJvmosStatVal](),
-		"jvmos_count_key": reflect.TypeFor[commonJvmosCountKey](), "jvmos_control": reflect.TypeFor[commonJvmosControl](),
-		"jvmos_proc": reflect.TypeFor[commonJvmosProc](), "jvmos_proc_event": reflect.TypeFor[commonJvmosProcEvent](),
-	}
-	for name, gt := range types {
+	for name, gt := range recordTypes {
 		var st *btf.Struct
 		if err := spec.TypeByName(name, &st); err != nil {
 			if !all && errors.Is(err, btf.ErrNotFound) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -24,12 +23,7 @@ func TestRecordsFollowTheHeader(t *testing.T) {
 			header[m[1]] = append(header[m[1]], f[1])
 		}
 	}
-	generated := map[string]reflect.Type{
-		"jvmos_stat_key": reflect.TypeFor[commonJvmosStatKey](), "jvmos_stat_val": reflect.TypeFor[commonJvmosStatVal](),
-		"jvmos_count_key": reflect.TypeFor[commonJvmosCountKey](), "jvmos_control": reflect.TypeFor[commonJvmosControl](),
-		"jvmos_proc": reflect.TypeFor[commonJvmosProc](), "jvmos_proc_event": reflect.TypeFor[commonJvmosProcEvent](),
-	}
-	for name, gt := range generated {
+	for name, gt := range recordTypes {
 		var all []string
 		for i := 0; i < gt.NumField(); i++ {
 			if gt.Field(i).IsExported() {

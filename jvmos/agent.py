@@ -48,13 +48,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from jvmos import JvmosError, __version__
 from jvmos import cputime
+from jvmos import dutycycle as dc
 from jvmos.agentconfig import Config, load_config
 from jvmos.catalogue import GUARANTEED
 from jvmos.discovery import Discovery, JvmProc, error_text, proc_stat
@@ -134,6 +135,14 @@ class Totals:
     sheds: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
     returns: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
     engine_starts: int = 0
+    # duty cycling: each layer's on-time and the wall time of the intervals it was measured
+    # over (coverage = on / period), the windows opened, and the counts extrapolated from
+    # the windows (a category of a windowed layer: its count / its layer's coverage)
+    on_ns: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    period_ns: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    windows: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    calls_est: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    bytes_est: Dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 class Watch:
@@ -142,6 +151,23 @@ class Watch:
 
     def __init__(self, proc: JvmProc, layers: Sequence[str]):
         self.proc = proc
+        # duty cycling (jvmos/dutycycle.py): each windowed layer's window for this period
+        # (s; None before it was sized), whether its probes are on, the on/off commands due
+        # in this period [(monotonic, "on"|"off", layer)], the last interval's on-time and
+        # coverage per layer, and per category its last windows (count, on-time) and rate
+        self.window: Dict[str, Optional[float]] = {}
+        self.on: Dict[str, bool] = {}
+        self.last_off: Dict[str, float] = {}     # when each layer's last window closed
+        # how much longer a layer's probes were on than its window asked for (the engine
+        # opens and closes them in 10-100 ms, the window's end is in the middle of the
+        # closing): the next window is asked that much shorter
+        self.overshoot: Dict[str, float] = {}
+        self.events: List[Tuple[float, str, str]] = []
+        self.last_on_s: Dict[str, float] = {}
+        self.coverage: Dict[str, float] = {}
+        self.edge_s: Dict[str, float] = {}
+        self.history: Dict[str, deque] = {}
+        self.rates: Dict[str, dict] = {}
         self.wanted: Tuple[str, ...] = tuple(layers)
         self.started_wall = time.time()
         self.eng = None
@@ -165,13 +191,17 @@ class Watch:
         self.exec_seen: Optional[str] = None
 
     def attached_layers(self) -> Tuple[str, ...]:
-        return tuple(layer for layer in self.wanted if layer not in self.shed)
+        """The layers its engine has: a windowed layer that is shed keeps its place in the
+        engine (its links are closed, not its programs)."""
+        return tuple(layer for layer in self.wanted
+                     if layer not in self.shed or layer in dc.WINDOWED_LAYERS)
 
 
 # --------------------------------------------------------------------------- an interval
 
 def snapshot_view(summary: dict, pid: str, cpu_ns: Optional[int], t_s: float,
-                  lost: int) -> dict:
+                  lost: int, windows: Optional[list] = None,
+                  ktime_ns: Optional[int] = None) -> dict:
     """What an interval is measured from in one snapshot of one JVM's engine: its process's
     categories (a child it forked may be counted by the tracepoint layers under its own
     pid: left out), its probe hits by kind, its CPU time, when, the engine's lost events."""
@@ -179,7 +209,12 @@ def snapshot_view(summary: dict, pid: str, cpu_ns: Optional[int], t_s: float,
             or {},
             "hits": dict(((summary.get("totals") or {}).get("probe_hits_by_pid") or {})
                          .get(pid) or {}),
-            "cpu_ns": cpu_ns, "t": t_s, "lost": lost}
+            "cpu_ns": cpu_ns, "t": t_s, "lost": lost, "ktime_ns": ktime_ns,
+            # each layer's on-time and edge time so far (the engine's windows, this pid)
+            "on_ns": {x["object"]: x["on_ns"] for x in windows or []
+                      if str(x.get("pid")) == pid},
+            "edge_ns": {x["object"]: x.get("edge_ns", 0) for x in windows or []
+                        if str(x.get("pid")) == pid}}
 
 
 def interval_figures(prev: dict, cur: dict, probes: Optional[dict]) -> dict:
@@ -210,7 +245,16 @@ def interval_figures(prev: dict, cur: dict, probes: Optional[dict]) -> dict:
             "probe_complete": est.get("probe_overhead_ns") is not None,
             "probe_by_layer_ns": dict(by_layer),
             "lost": max(0, cur["lost"] - prev["lost"]),
-            "interval_s": cur["t"] - prev["t"]}
+            "interval_s": cur["t"] - prev["t"],
+            # the interval on the engine's clock, the one its on-times are measured with
+            "clock_s": ((cur["ktime_ns"] - prev["ktime_ns"]) / 1e9
+                        if cur.get("ktime_ns") and prev.get("ktime_ns")
+                        else cur["t"] - prev["t"]),
+            # each layer's on-time in the interval (s), measured by the engine
+            "on_s": {layer: max(0, ns - (prev.get("on_ns") or {}).get(layer, 0)) / 1e9
+                     for layer, ns in (cur.get("on_ns") or {}).items()},
+            "edge_s": {layer: max(0, ns - (prev.get("edge_ns") or {}).get(layer, 0)) / 1e9
+                       for layer, ns in (cur.get("edge_ns") or {}).items()}}
 
 
 def add_interval(T: "Totals", f: dict) -> dict:
@@ -219,11 +263,21 @@ def add_interval(T: "Totals", f: dict) -> dict:
     categories' times are known (else its unknown-interval count grows): a counter never
     mixes known sums with partial ones."""
     T.intervals += 1
+    span = f.get("clock_s") or f["interval_s"]
+    on_s = f.get("on_s") or {}
+    for layer, s in on_s.items():
+        T.on_ns[layer] += s * 1e9
+        T.period_ns[layer] += span * 1e9
     for name, c in f["categories"].items():
+        cov = coverage_of(name, on_s, span)
         if (c.get("calls") or 0) > 0:
             T.calls[name] += int(c["calls"])
+            if cov:
+                T.calls_est[name] += c["calls"] / cov
         if (c.get("bytes") or 0) > 0:
             T.bytes[name] += int(c["bytes"])
+            if cov:
+                T.bytes_est[name] += c["bytes"] / cov
         if c.get("time_ns") is not None and c["time_ns"] > 0:
             T.time_ns[(name, c.get("method") or "unknown")] += float(c["time_ns"])
         if c.get("floored"):
@@ -244,9 +298,29 @@ def add_interval(T: "Totals", f: dict) -> dict:
         T.probe_unknown_intervals += 1
     T.lost_events += f["lost"]
     g = f["guaranteed_ns"]
+    if g is not None:
+        # a windowed resource's part extrapolated to the whole interval (io: its layer's
+        # coverage); a resource never on in it leaves the ratio unknown
+        g = 0.0
+        for res, ns in f["guaranteed_by_resource"].items():
+            cov = coverage_of(GUARANTEED[res][0], on_s, span) if res in GUARANTEED else 1.0
+            if not cov:
+                g = None
+                break
+            g += ns / cov
     return {"guaranteed_ratio": g / cpu if g is not None and cpu and cpu > 0 else None,
             "probe_ratio": f["probe_ns"] / cpu if cpu and cpu > 0 else None,
             "probe_complete": f["probe_complete"], "interval_s": f["interval_s"]}
+
+
+def coverage_of(category: str, on_s: Dict[str, float], span_s: float) -> Optional[float]:
+    """The share of the interval a category was counted in: its windowed layer's on-time /
+    the interval (1 for a category of a layer that is not windowed, or when the engine did
+    not say: an older engine has no windows; 0 for a layer off all the interval)."""
+    layer = dc.layer_of(category)
+    if layer is None or layer not in on_s or not span_s or span_s <= 0:
+        return 1.0
+    return min(1.0, on_s[layer] / span_s)
 
 
 def choose_sheds(by_layer: Dict[str, float], cpu_ns: float, attached: Sequence[str],
@@ -367,7 +441,10 @@ class Agent:
         self._account(w, first, cputime.cpu_or_none(pid), baseline=True)
         # the first interval of an engine is short: a layer over the limit is shed after
         # FIRST_INTERVAL_S, not after a whole --interval of its cost
-        w.next_tick = time.monotonic() + min(self.cfg.interval_s, FIRST_INTERVAL_S)
+        now = time.monotonic()
+        w.next_tick = now + min(self.cfg.interval_s, FIRST_INTERVAL_S)
+        w.on = {layer: True for layer in layers}
+        self.first_windows(w, now)
         stepped = sorted({s["symbol"] for s in w.sites if s.get("class") == "single-stepped"})
         self.log(f"{w.proc.describe()}: attached {','.join(layers)} ({ev.get('uprobes', 0)} "
                  f"uprobes, {ev.get('tracepoints', 0)} tracepoints) in "
@@ -420,7 +497,8 @@ class Agent:
             w.warned = True
             for msg in summary["warnings"][:5]:
                 self.log(f"{w.proc.describe()}: note: {msg}")
-        cur = snapshot_view(summary, pid, cpu_ns, t - w.engine_t0, raw.lost_events or 0)
+        cur = snapshot_view(summary, pid, cpu_ns, t - w.engine_t0, raw.lost_events or 0,
+                            maps.get("windows"), maps.get("ktime_ns"))
         exec_name = raw.keyed("exec").get((pid,))
         if exec_name is not None:
             w.exec_seen = exec_name or "?"
@@ -428,10 +506,22 @@ class Agent:
         if baseline or prev is None:
             return
         f = interval_figures(prev, cur, self.probes)
+        rates = self.window_rates(w, f)
         with self.lock:
             w.last = add_interval(w.totals, f)
             w.last_by_layer = dict(f["probe_by_layer_ns"])
             w.last_cpu = f["cpu_ns"]
+            for layer in self.cycled(w):
+                asked = w.window.get(layer)
+                got = f["on_s"].get(layer)
+                if asked and got and asked < f["interval_s"] - dc.END_MARGIN_S:
+                    w.overshoot[layer] = min(max(got - asked, 0.0), asked / 2)
+            w.last_on_s = dict(f["on_s"])
+            w.edge_s = dict(f["edge_s"])
+            span = f["clock_s"]
+            w.coverage = {layer: min(1.0, s / span) if span > 0 else 0.0
+                          for layer, s in f["on_s"].items()}
+            w.rates = rates
 
     def tick(self, w: Watch) -> None:
         """w's interval: a snapshot, its figures, the exec check, the cost limit."""
@@ -451,6 +541,8 @@ class Agent:
         if w.exec_seen is not None:
             return
         self.judge(w)
+        if w.eng is not None:
+            self.plan_period(w)
 
     def judge(self, w: Watch) -> None:
         """The cost limit on w's last interval: shed layers when the probe effect passed it."""
@@ -458,8 +550,11 @@ class Agent:
         cpu, by_layer = w.last_cpu, w.last_by_layer
         if limit is None or not cpu or cpu < MIN_JUDGED_CPU_NS:
             return
+        # the windowed layers are sized by plan_period: here the rest (their cost is left out
+        # of this judgement, and given its own budget there)
+        by_layer = {k: v for k, v in by_layer.items() if k not in dc.WINDOWED_LAYERS}
         total = sum(by_layer.values())
-        drop, remaining = choose_sheds(by_layer, cpu, w.layers, limit)
+        drop, remaining = choose_sheds(by_layer, cpu, dc.unwindowed(w.layers), limit)
         if not drop:
             return        # under the limit, or what is over it is the common probes: kept
         now = time.monotonic()
@@ -498,9 +593,11 @@ class Agent:
             with self.lock:
                 del w.shed[layer]
                 w.totals.returns[layer] += 1
+            w.window.pop(layer, None)      # measured again from a first window
         self.log(f"{w.proc.describe()}: putting back {', '.join(due)} after the back-off; the "
                  "next interval says whether the rate fell")
-        self.reconfigure(w)
+        if dc.unwindowed(due):
+            self.reconfigure(w)
 
     def reconfigure(self, w: Watch) -> None:
         """w's engine replaced by one with the layers now wanted and not shed (none: no
@@ -520,6 +617,118 @@ class Agent:
                      "comes back")
             return
         self.start_engine(w, layers)
+
+    # ---- duty cycling (jvmos/dutycycle.py)
+    def cycled(self, w: Watch) -> List[str]:
+        """w's layers whose probes go on and off in windows: the windowed layers its engine
+        has, when there is a limit to keep."""
+        if self.cfg.max_overhead_pct is None:
+            return []
+        return dc.windowed(w.layers)
+
+    def first_windows(self, w: Watch, now: float) -> None:
+        """An engine just attached (every layer on): the first period (FIRST_INTERVAL_S)
+        gives each cycled layer its known window, or a first one, from now on; a shed one is
+        turned off at once."""
+        w.events = []
+        first = min(self.cfg.interval_s, FIRST_INTERVAL_S)
+        for layer in self.cycled(w):
+            if layer in w.shed:
+                w.events.append((now, "off", layer))
+                continue
+            size = min(w.window.get(layer) or dc.FIRST_WINDOW_S, first)
+            if size < first - dc.END_MARGIN_S:
+                w.events.append((now + size, "off", layer))
+        w.events.sort()
+
+    def plan_period(self, w: Watch) -> None:
+        """The windows of w's next period (--interval): each cycled layer's size from the
+        last interval's probe cost per second of on-time, the JVM's CPU and the limit
+        (dc.size_windows), placed at random in the period; a layer that even the shortest
+        window would take over the limit is shed (with a back-off, as a layer that is not
+        windowed is)."""
+        layers = [layer for layer in self.cycled(w) if layer not in w.shed]
+        now = time.monotonic()
+        P = self.cfg.interval_s
+        w.events = [(now, "off", layer) for layer in self.cycled(w)
+                    if layer in w.shed and w.on.get(layer)]
+        if not layers:
+            return
+        span = w.last.get("interval_s")
+        if not span or w.last_cpu is None or w.last_cpu < MIN_JUDGED_CPU_NS:
+            # nothing to judge by (an idle JVM): the windows stay as they were
+            sizes = {layer: w.window.get(layer) or dc.FIRST_WINDOW_S for layer in layers}
+        else:
+            cost = {layer: (w.last_by_layer.get(layer, 0.0) / w.last_on_s[layer]
+                            if w.last_on_s.get(layer) else None) for layer in layers}
+            fixed = sum(ns for layer, ns in w.last_by_layer.items()
+                        if layer not in layers) / span
+            sizes = dc.size_windows(cost, w.last_cpu / span, fixed,
+                                    self.cfg.max_overhead_pct, P, w.window)
+            for layer, size in sizes.items():
+                if size is None:
+                    self.shed_windowed(w, layer, cost[layer], w.last_cpu / span, now)
+                    w.events.append((now, "off", layer))
+        for layer, size in sizes.items():
+            if size is None:
+                continue
+            w.window[layer] = size
+            if size >= P - dc.END_MARGIN_S:
+                w.events.append((now, "on", layer))
+                continue
+            t = dc.window_start(now, P, size, w.last_off.get(layer))
+            if t > now:
+                w.events.append((now, "off", layer))
+            w.events += [(t, "on", layer), (t + size - w.overshoot.get(layer, 0.0), "off", layer)]
+        w.events.sort()
+
+    def shed_windowed(self, w: Watch, layer: str, cost_per_on_s: float, cpu_per_s: float,
+                      now: float) -> None:
+        backoff = next_backoff(w.backoff.get(layer), self.returned_recently(w, layer, now),
+                               self.cfg.shed_backoff_s)
+        w.backoff[layer] = backoff
+        share = 100.0 * cost_per_on_s * dc.MIN_WINDOW_S / (cpu_per_s * self.cfg.interval_s)
+        reason = (f"even a {dc.MIN_WINDOW_S:g} s window of {layer} in every "
+                  f"{self.cfg.interval_s:g} s would cost {share:.2f}% of the JVM's CPU "
+                  f"(its probes {100.0 * cost_per_on_s / cpu_per_s:.1f}% while on) > "
+                  f"--max-overhead {self.cfg.max_overhead_pct:g}%")
+        with self.lock:
+            w.shed[layer] = Shed(since=now, until=now + backoff, backoff_s=backoff,
+                                 reason=reason)
+            w.totals.sheds[layer] += 1
+        w.window.pop(layer, None)
+        self.log(f"{w.proc.describe()}: {reason}: shed {layer} (back in {backoff:g} s)")
+
+    def run_windows(self, w: Watch) -> None:
+        """The on/off commands of w's period that are due."""
+        now = time.monotonic()
+        while w.events and w.events[0][0] <= now and w.eng is not None:
+            _, verb, layer = w.events.pop(0)
+            if w.on.get(layer, False) == (verb == "on"):
+                continue
+            w.eng.window(verb, w.proc.pid, [layer])
+            w.on[layer] = verb == "on"
+            if verb == "off":
+                w.last_off[layer] = time.monotonic()
+            if verb == "on":
+                with self.lock:
+                    w.totals.windows[layer] += 1
+
+    def window_rates(self, w: Watch, f: dict) -> Dict[str, dict]:
+        """Each windowed category's rate over its last dc.HISTORY windows, with its interval
+        (dc.rate_interval), after this interval's (count, on-time) is added."""
+        out = {}
+        for cat, layer in dc.CATEGORY_LAYER.items():
+            on = f["on_s"].get(layer)
+            if layer not in w.layers or not on:
+                continue
+            c = f["categories"].get(cat) or {}
+            h = w.history.setdefault(cat, deque(maxlen=dc.HISTORY))
+            h.append((float(c.get("calls") or 0), on))
+            r = dc.rate_interval(list(h))
+            if r is not None:
+                out[cat] = r
+        return out
 
     # ---- the JVMs
     def watch(self, proc: JvmProc) -> None:
@@ -625,6 +834,7 @@ class Agent:
             try:
                 if w.shed:
                     self.restore_due(w)
+                self.run_windows(w)
                 if time.monotonic() >= w.next_tick:
                     self.tick(w)
             except Exception as e:      # one JVM's failure never ends the agent
@@ -635,6 +845,7 @@ class Agent:
                 self.discovery.forget(w.proc.pid)
                 self._next_scan = time.monotonic()
         due = [self._next_scan] + [w.next_tick for w in self.watches.values()]
+        due += [w.events[0][0] for w in self.watches.values() if w.events]
         due += [s.until for w in self.watches.values() for s in w.shed.values()]
         return min(due)
 
@@ -732,7 +943,13 @@ class Agent:
                     "probe_unknown_intervals": T.probe_unknown_intervals,
                     "lost_events": T.lost_events, "intervals": T.intervals,
                     "sheds": dict(T.sheds), "returns": dict(T.returns),
-                    "engine_starts": T.engine_starts, "last": dict(w.last)})
+                    "engine_starts": T.engine_starts, "last": dict(w.last),
+                    "cycled": self.cycled(w) if w.eng else [],
+                    "coverage": dict(w.coverage), "window_s": dict(w.window),
+                    "on_ns": dict(T.on_ns), "period_ns": dict(T.period_ns),
+                    "windows": dict(T.windows), "calls_est": dict(T.calls_est),
+                    "bytes_est": dict(T.bytes_est), "rates": dict(w.rates),
+                    "edge_s": dict(w.edge_s)})
             unwatched = [{"labels": p.labels(), "proc": p, "reason": "max_jvms",
                           "detail": f"--max-jvms {self.cfg.max_jvms} reached"}
                          for p in self.capped.values()]

@@ -102,7 +102,16 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
 
 def jvm_families(jvms: list) -> Iterable:
     L = list(JVM_LABELS)
-    fam = {
+    fam = dict(_count_families(L), **_window_families(L))
+    for j in jvms:
+        lv = [j["labels"][k] for k in JVM_LABELS]
+        _add_counts(fam, j, lv)
+        _add_windows(fam, j, lv)
+    yield from fam.values()
+
+
+def _count_families(L: list) -> dict:
+    return {
         "info": InfoMetricFamily(
             "jvmos_jvm", "A JVM the agent watches: its user, jar, JDK home, the process's "
                          "start time and the layers asked for; the value is 1",
@@ -177,41 +186,106 @@ def jvm_families(jvms: list) -> Iterable:
             "jvmos_jvm_intervals", "Intervals (snapshot differences) added to the counters",
             labels=L),
     }
-    for j in jvms:
-        p = j["proc"]
-        lv = [j["labels"][k] for k in JVM_LABELS]
-        c = j["start"]
-        fam["info"].add_metric(lv + [p.user or "", p.jar or "", p.home_seen,
-                                     f"{p.start_time:.2f}", ",".join(j["layers_wanted"])], {})
-        fam["watch_start"].add_metric(lv, c)
-        fam["cpu"].add_metric(lv, j["cpu_ns"] / NS, created=c)
-        for cat, n in sorted(j["calls"].items()):
-            fam["calls"].add_metric(lv + [cat], n, created=c)
-        for cat, n in sorted(j["bytes"].items()):
-            fam["bytes"].add_metric(lv + [cat], n, created=c)
-        for (cat, method), ns in sorted(j["time_ns"].items()):
-            fam["time"].add_metric(lv + [cat, method], ns / NS, created=c)
-        for cat, n in sorted(j["floored"].items()):
-            fam["floored"].add_metric(lv + [cat], n, created=c)
-        for res, ns in sorted(j["guaranteed_ns"].items()):
-            fam["guaranteed"].add_metric(lv + [res], ns / NS, created=c)
-        for res, n in sorted(j["guaranteed_unknown"].items()):
-            fam["g_unknown"].add_metric(lv + [res], n, created=c)
-        last = j["last"]
-        if last.get("guaranteed_ratio") is not None:
-            fam["g_ratio"].add_metric(lv, last["guaranteed_ratio"])
-        for layer, ns in sorted(j["probe_by_layer_ns"].items()):
-            fam["probe"].add_metric(lv + [layer], ns / NS, created=c)
-        fam["p_unknown"].add_metric(lv, j["probe_unknown_intervals"], created=c)
-        if last.get("probe_ratio") is not None:
-            fam["p_ratio"].add_metric(lv, last["probe_ratio"])
-        for layer in j["layers_wanted"]:
-            fam["shed"].add_metric(lv + [layer], 1 if layer in j["shed"] else 0)
-            fam["sheds"].add_metric(lv + [layer], j["sheds"].get(layer, 0), created=c)
-            fam["returns"].add_metric(lv + [layer], j["returns"].get(layer, 0), created=c)
-        fam["lost"].add_metric(lv, j["lost_events"], created=c)
-        fam["intervals"].add_metric(lv, j["intervals"], created=c)
-    yield from fam.values()
+
+
+def _window_families(L: list) -> dict:
+    """Duty cycling's series (jvmos/dutycycle.py): coverage, windows, extrapolations."""
+    return {
+        "coverage": GaugeMetricFamily(
+            "jvmos_coverage_ratio", "The share of the last interval the layer's probes were "
+            "on (their on-time, measured by the engine, / the interval): 1 for a layer on all "
+            "the time, under 1 for a layer counted in windows (duty cycling), 0 for one shed; "
+            "its counts (jvmos_category_calls_total) are exact for that share only",
+            labels=L + ["layer"]),
+        "window": GaugeMetricFamily(
+            "jvmos_window_seconds", "The window of the current interval of a layer counted in "
+            "windows (duty cycling): how long its probes are on in each --interval",
+            labels=L + ["layer"], unit="seconds"),
+        "on": CounterMetricFamily(
+            "jvmos_layer_on_seconds", "Time the layer's probes were on while the agent "
+            "watched the JVM (measured by the engine; the counts are of this time)",
+            labels=L + ["layer"], unit="seconds"),
+        "windows": CounterMetricFamily(
+            "jvmos_layer_windows", "Windows in which the layer's probes were turned on again "
+            "(duty cycling; the first attach is not one)", labels=L + ["layer"]),
+        "calls_est": CounterMetricFamily(
+            "jvmos_category_calls_estimated", "Calls of the category extrapolated to the "
+            "whole of each interval from its windows (each interval's count / its layer's "
+            "coverage): an estimate, exact where the coverage was 1; intervals in which the "
+            "layer was off (shed) add nothing", labels=L + ["category"]),
+        "bytes_est": CounterMetricFamily(
+            "jvmos_category_bytes_estimated", "Bytes of the category extrapolated as "
+            "jvmos_category_calls_estimated_total is", labels=L + ["category"],
+            unit="bytes"),
+        "rate": GaugeMetricFamily(
+            "jvmos_category_call_rate_estimated", "Calls per second of the category "
+            "extrapolated from its layer's last windows (up to 12): bound=estimate is the "
+            "count / the on-time; lower95 and upper95 its 95% interval (Student's t over the "
+            "windows' spread with 3 or more windows, else the exact Poisson interval of the "
+            "count; jvmos_category_rate_windows says how many)",
+            labels=L + ["category", "bound"]),
+        "rate_n": GaugeMetricFamily(
+            "jvmos_category_rate_windows", "Windows the category's rate estimate rests on",
+            labels=L + ["category"]),
+    }
+
+
+def _add_counts(fam: dict, j: dict, lv: list) -> None:
+    p = j["proc"]
+    c = j["start"]
+    fam["info"].add_metric(lv + [p.user or "", p.jar or "", p.home_seen,
+                                 f"{p.start_time:.2f}", ",".join(j["layers_wanted"])], {})
+    fam["watch_start"].add_metric(lv, c)
+    fam["cpu"].add_metric(lv, j["cpu_ns"] / NS, created=c)
+    for cat, n in sorted(j["calls"].items()):
+        fam["calls"].add_metric(lv + [cat], n, created=c)
+    for cat, n in sorted(j["bytes"].items()):
+        fam["bytes"].add_metric(lv + [cat], n, created=c)
+    for (cat, method), ns in sorted(j["time_ns"].items()):
+        fam["time"].add_metric(lv + [cat, method], ns / NS, created=c)
+    for cat, n in sorted(j["floored"].items()):
+        fam["floored"].add_metric(lv + [cat], n, created=c)
+    for res, ns in sorted(j["guaranteed_ns"].items()):
+        fam["guaranteed"].add_metric(lv + [res], ns / NS, created=c)
+    for res, n in sorted(j["guaranteed_unknown"].items()):
+        fam["g_unknown"].add_metric(lv + [res], n, created=c)
+    last = j["last"]
+    if last.get("guaranteed_ratio") is not None:
+        fam["g_ratio"].add_metric(lv, last["guaranteed_ratio"])
+    for layer, ns in sorted(j["probe_by_layer_ns"].items()):
+        fam["probe"].add_metric(lv + [layer], ns / NS, created=c)
+    fam["p_unknown"].add_metric(lv, j["probe_unknown_intervals"], created=c)
+    if last.get("probe_ratio") is not None:
+        fam["p_ratio"].add_metric(lv, last["probe_ratio"])
+    for layer in j["layers_wanted"]:
+        fam["shed"].add_metric(lv + [layer], 1 if layer in j["shed"] else 0)
+        fam["sheds"].add_metric(lv + [layer], j["sheds"].get(layer, 0), created=c)
+        fam["returns"].add_metric(lv + [layer], j["returns"].get(layer, 0), created=c)
+    fam["lost"].add_metric(lv, j["lost_events"], created=c)
+    fam["intervals"].add_metric(lv, j["intervals"], created=c)
+
+
+def _add_windows(fam: dict, j: dict, lv: list) -> None:
+    c = j["start"]
+    for layer, cov in sorted(j["coverage"].items()):
+        if layer in j["layers_wanted"]:
+            fam["coverage"].add_metric(lv + [layer], cov)
+    for layer in j["cycled"]:
+        if j["window_s"].get(layer) is not None and layer not in j["shed"]:
+            fam["window"].add_metric(lv + [layer], j["window_s"][layer])
+        fam["windows"].add_metric(lv + [layer], j["windows"].get(layer, 0), created=c)
+    for layer, ns in sorted(j["on_ns"].items()):
+        if layer in j["layers_wanted"]:
+            fam["on"].add_metric(lv + [layer], ns / NS, created=c)
+    for cat, n in sorted(j["calls_est"].items()):
+        fam["calls_est"].add_metric(lv + [cat], n, created=c)
+    for cat, n in sorted(j["bytes_est"].items()):
+        fam["bytes_est"].add_metric(lv + [cat], n, created=c)
+    for cat, r in sorted(j["rates"].items()):
+        for bound, key in (("estimate", "rate"), ("lower95", "lower95"),
+                           ("upper95", "upper95")):
+            fam["rate"].add_metric(lv + [cat, bound], r[key])
+        fam["rate_n"].add_metric(lv + [cat], r["n"])
 
 
 # --------------------------------------------------------------------------- the endpoint
@@ -244,6 +318,10 @@ def status(agent) -> dict:
     return {"config": x["cfg"].describe(),
             "watched": [dict(who(j["proc"]), layers_wanted=list(j["layers_wanted"]),
                              layers_attached=list(j["layers_attached"]),
+                             coverage=j["coverage"], window_s=j["window_s"],
+                             rates={k: {x: v[x] for x in ("rate", "lower95", "upper95", "n",
+                                                          "method")}
+                                    for k, v in j["rates"].items()},
                              shed={k: v["reason"] for k, v in j["shed"].items()})
                         for j in x["jvms"]],
             "unwatched": [dict(who(u["proc"]), reason=u["reason"], detail=u["detail"])

@@ -631,6 +631,22 @@ class Engine:
         ev = self._wait(("maps",), timeout)
         return ev if ev is not None and ev.get("event") == "maps" else None
 
+    def window(self, verb: str, pid: int, objects: Sequence[str],
+               timeout: float = 30) -> dict:
+        """verb "off": pid's uprobes of these objects closed; "on": opened again (a window of
+        duty cycling). The engine's answer ({'uprobes', 'ms', 'ktime_ns'}); JvmosError when it
+        failed or did not answer."""
+        if not self._send(f"{verb} {pid} {','.join(objects)}"):
+            raise JvmosError(f"the engine is gone ({verb} {','.join(objects)})")
+        ev = self._wait((verb,), timeout)
+        if ev is None or ev.get("event") != verb:
+            why = ("no answer" if ev is None else self.first_error())
+            raise JvmosError(f"the engine did not turn {','.join(objects)} {verb}: {why}")
+        if ev.get("error"):
+            raise JvmosError(f"the engine could not turn {','.join(objects)} {verb}: "
+                             f"{ev['error']}")
+        return ev
+
     def stop(self, timeout: float = 60) -> Optional[dict]:
         """Counting ends; the final maps (None if the engine died first), then every link
         closed (self.closed['detach_s'])."""

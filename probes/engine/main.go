@@ -17,7 +17,8 @@
 //
 // Protocol: one JSON object per line on stdout ({"event": ...}); commands one per line on
 // stdin: "start" (counting begins), "snapshot" (the maps so far), "stop" (counting ends, the
-// final maps, then every link closed). EOF on stdin is a stop without maps: jvmos died. All
+// final maps, then every link closed), "off PID OBJ[,OBJ]" and "on PID OBJ[,OBJ]" (those
+// objects' uprobes closed, or opened again, for that process: windows.go). EOF on stdin is a stop without maps: jvmos died. All
 // links and programs are file descriptors of this process, so if it is killed the kernel
 // detaches everything; nothing is pinned.
 package main
@@ -119,7 +120,8 @@ type engine struct {
 	sites     map[string]Site // UprobeSpec.siteKey()
 	classic   bool
 	mu        sync.Mutex
-	links     map[int][]link.Link // pid -> its uprobe links
+	links     map[int]map[string][]link.Link // pid -> object -> its uprobe links
+	windows   map[windowKey]*window          // pid and object -> on-time (windows.go)
 	tpLinks   []link.Link
 	attached  map[int]bool
 	nprobes   map[int]int
@@ -344,65 +346,101 @@ func (e *engine) attachPid(pid int) (int, error) {
 	if e.attached[pid] {
 		return e.nprobes[pid], nil // opened at its fork: the links follow it through exec
 	}
-	var ls []link.Link
-	n := 0
-	for _, g := range e.groups() {
-		ex, err := e.executable(g.path)
-		if err != nil {
-			closeAll(ls)
-			return 0, err
-		}
-		prog := e.program(g.obj, g.prog)
-		if !e.classic {
-			opts := &link.UprobeMultiOptions{Offsets: g.offs, Cookies: g.cookies, PID: uint32(pid)}
-			syms := g.syms
-			if g.byAddr {
-				syms = nil
-				opts.Offsets, opts.Addresses = nil, g.files
-				if anyNonZero(g.refs) {
-					opts.RefCtrOffsets = g.refs
-				}
-			}
-			var l link.Link
-			if g.ret {
-				l, err = ex.UretprobeMulti(syms, prog, opts)
-			} else {
-				l, err = ex.UprobeMulti(syms, prog, opts)
-			}
-			if err != nil {
-				closeAll(ls)
-				return 0, fmt.Errorf("%s %s on %s: %w", kindName(g.ret), g.prog, g.path, err)
-			}
-			ls = append(ls, l)
-			n += len(g.syms)
-			continue
-		}
-		for i, sym := range g.syms {
-			opts := &link.UprobeOptions{Offset: g.offs[i], Cookie: g.cookies[i], PID: pid}
-			lookup := sym
-			if g.byAddr {
-				// by file offset: no name is looked up (a USDT site has none)
-				lookup = ""
-				opts.Offset, opts.Address, opts.RefCtrOffset = 0, g.files[i], g.refs[i]
-			}
-			var l link.Link
-			if g.ret {
-				l, err = ex.Uretprobe(lookup, prog, opts)
-			} else {
-				l, err = ex.Uprobe(lookup, prog, opts)
-			}
-			if err != nil {
-				closeAll(ls)
-				return 0, fmt.Errorf("%s %s:%s: %w", kindName(g.ret), g.path, sym, err)
-			}
-			ls = append(ls, l)
-			n++
-		}
+	n, err := e.openLinks(pid, nil)
+	if err != nil {
+		return 0, err
 	}
-	e.links[pid] = ls
 	e.attached[pid] = true
 	e.nprobes[pid] = n
 	return n, nil
+}
+
+// openLinks opens pid's uprobe links of the objects in objs (nil: all), keeps them by object
+// and starts their objects' on-time (windows.go). On an error none of them is left open.
+// The caller holds mu.
+func (e *engine) openLinks(pid int, objs map[string]bool) (int, error) {
+	opened := map[string][]link.Link{}
+	undo := func() {
+		for _, ls := range opened {
+			closeAll(ls)
+		}
+	}
+	n := 0
+	t0 := ktime()
+	for _, g := range e.groups() {
+		if objs != nil && !objs[g.obj] {
+			continue
+		}
+		ls, k, err := e.openGroup(pid, g)
+		if err != nil {
+			undo()
+			return 0, err
+		}
+		opened[g.obj] = append(opened[g.obj], ls...)
+		n += k
+	}
+	if e.links[pid] == nil {
+		e.links[pid] = map[string][]link.Link{}
+	}
+	t1 := ktime()
+	for obj, ls := range opened {
+		e.links[pid][obj] = append(e.links[pid][obj], ls...)
+		e.windowOpened(pid, obj, t0, t1)
+	}
+	return n, nil
+}
+
+// openGroup: one group's links for pid (one uprobe_multi link, or one classic uprobe per
+// symbol) and the number of probes in them.
+func (e *engine) openGroup(pid int, g *group) ([]link.Link, int, error) {
+	ex, err := e.executable(g.path)
+	if err != nil {
+		return nil, 0, err
+	}
+	prog := e.program(g.obj, g.prog)
+	if !e.classic {
+		opts := &link.UprobeMultiOptions{Offsets: g.offs, Cookies: g.cookies, PID: uint32(pid)}
+		syms := g.syms
+		if g.byAddr {
+			syms = nil
+			opts.Offsets, opts.Addresses = nil, g.files
+			if anyNonZero(g.refs) {
+				opts.RefCtrOffsets = g.refs
+			}
+		}
+		var l link.Link
+		if g.ret {
+			l, err = ex.UretprobeMulti(syms, prog, opts)
+		} else {
+			l, err = ex.UprobeMulti(syms, prog, opts)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s %s on %s: %w", kindName(g.ret), g.prog, g.path, err)
+		}
+		return []link.Link{l}, len(g.syms), nil
+	}
+	var ls []link.Link
+	for i, sym := range g.syms {
+		opts := &link.UprobeOptions{Offset: g.offs[i], Cookie: g.cookies[i], PID: pid}
+		lookup := sym
+		if g.byAddr {
+			// by file offset: no name is looked up (a USDT site has none)
+			lookup = ""
+			opts.Offset, opts.Address, opts.RefCtrOffset = 0, g.files[i], g.refs[i]
+		}
+		var l link.Link
+		if g.ret {
+			l, err = ex.Uretprobe(lookup, prog, opts)
+		} else {
+			l, err = ex.Uprobe(lookup, prog, opts)
+		}
+		if err != nil {
+			closeAll(ls)
+			return nil, 0, fmt.Errorf("%s %s:%s: %w", kindName(g.ret), g.path, sym, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, len(ls), nil
 }
 
 func anyNonZero(v []uint64) bool {
@@ -558,7 +596,8 @@ func add(sum *[]uint64, v []uint64) {
 // maps reads every map the figures are in; per-CPU values are summed here. The rows of stats
 // and counts are in the columns the event's schema names (records.go).
 func (e *engine) maps(final bool) map[string]interface{} {
-	m := map[string]interface{}{"event": "maps", "final": final, "ktime_ns": ktime()}
+	now := ktime() // the snapshot's time, and the end of the windows' on-time it lists
+	m := map[string]interface{}{"event": "maps", "final": final, "ktime_ns": now}
 	var stats [][]uint64
 	if sm := e.shared["stats"]; sm != nil {
 		var k commonJvmosStatKey
@@ -620,6 +659,7 @@ func (e *engine) maps(final bool) map[string]interface{} {
 	m["stats"], m["counts"], m["procs"] = stats, counts, procs
 	m["control"] = named(c)
 	m["schema"] = recordSchema()
+	m["windows"] = e.windowList(now)
 	return m
 }
 
@@ -697,8 +737,12 @@ func (e *engine) closeLinks() float64 {
 	t := time.Now()
 	e.mu.Lock()
 	var all []link.Link
-	for pid, ls := range e.links {
-		all = append(all, ls...)
+	now := ktime()
+	for pid, byObj := range e.links {
+		for obj, ls := range byObj {
+			all = append(all, ls...)
+			e.windowClosed(pid, obj, now, now)
+		}
 		delete(e.links, pid)
 	}
 	e.mu.Unlock()
@@ -756,7 +800,7 @@ func main() {
 	if err != nil {
 		fail("cannot read the plan: %v", err)
 	}
-	e := &engine{links: map[int][]link.Link{}, attached: map[int]bool{}, nprobes: map[int]int{},
+	e := &engine{links: map[int]map[string][]link.Link{}, windows: map[windowKey]*window{}, attached: map[int]bool{}, nprobes: map[int]int{},
 		exes: map[string]*link.Executable{}}
 	if err := json.Unmarshal(raw, &e.plan); err != nil {
 		fail("bad plan %s: %v", os.Args[1], err)
@@ -839,6 +883,9 @@ func main() {
 			return
 		case "":
 		default:
+			if e.windowCommand(strings.TrimSpace(in.Text())) {
+				continue
+			}
 			emit(map[string]interface{}{"event": "warning", "message": "unknown command " + in.Text()})
 		}
 	}

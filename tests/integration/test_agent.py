@@ -382,7 +382,56 @@ def test_probes_are_shed_over_the_limit_and_come_back(platform_file, app, tmp_pa
         finally:
             stop_jvm(j)
     log = ag.log()
-    assert "over --max-overhead 2%: shed io" in log and "putting back io" in log, log
+    assert "> --max-overhead 2%: shed io" in log and "putting back io" in log, log
+
+
+@needs_engine
+def test_duty_cycling_counts_a_busy_jvm_in_every_period(platform_file, app, tmp_path):
+    """A JVM whose io probes cost about a fifth of its CPU while on (200 writes of 64 B and a 2
+    ms spin every 10 ms) under the default 2% limit and a 2 s --interval: io is counted in a
+    window of every period (its exact counter rises between any two scrapes a period apart,
+    its coverage is between 0 and 1, it is never shed), the estimated probe effect of each
+    interval stays under the limit, and the extrapolated rate is within 10% of the rate the
+    JVM counted itself (its own writes / the length of its paced phase)."""
+    with Agent(tmp_path, ["--match", app.match, "--interval", "2", "--layers", "io"]) as ag:
+        ag.wait_up()
+        j = paced(app, tmp_path / "f", seconds=30, size=64, writes=200, spin_us=2000)
+        try:
+            assert j.stdout.readline().strip() == "paced"
+            got = ag.wait_for(lambda s: (value(s, "jvmos_category_rate_windows", pid=j.pid,
+                                               category="jni_copy") or 0) >= 3, 30,
+                              "three windows")
+            calls, covs, ratios = [], [], []
+            for _ in range(6):
+                calls.append(value(got, "jvmos_category_calls_total", pid=j.pid,
+                                   category="jni_copy"))
+                covs.append(value(got, "jvmos_coverage_ratio", pid=j.pid, layer="io"))
+                ratios.append(value(got, "jvmos_probe_effect_of_cpu_ratio", pid=j.pid))
+                assert value(got, "jvmos_probes_shed", pid=j.pid, layer="io") == 0
+                time.sleep(2.2)
+                got = ag.samples()
+            rate = {b: value(got, "jvmos_category_call_rate_estimated", pid=j.pid,
+                             category="jni_copy", bound=b)
+                    for b in ("estimate", "lower95", "upper95")}
+            est = value(got, "jvmos_category_calls_estimated_total", pid=j.pid,
+                        category="jni_copy")
+            exact = value(got, "jvmos_category_calls_total", pid=j.pid, category="jni_copy")
+            done = j.stdout.readline().split()
+        finally:
+            stop_jvm(j)
+    report = {"calls": calls, "coverage": covs, "probe_ratio": ratios, "rate": rate,
+              "estimated": est, "exact": exact, "jvm": done}
+    print(json.dumps(report, indent=1))
+    assert all(b > a for a, b in zip(calls, calls[1:])), report
+    assert all(0 < c < 1 for c in covs), report
+    assert all(r is not None and r <= 0.02 for r in ratios), report
+    assert est > 2 * exact, report            # most of each period is extrapolated
+    assert done[0] == "done", report
+    truth = int(done[1]) / (int(done[2]) / 1e9)
+    assert abs(rate["estimate"] / truth - 1) <= 0.10, (truth, report)
+    assert rate["lower95"] <= rate["estimate"] <= rate["upper95"], report
+    log = ag.log()
+    assert "shed io" not in log, log
 
 
 # ---------------------------------------------------------------------------- restarts
@@ -551,7 +600,12 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
     windows' edges fall (the agent's 1 s intervals, Prometheus's 1 s scrapes and the
     extrapolation rate() makes to the window's ends; up to about 1 s of each 8 s window) and in
     how steady the paced load is across them. A load that stays within +-10% per second
-    stays well within 1.25; a mixed-up JVM (the two loads differ by more than 10x) does not."""
+    stays well within 1.25; a mixed-up JVM (the two loads differ by more than 5x) does not.
+
+    A third JVM, busy enough that the agent counts its io in windows (duty cycling): the
+    PromQL rate of its extrapolated count of JNI copies must be within 10% of the recording's
+    (which counts them all), and Prometheus holds its coverage below 1 while the two paced
+    JVMs' is 1."""
     prom = shutil.which("prometheus")
     if not prom:
         pytest.skip("needs Prometheus (apt-get install prometheus; make test installs it)")
@@ -573,7 +627,9 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
                       spin_us=3000)
         light = paced(app, tmp_path / "light", seconds=90, size=64, writes=2,
                       spin_us=2000)
-        jvms = {"heavy": heavy, "light": light}
+        busy = paced(app, tmp_path / "busy", seconds=90, size=64, writes=100,
+                     spin_us=2000)
+        jvms = {"heavy": heavy, "light": light, "busy": busy}
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -595,6 +651,8 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
                 s = json.loads((out / "summary.json").read_text())
                 tot = s["totals"]
                 rec[name] = {"rate": tot["guaranteed_overhead_ns"] / tot["wall_ns"],
+                             "jni_per_s": s["categories"]["jni_copy"]["calls"]
+                             / (tot["wall_ns"] / 1e9),
                              "share": tot["guaranteed_overhead_pct_of_cpu"] / 100.0,
                              "wall_s": tot["wall_ns"] / 1e9, "t_end": t_end}
             time.sleep(2)      # the last interval and scrape of the second recording's window
@@ -609,7 +667,13 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
                     pport, f"sum by (pid) (rate(jvmos_guaranteed_overhead_estimated_seconds_total"
                     f"{sel}[{w}s])) / sum by (pid) (rate(jvmos_jvm_cpu_seconds_total"
                     f'{{pid="{p.pid}"}}[{w}s]))', at)
-                got[name] = {"rate": rate.get(p.pid), "share": share.get(p.pid)}
+                calls = _prom_query(
+                    pport, "rate(jvmos_category_calls_estimated_total"
+                    f'{{pid="{p.pid}",category="jni_copy"}}[{w}s])', at)
+                cov = _prom_query(pport, "avg_over_time(jvmos_coverage_ratio"
+                                  f'{{pid="{p.pid}",layer="io"}}[{w}s])', at)
+                got[name] = {"rate": rate.get(p.pid), "share": share.get(p.pid),
+                             "jni_per_s": calls.get(p.pid), "coverage": cov.get(p.pid)}
         finally:
             for p in jvms.values():
                 stop_jvm(p)
@@ -622,7 +686,8 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
     report = {n: {"agent": got[n], "record": rec[n]} for n in jvms}
     (tmp_path / "comparison.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
-    for name in jvms:
+    for name in ("heavy", "light"):
+        assert got[name]["coverage"] == 1.0, report
         a, r = got[name]["rate"], rec[name]["rate"]
         assert a is not None and r > 0, report
         assert r / AGREE_FACTOR <= a <= r * AGREE_FACTOR, (name, report)
@@ -630,4 +695,8 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
         a, r = got[name]["share"], rec[name]["share"]
         assert a is not None and r / AGREE_FACTOR <= a <= r * AGREE_FACTOR, (name, report)
     # the loads differ: a label mix-up would not pass the checks above
-    assert rec["heavy"]["rate"] > 10 * rec["light"]["rate"], report
+    assert rec["heavy"]["rate"] > 5 * rec["light"]["rate"], report
+    # the busy JVM: counted in windows, its extrapolated rate within 10% of the recording's
+    assert 0 < got["busy"]["coverage"] < 1, report
+    a, r = got["busy"]["jni_per_s"], rec["busy"]["jni_per_s"]
+    assert a is not None and abs(a / r - 1) <= 0.10, report

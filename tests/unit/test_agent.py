@@ -343,30 +343,30 @@ def make_agent(tmp_path, **cfg):
 
 def test_judge_sheds_logs_and_puts_back(tmp_path, monkeypatch):
     a, said = make_agent(tmp_path, max_overhead_pct=2.0, shed_backoff_s=10.0,
-                         interval_s=1.0, layers=("io", "mem"))
+                         interval_s=1.0, layers=("threads", "mem"))
     reconfigured = []
     monkeypatch.setattr(a, "reconfigure", lambda w: reconfigured.append(w.attached_layers()))
     now = [1000.0]
     monkeypatch.setattr(agent.time, "monotonic", lambda: now[0])
-    w = agent.Watch(proc(), ("io", "mem"))
-    w.layers = ("io", "mem")
-    w.last_cpu, w.last_by_layer = 1e9, {"io": 50e6, "mem": 25e6}
+    w = agent.Watch(proc(), ("threads", "mem"))
+    w.layers = ("threads", "mem")
+    w.last_cpu, w.last_by_layer = 1e9, {"threads": 50e6, "mem": 25e6, "io": 900e6}
     w.last["interval_s"] = 1.0
-    a.judge(w)
-    assert set(w.shed) == {"mem", "io"} and reconfigured == [()]
-    assert w.totals.sheds == {"mem": 1, "io": 1}
+    a.judge(w)     # a windowed layer (io, here 90%) is left to the windows, not shed here
+    assert set(w.shed) == {"mem", "threads"} and reconfigured == [()]
+    assert w.totals.sheds == {"mem": 1, "threads": 1}
     assert "7.50% of its CPU" in said[-1] and "over --max-overhead 2%: shed mem" in said[-1]
-    assert "io (5.00%, back in 10 s)" in said[-1]
+    assert "threads (5.00%, back in 10 s)" in said[-1]
     now[0] += 10.0
     a.restore_due(w)
-    assert w.shed == {} and reconfigured[-1] == ("io", "mem")
-    assert w.totals.returns == {"io": 1, "mem": 1} and "putting back" in said[-1]
+    assert w.shed == {} and reconfigured[-1] == ("threads", "mem")
+    assert w.totals.returns == {"threads": 1, "mem": 1} and "putting back" in said[-1]
     # shed again in its first interval back: twice the back-off
     now[0] += 1.0
-    w.layers = ("io", "mem")
-    w.last_by_layer = {"io": 50e6}
+    w.layers = ("threads", "mem")
+    w.last_by_layer = {"threads": 50e6}
     a.judge(w)
-    assert w.shed["io"].backoff_s == 20.0 and "mem" not in w.shed
+    assert w.shed["threads"].backoff_s == 20.0 and "mem" not in w.shed
     # an interval with too little CPU is not judged; no limit: nothing shed
     w2 = agent.Watch(proc(pid=5), ("io",))
     w2.layers, w2.last_cpu, w2.last_by_layer = ("io",), 1e6, {"io": 9e5}
@@ -639,3 +639,67 @@ def test_the_systemd_unit_verifies():
     # systemd-analyze exits 0 on a line it ignores ("Failed to parse ..., ignoring"): any
     # word from it is a defect of the unit
     assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), r.stdout + r.stderr
+
+
+def test_counts_in_windows_stay_exact_and_the_extrapolation_is_kept_apart():
+    """io on for 0.25 s of a 1 s interval (the engine's on-time), mem on throughout: io's
+    categories are counted as seen (exact) and extrapolated / 0.25 into *_est; mem's
+    (not windowed) only as seen; the guaranteed-overhead ratio is of the extrapolated io."""
+    a = view(1.0, 1_000_000_000, 100, 1000, 5_000.0, 2_000.0, {})
+    a["on_ns"] = {"io": 1_000_000_000, "mem": 1_000_000_000}
+    b = view(2.0, 1_500_000_000, 300, 3000, 15_000.0, 6_000.0, {}, malloc_ns=700.0)
+    b["on_ns"] = {"io": 1_250_000_000, "mem": 2_000_000_000}
+    f = agent.interval_figures(a, b, PROBES)
+    assert f["on_s"] == {"io": 0.25, "mem": 1.0}
+    T = agent.Totals()
+    last = agent.add_interval(T, f)
+    assert T.calls["jni_copy"] == 200 and T.calls_est["jni_copy"] == 800.0
+    assert T.bytes_est["kernel_copy"] == 8000.0
+    assert "malloc" not in T.calls_est or T.calls_est["malloc"] == T.calls["malloc"]
+    assert T.on_ns["io"] == 0.25e9 and T.period_ns["io"] == 1e9
+    assert last["guaranteed_ratio"] == pytest.approx((14_000.0 / 0.25 + 700.0) / 500_000_000)
+    # io off for the whole interval: nothing extrapolated, the ratio unknown
+    c = dict(b, t=3.0, on_ns={"io": 1_250_000_000, "mem": 3_000_000_000})
+    f = agent.interval_figures(b, c, PROBES)
+    last = agent.add_interval(T, f)
+    assert T.calls_est["jni_copy"] == 800.0 and last["guaranteed_ratio"] is None
+
+
+def test_window_metrics_say_coverage_and_keep_estimates_apart(tmp_path):
+    """A JVM whose io was on for 1.25 s of a 5 s interval: the exact count, its coverage, the
+    extrapolated count and rate (with its interval and n) are separate series."""
+    from jvmos import dutycycle as dc
+    a, _ = make_agent(tmp_path, layers=("io",), max_overhead_pct=2.0)
+    w = agent.Watch(proc(), ("io",))
+    w.layers = ("io",)
+    w.eng = types.SimpleNamespace(proc=types.SimpleNamespace(pid=1))
+    a.watches[w.proc.key] = w
+    v0 = view(0.0, 0, 0, 0, 0.0, 0.0, {}, malloc_ns=None)
+    v0["on_ns"] = {"io": 0}
+    v1 = view(5.0, 2_000_000_000, 1000, 8_192_000, 400_000.0, 100_000.0, {"io:jni_copy": 1000},
+              malloc_ns=None)
+    v1["on_ns"] = {"io": 1_250_000_000}
+    f = agent.interval_figures(v0, v1, PROBES)
+    w.last = agent.add_interval(w.totals, f)
+    w.coverage, w.window = {"io": 0.25}, {"io": 1.25}
+    w.totals.windows["io"] = 1
+    w.rates = {"jni_copy": dc.rate_interval([(1000.0, 1.25)])}
+    text = generate_latest(agentmetrics.registry_for(a)).decode()
+    got = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items()
+                                 if k in ("layer", "category", "bound")))): s.value
+           for f in text_string_to_metric_families(text) for s in f.samples}
+    assert got[("jvmos_category_calls_total", (("category", "jni_copy"),))] == 1000
+    assert got[("jvmos_category_calls_estimated_total", (("category", "jni_copy"),))] == 4000
+    assert got[("jvmos_coverage_ratio", (("layer", "io"),))] == 0.25
+    assert got[("jvmos_window_seconds", (("layer", "io"),))] == 1.25
+    assert got[("jvmos_layer_on_seconds_total", (("layer", "io"),))] == 1.25
+    assert got[("jvmos_layer_windows_total", (("layer", "io"),))] == 1
+    assert got[("jvmos_category_call_rate_estimated",
+                (("bound", "estimate"), ("category", "jni_copy")))] == 800.0
+    lo = got[("jvmos_category_call_rate_estimated",
+              (("bound", "lower95"), ("category", "jni_copy")))]
+    hi = got[("jvmos_category_call_rate_estimated",
+              (("bound", "upper95"), ("category", "jni_copy")))]
+    assert lo < 800.0 < hi
+    assert got[("jvmos_category_rate_windows", (("category", "jni_copy"),))] == 1
+    assert agentmetrics.status(a)["watched"][0]["coverage"] == {"io": 0.25}

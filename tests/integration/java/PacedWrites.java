@@ -5,7 +5,9 @@ import java.io.RandomAccessFile;
  * one write(2); the file is rewound every tick, so it never grows past WRITES x SIZE bytes) and
  * spins SPIN_US microseconds on the CPU, then sleeps until the next tick. With BURST_S > 0 it
  * first writes in a tight loop for BURST_S seconds (as many probe hits per CPU second as it
- * can make). Exits after SECONDS in all; prints "paced" once the paced phase begins.
+ * can make). Exits after SECONDS in all; prints "paced" once the paced phase begins, and at
+ * the end "done N NS": the writes of the paced phase and its length in ns (a steady rate the
+ * agent's windows can be checked against).
  * Args: FILE SECONDS SIZE WRITES SPIN_US [BURST_S]. */
 public class PacedWrites {
     static volatile long sink;
@@ -28,11 +30,14 @@ public class PacedWrites {
             System.out.println("paced");
             System.out.flush();
             long tick = System.nanoTime();
+            long start = tick;
+            long done = 0;
             while (tick < end) {
                 out.seek(0);
                 for (int i = 0; i < writes; i++) {
                     out.write(b);
                 }
+                done += writes;
                 long spinEnd = System.nanoTime() + spinNs;
                 long x = 0;
                 while (System.nanoTime() < spinEnd) {
@@ -45,6 +50,7 @@ public class PacedWrites {
                     Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
                 }
             }
+            System.out.println("done " + done + " " + (System.nanoTime() - start));
         }
     }
 }

@@ -369,6 +369,8 @@ class Agent:
         # selected JVMs left unwatched by --max-jvms at the last scan
         self.capped: Dict[Tuple[int, int], JvmProc] = {}
         self.engine_pids: set = set()
+        self.profiles = None               # --sample: jvmos.profiles.Profiles
+        self.set_sampling()
         self.discovery = Discovery(skip=self._own_pids, log=log)
         self.started_wall = time.time()
         self.stop_signal: Optional[int] = None
@@ -652,6 +654,10 @@ class Agent:
         P = self.cfg.interval_s
         w.events = [(now, "off", layer) for layer in self.cycled(w)
                     if layer in w.shed and w.on.get(layer)]
+        # a layer left off by windows that are no more (a SIGHUP to --max-overhead none)
+        w.events += [(now, "on", layer) for layer in dc.windowed(w.layers)
+                     if layer not in self.cycled(w) and layer not in w.shed
+                     and not w.on.get(layer, True)]
         if not layers:
             return
         span = w.last.get("interval_s")
@@ -753,6 +759,8 @@ class Agent:
         proc = w.proc
         with self.lock:
             self.watches.pop(proc.key, None)
+        if self.profiles is not None:
+            self.profiles.forget(proc.pid)
         try:
             self.stop_engine(w, account=False)
         except Exception:
@@ -771,9 +779,32 @@ class Agent:
                  + (f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
                     if n < RETRIES else f" (gave up after {n} attempts)"))
 
+    def set_sampling(self) -> None:
+        """--sample on or off (at the start, and at a SIGHUP that changes it)."""
+        from jvmos.profiles import Profiles, jattach
+        if not self.cfg.sample:
+            self.profiles = None
+            return
+        jattach()                         # refused at once, in one line, without jattach
+        p = self.profiles
+        if p is None:
+            self.profiles = Profiles(self.state_dir, self.cfg.sample_window_s,
+                                     self.cfg.sample_every_s, self.log)
+        else:
+            p.window_s, p.every_s = self.cfg.sample_window_s, self.cfg.sample_every_s
+
+    def sample(self, w: Watch) -> float:
+        """w's profile windows (--sample): returns when they next need a look (monotonic)."""
+        if self.profiles is None:
+            return math.inf
+        due = self.profiles.step(w.proc.pid, time.time())
+        return time.monotonic() + max(0.0, due - time.time())
+
     def unwatch(self, w: Watch, why: str) -> None:
         with self.lock:
             self.watches.pop(w.proc.key, None)
+        if self.profiles is not None:
+            self.profiles.forget(w.proc.pid)
         self.stop_engine(w, account=False)
         self.log(f"{w.proc.describe()}: {why}; its series are dropped")
 
@@ -823,6 +854,7 @@ class Agent:
     def step(self) -> float:
         """One pass of the loop; returns when the next is due (monotonic)."""
         now = time.monotonic()
+        sample_due: List[float] = []
         if now >= self._next_scan:
             self.scan()
             self._next_scan = time.monotonic() + self.cfg.scan_s
@@ -835,6 +867,7 @@ class Agent:
                 if w.shed:
                     self.restore_due(w)
                 self.run_windows(w)
+                sample_due.append(self.sample(w))
                 if time.monotonic() >= w.next_tick:
                     self.tick(w)
             except Exception as e:      # one JVM's failure never ends the agent
@@ -846,6 +879,7 @@ class Agent:
                 self._next_scan = time.monotonic()
         due = [self._next_scan] + [w.next_tick for w in self.watches.values()]
         due += [w.events[0][0] for w in self.watches.values() if w.events]
+        due += sample_due
         due += [s.until for w in self.watches.values() for s in w.shed.values()]
         return min(due)
 
@@ -894,6 +928,11 @@ class Agent:
         old = self.cfg
         self.cfg, self.platform, self.platform_file = cfg, platform, platform_file
         self.log(f"SIGHUP: configuration reloaded: {cfg.describe()}")
+        try:
+            self.set_sampling()
+        except JvmosError as e:
+            self.log(f"SIGHUP: --sample left off: {e}")
+            self.profiles = None
         for w in list(self.watches.values()):
             if not cfg.selects(w.proc):
                 self.unwatch(w, "no longer selected by --match")
@@ -958,6 +997,9 @@ class Agent:
                            else "watch_failed",
                            "detail": f"{f['what']}: {f['why']} (attempt {f['count']})"}
                           for f in self.failed.values() if "proc" in f]
+            profiles = self.profiles.exposed() if self.profiles is not None else {}
+            for j in jvms:
+                j["profiles"] = profiles.get(j["proc"].pid)
             return {"start": self.started_wall, "cfg": self.cfg, "jvms": jvms,
                     "unwatched": unwatched,
                     "failed": len(self.failed), "attach_failures": self.attach_failures,

@@ -21,7 +21,9 @@ DEFAULT_MAX_OVERHEAD_PCT = 2.0
 DEFAULT_BACKOFF_S = 60.0
 MATCH_KEYS = ("user", "main", "jar")
 CONFIG_KEYS = ("layers", "match", "max_overhead", "interval", "scan", "shed_backoff",
-               "listen", "platform", "max_jvms")
+               "listen", "platform", "max_jvms", "sample", "sample_every", "sample_window")
+DEFAULT_SAMPLE_EVERY_S = 60.0
+DEFAULT_SAMPLE_WINDOW_S = 5.0
 
 
 # --------------------------------------------------------------------------- configuration
@@ -137,6 +139,10 @@ class Config:
     platform: Optional[str] = None
     config_file: Optional[Path] = None
     max_jvms: Optional[int] = None       # None: every selected JVM is watched
+    # --sample: async-profiler for sample_window_s of every sample_every_s (jvmos/profiles.py)
+    sample: bool = False
+    sample_every_s: float = DEFAULT_SAMPLE_EVERY_S
+    sample_window_s: float = DEFAULT_SAMPLE_WINDOW_S
 
     def selects(self, proc: "JvmProc") -> bool:
         return not self.match or any(m.matches(proc) for m in self.match)
@@ -148,7 +154,9 @@ class Config:
                 + f", interval {self.interval_s:g} s, scan {self.scan_s:g} s, "
                 + ("every JVM" if not self.match else
                    "JVMs matching " + " or ".join(repr(m.text) for m in self.match))
-                + (f", at most {self.max_jvms}" if self.max_jvms else ""))
+                + (f", at most {self.max_jvms}" if self.max_jvms else "")
+                + (f", CPU profiles of {self.sample_window_s:g} s every "
+                   f"{self.sample_every_s:g} s" if self.sample else ""))
 
 
 def read_config_file(path: Path) -> dict:
@@ -194,8 +202,21 @@ def build_config(args, file_data: Optional[dict] = None) -> Config:
         listen=parse_listen(d.get("listen", DEFAULT_LISTEN)),
         platform=d.get("platform"),
         max_jvms=parse_max_jvms(d.get("max_jvms")),
+        sample=_bool("sample", d.get("sample", False)),
+        sample_every_s=_positive("sample-every", d.get("sample_every", DEFAULT_SAMPLE_EVERY_S)),
+        sample_window_s=_positive("sample-window",
+                                  d.get("sample_window", DEFAULT_SAMPLE_WINDOW_S)),
         config_file=Path(args.config) if getattr(args, "config", None) else None)
+    if cfg.sample and cfg.sample_window_s >= cfg.sample_every_s:
+        raise JvmosError(f"--sample-window {cfg.sample_window_s:g} must be shorter than "
+                         f"--sample-every {cfg.sample_every_s:g}")
     return cfg
+
+
+def _bool(name: str, v) -> bool:
+    if isinstance(v, bool):
+        return v
+    raise JvmosError(f"{name}: give true or false, got {v!r}")
 
 
 def load_config(args) -> Config:

@@ -221,12 +221,20 @@ def _window_families(L: list) -> dict:
             "jvmos_category_call_rate_estimated", "Calls per second of the category "
             "extrapolated from its layer's last windows (up to 12): bound=estimate is the "
             "count / the on-time; lower95 and upper95 its 95% interval (Student's t over the "
-            "windows' spread with 3 or more windows, else the exact Poisson interval of the "
-            "count; jvmos_category_rate_windows says how many)",
+            "windows' spread, from 3 windows on; jvmos_category_rate_windows says how many)",
             labels=L + ["category", "bound"]),
         "rate_n": GaugeMetricFamily(
             "jvmos_category_rate_windows", "Windows the category's rate estimate rests on",
             labels=L + ["category"]),
+        "prof_windows": CounterMetricFamily(
+            "jvmos_profile_windows", "CPU profile windows (--sample) finished for the JVM; "
+            "the last is served as pprof at /debug/pprof/profile?pid=PID", labels=L),
+        "prof_failures": CounterMetricFamily(
+            "jvmos_profile_failures", "Profile windows that could not be started or wrote "
+            "nothing (the reason is in /status and the log)", labels=L),
+        "prof_last": GaugeMetricFamily(
+            "jvmos_profile_last_window_end_time_seconds", "When the JVM's last finished "
+            "profile window ended (Unix time)", labels=L, unit="seconds"),
     }
 
 
@@ -267,6 +275,12 @@ def _add_counts(fam: dict, j: dict, lv: list) -> None:
 
 def _add_windows(fam: dict, j: dict, lv: list) -> None:
     c = j["start"]
+    prof = j.get("profiles")
+    if prof is not None:
+        fam["prof_windows"].add_metric(lv, prof["windows"], created=c)
+        fam["prof_failures"].add_metric(lv, prof["failures"], created=c)
+        if prof["last_end"] is not None:
+            fam["prof_last"].add_metric(lv, prof["last_end"])
     for layer, cov in sorted(j["coverage"].items()):
         if layer in j["layers_wanted"]:
             fam["coverage"].add_metric(lv + [layer], cov)
@@ -284,7 +298,8 @@ def _add_windows(fam: dict, j: dict, lv: list) -> None:
     for cat, r in sorted(j["rates"].items()):
         for bound, key in (("estimate", "rate"), ("lower95", "lower95"),
                            ("upper95", "upper95")):
-            fam["rate"].add_metric(lv + [cat, bound], r[key])
+            if r[key] is not None:
+                fam["rate"].add_metric(lv + [cat, bound], r[key])
         fam["rate_n"].add_metric(lv + [cat], r["n"])
 
 
@@ -319,6 +334,7 @@ def status(agent) -> dict:
             "watched": [dict(who(j["proc"]), layers_wanted=list(j["layers_wanted"]),
                              layers_attached=list(j["layers_attached"]),
                              coverage=j["coverage"], window_s=j["window_s"],
+                             profiles=j.get("profiles"),
                              rates={k: {x: v[x] for x in ("rate", "lower95", "upper95", "n",
                                                           "method")}
                                     for k, v in j["rates"].items()},
@@ -328,6 +344,36 @@ def status(agent) -> dict:
                           for u in x["unwatched"]]}
 
 
+def pprof(agent, environ, start_response):
+    """GET /debug/pprof/profile?pid=PID: the JVM's last finished CPU profile window (--sample)
+    as gzipped pprof. It does not wait for a new window (a `seconds` parameter is ignored):
+    the window's start and end are in the X-Jvmos-Window-Start/End headers (Unix time)."""
+    from urllib.parse import parse_qs
+    q = parse_qs(environ.get("QUERY_STRING") or "")
+    text = [("Content-Type", "text/plain; charset=utf-8")]
+    if agent.profiles is None:
+        start_response("404 Not Found", text)
+        return [b"profiles are off: start the agent with --sample\n"]
+    try:
+        pid = int((q.get("pid") or [""])[0])
+    except ValueError:
+        start_response("400 Bad Request", text)
+        return [b"give the JVM's pid: /debug/pprof/profile?pid=PID\n"]
+    try:
+        w = agent.profiles.pprof(pid)
+    except LookupError as e:
+        start_response("404 Not Found", text)
+        return [f"{e}\n".encode()]
+    except Exception as e:          # noqa: BLE001 - a failed conversion is the client's answer
+        start_response("500 Internal Server Error", text)
+        return [f"the profile could not be converted: {e}\n".encode()]
+    start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                              ("Content-Disposition", f'attachment; filename="cpu-{pid}.pb.gz"'),
+                              ("X-Jvmos-Window-Start", f"{w.start:.3f}"),
+                              ("X-Jvmos-Window-End", f"{w.end:.3f}")])
+    return [w.pprof]
+
+
 def app_for(registry, agent=None):
     metrics = make_wsgi_app(registry)
 
@@ -335,6 +381,8 @@ def app_for(registry, agent=None):
         path = environ.get("PATH_INFO") or "/"
         if path == "/metrics":
             return metrics(environ, start_response)
+        if path == "/debug/pprof/profile" and agent is not None:
+            return pprof(agent, environ, start_response)
         if path == "/status" and agent is not None:
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(status(agent), indent=1).encode() + b"\n"]

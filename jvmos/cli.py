@@ -850,7 +850,9 @@ def _verb_agent(sub) -> None:
                          "are alternatives (default: every JVM)")
     ag.add_argument("--max-overhead", metavar="PCT%|none",
                     help="the estimated probe effect a JVM may have, as a share of its CPU "
-                         "time (default 2%%); above it layers are shed")
+                         "time (default 2%%): the io and jni layers are counted in a window "
+                         "of every --interval sized to it; a layer is shed when even a 0.1 s "
+                         "window would pass it")
     ag.add_argument("--interval", type=float, metavar="S",
                     help="seconds between two snapshots of a JVM's probes (default 5)")
     ag.add_argument("--scan", type=float, metavar="S",
@@ -868,6 +870,14 @@ def _verb_agent(sub) -> None:
     ag.add_argument("--max-jvms", metavar="N",
                     help="watch at most N JVMs; the others selected are listed, with the "
                          "reason, in jvmos_jvm_unwatched and /status (default: no cap)")
+    ag.add_argument("--sample", action="store_const", const=True,
+                    help="CPU profiles: async-profiler in each watched JVM for "
+                         "--sample-window seconds of every --sample-every, the last window "
+                         "served as pprof at /debug/pprof/profile?pid=PID (needs jattach)")
+    ag.add_argument("--sample-every", type=float, metavar="S",
+                    help="seconds between two profile windows of a JVM (default 60)")
+    ag.add_argument("--sample-window", type=float, metavar="S",
+                    help="length of a profile window (default 5)")
     ag.add_argument("--no-calibrate", action="store_true",
                     help="refuse to start when the platform file lacks the probe costs of the "
                          "layers, instead of measuring them first (about a minute of "

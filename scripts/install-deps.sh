@@ -31,6 +31,9 @@ fi
 # glibc's separate debug file, by build id: the threads layer at --scope process probes
 # functions glibc keeps local (__clone3, the futex waits), named only there
 pkg_missing libc6-dbg && need+=(libc6-dbg)
+# jattach loads async-profiler into a running JVM without starting a JVM per command (`jvmos
+# agent --sample`)
+have jattach || need+=(jattach)
 # Java2D (the jni-census task) renders text: it needs fontconfig and a font
 for p in fontconfig fonts-dejavu-core; do pkg_missing "$p" && need+=("$p"); done
 # headless Chromium renders the HTML pages in the tests (and for a user's screenshot), and a

@@ -14,6 +14,7 @@ import types
 import uuid
 import zipfile
 import urllib.parse
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -432,6 +433,45 @@ def test_duty_cycling_counts_a_busy_jvm_in_every_period(platform_file, app, tmp_
     assert rate["lower95"] <= rate["estimate"] <= rate["upper95"], report
     log = ag.log()
     assert "shed io" not in log, log
+
+
+@needs_engine
+def test_sample_serves_a_cpu_profile_as_pprof(platform_file, app, tmp_path):
+    """--sample: async-profiler samples the JVM for a 1 s window of every 3 s (loaded by
+    jattach); the endpoint serves the last window as gzipped pprof, which Go's own pprof
+    reads and in which the JVM's main method is on the stack; the metrics count the windows.
+    The JVM is left with the profiler stopped (its timeout), and its exit is survived."""
+    if not shutil.which("jattach"):
+        pytest.skip("needs jattach (apt-get install jattach; make test installs it)")
+    with Agent(tmp_path, ["--match", app.match, "--sample", "--sample-every", "3",
+                          "--sample-window", "1", "--max-overhead", "none"]) as ag:
+        ag.wait_up()
+        j = paced(app, tmp_path / "f", seconds=40, size=64, writes=20, spin_us=5000)
+        try:
+            ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid) or 0)
+                        >= 1, 30, "a profile window")
+            url = f"http://127.0.0.1:{ag.port}/debug/pprof/profile?pid={j.pid}"
+            with urllib.request.urlopen(url, timeout=60) as r:
+                body = r.read()
+                start = float(r.headers["X-Jvmos-Window-Start"])
+                end = float(r.headers["X-Jvmos-Window-End"])
+            assert body[:2] == b"\x1f\x8b" and 0.9 <= end - start <= 1.1
+            prof = tmp_path / "cpu.pb.gz"
+            prof.write_bytes(body)
+            top = subprocess.run([str(ROOT / "scripts" / "go.sh"), "tool", "pprof", "-top",
+                                  "-show", "PacedWrites", str(prof)],
+                                 cwd=ROOT / "probes" / "engine", capture_output=True, text=True,
+                                 timeout=300)
+            assert top.returncode == 0, top.stderr
+            assert "PacedWrites.main" in top.stdout, top.stdout
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(url.replace(f"pid={j.pid}", "pid=1"), timeout=30)
+            assert e.value.code == 404
+        finally:
+            stop_jvm(j)
+        ag.wait_for(lambda s: j.pid not in watched(s), 15, "the JVM gone")
+        assert ag.proc.poll() is None
+    assert "--sample" not in ag.log() or "could not start" not in ag.log(), ag.log()
 
 
 # ---------------------------------------------------------------------------- restarts

@@ -1,6 +1,7 @@
 """jvmos agent's parts on canned data: its options and config file, the java command lines
 it reads, discovery's bookkeeping (on a fake /proc), an interval's figures and counters, the
 cost limit's choices and back-off, and the metrics it serves."""
+import json
 import os
 import types
 import zipfile
@@ -520,8 +521,13 @@ def test_agent_overhead_render_writes_the_notes_again_and_refuses_other_files(tm
     shutil.copy(ref / "agent-overhead.json", tmp_path)
     assert agent_overhead.render(tmp_path) == 0
     md = (tmp_path / "agent-overhead.md").read_text()
-    # the note names its n from the pairs kept, and says the CPU is that of the intervals
-    assert "n = 8 pairs" in md and "not the whole load" in md
+    res = json.loads((tmp_path / "agent-overhead.json").read_text())
+    # the table names its n from the pairs kept, the notes how N was chosen; every pair is a
+    # row of its own
+    n = len(res["pairs"])
+    assert f"| {n} |" in md and "a pilot of 4 pairs" in md
+    assert md.count("first |") == n
+    assert res["headline"]["figure"].startswith("server CPU per message")
     (tmp_path / "agent-overhead.json").write_text('{"experiment": "chat"}')
     with pytest.raises(JvmosError, match="not the result"):
         agent_overhead.render(tmp_path)
@@ -683,7 +689,7 @@ def test_window_metrics_say_coverage_and_keep_estimates_apart(tmp_path):
     w.last = agent.add_interval(w.totals, f)
     w.coverage, w.window = {"io": 0.25}, {"io": 1.25}
     w.totals.windows["io"] = 1
-    w.rates = {"jni_copy": dc.rate_interval([(1000.0, 1.25)])}
+    w.rates = {"jni_copy": dc.rate_interval([(1000.0, 1.25), (800.0, 1.0), (1300.0, 1.5)])}
     text = generate_latest(agentmetrics.registry_for(a)).decode()
     got = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items()
                                  if k in ("layer", "category", "bound")))): s.value
@@ -695,11 +701,93 @@ def test_window_metrics_say_coverage_and_keep_estimates_apart(tmp_path):
     assert got[("jvmos_layer_on_seconds_total", (("layer", "io"),))] == 1.25
     assert got[("jvmos_layer_windows_total", (("layer", "io"),))] == 1
     assert got[("jvmos_category_call_rate_estimated",
-                (("bound", "estimate"), ("category", "jni_copy")))] == 800.0
+                (("bound", "estimate"), ("category", "jni_copy")))] == pytest.approx(
+        3100.0 / 3.75)
     lo = got[("jvmos_category_call_rate_estimated",
               (("bound", "lower95"), ("category", "jni_copy")))]
     hi = got[("jvmos_category_call_rate_estimated",
               (("bound", "upper95"), ("category", "jni_copy")))]
-    assert lo < 800.0 < hi
-    assert got[("jvmos_category_rate_windows", (("category", "jni_copy"),))] == 1
+    assert lo < 3100.0 / 3.75 < hi
+    assert got[("jvmos_category_rate_windows", (("category", "jni_copy"),))] == 3
     assert agentmetrics.status(a)["watched"][0]["coverage"] == {"io": 0.25}
+
+
+def test_agent_overhead_pairs_are_analysed_on_logs_and_sized_from_a_pilot():
+    import math
+    from scipy import stats
+    from jvmos.experiments import agent_overhead as ao
+    r = [1.01, 0.99, 1.03, 1.00, 1.02, 0.98]
+    got = ao.paired(r)
+    logs = [math.log(x) for x in r]
+    lo, hi = stats.t.interval(0.95, len(r) - 1, loc=sum(logs) / len(r), scale=stats.sem(logs))
+    assert got["n"] == 6 and got["ci95"] == pytest.approx([math.exp(lo), math.exp(hi)])
+    assert got["geomean"] == pytest.approx(math.exp(sum(logs) / len(r)))
+    assert got["equivalent"] is True and got["goal_met"] is True
+    far = ao.paired([1.10, 1.08, 1.12])
+    assert far["equivalent"] is False and far["goal_met"] is False
+    assert ao.paired([1.05])["ci95"] is None
+    # the pilot's spread sets N: a small one needs the minimum, a wide one is capped
+    assert ao.pairs_needed([1.0, 1.01, 0.99, 1.005], 16)["pairs"] == ao.MIN_PAIRS
+    wide = ao.pairs_needed([1.0, 1.08, 0.93, 1.05], 16)
+    assert wide["capped"] and wide["pairs"] == 16 and wide["wanted"] > 16
+
+
+def test_sample_windows_are_filed_and_served_as_pprof(tmp_path, monkeypatch):
+    """--sample: a window is started when due (async-profiler stands in: a file written), filed
+    once it has ended, the oldest beyond KEEP deleted; the endpoint serves the last one as
+    pprof (its conversion stood in for), says why not otherwise, and the metrics count it."""
+    from wsgiref.util import setup_testing_defaults
+    from jvmos import profiles
+    started = []
+
+    def fake_start(pid, jfr, seconds):
+        started.append((pid, jfr.name, seconds))
+        jfr.write_bytes(b"JFR")
+    monkeypatch.setattr(profiles, "start_window", fake_start)
+    monkeypatch.setattr(profiles, "to_pprof", lambda jfr: b"\x1f\x8bpprof of " + jfr.name.encode())
+    p = profiles.Profiles(tmp_path, window_s=2.0, every_s=10.0, log=lambda m: None)
+    t = 1000.0
+    assert p.step(7, t) == t + 5.0 and not started          # the first window 5 s in
+    p.step(7, t + 5.0)
+    assert started == [(7, "profile-7-1005.jfr", 2.0)]
+    p.step(7, t + 6.0)                                       # still running
+    with pytest.raises(LookupError, match="no finished profile window"):
+        p.pprof(7)
+    assert p.step(7, t + 7.5) == t + 15.0                    # filed; the next in 10 s
+    assert p.exposed()[7]["windows"] == 1
+    for k in (15, 25, 35):
+        p.step(7, t + k)
+        p.step(7, t + k + 2.5)
+    assert p.exposed()[7]["windows"] == 4
+    assert sorted(x.name for x in tmp_path.glob("*.jfr")) == ["profile-7-1025.jfr",
+                                                              "profile-7-1035.jfr"]
+    a, _ = make_agent(tmp_path)
+    a.profiles = p
+    app = agentmetrics.app_for(agentmetrics.registry_for(a), a)
+
+    def get(query):
+        env = {"PATH_INFO": "/debug/pprof/profile", "QUERY_STRING": query}
+        setup_testing_defaults(env)
+        got = {}
+        body = b"".join(app(env, lambda status, headers: got.update(status=status,
+                                                                      headers=dict(headers))))
+        return got["status"], got["headers"], body
+    status, headers, body = get("pid=7")
+    assert status == "200 OK" and body == b"\x1f\x8bpprof of profile-7-1035.jfr"
+    assert headers["X-Jvmos-Window-End"] == "1037.000"
+    assert get("pid=8")[0].startswith("404") and get("pid=x")[0].startswith("400")
+    a.profiles = None
+    assert b"--sample" in get("pid=7")[2]
+    p.forget(7)
+    assert not list(tmp_path.glob("*.jfr"))
+
+
+def test_sample_options_are_checked():
+    with pytest.raises(JvmosError, match="must be shorter than --sample-every"):
+        agentconfig.build_config(types.SimpleNamespace(sample=True, sample_window=60.0,
+                                                       sample_every=30.0))
+    with pytest.raises(JvmosError, match="sample: give true or false"):
+        agentconfig.build_config(None, {"sample": "yes"})
+    cfg = agentconfig.build_config(types.SimpleNamespace(sample=True))
+    assert cfg.sample and cfg.sample_every_s == 60.0 and "CPU profiles of 5 s every 60 s" in \
+        cfg.describe()

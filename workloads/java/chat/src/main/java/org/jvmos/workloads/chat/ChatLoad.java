@@ -27,6 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code --messages} messages of {@code --message-bytes} bytes to its room, one at a time (the
  * next once its previous one has come back to it), and reads until it has received every
  * message of its room, its own included; then it says BYE and waits for the server to close.
+ * With {@code --rate R} (messages per second per user) the load is open-loop instead: each
+ * user sends its messages on a fixed schedule, one every 1/R s from a start spread over the
+ * users, whether or not the earlier ones came back (reading what arrives in between), so the
+ * offered load does not depend on how fast the server answers. A message is then stamped with
+ * its scheduled time: a send that fell behind its schedule counts its lag in the latency.
  *
  * <p>A message's text is {@code u<sender> <seq> <send time, ns since the run's start>}, padded
  * with {@code x} to the requested size. Each user records the receive time of every (sender,
@@ -41,7 +46,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * and at once with one line if the server is not there; 2 for bad usage.
  *
  * <pre>ChatLoad --port P [--host 127.0.0.1] [--rooms 5] [--users-per-room 20] [--messages 20]
- *         [--message-bytes 40] [--max-seconds 300] [--pause-ms 0] [--connect-timeout-ms 5000]</pre>
+ *         [--message-bytes 40] [--max-seconds 300] [--pause-ms 0] [--rate 0]
+ *         [--connect-timeout-ms 5000]</pre>
  */
 public final class ChatLoad extends Workload {
 
@@ -56,7 +62,7 @@ public final class ChatLoad extends Workload {
 
     ChatLoad() {
         super(List.of("port", "host", "rooms", "users-per-room", "messages", "message-bytes",
-                "max-seconds", "pause-ms", "connect-timeout-ms"), List.of());
+                "max-seconds", "pause-ms", "rate", "connect-timeout-ms"), List.of());
     }
 
     public static void main(String[] args) {
@@ -87,6 +93,11 @@ public final class ChatLoad extends Workload {
         int messageBytes = cli.intValue("message-bytes", 40, 1, MAX_MESSAGE_BYTES);
         long maxSeconds = cli.longValue("max-seconds", 300, 1, 86_400);
         long pauseMs = cli.longValue("pause-ms", 0, 0, 60_000);
+        // --rate: messages per second per user, in thousandths (0: closed loop)
+        long rateMilli = Math.round(parseRate(cli.string("rate", "0")) * 1000);
+        if (rateMilli > 0 && pauseMs > 0) {
+            throw new Cli.UsageException("--rate and --pause-ms exclude each other");
+        }
         int connectTimeout = cli.intValue("connect-timeout-ms", 5000, 1, 600_000);
         long users = (long) rooms * perRoom;
         if (users > MAX_USERS) {
@@ -106,6 +117,7 @@ public final class ChatLoad extends Workload {
         }
 
         Run run = new Run(rooms, perRoom, messages, messageBytes, pauseMs, maxSeconds);
+        run.intervalNs = rateMilli > 0 ? 1_000_000_000_000L / rateMilli : 0;
         int n = (int) users;
         Socket[] sockets = new Socket[n];
         InetSocketAddress address = new InetSocketAddress(host, port);
@@ -165,6 +177,21 @@ public final class ChatLoad extends Workload {
         return report(run, all, stragglers, out, err);
     }
 
+    /** --rate's value: a positive number of messages per second (at most 10,000), or 0. */
+    static double parseRate(String v) throws Cli.UsageException {
+        double r;
+        try {
+            r = Double.parseDouble(v);
+        } catch (NumberFormatException e) {
+            throw new Cli.UsageException("--rate: give messages per second per user, got '" + v + "'");
+        }
+        if (!(r >= 0 && r <= 10_000) || (r > 0 && r < 0.001)) {
+            throw new Cli.UsageException("--rate must be 0 (closed loop) or between 0.001 and "
+                    + "10000 messages per second per user, got " + v);
+        }
+        return r;
+    }
+
     /** {@code name} if it is a loopback address; anything else is a usage error. */
     static InetAddress loopback(String name) throws Cli.UsageException {
         InetAddress a;
@@ -218,6 +245,12 @@ public final class ChatLoad extends Workload {
                 lastDelivery = Math.max(lastDelivery, t);
             }
         }
+        long late = 0;
+        long maxLag = 0;
+        for (User u : users) {
+            late += u.late;
+            maxLag = Math.max(maxLag, u.maxLagNs);
+        }
         long firstSend = Long.MAX_VALUE;
         for (long t : run.sentAt) {
             if (t > 0) {
@@ -266,6 +299,8 @@ public final class ChatLoad extends Workload {
         out.println("{\"workload\":\"chat-load\",\"rooms\":" + run.rooms + ",\"users_per_room\":"
                 + perRoom + ",\"users\":" + users.length + ",\"messages_per_user\":" + m
                 + ",\"message_bytes\":" + run.messageBytes + ",\"pause_ms\":" + run.pauseMs
+                + ",\"rate_per_user\":" + (run.intervalNs > 0 ? fixed(1e9 / run.intervalNs, 3) : "0")
+                + ",\"sends_late\":" + late + ",\"max_send_lag_ms\":" + fixed(maxLag / 1e6, 3)
                 + ",\"messages_sent\":" + sent + ",\"deliveries\":" + received
                 + ",\"expected_deliveries\":" + expected + ",\"lost\":" + lost
                 + ",\"duplicated\":" + duplicated + ",\"wrong_room\":" + wrongRoom
@@ -330,6 +365,8 @@ public final class ChatLoad extends Workload {
         final long pauseMs;
         final long maxSeconds;
         final long base = System.nanoTime();
+        /** Open loop: ns between two sends of one user (0: closed loop). */
+        long intervalNs;
         final long deadline;
         final CountDownLatch joined;
         final AtomicLong joinedAt = new AtomicLong();
@@ -397,6 +434,9 @@ public final class ChatLoad extends Workload {
         long duplicates;
         long wrongRoom;
         long badFrames;
+        /** Open loop: sends more than 1 ms behind their schedule, and the largest lag. */
+        long late;
+        long maxLagNs;
         boolean timedOut;
         private FrameReader in;
         private OutputStream out;
@@ -464,27 +504,84 @@ public final class ChatLoad extends Workload {
             }
         }
 
+        /** One message, stamped with time t (ns since the run's base). */
+        private void send(StringBuilder sb, int seq, long t) throws IOException {
+            int m = run.messages;
+            sb.setLength(0);
+            sb.append(prefix).append(seq).append(' ').append(t);
+            int target = textStart + run.messageBytes;
+            if (sb.length() < target) {
+                sb.append(' ');
+                while (sb.length() < target) {
+                    sb.append('x');
+                }
+            }
+            sb.append('\n');
+            run.sentAt[(room * run.perRoom + index) * m + seq] = t;
+            out.write(sb.toString().getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            sent++;
+        }
+
+        /** Open loop: message seq at start + seq x interval, reading what comes in between. */
+        private void openLoop() throws IOException {
+            int m = run.messages;
+            long users = (long) run.rooms * run.perRoom;
+            long start = System.nanoTime()
+                    + (room * (long) run.perRoom + index) * run.intervalNs / users;
+            StringBuilder sb = new StringBuilder(run.messageBytes + 32);
+            for (int seq = 0; seq < m; seq++) {
+                long due = start + seq * run.intervalNs;
+                readUntil(due);
+                long lag = System.nanoTime() - due;
+                if (lag > 1_000_000L) {
+                    late++;
+                }
+                maxLagNs = Math.max(maxLagNs, lag);
+                send(sb, seq, Math.max(1, due - run.base));
+            }
+            long total = (long) run.perRoom * m;
+            while (received < total) {
+                receive(run.deadline);
+            }
+        }
+
+        /** Reads frames until {@code due} (a read that times out keeps its partial frame). */
+        private void readUntil(long due) throws IOException {
+            while (true) {
+                long now = System.nanoTime();
+                if (now >= run.deadline) {
+                    throw new DeadlineException();
+                }
+                long left = (Math.min(due, run.deadline) - now) / 1_000_000;
+                if (left <= 0) {
+                    return;
+                }
+                socket.setSoTimeout((int) Math.min(left, Integer.MAX_VALUE));
+                int n;
+                try {
+                    n = in.next();
+                } catch (SocketTimeoutException e) {
+                    return;
+                }
+                if (!record(n)) {
+                    throw new EOFException("connection closed by the server after " + received
+                            + " of " + (long) run.perRoom * run.messages + " messages");
+                }
+            }
+        }
+
         /** Sends the messages one at a time, each once the previous came back, then reads the rest. */
         private void chat() throws IOException, InterruptedException {
+            if (run.intervalNs > 0) {
+                openLoop();
+                return;
+            }
             int m = run.messages;
             long total = (long) run.perRoom * m;
             StringBuilder sb = new StringBuilder(run.messageBytes + 32);
             for (int seq = 0; seq < m; seq++) {
-                sb.setLength(0);
-                long t = run.now();
-                sb.append(prefix).append(seq).append(' ').append(t);
-                int target = textStart + run.messageBytes;
-                if (sb.length() < target) {
-                    sb.append(' ');
-                    while (sb.length() < target) {
-                        sb.append('x');
-                    }
-                }
-                sb.append('\n');
-                run.sentAt[(room * run.perRoom + index) * m + seq] = t;
-                out.write(sb.toString().getBytes(StandardCharsets.US_ASCII));
-                out.flush();
-                sent++;
+                send(sb, seq, run.now());
                 int own = index * m + seq;
                 while (recvAt[own] == 0) {
                     receive(run.deadline);
@@ -518,7 +615,11 @@ public final class ChatLoad extends Workload {
 
         /** Reads one frame and records it; false at the end of the stream. */
         private boolean receive(long until) throws IOException {
-            int n = next(until);
+            return record(next(until));
+        }
+
+        /** Records frame n (its length; -1 at the end of the stream); false at the end. */
+        private boolean record(int n) throws IOException {
             if (n < 0) {
                 if (received < (long) run.perRoom * run.messages) {
                     throw new EOFException("connection closed by the server after " + received

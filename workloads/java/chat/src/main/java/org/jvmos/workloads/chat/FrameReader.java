@@ -26,6 +26,9 @@ final class FrameReader {
     private int pos;
     private int lim;
     private byte[] frame = new byte[128];
+    /** Bytes of the frame being read so far: kept when a read times out, so that the next
+     * call goes on with that frame (the open-loop load reads until its next send is due). */
+    private int partial;
     private long consumed;
 
     FrameReader(InputStream in, int maxFrameBytes) {
@@ -38,9 +41,10 @@ final class FrameReader {
      * without its newline is dropped: the peer went away in the middle of a frame).
      */
     int next() throws IOException {
-        int len = 0;
+        int len = partial;
         while (true) {
             if (pos == lim) {
+                partial = len;
                 int n = in.read(chunk, 0, chunk.length);
                 if (n < 0) {
                     return -1;
@@ -69,6 +73,7 @@ final class FrameReader {
             len += add;
             if (nl >= 0) {
                 pos = nl + 1;
+                partial = 0;
                 if (len > 0 && frame[len - 1] == '\r') {
                     len--;
                 }

@@ -89,6 +89,31 @@ class ChatTest {
         assertTrue(json.contains("\"stopped_by\":\"done\""), json);
     }
 
+    /**
+     * Open loop: 2 rooms of 4 users send 10 messages each at 50 a second (0.2 s of schedule),
+     * whether or not the earlier ones came back; every message still reaches its whole room,
+     * the load lasts at least the schedule, and the report names the rate.
+     */
+    @Test
+    void anOpenLoopSendsOnItsScheduleAndDeliversEverything() {
+        long t0 = System.nanoTime();
+        String[] r = load("--port", Integer.toString(hub.port()), "--rooms", "2",
+                "--users-per-room", "4", "--messages", "10", "--rate", "50");
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertEquals("0", r[0], r[2]);
+        String json = r[1].strip();
+        assertEquals(2 * 4 * 10 * 4, field(json, "deliveries"));
+        assertEquals(0, field(json, "lost"));
+        assertTrue(json.contains("\"rate_per_user\":50.000"), json);
+        assertTrue(json.contains("\"sends_late\":"), json);
+        assertTrue(ms >= 180, "9 intervals of 20 ms are the schedule, took " + ms + " ms");
+        String[] bad = load("--port", Integer.toString(hub.port()), "--rate", "fast");
+        assertEquals("2", bad[0]);
+        assertOneErrorLine(bad[2]);
+        bad = load("--port", Integer.toString(hub.port()), "--rate", "5", "--pause-ms", "3");
+        assertEquals("2", bad[0]);
+    }
+
     @Test
     void oneServerServesSequentialLoads() throws InterruptedException {
         awaitIdle(hub);

@@ -158,10 +158,11 @@ class Watch:
         self.window: Dict[str, Optional[float]] = {}
         self.on: Dict[str, bool] = {}
         self.last_off: Dict[str, float] = {}     # when each layer's last window closed
-        # how much longer a layer's probes were on than its window asked for (the engine
-        # opens and closes them in 10-100 ms, the window's end is in the middle of the
-        # closing): the next window is asked that much shorter
+        # how much longer a layer's probes were on than the agent kept them on (its commands
+        # are sent from a loop that also snapshots, and opening takes 7-15 ms): the next
+        # window is commanded that much shorter; commanded: the last window's commanded length
         self.overshoot: Dict[str, float] = {}
+        self.commanded: Dict[str, float] = {}
         self.events: List[Tuple[float, str, str]] = []
         self.last_on_s: Dict[str, float] = {}
         self.coverage: Dict[str, float] = {}
@@ -514,10 +515,11 @@ class Agent:
             w.last_by_layer = dict(f["probe_by_layer_ns"])
             w.last_cpu = f["cpu_ns"]
             for layer in self.cycled(w):
-                asked = w.window.get(layer)
+                asked, cmd = w.window.get(layer), w.commanded.get(layer)
                 got = f["on_s"].get(layer)
-                if asked and got and asked < f["interval_s"] - dc.END_MARGIN_S:
-                    w.overshoot[layer] = min(max(got - asked, 0.0), asked / 2)
+                if asked and cmd and got and asked < f["interval_s"] - dc.END_MARGIN_S:
+                    # the excess over what was commanded, so the correction settles
+                    w.overshoot[layer] = min(max(got - cmd, 0.0), asked / 2)
             w.last_on_s = dict(f["on_s"])
             w.edge_s = dict(f["edge_s"])
             span = f["clock_s"]
@@ -651,7 +653,9 @@ class Agent:
         windowed is)."""
         layers = [layer for layer in self.cycled(w) if layer not in w.shed]
         now = time.monotonic()
-        P = self.cfg.interval_s
+        # the windows fit in what is left of this interval: tick() set its end before the
+        # snapshot, so a window never runs into the next snapshot
+        P = max(min(self.cfg.interval_s, w.next_tick - now), dc.MIN_WINDOW_S)
         w.events = [(now, "off", layer) for layer in self.cycled(w)
                     if layer in w.shed and w.on.get(layer)]
         # a layer left off by windows that are no more (a SIGHUP to --max-overhead none)
@@ -670,7 +674,7 @@ class Agent:
             fixed = sum(ns for layer, ns in w.last_by_layer.items()
                         if layer not in layers) / span
             sizes = dc.size_windows(cost, w.last_cpu / span, fixed,
-                                    self.cfg.max_overhead_pct, P, w.window)
+                                    self.cfg.max_overhead_pct, self.cfg.interval_s, w.window)
             for layer, size in sizes.items():
                 if size is None:
                     self.shed_windowed(w, layer, cost[layer], w.last_cpu / span, now)
@@ -679,13 +683,17 @@ class Agent:
             if size is None:
                 continue
             w.window[layer] = size
-            if size >= P - dc.END_MARGIN_S:
+            if size >= self.cfg.interval_s - dc.END_MARGIN_S:
                 w.events.append((now, "on", layer))
                 continue
+            size = min(size, P - dc.END_MARGIN_S)
             t = dc.window_start(now, P, size, w.last_off.get(layer))
-            if t > now:
+            if w.on.get(layer):
+                # still on (a late command): closed before the new window opens
                 w.events.append((now, "off", layer))
-            w.events += [(t, "on", layer), (t + size - w.overshoot.get(layer, 0.0), "off", layer)]
+            cmd = max(size - w.overshoot.get(layer, 0.0), dc.MIN_WINDOW_S / 2)
+            w.commanded[layer] = cmd
+            w.events += [(t, "on", layer), (t + cmd, "off", layer)]
         w.events.sort()
 
     def shed_windowed(self, w: Watch, layer: str, cost_per_on_s: float, cpu_per_s: float,
@@ -712,10 +720,11 @@ class Agent:
             _, verb, layer = w.events.pop(0)
             if w.on.get(layer, False) == (verb == "on"):
                 continue
+            sent = time.monotonic()       # a window ends where its closing begins
             w.eng.window(verb, w.proc.pid, [layer])
             w.on[layer] = verb == "on"
             if verb == "off":
-                w.last_off[layer] = time.monotonic()
+                w.last_off[layer] = sent
             if verb == "on":
                 with self.lock:
                     w.totals.windows[layer] += 1
@@ -1067,7 +1076,7 @@ STATE_PREFIX = "jvmos-agent-"
 
 
 def _clear_engine_files(d: Path) -> None:
-    for pattern in ("*-*.plan.json", "*-*.stderr"):
+    for pattern in ("*-*.plan.json", "*-*.stderr", "profile-*.jfr"):
         for p in d.glob(pattern):
             p.unlink()
 

@@ -147,7 +147,8 @@ def _count_families(L: list) -> dict:
             "jvmos_guaranteed_overhead_estimated_seconds",
             "Guaranteed overhead of one resource (io: jni_copy+nio_copy+kernel_copy; threads, "
             "mem, links as jvmos record sums them): the sum of its categories' estimated "
-            "times, only over intervals where every one of them was known",
+            "times, only over intervals where every one of them was known; for a layer "
+            "counted in windows, of the windows only (the ratio gauge extrapolates)",
             labels=L + ["resource"], unit="seconds"),
         "g_unknown": CounterMetricFamily(
             "jvmos_guaranteed_overhead_unknown_intervals", "Intervals in which a category of "
@@ -155,8 +156,10 @@ def _count_families(L: list) -> dict:
             "overhead's counter", labels=L + ["resource"]),
         "g_ratio": GaugeMetricFamily(
             "jvmos_guaranteed_overhead_of_cpu_ratio", "The last interval's guaranteed "
-            "overhead (every resource attached) divided by the JVM's CPU time in that "
-            "interval (0.01 = 1%); absent when a term was unknown", labels=L),
+            "overhead, each windowed resource's part extrapolated to the whole interval (its "
+            "count / its layer's coverage), divided by the JVM's CPU time in that interval "
+            "(0.01 = 1%); absent when a term was unknown or its layer was off all the "
+            "interval", labels=L),
         "probe": CounterMetricFamily(
             "jvmos_probe_effect_estimated_seconds", "CPU time the agent's probes added to "
             "the JVM, estimated: hits counted x the calibrated cost per hit (platform file, "
@@ -169,8 +172,9 @@ def _count_families(L: list) -> dict:
             labels=L),
         "p_ratio": GaugeMetricFamily(
             "jvmos_probe_effect_of_cpu_ratio", "The last interval's estimated probe effect "
-            "divided by the JVM's CPU time in it (what --max-overhead is compared with)",
-            labels=L),
+            "(every layer, in its windows) divided by the JVM's CPU time in it: what "
+            "--max-overhead bounds (windows are sized to 80% of it; the layers that are not "
+            "windowed are shed when the rest passes it)", labels=L),
         "shed": GaugeMetricFamily(
             "jvmos_probes_shed", "1 while the layer's probes are taken off the JVM because "
             "its probe effect passed --max-overhead, 0 while attached", labels=L + ["layer"]),
@@ -194,8 +198,10 @@ def _window_families(L: list) -> dict:
         "coverage": GaugeMetricFamily(
             "jvmos_coverage_ratio", "The share of the last interval the layer's probes were "
             "on (their on-time, measured by the engine, / the interval): 1 for a layer on all "
-            "the time, under 1 for a layer counted in windows (duty cycling), 0 for one shed; "
-            "its counts (jvmos_category_calls_total) are exact for that share only",
+            "the time, under 1 for a layer counted in windows (duty cycling), 0 for a "
+            "windowed layer shed (a shed layer that is not windowed has no series: its "
+            "programs are gone); its counts (jvmos_category_calls_total) are exact for that "
+            "share only",
             labels=L + ["layer"]),
         "window": GaugeMetricFamily(
             "jvmos_window_seconds", "The window of the current interval of a layer counted in "
@@ -224,8 +230,9 @@ def _window_families(L: list) -> dict:
             "windows' spread, from 3 windows on; jvmos_category_rate_windows says how many)",
             labels=L + ["category", "bound"]),
         "rate_n": GaugeMetricFamily(
-            "jvmos_category_rate_windows", "Windows the category's rate estimate rests on",
-            labels=L + ["category"]),
+            "jvmos_category_rate_windows", "Intervals with on-time the category's rate "
+            "estimate rests on (one entry per interval: a window that spans a snapshot is "
+            "two, a layer always on gives one per interval)", labels=L + ["category"]),
         "prof_windows": CounterMetricFamily(
             "jvmos_profile_windows", "CPU profile windows (--sample) finished for the JVM; "
             "the last is served as pprof at /debug/pprof/profile?pid=PID", labels=L),

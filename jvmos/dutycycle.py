@@ -36,10 +36,12 @@ WINDOWED_LAYERS = ("io", "jni")
 CATEGORY_LAYER = {"jni_copy": "io", "nio_copy": "io", "io_syscall": "io", "kernel_copy": "io",
                   "jni_call": "jni"}
 # the shortest window: opening a layer's links took 7-15 ms here and closing them 60-90 ms
-# (the engine's edge_ns; a window is taken from the middle of one to the middle of the other)
+# (the engine's edge_ns; a window is taken from the middle of its opening to the moment its
+# closing begins)
 MIN_WINDOW_S = 0.1
-# the first window of a layer whose cost is not known yet
-FIRST_WINDOW_S = 0.25
+# the first window of a layer whose cost is not known yet: the shortest, so that a layer whose
+# probes cost 15% of the JVM's CPU while on costs 1.5% of the agent's first (1 s) interval
+FIRST_WINDOW_S = 0.1
 # a window grows at most this many times from one period to the next
 GROWTH = 4.0
 # windows are sized for this share of --max-overhead: the rest is headroom for a load that

@@ -7,7 +7,11 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
     attach protocol as the JVM's own user and in its mount namespace; no JVM is started per
     command, as jcmd would) with `start,event=cpu,interval=...,jfr,file=...,timeout=W`: it
     stops by itself after W seconds and closes its JFR file, so a window ends even if the
-    agent dies in it, and the JVM is left with the profiler idle.
+    agent dies in it, and the JVM is left with the profiler idle. The JVM writes the file in
+    its own /tmp (a JVM of another user, or in a container, could not write into the agent's
+    state directory), and the agent moves it into its state directory through
+    /proc/PID/root once the window is over. jattach runs in a thread of its own: a JVM slow
+    to answer never holds up the agent's loop (its windows, its snapshots).
   * pprof: the last finished window's JFR is converted by async-profiler's own converter
     (`jfr-converter.jar -o pb.gz`, a JVM start: about 0.3 s) when the endpoint is first asked
     for it, and the result is kept; a window nobody asks for is never converted. The JFR files
@@ -20,6 +24,7 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
 import shutil
 import subprocess
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,20 +34,24 @@ from jvmos import JvmosError
 
 INTERVAL_MS = 10          # a CPU sample every 10 ms of CPU time, per thread
 KEEP = 2                  # finished windows kept per JVM
+FILE_AFTER_S = 1.0        # a window's JFR is taken this long after it stopped by itself
 JATTACH_TIMEOUT_S = 30
 
 
 @dataclass
 class Window:
-    start: float          # Unix time
-    end: float            # when it stops (Unix time)
-    jfr: Path
+    start: float          # Unix time: when jattach came back with the profiler started
+    end: float            # start + its timeout (whole seconds): when it stops by itself
+    jfr: Path             # where the agent keeps it (moved from the JVM's /tmp)
+    in_jvm: str = ""      # the file's path as the JVM sees it
+    same_ns: bool = False  # the JVM sees the agent's file system: in_jvm is the agent's too
     pprof: Optional[bytes] = None
 
 
 @dataclass
 class JvmProfiles:
     running: Optional[Window] = None
+    starting: bool = False            # jattach under way (in its thread)
     done: Deque[Window] = field(default_factory=lambda: deque(maxlen=KEEP))
     windows: int = 0
     failures: int = 0
@@ -57,13 +66,13 @@ def jattach() -> str:
     return path
 
 
-def start_window(pid: int, jfr: Path, seconds: float) -> None:
-    """async-profiler started in pid for `seconds`, writing JFR to jfr; JvmosError when the
-    JVM refused (attach disabled, another profiler running, ...)."""
+def start_window(pid: int, jfr: str, seconds: int) -> None:
+    """async-profiler started in pid for `seconds`, writing JFR to jfr (a path in the JVM's
+    own mount namespace); JvmosError when the JVM refused (attach disabled, another profiler
+    running, ...)."""
     from jvmos import sampling
     lib = sampling.lib()
-    opts = (f"start,event=cpu,interval={INTERVAL_MS}ms,jfr,file={jfr},"
-            f"timeout={max(1, round(seconds))}")
+    opts = f"start,event=cpu,interval={INTERVAL_MS}ms,jfr,file={jfr},timeout={seconds}"
     try:
         r = subprocess.run([jattach(), str(pid), "load", str(lib), "true", opts],
                            capture_output=True, text=True, timeout=JATTACH_TIMEOUT_S)
@@ -73,6 +82,14 @@ def start_window(pid: int, jfr: Path, seconds: float) -> None:
     if r.returncode != 0 or "return code: 0" not in out:
         last = (out.splitlines() or ["no output"])[-1]
         raise JvmosError(f"async-profiler could not start in pid {pid}: {last}")
+
+
+def same_mount_ns(pid: int) -> bool:
+    import os
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return False
 
 
 def to_pprof(jfr: Path) -> bytes:
@@ -103,6 +120,8 @@ class Profiles:
         self.jvms: Dict[int, JvmProfiles] = {}
         self.next_at: Dict[int, float] = {}
         self.converting = threading.Lock()
+        self.clock = time.time                                # Unix time (a test's own)
+        self.root_of = lambda pid: Path(f"/proc/{pid}/root")   # the JVM's file system
 
     def step(self, pid: int, now: float) -> Optional[float]:
         """pid's sampling at time now (Unix): a window that ended is filed, one that is due is
@@ -111,43 +130,79 @@ class Profiles:
             p = self.jvms.setdefault(pid, JvmProfiles())
         due = self.next_at.setdefault(pid, now + min(5.0, self.every_s))
         run = p.running
-        if run is not None and now >= run.end + 0.5:
-            with self.lock:
-                p.running = None
-                if run.jfr.exists() and run.jfr.stat().st_size > 0:
-                    if len(p.done) == p.done.maxlen:
-                        p.done[0].jfr.unlink(missing_ok=True)
-                    p.done.append(run)
-                    p.windows += 1
-                else:
-                    p.failures += 1
-                    p.last_error = f"no JFR written at {run.jfr}"
-        if p.running is None and now >= due:
+        if run is not None and now >= run.end + FILE_AFTER_S:
+            self.file(pid, p, run)
+        if p.running is None and not p.starting and now >= due:
             self.next_at[pid] = now + self.every_s
-            jfr = self.dir / f"profile-{pid}-{int(now)}.jfr"
-            try:
-                start_window(pid, jfr, self.window_s)
-            except JvmosError as e:
-                with self.lock:
-                    p.failures += 1
-                    first = not p.last_error
-                    p.last_error = str(e)
-                if first:
-                    self.log(f"pid {pid}: --sample: {e} (tried again every "
-                             f"{self.every_s:g} s; counted in jvmos_profile_failures_total)")
+            p.starting = True
+            threading.Thread(target=self._start, args=(pid, p, int(now)), daemon=True,
+                             name=f"jvmos-sample-{pid}").start()
+        run = p.running
+        return min(self.next_at[pid], run.end + FILE_AFTER_S if run else float("inf"))
+
+    def _start(self, pid: int, p: "JvmProfiles", t: int) -> None:
+        seconds = max(1, round(self.window_s))
+        in_jvm = f"/tmp/jvmos-profile-{pid}-{t}.jfr"
+        try:
+            start_window(pid, in_jvm, seconds)
+        except JvmosError as e:
+            with self.lock:
+                p.starting = False
+                p.failures += 1
+                first = not p.last_error
+                p.last_error = str(e)
+            if first:
+                self.log(f"pid {pid}: --sample: {e} (tried again every {self.every_s:g} s; "
+                         "counted in jvmos_profile_failures_total)")
+            return
+        start = self.clock()
+        with self.lock:
+            p.starting = False
+            p.running = Window(start=start, end=start + seconds,
+                               jfr=self.dir / f"profile-{pid}-{t}.jfr", in_jvm=in_jvm,
+                               same_ns=same_mount_ns(pid))
+
+    def file(self, pid: int, p: "JvmProfiles", run: Window) -> None:
+        """A window that is over: its JFR moved from the JVM's /tmp into the state directory
+        and kept (the oldest beyond KEEP deleted), or counted as a failure."""
+        src = self.root_of(pid) / run.in_jvm.lstrip("/") if run.in_jvm else run.jfr
+        ok = False
+        try:
+            if src != run.jfr:
+                shutil.move(str(src), str(run.jfr))
+            ok = run.jfr.stat().st_size > 0
+        except OSError:
+            ok = False
+        with self.lock:
+            p.running = None
+            if ok:
+                if len(p.done) == p.done.maxlen:
+                    p.done[0].jfr.unlink(missing_ok=True)
+                p.done.append(run)
+                p.windows += 1
             else:
-                with self.lock:
-                    p.running = Window(start=now, end=now + self.window_s, jfr=jfr)
-        p = self.jvms[pid]
-        return min(self.next_at[pid], p.running.end + 0.5 if p.running else float("inf"))
+                p.failures += 1
+                p.last_error = f"no JFR written at {run.in_jvm or run.jfr} in pid {pid}"
 
     def forget(self, pid: int) -> None:
+        """pid is no longer watched (or is gone): its files deleted, the one of a window it
+        was in too (through its /proc/PID/root while it lives, or directly when it shared
+        the agent's file system)."""
         with self.lock:
             p = self.jvms.pop(pid, None)
             self.next_at.pop(pid, None)
-        if p is not None:
-            for w in list(p.done) + ([p.running] if p.running else []):
-                w.jfr.unlink(missing_ok=True)
+        if p is None:
+            return
+        for w in list(p.done):
+            w.jfr.unlink(missing_ok=True)
+        w = p.running
+        if w is not None:
+            for f in ([self.root_of(pid) / w.in_jvm.lstrip("/")]
+                      + ([Path(w.in_jvm)] if w.same_ns else [])):
+                try:
+                    f.unlink(missing_ok=True)
+                except OSError:
+                    pass
 
     def pprof(self, pid: int) -> Window:
         """The last finished window of pid with its pprof (converted once, here)."""

@@ -35,7 +35,9 @@ of at most 1.02 and the upper end of its paired 95% interval at most 1.05):
     count --layers io` counts the server for --agree-seconds: for each io category, the
     agent's extrapolated calls (jvmos_category_calls_estimated_total) between two scrapes
     around the recording, per second, against the recording's calls per second of its wall
-    time (the goal: within 10%).
+    time (the goal: within 10%). The same on Tomcat (embedded Tomcat, from Maven Central, with
+    the shop of `jvmos run tomcat` as its application: 8 client threads, 16 KiB pages, a
+    closed loop long enough for the recording and two interval ends around it).
   * Fleet: --fleet idle chat servers (default 30) started one after another under one agent
     (its defaults, --match of their jar): the agent's memory (VmRSS of its process and of its
     engines, every second) once it watches them all, and each JVM's attach time as its log
@@ -316,7 +318,7 @@ def watched_load(srv, load, a, out: Path, tag: str, server_jar: Path,
     return arm
 
 
-def agreement(a, srv, out: Path):
+def agreement(a, srv, out: Path, name: str = "agreement-recording"):
     """During a watched load: the agent's counters at the end of the interval before a
     `jvmos record --pid --mode count --layers io --duration agree_seconds` of the server and
     at the end of the first interval after it (each taken as the scrape that first shows the
@@ -331,7 +333,7 @@ def agreement(a, srv, out: Path):
     def run(ag: AgentRun) -> dict:
         time.sleep(1.0)                        # the load under way
         s0 = next_interval(ag, "an interval's end before the recording")
-        rec = out / "agreement-recording"
+        rec = out / name
         if rec.exists():                      # an unfinished run's, whose comparison was lost
             shutil.rmtree(rec)
         r = subprocess.run([sys.executable, "-m", "jvmos.cli", "record", "--pid", str(srv.pid),
@@ -412,6 +414,36 @@ def fleet(a, java: str, out: Path) -> dict:
             "agent_cpu_s": cpu, "log": str(ag.log_path.relative_to(out))}
 
 
+TOMCAT_THREADS = 8
+TOMCAT_PAGE_BYTES = 16384
+
+
+def tomcat_agreement(a, java: str, out: Path) -> dict:
+    """The agreement on a third-party server: the shop on embedded Tomcat, under a closed-loop
+    load long enough for the recording (its pages per thread from a first load's rate)."""
+    from jvmos.experiments.shop import Shop
+    from jvmos.tools import SHOP_JAR
+    shop_jar = out / f"jvmos-shop-{os.getpid()}-{int(time.time())}.jar"
+    shutil.copyfile(jar(SHOP_JAR), shop_jar)
+    try:
+        with Shop(java, out / "tomcat-server", TOMCAT_PAGE_BYTES, jar_path=shop_jar) as shop:
+            log(f"tomcat: shop pid {shop.pid} on port {shop.port}; warm-up loads")
+            shop.load(4, 200)
+            first = shop.load(TOMCAT_THREADS, 300)
+            per_s = (first.get("pages_per_s") or 100.0) / TOMCAT_THREADS
+            pages = math.ceil(per_s * (a.agree_seconds + 25))
+            log(f"tomcat: a watched load of {TOMCAT_THREADS} x {pages} pages with a "
+                f"{a.agree_seconds} s recording in it")
+            w = watched_load(shop, lambda: shop.load(TOMCAT_THREADS, pages), a, out, "tomcat",
+                             shop_jar, during=agreement(a, shop, out,
+                                                        "tomcat-agreement-recording"))
+    finally:
+        shop_jar.unlink(missing_ok=True)
+    return {"server": "tomcat", "threads": TOMCAT_THREADS, "pages": pages,
+            "page_bytes": TOMCAT_PAGE_BYTES, "warm_pages_per_s": first.get("pages_per_s"),
+            "watched": w}
+
+
 def paired(ratios: List[float]) -> dict:
     """The paired analysis of ratios (watched / bare) on their logs: geometric mean ratio,
     Student's t 95% interval, TOST at 90% within +-EQUIVALENCE."""
@@ -485,16 +517,16 @@ def run_pairs(a, srv, load, out: Path, server_jar: Path, results: dict) -> None:
             f"{ns(w['cpu_ns_per_message'])}" + ("" if ratio is None else f" ({ratio:.3f})")
             + (f"; shed: {'; '.join(w['agent']['shed_log'])}" if w["agent"]["shed_log"]
                else ""))
-        save_partial(out, "agent-overhead", results)
         i += 1
-        if target is None and i == PILOT_PAIRS:
-            size = pairs_needed([p["ratio"] for p in results["pairs"] if p["ratio"]],
-                                a.max_trials)
+        if target is None and i >= PILOT_PAIRS:
+            size = pairs_needed([p["ratio"] for p in results["pairs"][:PILOT_PAIRS]
+                                 if p["ratio"]], a.max_trials)
             results["sizing"] = size
             target = size["pairs"]
             log(f"pilot: {PILOT_PAIRS} pairs, sd of log ratios "
                 f"{size['pilot_sd_log'] or 0:.4f}: {size['wanted']} pairs wanted"
                 + (f", {target} run (--max-trials)" if size["capped"] else ""))
+        save_partial(out, "agent-overhead", results)
 
 
 def ns(v) -> str:
@@ -557,11 +589,15 @@ def tables(results: dict) -> List[Table]:
                  str(sum(ag["sheds"].values())) if ag["sheds"] else "0"]
         p.add(cells, cells)
     out = [t, p]
-    agree = next((x["watched"]["agreement"] for x in results.get("agreement_load", [])
-                  if x["watched"].get("agreement")), None)
-    if agree and "categories" in agree:
+    for entry in results.get("agreement_load", []):
+        agree = entry["watched"].get("agreement")
+        if not agree or "categories" not in agree:
+            continue
+        where = ("the shop on embedded Tomcat" if entry.get("server") == "tomcat"
+                 else "the chat server")
         g = Table(f"The agent's extrapolated rates against a full `jvmos record --mode count "
-                  f"--layers io` of the same load ({agree['record_seconds']:.1f} s recording, "
+                  f"--layers io` of the same load on {where} "
+                  f"({agree['record_seconds']:.1f} s recording, "
                   f"agent scrapes {agree['agent_span_s']:.1f} s apart around it, io coverage "
                   f"{agree['agent_coverage']:.3f})",
                   ["category", "recorded (calls/s)", "agent, extrapolated (calls/s)",
@@ -671,6 +707,12 @@ def render(out: Path) -> int:
     return 0
 
 
+def agreed(results: dict, server: str) -> bool:
+    """The agreement on that server is in the results (an entry without a server is the chat
+    server's: runs made before Tomcat's was added)."""
+    return any(x.get("server", "chat") == server for x in results.get("agreement_load", []))
+
+
 def server_phases(a, java: str, out: Path, server_jar: Path, load_cmd: str,
                   results: dict) -> None:
     """The pairs and the agreement, on one warmed chat server."""
@@ -681,11 +723,15 @@ def server_phases(a, java: str, out: Path, server_jar: Path, load_cmd: str,
                         load_cmd, out / "server", rate_key="messages_per_s")
     with srv:
         results.update({"server_command": " ".join(srv.argv), "load_command": srv.load_cmd})
+        # every server a run used (a resumed run starts another): which pairs ran on it
+        results.setdefault("servers", []).append({
+            "command": " ".join(srv.argv), "pid": srv.pid, "first_pair": len(results["pairs"]) + 1,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         load = lambda: srv.load(str(ROOMS))  # noqa: E731
         log(f"chat server: JVM pid {srv.pid} on port {srv.port}; warm-up loads, unwatched")
         results.setdefault("warmups", []).append(warm_up(srv, load))
         run_pairs(a, srv, load, out, server_jar, results)
-        if a.agree_seconds and not results["agreement_load"]:
+        if a.agree_seconds and not agreed(results, "chat"):
             # long enough for an interval's end before the recording and one after it
             n = math.ceil(a.rate * (a.agree_seconds + 25))
             log(f"agreement: a watched load of {n} messages per user with a "
@@ -694,7 +740,7 @@ def server_phases(a, java: str, out: Path, server_jar: Path, load_cmd: str,
             w = watched_load(srv, load, a, out, "agreement", server_jar,
                              during=agreement(a, srv, out))
             srv.load_cmd = load_cmd
-            results["agreement_load"].append({"messages": n, "watched": w})
+            results["agreement_load"].append({"server": "chat", "messages": n, "watched": w})
             save_partial(out, "agent-overhead", results)
 
 
@@ -702,8 +748,6 @@ def main(argv) -> int:
     a = parse(argv)
     if a.render:
         return render(Path(a.render))
-    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
-    java = str(jvm.home / "bin" / "java")
     if a.resume:
         out = Path(a.resume)
         import json
@@ -713,13 +757,19 @@ def main(argv) -> int:
             raise JvmosError(f"--resume {out}: no unfinished run to go on with ({e})")
         if results.get("experiment") != "agent-overhead":
             raise JvmosError(f"--resume {out}: not an agent-overhead run")
+        # the run's own settings, whatever this command line says
         a.messages, a.rate = results["messages"], results["rate"]
+        a.layer_list = results["layers"].split(",")
+        a.max_overhead = results["max_overhead"]
+        a.jdk = results["jdk"]
         if "warmup" in results:               # a run made before warm-ups were a list of lists
             results["warmups"] = [results.pop("warmup")]
         a.trials = a.trials or results.get("trials")
     else:
         out = out_dir(a.out, "agent-overhead")
         results = None
+    jvm = select_jdks([a.jdk] if a.jdk else None)[0]
+    java = str(jvm.home / "bin" / "java")
     # the server runs a copy of the chat jar under a name of this run's own: the agent's
     # --match jar= selects this server and no other chat server on the host
     server_jar = out / f"jvmos-chat-{os.getpid()}-{int(time.time())}.jar"
@@ -733,16 +783,21 @@ def main(argv) -> int:
         "rooms": ROOMS, "users_per_room": USERS_PER_ROOM, "messages": a.messages,
         "rate": a.rate, "trials": a.trials, "layers": ",".join(a.layer_list),
         "max_overhead": a.max_overhead, "pairs": [], "agreement_load": []}
-    target = a.trials or (results.get("sizing") or {}).get("pairs")
-    if target is None or len(results["pairs"]) < target or (
-            a.agree_seconds and not results["agreement_load"]):
-        server_phases(a, java, out, server_jar, load_cmd, results)
-    if a.fleet and not results.get("fleet"):
-        log(f"fleet: {a.fleet} idle JVMs under one agent")
-        results["fleet"] = fleet(a, java, out)
-        save_partial(out, "agent-overhead", results)
+    try:
+        target = a.trials or (results.get("sizing") or {}).get("pairs")
+        if target is None or len(results["pairs"]) < target or (
+                a.agree_seconds and not agreed(results, "chat")):
+            server_phases(a, java, out, server_jar, load_cmd, results)
+        if a.agree_seconds and not agreed(results, "tomcat"):
+            results["agreement_load"].append(tomcat_agreement(a, java, out))
+            save_partial(out, "agent-overhead", results)
+        if a.fleet and not results.get("fleet"):
+            log(f"fleet: {a.fleet} idle JVMs under one agent")
+            results["fleet"] = fleet(a, java, out)
+            save_partial(out, "agent-overhead", results)
+    finally:
+        server_jar.unlink(missing_ok=True)
     with_headline(results)
     publish(out, "agent-overhead", tables(results), results, notes_for(results))
     (out / "agent-overhead.partial.json").unlink(missing_ok=True)
-    server_jar.unlink(missing_ok=True)
     return 0

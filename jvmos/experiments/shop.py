@@ -33,8 +33,10 @@ class Shop:
     """The petstore server: started, warmed up, loaded, stopped."""
 
     def __init__(self, java: str, run_dir: Path, page_bytes: int, max_seconds: int = 3600,
-                 jvm_args=(), max_threads: int = 500):
+                 jvm_args=(), max_threads: int = 500, jar_path: Optional[Path] = None):
         self.java, self.dir, self.page_bytes = java, run_dir, page_bytes
+        # the server's jar: a copy of its own lets `jvmos agent --match jar=` select it alone
+        self.jar = jar_path or jar(SHOP_JAR)
         self.max_threads = max_threads
         self.jvm_args = list(jvm_args)
         self.max_seconds = max_seconds
@@ -45,7 +47,7 @@ class Shop:
         self.dir.mkdir(parents=True, exist_ok=True)
         port_file = self.dir / "server.port"
         port_file.unlink(missing_ok=True)
-        cmd = [self.java, "-Xms1g", "-Xmx1g"] + self.jvm_args + ["-jar", str(jar(SHOP_JAR)),
+        cmd = [self.java, "-Xms1g", "-Xmx1g"] + self.jvm_args + ["-jar", str(self.jar),
                "--page-bytes", str(self.page_bytes), "--max-threads", str(self.max_threads),
                "--min-spare-threads", "4", "--port", "0",
                "--port-file", str(port_file), "--max-seconds", str(self.max_seconds)]

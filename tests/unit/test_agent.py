@@ -733,35 +733,51 @@ def test_agent_overhead_pairs_are_analysed_on_logs_and_sized_from_a_pilot():
 
 
 def test_sample_windows_are_filed_and_served_as_pprof(tmp_path, monkeypatch):
-    """--sample: a window is started when due (async-profiler stands in: a file written), filed
-    once it has ended, the oldest beyond KEEP deleted; the endpoint serves the last one as
-    pprof (its conversion stood in for), says why not otherwise, and the metrics count it."""
+    """--sample: a window is started when due (async-profiler stands in: a file written in the
+    JVM's /tmp, here a folder standing for /proc/PID/root), moved into the state directory once
+    it has ended, the oldest beyond KEEP deleted; the endpoint serves the last one as pprof
+    (its conversion stood in for), says why not otherwise, and the metrics count it."""
+    import time as _time
     from wsgiref.util import setup_testing_defaults
     from jvmos import profiles
     started = []
+    root = tmp_path / "jvm-root"
+    (root / "tmp").mkdir(parents=True)
+    state = tmp_path / "state"
+    state.mkdir()
 
     def fake_start(pid, jfr, seconds):
-        started.append((pid, jfr.name, seconds))
-        jfr.write_bytes(b"JFR")
+        started.append((pid, jfr, seconds))
+        (root / jfr.lstrip("/")).write_bytes(b"JFR")
     monkeypatch.setattr(profiles, "start_window", fake_start)
     monkeypatch.setattr(profiles, "to_pprof", lambda jfr: b"\x1f\x8bpprof of " + jfr.name.encode())
-    p = profiles.Profiles(tmp_path, window_s=2.0, every_s=10.0, log=lambda m: None)
-    t = 1000.0
-    assert p.step(7, t) == t + 5.0 and not started          # the first window 5 s in
-    p.step(7, t + 5.0)
-    assert started == [(7, "profile-7-1005.jfr", 2.0)]
-    p.step(7, t + 6.0)                                       # still running
+    p = profiles.Profiles(state, window_s=2.0, every_s=10.0, log=lambda m: None)
+    clock = [1000.0]
+    p.clock, p.root_of = (lambda: clock[0]), (lambda pid: root)
+
+    def step(t):
+        clock[0] = t
+        due = p.step(7, t)
+        for _ in range(200):                 # jattach's thread
+            if not p.jvms[7].starting:
+                break
+            _time.sleep(0.01)
+        return due
+    assert step(1000.0) == 1005.0 and not started          # the first window 5 s in
+    step(1005.0)
+    assert started == [(7, "/tmp/jvmos-profile-7-1005.jfr", 2)]
+    step(1006.0)                                           # still running
     with pytest.raises(LookupError, match="no finished profile window"):
         p.pprof(7)
-    assert p.step(7, t + 7.5) == t + 15.0                    # filed; the next in 10 s
-    assert p.exposed()[7]["windows"] == 1
+    assert step(1008.0) == 1015.0                          # filed; the next in 10 s
+    assert p.exposed()[7]["windows"] == 1 and not list((root / "tmp").iterdir())
     for k in (15, 25, 35):
-        p.step(7, t + k)
-        p.step(7, t + k + 2.5)
+        step(1000.0 + k)
+        step(1000.0 + k + 3)
     assert p.exposed()[7]["windows"] == 4
-    assert sorted(x.name for x in tmp_path.glob("*.jfr")) == ["profile-7-1025.jfr",
-                                                              "profile-7-1035.jfr"]
-    a, _ = make_agent(tmp_path)
+    assert sorted(x.name for x in state.glob("*.jfr")) == ["profile-7-1025.jfr",
+                                                           "profile-7-1035.jfr"]
+    a, _ = make_agent(state)
     a.profiles = p
     app = agentmetrics.app_for(agentmetrics.registry_for(a), a)
 
@@ -779,7 +795,7 @@ def test_sample_windows_are_filed_and_served_as_pprof(tmp_path, monkeypatch):
     a.profiles = None
     assert b"--sample" in get("pid=7")[2]
     p.forget(7)
-    assert not list(tmp_path.glob("*.jfr"))
+    assert not list(state.glob("*.jfr"))
 
 
 def test_sample_options_are_checked():

@@ -1,6 +1,7 @@
 package org.jvmos.workloads.chat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -112,6 +113,42 @@ class ChatTest {
         assertOneErrorLine(bad[2]);
         bad = load("--port", Integer.toString(hub.port()), "--rate", "5", "--pause-ms", "3");
         assertEquals("2", bad[0]);
+    }
+
+    /** A read that times out in the middle of a frame keeps what it read: the open loop reads
+     * until its next send is due, and the rest of that frame comes with the next read. */
+    @Test
+    void aTimeoutInTheMiddleOfAFrameKeepsItsStart() throws IOException {
+        byte[][] parts = {"JOINED r0 u1\nMSG r0 u1 ".getBytes(StandardCharsets.US_ASCII), null,
+            "12 34\n".getBytes(StandardCharsets.US_ASCII)};
+        java.io.InputStream in = new java.io.InputStream() {
+            int k;
+
+            @Override
+            public int read() {
+                throw new UnsupportedOperationException();
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (k >= parts.length) {
+                    return -1;
+                }
+                byte[] p = parts[k++];
+                if (p == null) {
+                    throw new java.net.SocketTimeoutException("timed out");
+                }
+                System.arraycopy(p, 0, b, off, p.length);
+                return p.length;
+            }
+        };
+        FrameReader r = new FrameReader(in, 100);
+        int first = r.next();
+        assertEquals("JOINED r0 u1", new String(r.frame(), 0, first, StandardCharsets.US_ASCII));
+        assertThrows(java.net.SocketTimeoutException.class, r::next);
+        int n = r.next();
+        assertEquals("MSG r0 u1 12 34", new String(r.frame(), 0, n, StandardCharsets.US_ASCII));
+        assertEquals(-1, r.next());
     }
 
     @Test

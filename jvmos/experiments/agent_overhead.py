@@ -42,6 +42,10 @@ of at most 1.02 and the upper end of its paired 95% interval at most 1.05):
     (its defaults, --match of their jar): the agent's memory (VmRSS of its process and of its
     engines, every second) once it watches them all, and each JVM's attach time as its log
     gives it; then one more JVM, whose attach is timed the same way.
+  * Soak (--soak S, default none): one agent for S seconds while short-lived idle JVMs come
+    and go (30 alive at a time, each exiting by itself after 20-90 s): the agent's memory
+    (its process, and its engines) every second, and whether the process's RSS at the end
+    is within 10% of its RSS after 5 minutes.
 """
 import argparse
 import math
@@ -104,6 +108,9 @@ def parse(argv):
     p.add_argument("--fleet", type=int,
                    help="idle JVMs one agent watches for its memory and attach figures "
                         "(default 30; --quick 3; 0: none)")
+    p.add_argument("--soak", type=int, default=0, metavar="S",
+                   help="one agent for S seconds while short-lived JVMs come and go, for its "
+                        "memory over time (default 0: none; 3600 for the hour)")
     p.add_argument("--max-overhead", default="2%",
                    help="the agent's --max-overhead (default 2%%)")
     p.add_argument("--layers", default="io", help="the agent's --layers (default io)")
@@ -444,6 +451,53 @@ def tomcat_agreement(a, java: str, out: Path) -> dict:
             "watched": w}
 
 
+SOAK_ALIVE = 30
+
+
+def soak(a, java: str, out: Path) -> dict:
+    """One agent for a.soak seconds while idle JVMs come and go: SOAK_ALIVE alive at a time,
+    each exiting by itself after 20-90 s (a seeded draw); the agent's RSS every second."""
+    import random
+    rng = random.Random(33)
+    soak_jar = out / f"jvmos-soak-{os.getpid()}-{int(time.time())}.jar"
+    shutil.copyfile(jar(CHAT_JAR), soak_jar)
+    procs: List[subprocess.Popen] = []
+    started = 0
+    ag = AgentRun(a, soak_jar, out / "agent-soak.log")
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < a.soak:
+            if ag.proc.poll() is not None:
+                raise JvmosError(f"the agent exited during the soak: see {ag.log_path}")
+            procs = [p for p in procs if p.poll() is None]
+            while len(procs) < SOAK_ALIVE:
+                procs.append(subprocess.Popen(
+                    [java, "-Xms32m", "-Xmx64m", "-jar", str(soak_jar), "--port", "0",
+                     "--threads", "platform", "--max-seconds", str(rng.randint(20, 90))],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out))
+                started += 1
+                time.sleep(0.5)
+            time.sleep(1.0)
+        cpu = ag.value(ag.samples(), "jvmos_agent_cpu_seconds_total")
+    finally:
+        ag.stop()
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+        soak_jar.unlink(missing_ok=True)
+
+    def around(t: float, half: float = 30.0) -> Optional[float]:
+        vals = [r[1] for r in ag.rss if abs(r[0] - t) <= half]
+        return statistics.median(vals) if vals else None
+    last = ag.rss[-1][0] if ag.rss else 0.0
+    at5, end = around(300.0), around(last - 30.0)
+    return {"seconds": a.soak, "alive": SOAK_ALIVE, "jvms_started": started,
+            "agent_cpu_s": cpu, "rss_kb": ag.rss[::10], "rss_5min_kb": at5,
+            "rss_end_kb": end, "end_over_5min": end / at5 if at5 and end else None,
+            "log": str(ag.log_path.relative_to(out))}
+
+
 def paired(ratios: List[float]) -> dict:
     """The paired analysis of ratios (watched / bare) on their logs: geometric mean ratio,
     Student's t 95% interval, TOST at 90% within +-EQUIVALENCE."""
@@ -636,6 +690,19 @@ def tables(results: dict) -> List[Table]:
                       statistics.median(att) if att else None, fl["new_attach_s"],
                       fl["rss_before_kb"][1] / 1024 if fl["rss_before_kb"] else None])
         out.append(f)
+    so = results.get("soak")
+    if so and so.get("rss_5min_kb"):
+        k = Table(f"One agent for {so['seconds']:,} s while idle JVMs came and went "
+                  f"({so['alive']} alive at a time, each for 20-90 s)",
+                  ["JVMs started", "agent process RSS after 5 min (MB, median of a minute)",
+                   "at the end (MB, median of its last minute)", "end / 5 min",
+                   "agent CPU (s)"])
+        cells = [f"{so['jvms_started']:,}", mb(so["rss_5min_kb"]), mb(so["rss_end_kb"]),
+                 "—" if so["end_over_5min"] is None else f"{so['end_over_5min']:.3f}",
+                 "—" if so["agent_cpu_s"] is None else f"{so['agent_cpu_s']:,.1f}"]
+        k.add(cells, [so["jvms_started"], so["rss_5min_kb"] / 1024, so["rss_end_kb"] / 1024,
+                      so["end_over_5min"], so["agent_cpu_s"]])
+        out.append(k)
     return out
 
 
@@ -794,6 +861,10 @@ def main(argv) -> int:
         if a.fleet and not results.get("fleet"):
             log(f"fleet: {a.fleet} idle JVMs under one agent")
             results["fleet"] = fleet(a, java, out)
+            save_partial(out, "agent-overhead", results)
+        if a.soak and not results.get("soak"):
+            log(f"soak: one agent for {a.soak} s while JVMs come and go")
+            results["soak"] = soak(a, java, out)
             save_partial(out, "agent-overhead", results)
     finally:
         server_jar.unlink(missing_ok=True)

@@ -816,7 +816,9 @@ def main(argv) -> int:
     if a.render:
         return render(Path(a.render))
     if a.resume:
-        out = Path(a.resume)
+        # absolute: the JVMs a phase starts run in other directories, and the agent's --match
+        # names their jar as they were given it
+        out = Path(a.resume).resolve()
         import json
         try:
             results = json.loads((out / "agent-overhead.partial.json").read_text())
@@ -833,7 +835,7 @@ def main(argv) -> int:
             results["warmups"] = [results.pop("warmup")]
         a.trials = a.trials or results.get("trials")
     else:
-        out = out_dir(a.out, "agent-overhead")
+        out = out_dir(a.out, "agent-overhead").resolve()
         results = None
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")

@@ -598,6 +598,12 @@ class Agent:
                 del w.shed[layer]
                 w.totals.returns[layer] += 1
             w.window.pop(layer, None)      # measured again from a first window
+            if layer in self.cycled(w) and w.eng is not None:
+                # the first window at once (the shortest), not at the next interval
+                end = min(now + dc.FIRST_WINDOW_S, w.next_tick - dc.END_MARGIN_S)
+                if end > now:
+                    w.events += [(now, "on", layer), (end, "off", layer)]
+                    w.events.sort()
         self.log(f"{w.proc.describe()}: putting back {', '.join(due)} after the back-off; the "
                  "next interval says whether the rate fell")
         if dc.unwindowed(due):

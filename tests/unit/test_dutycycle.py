@@ -158,3 +158,22 @@ def test_windows_end_when_the_limit_is_lifted(tmp_path, monkeypatch):
     a.plan_period(w)
     a.run_windows(w)
     assert w.eng.log == [(50.0, "on", "io")] and w.on["io"] and not w.events
+
+
+def test_a_windowed_layer_back_from_its_back_off_gets_a_window_at_once(tmp_path, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(agent.time, "monotonic", lambda: clock[0])
+    a = agent.Agent(agentconfig.Config(max_overhead_pct=2.0, interval_s=P, layers=("io",),
+                                       shed_backoff_s=60.0),
+                    {"engine_probes": {}}, tmp_path / "p.json", tmp_path, log=lambda m: None)
+    w = agent.Watch(types.SimpleNamespace(pid=7, key=(7, 1), describe=lambda: "pid 7"),
+                    ("io",))
+    w.eng = FakeEngine(clock)
+    w.layers, w.on, w.next_tick = ("io",), {"io": False}, 103.0
+    w.shed["io"] = agent.Shed(since=40.0, until=100.0, backoff_s=60.0, reason="test")
+    a.restore_due(w)
+    a.run_windows(w)
+    assert not w.shed and w.eng.log == [(100.0, "on", "io")]
+    clock[0] = 100.0 + dc.FIRST_WINDOW_S
+    a.run_windows(w)
+    assert w.eng.log[-1] == (clock[0], "off", "io") and not w.on["io"]

@@ -166,7 +166,6 @@ class Watch:
         self.events: List[Tuple[float, str, str]] = []
         self.last_on_s: Dict[str, float] = {}
         self.coverage: Dict[str, float] = {}
-        self.edge_s: Dict[str, float] = {}
         self.history: Dict[str, deque] = {}
         self.rates: Dict[str, dict] = {}
         self.wanted: Tuple[str, ...] = tuple(layers)
@@ -211,11 +210,9 @@ def snapshot_view(summary: dict, pid: str, cpu_ns: Optional[int], t_s: float,
             "hits": dict(((summary.get("totals") or {}).get("probe_hits_by_pid") or {})
                          .get(pid) or {}),
             "cpu_ns": cpu_ns, "t": t_s, "lost": lost, "ktime_ns": ktime_ns,
-            # each layer's on-time and edge time so far (the engine's windows, this pid)
+            # each layer's on-time so far (the engine's windows, this pid)
             "on_ns": {x["object"]: x["on_ns"] for x in windows or []
-                      if str(x.get("pid")) == pid},
-            "edge_ns": {x["object"]: x.get("edge_ns", 0) for x in windows or []
-                        if str(x.get("pid")) == pid}}
+                      if str(x.get("pid")) == pid}}
 
 
 def interval_figures(prev: dict, cur: dict, probes: Optional[dict]) -> dict:
@@ -254,8 +251,7 @@ def interval_figures(prev: dict, cur: dict, probes: Optional[dict]) -> dict:
             # each layer's on-time in the interval (s), measured by the engine
             "on_s": {layer: max(0, ns - (prev.get("on_ns") or {}).get(layer, 0)) / 1e9
                      for layer, ns in (cur.get("on_ns") or {}).items()},
-            "edge_s": {layer: max(0, ns - (prev.get("edge_ns") or {}).get(layer, 0)) / 1e9
-                       for layer, ns in (cur.get("edge_ns") or {}).items()}}
+}
 
 
 def add_interval(T: "Totals", f: dict) -> dict:
@@ -266,19 +262,20 @@ def add_interval(T: "Totals", f: dict) -> dict:
     T.intervals += 1
     span = f.get("clock_s") or f["interval_s"]
     on_s = f.get("on_s") or {}
+    cov = layer_coverage(on_s, span)
     for layer, s in on_s.items():
         T.on_ns[layer] += s * 1e9
         T.period_ns[layer] += span * 1e9
     for name, c in f["categories"].items():
-        cov = coverage_of(name, on_s, span)
+        share = coverage_of(name, cov)
         if (c.get("calls") or 0) > 0:
             T.calls[name] += int(c["calls"])
-            if cov:
-                T.calls_est[name] += c["calls"] / cov
+            if share:
+                T.calls_est[name] += c["calls"] / share
         if (c.get("bytes") or 0) > 0:
             T.bytes[name] += int(c["bytes"])
-            if cov:
-                T.bytes_est[name] += c["bytes"] / cov
+            if share:
+                T.bytes_est[name] += c["bytes"] / share
         if c.get("time_ns") is not None and c["time_ns"] > 0:
             T.time_ns[(name, c.get("method") or "unknown")] += float(c["time_ns"])
         if c.get("floored"):
@@ -304,24 +301,29 @@ def add_interval(T: "Totals", f: dict) -> dict:
         # coverage); a resource never on in it leaves the ratio unknown
         g = 0.0
         for res, ns in f["guaranteed_by_resource"].items():
-            cov = coverage_of(GUARANTEED[res][0], on_s, span) if res in GUARANTEED else 1.0
-            if not cov:
+            share = coverage_of(GUARANTEED[res][0], cov) if res in GUARANTEED else 1.0
+            if not share:
                 g = None
                 break
-            g += ns / cov
+            g += ns / share
     return {"guaranteed_ratio": g / cpu if g is not None and cpu and cpu > 0 else None,
             "probe_ratio": f["probe_ns"] / cpu if cpu and cpu > 0 else None,
             "probe_complete": f["probe_complete"], "interval_s": f["interval_s"]}
 
 
-def coverage_of(category: str, on_s: Dict[str, float], span_s: float) -> Optional[float]:
-    """The share of the interval a category was counted in: its windowed layer's on-time /
-    the interval (1 for a category of a layer that is not windowed, or when the engine did
-    not say: an older engine has no windows; 0 for a layer off all the interval)."""
+def layer_coverage(on_s: Dict[str, float], span_s: float) -> Dict[str, float]:
+    """Each layer's share of the interval its probes were on (its on-time / the interval, on
+    the engine's clock; 0 for an interval of no length)."""
+    return {layer: min(1.0, s / span_s) if span_s and span_s > 0 else 0.0
+            for layer, s in on_s.items()}
+
+
+def coverage_of(category: str, coverage: Dict[str, float]) -> float:
+    """The share of the interval a category was counted in: its windowed layer's coverage (1
+    for a category of a layer that is not windowed, or when the engine did not say: an older
+    engine has no windows; 0 for a layer off all the interval)."""
     layer = dc.layer_of(category)
-    if layer is None or layer not in on_s or not span_s or span_s <= 0:
-        return 1.0
-    return min(1.0, on_s[layer] / span_s)
+    return coverage[layer] if layer is not None and layer in coverage else 1.0
 
 
 def choose_sheds(by_layer: Dict[str, float], cpu_ns: float, attached: Sequence[str],
@@ -521,10 +523,7 @@ class Agent:
                     # the excess over what was commanded, so the correction settles
                     w.overshoot[layer] = min(max(got - cmd, 0.0), asked / 2)
             w.last_on_s = dict(f["on_s"])
-            w.edge_s = dict(f["edge_s"])
-            span = f["clock_s"]
-            w.coverage = {layer: min(1.0, s / span) if span > 0 else 0.0
-                          for layer, s in f["on_s"].items()}
+            w.coverage = layer_coverage(f["on_s"], f["clock_s"])
             w.rates = rates
 
     def tick(self, w: Watch) -> None:
@@ -1002,8 +1001,7 @@ class Agent:
                     "coverage": dict(w.coverage), "window_s": dict(w.window),
                     "on_ns": dict(T.on_ns), "period_ns": dict(T.period_ns),
                     "windows": dict(T.windows), "calls_est": dict(T.calls_est),
-                    "bytes_est": dict(T.bytes_est), "rates": dict(w.rates),
-                    "edge_s": dict(w.edge_s)})
+                    "bytes_est": dict(T.bytes_est), "rates": dict(w.rates)})
             unwatched = [{"labels": p.labels(), "proc": p, "reason": "max_jvms",
                           "detail": f"--max-jvms {self.cfg.max_jvms} reached"}
                          for p in self.capped.values()]

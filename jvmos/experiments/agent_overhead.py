@@ -48,6 +48,7 @@ of at most 1.02 and the upper end of its paired 95% interval at most 1.05):
     is within 10% of its RSS after 5 minutes.
 """
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -63,7 +64,7 @@ import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
-from jvmos import ROOT, JvmosError
+from jvmos import ROOT, JvmosError, cputime
 from jvmos.analyzers.tables import Table
 from jvmos.tools import CHAT_JAR, jar
 from jvmos.experiments.common import (headline, jdk_label, load_finished, log, out_dir,
@@ -163,12 +164,30 @@ def rss_kb(pid: int) -> Optional[int]:
     return None
 
 
-def children(pid: int) -> List[int]:
+@contextlib.contextmanager
+def own_jar(src: Path, out: Path, stem: str):
+    """A copy of a workload's jar under a name of this run's own, removed at the end: the
+    agent's --match jar= selects the JVMs that run it and no other on the host."""
+    path = out / f"jvmos-{stem}-{os.getpid()}-{int(time.time())}.jar"
+    shutil.copyfile(jar(src), path)
     try:
-        return [int(x) for x in
-                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def idle_jvm(java: str, jar_path: Path, seconds: int, cwd: Path) -> subprocess.Popen:
+    """An idle chat server (a small heap, no load) that exits by itself after `seconds`."""
+    return subprocess.Popen([java, "-Xms32m", "-Xmx64m", "-jar", str(jar_path), "--port", "0",
+                             "--threads", "platform", "--max-seconds", str(seconds)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+
+
+def stop_all(procs: List[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
 
 
 class AgentRun:
@@ -195,7 +214,7 @@ class AgentRun:
             own = rss_kb(self.proc.pid)
             if own is None:
                 return
-            eng = sum(rss_kb(c) or 0 for c in children(self.proc.pid))
+            eng = sum(rss_kb(c) or 0 for c in cputime.children_of({self.proc.pid}))
             self.rss.append([round(time.monotonic() - self.t0, 1), own, eng])
 
     def samples(self) -> List:
@@ -382,10 +401,11 @@ def attach_times(log_text: str) -> dict:
 def fleet(a, java: str, out: Path) -> dict:
     """a.fleet idle chat servers under one agent: its memory once it watches them all, each
     attach time, then one more JVM's."""
-    fleet_jar = out / f"jvmos-fleet-{os.getpid()}-{int(time.time())}.jar"
-    shutil.copyfile(jar(CHAT_JAR), fleet_jar)
-    argv = [java, "-Xms32m", "-Xmx64m", "-jar", str(fleet_jar), "--port", "0", "--threads",
-            "platform", "--max-seconds", "900"]
+    with own_jar(CHAT_JAR, out, "fleet") as fleet_jar:
+        return _fleet(a, java, out, fleet_jar)
+
+
+def _fleet(a, java: str, out: Path, fleet_jar: Path) -> dict:
     procs: List[subprocess.Popen] = []
     ag = AgentRun(a, fleet_jar, out / "agent-fleet.log")
     try:
@@ -393,26 +413,20 @@ def fleet(a, java: str, out: Path) -> dict:
                 "the agent up")
         rss0 = list(ag.rss[-1]) if ag.rss else None
         for _ in range(a.fleet):
-            procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, cwd=out))
+            procs.append(idle_jvm(java, fleet_jar, 900, out))
             time.sleep(0.5)
         ag.wait(lambda s: (ag.value(s, "jvmos_agent_watched_jvms") or 0) >= a.fleet,
                 60 + 10 * a.fleet, f"{a.fleet} JVMs watched")
         t_all = time.monotonic() - ag.t0
         time.sleep(15)                       # a few intervals with every JVM watched
         steady = [r for r in ag.rss if r[0] >= t_all]
-        procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, cwd=out))
+        procs.append(idle_jvm(java, fleet_jar, 900, out))
         ag.wait(lambda s: (ag.value(s, "jvmos_agent_watched_jvms") or 0) >= a.fleet + 1, 120,
                 "one more JVM watched")
         cpu = ag.value(ag.samples(), "jvmos_agent_cpu_seconds_total")
     finally:
         ag.stop()
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-        fleet_jar.unlink(missing_ok=True)
+        stop_all(procs)
     times = attach_times(ag.log_path.read_text(errors="replace"))
     last = times.get(procs[-1].pid)
     return {"jvms": a.fleet, "rss_before_kb": rss0, "rss_kb": ag.rss,
@@ -430,22 +444,18 @@ def tomcat_agreement(a, java: str, out: Path) -> dict:
     load long enough for the recording (its pages per thread from a first load's rate)."""
     from jvmos.experiments.shop import Shop
     from jvmos.tools import SHOP_JAR
-    shop_jar = out / f"jvmos-shop-{os.getpid()}-{int(time.time())}.jar"
-    shutil.copyfile(jar(SHOP_JAR), shop_jar)
-    try:
-        with Shop(java, out / "tomcat-server", TOMCAT_PAGE_BYTES, jar_path=shop_jar) as shop:
-            log(f"tomcat: shop pid {shop.pid} on port {shop.port}; warm-up loads")
-            shop.load(4, 200)
-            first = shop.load(TOMCAT_THREADS, 300)
-            per_s = (first.get("pages_per_s") or 100.0) / TOMCAT_THREADS
-            pages = math.ceil(per_s * (a.agree_seconds + 25))
-            log(f"tomcat: a watched load of {TOMCAT_THREADS} x {pages} pages with a "
-                f"{a.agree_seconds} s recording in it")
-            w = watched_load(shop, lambda: shop.load(TOMCAT_THREADS, pages), a, out, "tomcat",
-                             shop_jar, during=agreement(a, shop, out,
-                                                        "tomcat-agreement-recording"))
-    finally:
-        shop_jar.unlink(missing_ok=True)
+    with own_jar(SHOP_JAR, out, "shop") as shop_jar, \
+            Shop(java, out / "tomcat-server", TOMCAT_PAGE_BYTES, jar_path=shop_jar) as shop:
+        log(f"tomcat: shop pid {shop.pid} on port {shop.port}; warm-up loads")
+        shop.load(4, 200)
+        first = shop.load(TOMCAT_THREADS, 300)
+        per_s = (first.get("pages_per_s") or 100.0) / TOMCAT_THREADS
+        pages = math.ceil(per_s * (a.agree_seconds + 25))
+        log(f"tomcat: a watched load of {TOMCAT_THREADS} x {pages} pages with a "
+            f"{a.agree_seconds} s recording in it")
+        w = watched_load(shop, lambda: shop.load(TOMCAT_THREADS, pages), a, out, "tomcat",
+                         shop_jar, during=agreement(a, shop, out,
+                                                    "tomcat-agreement-recording"))
     return {"server": "tomcat", "threads": TOMCAT_THREADS, "pages": pages,
             "page_bytes": TOMCAT_PAGE_BYTES, "warm_pages_per_s": first.get("pages_per_s"),
             "watched": w}
@@ -458,34 +468,8 @@ def soak(a, java: str, out: Path) -> dict:
     """One agent for a.soak seconds while idle JVMs come and go: SOAK_ALIVE alive at a time,
     each exiting by itself after 20-90 s (a seeded draw); the agent's RSS every second."""
     import random
-    rng = random.Random(33)
-    soak_jar = out / f"jvmos-soak-{os.getpid()}-{int(time.time())}.jar"
-    shutil.copyfile(jar(CHAT_JAR), soak_jar)
-    procs: List[subprocess.Popen] = []
-    started = 0
-    ag = AgentRun(a, soak_jar, out / "agent-soak.log")
-    try:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < a.soak:
-            if ag.proc.poll() is not None:
-                raise JvmosError(f"the agent exited during the soak: see {ag.log_path}")
-            procs = [p for p in procs if p.poll() is None]
-            while len(procs) < SOAK_ALIVE:
-                procs.append(subprocess.Popen(
-                    [java, "-Xms32m", "-Xmx64m", "-jar", str(soak_jar), "--port", "0",
-                     "--threads", "platform", "--max-seconds", str(rng.randint(20, 90))],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out))
-                started += 1
-                time.sleep(0.5)
-            time.sleep(1.0)
-        cpu = ag.value(ag.samples(), "jvmos_agent_cpu_seconds_total")
-    finally:
-        ag.stop()
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-        soak_jar.unlink(missing_ok=True)
+    with own_jar(CHAT_JAR, out, "soak") as soak_jar:
+        ag, started, cpu = _churn(a, java, out, soak_jar, random.Random(33))
 
     def around(t: float, half: float = 30.0) -> Optional[float]:
         vals = [r[1] for r in ag.rss if abs(r[0] - t) <= half]
@@ -498,40 +482,56 @@ def soak(a, java: str, out: Path) -> dict:
             "log": str(ag.log_path.relative_to(out))}
 
 
+def _churn(a, java: str, out: Path, soak_jar: Path, rng) -> tuple:
+    """The soak's agent and its JVMs: (the stopped AgentRun, JVMs started, its CPU s)."""
+    procs: List[subprocess.Popen] = []
+    started = 0
+    ag = AgentRun(a, soak_jar, out / "agent-soak.log")
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < a.soak:
+            if ag.proc.poll() is not None:
+                raise JvmosError(f"the agent exited during the soak: see {ag.log_path}")
+            procs = [p for p in procs if p.poll() is None]
+            while len(procs) < SOAK_ALIVE:
+                procs.append(idle_jvm(java, soak_jar, rng.randint(20, 90), out))
+                started += 1
+                time.sleep(0.5)
+            time.sleep(1.0)
+        cpu = ag.value(ag.samples(), "jvmos_agent_cpu_seconds_total")
+    finally:
+        ag.stop()
+        stop_all(procs)
+    return ag, started, cpu
+
+
 def paired(ratios: List[float]) -> dict:
-    """The paired analysis of ratios (watched / bare) on their logs: geometric mean ratio,
-    Student's t 95% interval, TOST at 90% within +-EQUIVALENCE."""
-    from scipy import stats
+    """The paired analysis of ratios (watched / bare) on their logs (analyzers/stats.py's
+    paired t): geometric mean ratio, its 95% interval, TOST at 90% within +-EQUIVALENCE."""
+    from jvmos.analyzers.stats import paired_diff_ci
     logs = [math.log(r) for r in ratios]
     n = len(logs)
     out = {"n": n, "geomean": math.exp(statistics.fmean(logs)) if logs else None}
     if n < 2:
         return dict(out, ci95=None, ci90=None, sd_log=None, equivalent=None)
-    m, sd = statistics.fmean(logs), statistics.stdev(logs)
-    se = sd / math.sqrt(n)
-    q95, q90 = (float(stats.t.ppf(p, n - 1)) for p in (0.975, 0.95))
-    ci95 = [math.exp(m - q95 * se), math.exp(m + q95 * se)]
-    ci90 = [math.exp(m - q90 * se), math.exp(m + q90 * se)]
-    eq = math.log(1 - EQUIVALENCE) < math.log(ci90[0]) and math.log(ci90[1]) < \
-        math.log(1 + EQUIVALENCE)
-    return dict(out, ci95=ci95, ci90=ci90, sd_log=sd, equivalent=eq,
+    c95, c90 = (paired_diff_ci(logs, level) for level in (0.95, 0.90))
+    ci95, ci90 = ([math.exp(v) for v in c["ci"]] for c in (c95, c90))
+    eq = math.log(1 - EQUIVALENCE) < c90["ci"][0] and c90["ci"][1] < math.log(1 + EQUIVALENCE)
+    return dict(out, ci95=ci95, ci90=ci90, sd_log=c95["sd"], equivalent=eq,
                 goal_met=out["geomean"] <= GOAL_MEAN and ci95[1] <= GOAL_UPPER)
 
 
 def pairs_needed(ratios: List[float], cap: int) -> dict:
-    """N from the pilot: the interval's half-width log(GOAL_UPPER / GOAL_MEAN) at the
-    pilot's spread of log ratios; at least MIN_PAIRS, at most cap."""
-    from scipy import stats
+    """N from the pilot (analyzers/stats.py's pairs_needed, for a ratio of 1 with nothing
+    predicted to carry an error of its own): the 95% interval's half-width log(GOAL_UPPER /
+    GOAL_MEAN) at the pilot's spread of log ratios; at least MIN_PAIRS, at most cap."""
+    from jvmos.analyzers import stats
     sd = statistics.stdev([math.log(r) for r in ratios]) if len(ratios) > 1 else None
     half = math.log(GOAL_UPPER / GOAL_MEAN)
     n = MIN_PAIRS
     if sd:
-        for k in range(2, 1000):
-            if float(stats.t.ppf(0.975, k - 1)) * sd / math.sqrt(k) <= half:
-                n = max(MIN_PAIRS, k)
-                break
-        else:
-            n = cap
+        k = stats.pairs_needed(sd, 1.0, 0.0, half_width=half, level=0.95, cap=999)
+        n = cap if k is None else max(MIN_PAIRS, k)
     return {"pilot_pairs": len(ratios), "pilot_sd_log": sd, "half_width_log": half,
             "wanted": n, "pairs": min(n, cap), "capped": n > cap}
 
@@ -839,10 +839,6 @@ def main(argv) -> int:
         results = None
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
-    # the server runs a copy of the chat jar under a name of this run's own: the agent's
-    # --match jar= selects this server and no other chat server on the host
-    server_jar = out / f"jvmos-chat-{os.getpid()}-{int(time.time())}.jar"
-    shutil.copyfile(jar(CHAT_JAR), server_jar)
     load_cmd = (f"{java} -Xmx1g -cp {jar(CHAT_JAR)} org.jvmos.workloads.chat.ChatLoad "
                 f"--port {{port}} --rooms {{level}} --users-per-room {USERS_PER_ROOM} "
                 f"--messages {a.messages} --message-bytes 40 --rate {a.rate:g} "
@@ -852,24 +848,23 @@ def main(argv) -> int:
         "rooms": ROOMS, "users_per_room": USERS_PER_ROOM, "messages": a.messages,
         "rate": a.rate, "trials": a.trials, "layers": ",".join(a.layer_list),
         "max_overhead": a.max_overhead, "pairs": [], "agreement_load": []}
-    try:
-        target = a.trials or (results.get("sizing") or {}).get("pairs")
-        if target is None or len(results["pairs"]) < target or (
-                a.agree_seconds and not agreed(results, "chat")):
+    target = a.trials or (results.get("sizing") or {}).get("pairs")
+    if target is None or len(results["pairs"]) < target or (
+            a.agree_seconds and not agreed(results, "chat")):
+        # the server runs a copy of the chat jar: the agent's --match jar= selects it alone
+        with own_jar(CHAT_JAR, out, "chat") as server_jar:
             server_phases(a, java, out, server_jar, load_cmd, results)
-        if a.agree_seconds and not agreed(results, "tomcat"):
-            results["agreement_load"].append(tomcat_agreement(a, java, out))
-            save_partial(out, "agent-overhead", results)
-        if a.fleet and not results.get("fleet"):
-            log(f"fleet: {a.fleet} idle JVMs under one agent")
-            results["fleet"] = fleet(a, java, out)
-            save_partial(out, "agent-overhead", results)
-        if a.soak and not results.get("soak"):
-            log(f"soak: one agent for {a.soak} s while JVMs come and go")
-            results["soak"] = soak(a, java, out)
-            save_partial(out, "agent-overhead", results)
-    finally:
-        server_jar.unlink(missing_ok=True)
+    if a.agree_seconds and not agreed(results, "tomcat"):
+        results["agreement_load"].append(tomcat_agreement(a, java, out))
+        save_partial(out, "agent-overhead", results)
+    if a.fleet and not results.get("fleet"):
+        log(f"fleet: {a.fleet} idle JVMs under one agent")
+        results["fleet"] = fleet(a, java, out)
+        save_partial(out, "agent-overhead", results)
+    if a.soak and not results.get("soak"):
+        log(f"soak: one agent for {a.soak} s while JVMs come and go")
+        results["soak"] = soak(a, java, out)
+        save_partial(out, "agent-overhead", results)
     with_headline(results)
     publish(out, "agent-overhead", tables(results), results, notes_for(results))
     (out / "agent-overhead.partial.json").unlink(missing_ok=True)

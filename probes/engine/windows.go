@@ -17,6 +17,7 @@ package main
 // the same clock and the same snapshot as its counts.
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -91,11 +92,14 @@ func (e *engine) windowList(now uint64) []map[string]interface{} {
 	return out
 }
 
+// errNotWindow: a line that is not an on/off command (main's loop warns of it).
+var errNotWindow = errors.New("not a window command")
+
 // parseWindowCommand reads "off PID OBJ[,OBJ]" or "on PID OBJ[,OBJ]".
 func parseWindowCommand(line string) (verb string, pid int, objs []string, err error) {
 	f := strings.Fields(line)
 	if len(f) != 3 || (f[0] != "on" && f[0] != "off") {
-		return "", 0, nil, fmt.Errorf("not a window command")
+		return "", 0, nil, errNotWindow
 	}
 	pid, err = strconv.Atoi(f[1])
 	if err != nil || pid <= 0 {
@@ -117,7 +121,7 @@ func parseWindowCommand(line string) (verb string, pid int, objs []string, err e
 func (e *engine) windowCommand(line string) bool {
 	verb, pid, objs, err := parseWindowCommand(line)
 	if err != nil {
-		if err.Error() == "not a window command" {
+		if errors.Is(err, errNotWindow) {
 			return false
 		}
 		emit(map[string]interface{}{"event": "warning", "message": err.Error()})

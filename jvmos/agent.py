@@ -696,7 +696,8 @@ class Agent:
             if w.on.get(layer):
                 # still on (a late command): closed before the new window opens
                 w.events.append((now, "off", layer))
-            cmd = max(size - w.overshoot.get(layer, 0.0), dc.MIN_WINDOW_S / 2)
+            # never shorter than the shortest window: its edges (10-100 ms) would swamp it
+            cmd = max(size - w.overshoot.get(layer, 0.0), dc.MIN_WINDOW_S)
             w.commanded[layer] = cmd
             w.events += [(t, "on", layer), (t + cmd, "off", layer)]
         w.events.sort()

@@ -204,8 +204,9 @@ def _window_families(L: list) -> dict:
             "share only",
             labels=L + ["layer"]),
         "window": GaugeMetricFamily(
-            "jvmos_window_seconds", "The window of the current interval of a layer counted in "
-            "windows (duty cycling): how long its probes are on in each --interval",
+            "jvmos_window_seconds", "The window sized for the current interval of a layer "
+            "counted in windows (duty cycling): how long its probes are meant to be on in "
+            "this --interval; what they were on is measured, in jvmos_layer_on_seconds_total",
             labels=L + ["layer"], unit="seconds"),
         "on": CounterMetricFamily(
             "jvmos_layer_on_seconds", "Time the layer's probes were on while the agent "

@@ -678,8 +678,9 @@ def tables(results: dict) -> List[Table]:
                   "defaults): its memory once it watches them all, and the attach times its "
                   "log gives",
                   ["JVMs", "agent process RSS (MB, median)", "engines' RSS (MB, median)",
-                   "total RSS (MB, median / max)", "samples", "attach (s, median / max)",
-                   "attach of one more JVM (s)", "agent RSS before any JVM (MB)"])
+                   "total RSS (MB, median / max)", "samples",
+                   "attach (wall s, median / max)", "attach of one more JVM (wall s)",
+                   "agent RSS before any JVM (MB)"])
         cells = [str(fl["jvms"]), mb(statistics.median(own)), mb(statistics.median(eng)),
                  f"{mb(statistics.median(tot))} / {mb(max(tot))}", str(len(st_rss)),
                  "—" if not att else f"{statistics.median(att):.2f} / {max(att):.2f}",

@@ -10,9 +10,11 @@ What it does, once per --scan seconds (default 1 s):
     minute (an embedder may load a JVM late).
   * selection: --match user=, main=, jar= (shell patterns; conditions of one --match all hold,
     several --match are alternatives) picks the JVMs; the others are left alone.
-  * attach: one compiled engine (jvmos.engine) per selected JVM, --mode count, --scope
-    process, the layers --layers names, on that pid only (its children are not followed: a
-    child that is itself a JVM gets its own engine, and no child is ever held at its exec).
+  * attach: one compiled engine for the host (jvmos.hostengine), --mode count, --scope
+    process, the layers --layers names, loaded once; each selected JVM is added to it with
+    its own libraries' uprobes, scoped to its pid (its children are not followed: a child
+    that is itself a JVM is added on its own, and no child is ever held at its exec). The
+    engine starts with the first JVM and stops after the last one is gone.
 
 Once per --interval seconds (default 5 s) per JVM (the first interval of each engine lasts
 FIRST_INTERVAL_S, 1 s, so that the limit is judged soon after an attach): a snapshot of its engine's maps, the same
@@ -24,17 +26,17 @@ estimated cost (hits x the calibrated cost per hit of the platform file's engine
 The cost limit (--max-overhead, default 2% of the JVM's CPU time): when an interval's
 estimated probe effect passes it, the layers are shed in the order SHED_ORDER (jni, mem, io,
 threads, links), skipping those whose probes cost nothing in that interval, until the rest of
-the estimate is under the limit; the engine is replaced by one without them (its final maps
-are added first). A shed layer comes back after --shed-backoff seconds (default 60): the
+the estimate is under the limit; the JVM is added again without them (its final maps are
+added first; its bits in the engine's traced map turn them off for that JVM alone). A shed layer comes back after --shed-backoff seconds (default 60): the
 first interval with it back shows whether its hit rate fell; a layer shed again within three
 intervals of its return waits twice as long next time (at most BACKOFF_MAX_S). Every shed and
 return is logged with its figures and counted in the metrics. Probe costs whose calibration
 is missing leave the estimate a lower bound: the limit is then judged on the known part.
 
-Restarts: a JVM that exits is dropped (its engine stopped, its series gone at the next
-scrape); a JVM that execs is seen by its engine (the exec is in its maps) or by its new
-command line: its watch ends and the new program is looked at as a new process. The agent's
-own engines die with it (PR_SET_PDEATHSIG: SIGKILL when the agent dies; every link is a
+Restarts: a JVM that exits is dropped (its links closed and its rows deleted in the engine,
+its series gone at the next scrape); a JVM that execs is seen by the engine (the exec is in
+its maps) or by its new command line: its watch ends and the new program is looked at as a
+new process. The agent's engine dies with it (PR_SET_PDEATHSIG: SIGKILL when the agent dies; every link is a
 file descriptor of the engine, so the kernel detaches them), and a new agent starts every
 counter at zero with a new start time. SIGHUP re-reads --config (and the platform file); a
 bad file is logged and the running configuration kept. SIGTERM or SIGINT stop every engine
@@ -88,7 +90,8 @@ examples:
   jvmos agent --config /etc/jvmos/agent.toml       # SIGHUP re-reads it
   curl -s 127.0.0.1:9377/metrics | grep jvmos_guaranteed
 
-cost: one compiled engine per JVM in --mode count (entry probes, uprobes in that process only);
+cost: one compiled engine for the host in --mode count (entry probes, uprobes in each watched
+JVM only);
 a JVM whose estimated probe effect passes --max-overhead has its layers shed (jni, mem, io,
 threads, links in that order) and put back after --shed-backoff. Only the threads layer uses
 syscall tracepoints (every process on the host pays a little per syscall while they are on:
@@ -372,6 +375,9 @@ class Agent:
         # selected JVMs left unwatched by --max-jvms at the last scan
         self.capped: Dict[Tuple[int, int], JvmProc] = {}
         self.engine_pids: set = set()
+        self.host = None                   # jvmos.hostengine.HostEngine, while a JVM is watched
+        self.host_starts = 0
+        self.engine_lost: Dict[str, int] = {}   # the engine's lost events, not by JVM
         self.profiles = None               # --sample: jvmos.profiles.Profiles
         self.set_sampling()
         self.discovery = Discovery(skip=self._own_pids, log=log)
@@ -403,41 +409,63 @@ class Agent:
         return kw
 
     # ---- engines
+    def host_engine(self):
+        """The host engine (jvmos.hostengine), started with the configured layers when none
+        runs (the first JVM, or after the last one died)."""
+        from jvmos.hostengine import HostEngine
+        if self.host is not None and self.host.alive():
+            return self.host
+        if self.host is not None:
+            self.stop_host()
+        host = HostEngine(self.cfg.layers, self.state_dir, ATTACH_TIMEOUT_S,
+                          lambda: self.stop_signal is not None)
+        self.host = host
+        self.host_starts += 1
+        self.engine_pids = {host.proc.pid}
+        self.log(f"host engine started (pid {host.proc.pid}, layers "
+                 f"{','.join(host.layers)}) in {host.start_s:.2f} s")
+        return host
+
+    def stop_host(self) -> None:
+        """The host engine stopped (every link and program closed) and reaped."""
+        host, self.host = self.host, None
+        if host is None:
+            return
+        try:
+            host.stop(timeout=STOP_TIMEOUT_S)
+        finally:
+            if host.alive():
+                host.eng.kill()
+            self.engine_pids.discard(host.proc.pid)
+            for suffix in (".plan.json", ".stderr"):
+                try:
+                    (self.state_dir / f"host-engine{suffix}").unlink()
+                except OSError:
+                    pass
+
     def start_engine(self, w: Watch, layers: Tuple[str, ...]) -> None:
-        """An engine on w's JVM with these layers, counting from its first snapshot (the
-        interval baseline). JvmosError with the reason when it cannot."""
-        from jvmos import engine as engine_mod
+        """w's JVM added to the host engine with these layers, counting from its first
+        snapshot (the interval baseline). JvmosError with the reason when it cannot."""
         from jvmos.jdk import libc_of, symbols
         pid = w.proc.pid
         jvm = w.proc.jvm
         libc = libc_of(pid)
         libs = {"LIBJVM": [jvm.libjvm], "LIBNIO": [jvm.libnio] if jvm.libnio else [],
                 "LIBC": [libc] if libc else []}
-        plan = engine_mod.build_plan(list(layers), libs, symbols, mode="count",
-                                     scope="process", root=pid, counting=False, follow=False)
         w.seq += 1
         base = self.state_dir / f"{pid}-{w.seq}"
         t0 = time.monotonic()
-        eng = engine_mod.Engine(plan, Path(f"{base}.plan.json"), Path(f"{base}.stderr"),
-                                log=lambda m: None)
-        self.engine_pids.add(eng.proc.pid)
+        host = self.host_engine()
+        eng = host.attach(pid, layers, libs, symbols, base, ATTACH_TIMEOUT_S)
         try:
-            ev = eng.wait_ready(ATTACH_TIMEOUT_S, lambda: self.stop_signal is not None)
-            if ev is None or ev.get("event") != "ready":
-                why = ("stopped before it attached" if self.stop_signal is not None else
-                       f"not ready within {ATTACH_TIMEOUT_S:.0f} s" if ev is None else
-                       eng.first_error())
-                raise JvmosError(f"the engine failed: {why}")
-            if not eng.start():
-                raise JvmosError(f"the engine did not start counting: {eng.first_error()}")
             first = eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
             if first is None:
                 raise JvmosError(f"the engine handed over no first snapshot: "
                                  f"{eng.first_error()}")
         except BaseException:
             eng.kill()
-            self._engine_gone(eng, base)
             raise
+        ev, plan = eng.ready, eng.plan
         w.eng, w.plan, w.layers = eng, plan, tuple(layers)
         w.sites = ev.get("sites") or []
         w.engine_t0 = t0
@@ -456,14 +484,6 @@ class Agent:
                  f"{time.monotonic() - t0:.2f} s"
                  + (f"; single-stepped: {', '.join(stepped[:4])}" if stepped else ""))
 
-    def _engine_gone(self, eng, base) -> None:
-        self.engine_pids.discard(eng.proc.pid)
-        for suffix in (".plan.json", ".stderr"):
-            try:
-                Path(f"{base}{suffix}").unlink()
-            except OSError:
-                pass
-
     def stop_engine(self, w: Watch, account: bool = True) -> None:
         """w's engine stopped: its final maps added (account), every link closed. w.eng is
         cleared once the engine is reaped: until then the agent's CPU figure counts it as a
@@ -471,7 +491,6 @@ class Agent:
         eng = w.eng
         if eng is None:
             return
-        base = self.state_dir / f"{w.proc.pid}-{w.seq}"
         maps, cpu = None, None
         try:
             if account and eng.alive():
@@ -481,7 +500,6 @@ class Agent:
             if eng.alive():
                 eng.kill()
             w.eng = None
-            self._engine_gone(eng, base)
         if maps is not None:
             self._account(w, maps, cpu)
         w.prev = None
@@ -504,6 +522,10 @@ class Agent:
                 self.log(f"{w.proc.describe()}: note: {msg}")
         cur = snapshot_view(summary, pid, cpu_ns, t - w.engine_t0, raw.lost_events or 0,
                             maps.get("windows"), maps.get("ktime_ns"))
+        if maps.get("engine_lost") is not None:
+            with self.lock:      # the engine's own, not keyed by JVM: shown once, apart
+                self.engine_lost = {engine_mod.LOST_NAMES.get(int(k), f"lost kind {k}"): int(n)
+                                    for k, n in maps["engine_lost"].items()}
         exec_name = raw.keyed("exec").get((pid,))
         if exec_name is not None:
             w.exec_seen = exec_name or "?"
@@ -532,7 +554,10 @@ class Agent:
         if w.eng is None:
             return
         if not w.eng.alive():
-            self.engine_deaths += 1
+            host = w.eng.host
+            if not host.death_counted:      # one death of the shared engine, not one per JVM
+                host.death_counted = True
+                self.engine_deaths += 1
             raise JvmosError(f"its engine stopped: {w.eng.first_error()}")
         maps = w.eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
         cpu = cputime.cpu_or_none(w.proc.pid)
@@ -864,6 +889,10 @@ class Agent:
             for key in [k for k in self.failed if k not in jvms
                         or not self.cfg.selects(jvms[k])]:
                 del self.failed[key]
+        if not self.watches and self.host is not None:
+            # nothing watched: no program of the agent stays attached on the host
+            self.stop_host()
+            self.log("no JVM watched: host engine stopped")
         self.scan_seconds = time.monotonic() - t0
 
     def step(self) -> float:
@@ -922,6 +951,7 @@ class Agent:
             self.stop_engine(w, account=False)
         with self.lock:
             self.watches.clear()
+        self.stop_host()
 
     # ---- SIGHUP
     def reload(self) -> None:
@@ -948,6 +978,11 @@ class Agent:
         except JvmosError as e:
             self.log(f"SIGHUP: --sample left off: {e}")
             self.profiles = None
+        if cfg.layers != old.layers and self.host is not None:
+            # the host engine loaded the old layers: every JVM is added again to a new one
+            for w in list(self.watches.values()):
+                self.stop_engine(w)
+            self.stop_host()
         for w in list(self.watches.values()):
             if not cfg.selects(w.proc):
                 self.unwatch(w, "no longer selected by --match")
@@ -965,9 +1000,9 @@ class Agent:
 
     # ---- what the metrics read
     def _live_engine_cpu(self) -> int:
-        with self.lock:
-            pids = [w.eng.proc.pid for w in self.watches.values() if w.eng is not None]
-        return sum(cputime.cpu_or_none(p) or 0 for p in pids)
+        host = self.host
+        return (cputime.cpu_or_none(host.proc.pid) or 0) if host is not None and host.alive() \
+            else 0
 
     def cpu_seconds(self) -> float:
         """The agent's own CPU time: its process, the children it has reaped (engines that
@@ -1018,7 +1053,11 @@ class Agent:
                     "unwatched": unwatched,
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
                     "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
-                    "scan_seconds": self.scan_seconds}
+                    "scan_seconds": self.scan_seconds, "host_starts": self.host_starts,
+                    "engine_lost": dict(self.engine_lost),
+                    "host_engine": ({"pid": self.host.proc.pid,
+                                     "layers": list(self.host.layers)}
+                                    if self.host is not None else None)}
 
 
 def calibrated_home(jvm, platform: Optional[dict]) -> str:

@@ -59,18 +59,29 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                             value=start, unit="seconds")
     yield CounterMetricFamily("jvmos_agent_cpu_seconds", "CPU time the agent used (user + "
                               "system, measured): its own process, the children it reaped "
-                              "(engines it stopped) and its live engines; the probes' own "
+                              "(host engines it stopped) and its live host engine; the "
+                              "probes' own "
                               "cost is in the JVMs' CPU, not here",
                               value=cpu_s, created=start, unit="seconds")
-    yield GaugeMetricFamily("jvmos_agent_watched_jvms", "JVMs the agent has an engine (or a "
-                            "watch with every layer shed) on", value=len(x["jvms"]))
+    yield GaugeMetricFamily("jvmos_agent_watched_jvms", "JVMs the agent counts in its host "
+                            "engine (or watches with every layer shed)", value=len(x["jvms"]))
+    yield CounterMetricFamily("jvmos_agent_engine_starts", "Host engines the agent started "
+                              "(one runs while any JVM is watched; it stops with the last)",
+                              value=x.get("host_starts", 0), created=start)
+    elost = CounterMetricFamily(
+        "jvmos_agent_engine_lost_events", "Events the host engine lost that no JVM can be "
+        "named for (a full ring buffer or map, by kind): every watched JVM's figures may be "
+        "short by these; the host engine's count since it started", labels=("kind",))
+    for kind, n in sorted((x.get("engine_lost") or {}).items()):
+        elost.add_metric([kind], n)
+    yield elost
     yield CounterMetricFamily("jvmos_agent_attach_failures", "Failures of a JVM's watch (an "
                               "attach, an interval, an engine's death or a reload that failed; "
                               "each is logged with its reason)",
                               value=x["attach_failures"], created=start)
-    yield CounterMetricFamily("jvmos_agent_engine_deaths", "Engines that stopped without "
-                              "being asked to (each is logged; the JVM is attached again, at "
-                              "most 3 tries, with its shed state reset)",
+    yield CounterMetricFamily("jvmos_agent_engine_deaths", "Host engines that stopped without "
+                              "being asked to (each is logged; its JVMs are attached again to "
+                              "a new one, at most 3 tries, with their shed state reset)",
                               value=x["engine_deaths"], created=start)
     reloads = CounterMetricFamily("jvmos_agent_config_reloads", "SIGHUP re-reads of the "
                                   "configuration, by result (failed: the running one was "
@@ -122,7 +133,7 @@ def _count_families(L: list) -> dict:
         "cpu": CounterMetricFamily(
             "jvmos_jvm_cpu_seconds", "CPU time (user + system) the JVM used during the "
             "agent's intervals (measured, its CPU clock; the probes' cost included); the "
-            "moments while an engine is replaced are not in it, nor in any other counter",
+            "moments while its layers are changed are not in it, nor in any other counter",
             labels=L, unit="seconds"),
         "calls": CounterMetricFamily(
             "jvmos_category_calls", "Calls of the category counted by the probes; categories "
@@ -184,8 +195,9 @@ def _count_families(L: list) -> dict:
             "jvmos_probe_returns", "Times a shed layer was put back after its back-off",
             labels=L + ["layer"]),
         "lost": CounterMetricFamily(
-            "jvmos_jvm_lost_events", "Events the engine lost (a full map, a program run the "
-            "kernel skipped): figures may be short by these", labels=L),
+            "jvmos_jvm_lost_events", "Events of this JVM the engine lost (keyed by its pid); "
+            "what the engine lost without a pid is jvmos_agent_engine_lost_events",
+            labels=L),
         "intervals": CounterMetricFamily(
             "jvmos_jvm_intervals", "Intervals (snapshot differences) added to the counters",
             labels=L),
@@ -339,6 +351,8 @@ def status(agent) -> dict:
         return {"pid": p.pid, "main_class": p.main_class, "jar": p.jar, "user": p.user,
                 "jdk_version": p.jdk_version}
     return {"config": x["cfg"].describe(),
+            "host_engine": x.get("host_engine"),
+            "engine_lost": x.get("engine_lost") or {},
             "watched": [dict(who(j["proc"]), layers_wanted=list(j["layers_wanted"]),
                              layers_attached=list(j["layers_attached"]),
                              coverage=j["coverage"], window_s=j["window_s"],

@@ -150,7 +150,7 @@ class PlanBuilder:
     """What a layer module's plan() adds its probes through."""
 
     def __init__(self, libs, symbols_of, mode, scope, object_name="io", usdt_of=None,
-                 layers=()):
+                 layers=(), first_id=1):
         from jvmos.probelist import ProbeList
         self.libs, self.symbols_of, self.mode, self.scope = libs, symbols_of, mode, scope
         # usdt_of(path) -> {(provider, name): [jdk.UsdtProbe]}: the USDT probes a library
@@ -164,7 +164,7 @@ class PlanBuilder:
         self.tps: List[dict] = []
         self.names: Dict[int, str] = {}
         self.bytes_ids = set()
-        self._next = 1
+        self._next = first_id
         self._seen: Dict[Tuple[str, int, str], str] = {}
 
     def _id(self) -> int:
@@ -293,17 +293,19 @@ def build_plan(layers: Sequence[str], libs: Dict[str, List[Path]],
                place: bool = True, classic: bool = False,
                objects: Optional[Dict[str, Path]] = None, extra_uprobes: Sequence[dict] = (),
                extra_tps: Sequence[dict] = (),
-               usdt_of: Optional[Callable[[Path], Dict]] = None) -> Plan:
+               usdt_of: Optional[Callable[[Path], Dict]] = None, first_id: int = 1) -> Plan:
     """The engine's plan for these layers on these libraries (libs: LIBJVM/LIBNIO/LIBC/LIBZ ->
     paths). symbols_of(path) -> {symbol: address} (jdk.symbols); usdt_of(path) -> the USDT
-    probes a library carries (None: jdk.usdt_probes)."""
+    probes a library carries (None: jdk.usdt_probes); first_id: the plan's first probe id
+    (the host engine gives the plans of different libraries ids apart: jvmos/hostengine.py)."""
     mods = _modules()
     bad = [layer for layer in layers if layer not in mods]
     if bad:
         raise JvmosError(f"unknown layer '{bad[0]}' (known: {', '.join(mods)})")
     if usdt_of is None:
         from jvmos.jdk import usdt_probes as usdt_of
-    ctx = PlanBuilder(libs, symbols_of, mode, scope, usdt_of=usdt_of, layers=layers)
+    ctx = PlanBuilder(libs, symbols_of, mode, scope, usdt_of=usdt_of, layers=layers,
+                      first_id=first_id)
     constants = {"common": {"root_tgid": root, "hold_exec": 1 if follow else 0,
                             "follow": 1 if follow else 0}}
     jvm_paths = [str(x) for x in libs.get("LIBJVM", [])]
@@ -589,7 +591,11 @@ class Engine:
             return False
 
     def _wait(self, kinds: Tuple[str, ...], timeout: float,
-              stop_if: Callable[[], bool] = lambda: False) -> Optional[dict]:
+              stop_if: Callable[[], bool] = lambda: False,
+              pid: Optional[int] = None) -> Optional[dict]:
+        """The next event of these kinds (of this pid, when given: the host engine's answers
+        name theirs, and a late answer to an earlier command is passed over), or an error or
+        the end; None on a timeout or a stop request."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if stop_if():
@@ -598,7 +604,9 @@ class Engine:
                 ev = self.events.get(timeout=0.05)
             except queue.Empty:
                 continue
-            if ev.get("event") in kinds or ev.get("event") in ("error", "eof"):
+            if ev.get("event") in ("error", "eof"):
+                return ev
+            if ev.get("event") in kinds and (pid is None or ev.get("pid") == pid):
                 return ev
         return None
 
@@ -638,7 +646,7 @@ class Engine:
         failed or did not answer."""
         if not self._send(f"{verb} {pid} {','.join(objects)}"):
             raise JvmosError(f"the engine is gone ({verb} {','.join(objects)})")
-        ev = self._wait((verb,), timeout)
+        ev = self._wait((verb,), timeout, pid=pid)
         if ev is None or ev.get("event") != verb:
             why = ("no answer" if ev is None else self.first_error())
             raise JvmosError(f"the engine did not turn {','.join(objects)} {verb}: {why}")

@@ -99,11 +99,15 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
+	__u8 *pbits, bits;
 
-	if (ctgid == ptgid || !bpf_map_lookup_elem(&traced, &ptgid))
+	if (ctgid == ptgid)
 		return 0;
-	bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY);
+	pbits = bpf_map_lookup_elem(&traced, &ptgid);
+	if (!pbits)
+		return 0;
+	bits = *pbits;		/* the child counts in the layers its parent counts in */
+	bpf_map_update_elem(&traced, &ctgid, &bits, BPF_ANY);
 	if (follow && !stopped())
 		report(JVMOS_EV_FORK, ctgid, ptgid, 0);
 	return 0;

@@ -5,9 +5,13 @@
  * them once (for common.bpf.o) and hands the same maps to every other object it loads, so a
  * layer's figures land in one `stats` and one `counts` and one traced set rules them all.
  *
- *   traced   tgid -> 1: the processes of this recording. The engine puts the root in it;
- *            common.bpf.c adds every process a traced one forks. A thread belongs to its
- *            process, so every thread of a traced JVM is traced, later ones too.
+ *   traced   tgid -> the layers counting in it, one bit per layer object (layer_bit): the
+ *            processes of this recording. The engine puts the root in it with every bit
+ *            set; common.bpf.c adds every process a traced one forks, with its parent's
+ *            bits. A thread belongs to its process, so every thread of a traced JVM is
+ *            traced, later ones too. The agent's engine for the host (probes/engine,
+ *            host.go) sets a JVM's bits to its layers: a layer shed for one JVM is off for
+ *            it alone, while its programs keep counting the others.
  *   control  [0]: counting on/off (the attach-mode start signal and the stop), set by the
  *            engine: nothing counts before the start or after the stop.
  *
@@ -98,6 +102,10 @@ struct {
 /* this object's slot in the chain, set by the engine as it loads a layer with a handler */
 const volatile __u32 switch_slot = 0;
 
+/* this object's bit in a traced process's value, set by the engine as it loads a layer;
+ * common.bpf.o keeps all of them (a process is traced when any of its layers is on) */
+const volatile __u8 layer_bit = 0xff;
+
 /* the next handler from slot `from` on; returns only when none is left */
 static __always_inline void jvmos_switch_next(void *ctx, __u32 from)
 {
@@ -110,13 +118,21 @@ static __always_inline __u32 jvmos_tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
-/* the filter: a traced process, while counting */
+/* a traced process in which this object's layer is on */
+static __always_inline int jvmos_layer_on(__u32 tgid)
+{
+	__u8 *bits = bpf_map_lookup_elem(&traced, &tgid);
+
+	return bits && (*bits & layer_bit);
+}
+
+/* the filter: a traced process in which this layer is on, while counting */
 static __always_inline int jvmos_traced(__u32 tgid)
 {
 	__u32 zero = 0;
 	struct jvmos_control *c;
 
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	if (!jvmos_layer_on(tgid))
 		return 0;
 	c = bpf_map_lookup_elem(&control, &zero);
 	return c && c->counting;

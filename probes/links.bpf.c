@@ -158,8 +158,8 @@ static __always_inline void links_switch(struct task_struct *next)
 	struct links_thread *t;
 
 	/* counting is on (jvmos_switch checked it): the traced set alone says whether the
-	 * task switched out is traced */
-	if (bpf_map_lookup_elem(&traced, &tgid)) {
+	 * task switched out is traced, with this layer on in it */
+	if (jvmos_layer_on(tgid)) {
 		jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_LINKS_SCHED_SWITCH, 1);
 		t = bpf_map_lookup_elem(&links_threads, &prev_tid);
 		if (t && t->start_ns)

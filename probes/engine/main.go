@@ -96,6 +96,9 @@ type Plan struct {
 	Follow      bool                              `json:"follow"`
 	Classic     bool                              `json:"classic"` // force classic uprobes
 	Stats       bool                              `json:"stats"`   // BPF run-time statistics (calibration)
+	// Host: the agent's one engine for the host (host.go). No root: JVMs are added and
+	// dropped by command, each with its own uprobes and layers; Uprobes is empty.
+	Host bool `json:"host,omitempty"`
 	Extra       map[string]map[string]interface{} `json:"extra,omitempty"`
 }
 
@@ -132,7 +135,16 @@ type engine struct {
 	tpBtf     []string      // the raw tracepoint programs attached, "object:program"
 	chain     []string      // the layers in the scheduler chain, by slot (common.bpf.h)
 	chainProg []string      // their handlers' program names, by slot
+	bits      map[string]uint8 // each layer object's bit in a traced process's value
+	// host mode (host.go): each added process's own uprobes and layer bits, and the USDT
+	// argument records written so far (object and probe id -> the record, as text)
+	pidUprobes map[int][]UprobeSpec
+	pidBits    map[int]uint8
+	usdtDone   map[string]string
 }
+
+// allBits: a traced process's value with every layer on (a recording's root and its tree).
+const allBits = uint8(0xff)
 
 func ktime() uint64 {
 	var ts unix.Timespec
@@ -164,6 +176,20 @@ func (e *engine) load() {
 			}
 			if err := vs.Set(v); err != nil {
 				fail("layer %s: constant %s: %v", name, k, err)
+			}
+		}
+		// each layer object its own bit in the traced map's values (common.bpf.h's
+		// layer_bit); common keeps them all
+		if name != "common" {
+			if vs, ok := spec.Variables["layer_bit"]; ok {
+				if len(e.bits) >= 8 {
+					fail("layer %s: more than 8 layer objects for the traced map's bits", name)
+				}
+				bit := uint8(1) << len(e.bits)
+				if err := vs.Set(bit); err != nil {
+					fail("layer %s: layer_bit: %v", name, err)
+				}
+				e.bits[name] = bit
 			}
 		}
 		// a layer with a scheduler handler (common.bpf.h's chain) takes the next slot
@@ -262,8 +288,18 @@ func (e *engine) program(obj, name string) *ebpf.Program {
 // placeAll decides every uprobe's site once, before any attach.
 func (e *engine) placeAll() []map[string]interface{} {
 	e.sites = map[string]Site{}
+	report, err := e.placeSpecs(e.plan.Uprobes)
+	if err != nil {
+		fail("%v", err)
+	}
+	return report
+}
+
+// placeSpecs decides the sites of these uprobes that no earlier one shares (a library's
+// sites are placed once for all the processes that map it), and reports every one.
+func (e *engine) placeSpecs(us []UprobeSpec) ([]map[string]interface{}, error) {
 	var report []map[string]interface{}
-	for _, u := range e.plan.Uprobes {
+	for _, u := range us {
 		key := u.siteKey()
 		s, ok := e.sites[key]
 		if !ok {
@@ -274,7 +310,7 @@ func (e *engine) placeAll() []map[string]interface{} {
 				s, err = place(u.Path, u.Symbol, e.plan.Place)
 			}
 			if err != nil {
-				fail("placing %s: %v", u.Symbol, err)
+				return nil, fmt.Errorf("placing %s: %v", u.Symbol, err)
 			}
 			e.sites[key] = s
 		}
@@ -291,7 +327,7 @@ func (e *engine) placeAll() []map[string]interface{} {
 		}
 		report = append(report, r)
 	}
-	return report
+	return report, nil
 }
 
 type group struct {
@@ -306,7 +342,16 @@ type group struct {
 	byAddr      bool
 }
 
-func (e *engine) groups() []*group {
+// uprobesOf: pid's uprobes, its own when it was added to the host engine, else the plan's
+// (a recording's root and the processes it forks).
+func (e *engine) uprobesOf(pid int) []UprobeSpec {
+	if us, ok := e.pidUprobes[pid]; ok {
+		return us
+	}
+	return e.plan.Uprobes
+}
+
+func (e *engine) groups(us []UprobeSpec) []*group {
 	byKey := map[string]*group{}
 	var order []string
 	add := func(u UprobeSpec, prog string, ret bool) {
@@ -326,7 +371,7 @@ func (e *engine) groups() []*group {
 		g.byAddr = g.byAddr || u.usdt() || s.Debug
 		g.cookies = append(g.cookies, uint64(u.ID&0xffff)|uint64(u.Value&0xffff)<<16)
 	}
-	for _, u := range e.plan.Uprobes {
+	for _, u := range us {
 		add(u, u.Program, false)
 		if u.RetProgram != "" {
 			add(u, u.RetProgram, true)
@@ -367,7 +412,7 @@ func (e *engine) openLinks(pid int, objs map[string]bool) (int, error) {
 	}
 	n := 0
 	t0 := ktime()
-	for _, g := range e.groups() {
+	for _, g := range e.groups(e.uprobesOf(pid)) {
 		if objs != nil && !objs[g.obj] {
 			continue
 		}
@@ -594,16 +639,25 @@ func add(sum *[]uint64, v []uint64) {
 }
 
 // maps reads every map the figures are in; per-CPU values are summed here. The rows of stats
-// and counts are in the columns the event's schema names (records.go).
-func (e *engine) maps(final bool) map[string]interface{} {
+// and counts are in the columns the event's schema names (records.go). only: the rows, the
+// process record and the windows of that process alone (0: all of them); the lost events
+// and the control block are the engine's, whatever only is.
+func (e *engine) maps(final bool, only uint32) map[string]interface{} {
 	now := ktime() // the snapshot's time, and the end of the windows' on-time it lists
 	m := map[string]interface{}{"event": "maps", "final": final, "ktime_ns": now}
+	if only != 0 {
+		m["pid"] = only
+	}
+	keep := func(tgid uint32) bool { return only == 0 || tgid == only }
 	var stats [][]uint64
 	if sm := e.shared["stats"]; sm != nil {
 		var k commonJvmosStatKey
 		var vs []commonJvmosStatVal
 		it := sm.Iterate()
 		for it.Next(&k, &vs) {
+			if !keep(k.Tgid) {
+				continue
+			}
 			var sum []uint64
 			for _, v := range vs {
 				add(&sum, values(v))
@@ -620,6 +674,9 @@ func (e *engine) maps(final bool) map[string]interface{} {
 		var vs []uint64
 		it := cm.Iterate()
 		for it.Next(&k, &vs) {
+			if !keep(k.Tgid) {
+				continue
+			}
 			var s uint64
 			for _, v := range vs {
 				s += v
@@ -636,6 +693,9 @@ func (e *engine) maps(final bool) map[string]interface{} {
 		var v commonJvmosProc
 		it := pm.Iterate()
 		for it.Next(&k, &v) {
+			if !keep(k) {
+				continue
+			}
 			p := named(v)
 			p["pid"] = k
 			procs = append(procs, p)
@@ -652,14 +712,19 @@ func (e *engine) maps(final bool) map[string]interface{} {
 			}
 		}
 	}
-	m["lost"] = lostBy
+	if only != 0 {
+		// the lost array is the engine's, not keyed by process: kept apart from the rows
+		m["lost"], m["engine_lost"] = map[string]uint64{}, lostBy
+	} else {
+		m["lost"] = lostBy
+	}
 	var c commonJvmosControl
 	zero := uint32(0)
 	_ = e.shared["control"].Lookup(&zero, &c)
 	m["stats"], m["counts"], m["procs"] = stats, counts, procs
 	m["control"] = named(c)
 	m["schema"] = recordSchema()
-	m["windows"] = e.windowList(now)
+	m["windows"] = e.windowList(now, int(only))
 	return m
 }
 
@@ -800,8 +865,10 @@ func main() {
 	if err != nil {
 		fail("cannot read the plan: %v", err)
 	}
-	e := &engine{links: map[int]map[string][]link.Link{}, windows: map[windowKey]*window{}, attached: map[int]bool{}, nprobes: map[int]int{},
-		exes: map[string]*link.Executable{}}
+	e := &engine{links: map[int]map[string][]link.Link{}, windows: map[windowKey]*window{},
+		attached: map[int]bool{}, nprobes: map[int]int{}, exes: map[string]*link.Executable{},
+		bits: map[string]uint8{}, pidUprobes: map[int][]UprobeSpec{}, pidBits: map[int]uint8{},
+		usdtDone: map[string]string{}}
 	if err := json.Unmarshal(raw, &e.plan); err != nil {
 		fail("bad plan %s: %v", os.Args[1], err)
 	}
@@ -810,7 +877,7 @@ func main() {
 	if e.plan.Classic {
 		e.classic = true
 		fallback = "classic per-pid uprobes (asked for): each is opened and closed on its own, slower to detach"
-	} else if len(e.plan.Uprobes) > 0 {
+	} else if len(e.plan.Uprobes) > 0 || e.plan.Host {
 		if err := features.HaveBPFLinkUprobeMulti(); err != nil {
 			e.classic = true
 			fallback = "this kernel has no uprobe_multi links (" + err.Error() + "): classic per-pid uprobes, each opened and closed on its own, slower to detach"
@@ -827,20 +894,27 @@ func main() {
 	e.load()
 	loadS := time.Since(tLoad).Seconds()
 	sites := e.placeAll()
-	e.writeUsdtArgs()
+	if err := e.writeUsdtArgs(e.plan.Uprobes); err != nil {
+		fail("%v", err)
+	}
 	tAttach := time.Now()
-	one := uint8(1)
-	root := uint32(e.plan.RootPid)
-	if err := e.shared["traced"].Put(&root, &one); err != nil {
-		fail("cannot trace pid %d: %v", root, err)
+	if !e.plan.Host {
+		root, bits := uint32(e.plan.RootPid), allBits
+		if err := e.shared["traced"].Put(&root, &bits); err != nil {
+			fail("cannot trace pid %d: %v", root, err)
+		}
 	}
 	if e.plan.Counting {
 		e.setControl(func(c *commonJvmosControl) { c.Counting = 1; c.StartNs = ktime() })
 	}
 	e.attachTracepoints()
-	n, err := e.attachPid(e.plan.RootPid)
-	if err != nil {
-		fail("cannot attach the uprobes of pid %d: %v", e.plan.RootPid, err)
+	n := 0
+	if !e.plan.Host {
+		var err error
+		n, err = e.attachPid(e.plan.RootPid)
+		if err != nil {
+			fail("cannot attach the uprobes of pid %d: %v", e.plan.RootPid, err)
+		}
 	}
 	if rb := e.shared["proc_events"]; rb != nil && e.plan.Follow {
 		e.reader, err = ringbuf.NewReader(rb)
@@ -853,7 +927,7 @@ func main() {
 	ready := map[string]interface{}{"event": "ready", "load_s": loadS,
 		"attach_s": time.Since(tAttach).Seconds(), "uprobes": n, "sites": sites,
 		"tracepoints": len(e.plan.Tracepoints), "tp_btf": len(e.tpBtf), "tp_btf_programs": e.tpBtf,
-		"switch_chain": e.chain,
+		"switch_chain": e.chain, "layer_bits": e.bits, "host": e.plan.Host,
 		"uprobe_multi": !e.classic, "pid": os.Getpid()}
 	if fallback != "" {
 		ready["fallback"] = fallback
@@ -867,11 +941,11 @@ func main() {
 			e.setControl(func(c *commonJvmosControl) { c.Counting = 1; c.StartNs = ktime() })
 			emit(map[string]interface{}{"event": "started", "ktime_ns": ktime()})
 		case "snapshot":
-			emit(e.maps(false))
+			emit(e.maps(false, 0))
 		case "stop":
 			e.setControl(func(c *commonJvmosControl) { c.Counting = 0; c.Stopped = 1; c.StopNs = ktime() })
 			released := e.drainAndRelease()
-			m := e.maps(true)
+			m := e.maps(true, 0)
 			m["released_at_stop"] = released
 			m["recursion_misses"] = e.recursionMisses()
 			if e.plan.Stats {
@@ -884,6 +958,9 @@ func main() {
 		case "":
 		default:
 			if e.windowCommand(strings.TrimSpace(in.Text())) {
+				continue
+			}
+			if e.hostCommand(strings.TrimSpace(in.Text())) {
 				continue
 			}
 			emit(map[string]interface{}{"event": "warning", "message": "unknown command " + in.Text()})

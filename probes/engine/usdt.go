@@ -155,28 +155,41 @@ func usdtArgsOf(args []UsdtArg) (usdtArgs, error) {
 }
 
 // writeUsdtArgs puts every USDT site's argument specs into its object's usdt_args map, keyed
-// by its probe id (the sites of one probe id must agree: one record per id).
-func (e *engine) writeUsdtArgs() {
-	for _, u := range e.plan.Uprobes {
+// by its probe id (the sites of one probe id must agree: one record per id). The host
+// engine's processes share the map: an id written with other arguments (two JDKs given the
+// same ids) is an error, and nothing is overwritten.
+func (e *engine) writeUsdtArgs(us []UprobeSpec) error {
+	for _, u := range us {
 		if len(u.Args) == 0 {
 			continue
 		}
 		c := e.colls[u.Object]
 		if c == nil {
-			fail("plan names object %s, which is not loaded", u.Object)
+			return fmt.Errorf("plan names object %s, which is not loaded", u.Object)
 		}
 		m := c.Maps["usdt_args"]
 		if m == nil {
-			fail("%s: USDT arguments for %s, but object %s has no usdt_args map", u.Path,
-				u.Symbol, u.Object)
+			return fmt.Errorf("%s: USDT arguments for %s, but object %s has no usdt_args map",
+				u.Path, u.Symbol, u.Object)
 		}
 		v, err := usdtArgsOf(u.Args)
 		if err != nil {
-			fail("%s: %s: %v", u.Path, u.Symbol, err)
+			return fmt.Errorf("%s: %s: %v", u.Path, u.Symbol, err)
 		}
 		key := uint32(u.ID & 0xffff)
-		if err := m.Put(&key, &v); err != nil {
-			fail("cannot write the USDT arguments of %s: %v", u.Symbol, err)
+		done := fmt.Sprintf("%s\x00%d", u.Object, key)
+		text := fmt.Sprintf("%+v", v)
+		if prev, ok := e.usdtDone[done]; ok {
+			if prev != text {
+				return fmt.Errorf("%s: USDT probe id %d of %s already holds other arguments "+
+					"(another library was given the same ids)", u.Path, key, u.Object)
+			}
+			continue
 		}
+		if err := m.Put(&key, &v); err != nil {
+			return fmt.Errorf("cannot write the USDT arguments of %s: %v", u.Symbol, err)
+		}
+		e.usdtDone[done] = text
 	}
+	return nil
 }

@@ -80,7 +80,7 @@ func TestGroupsByAddress(t *testing.T) {
 	if e.plan.Uprobes[1].siteKey() == e.plan.Uprobes[2].siteKey() {
 		t.Fatal("two sites of one USDT probe share a key")
 	}
-	gs := e.groups()
+	gs := e.groups(e.plan.Uprobes)
 	if len(gs) != 2 {
 		t.Fatalf("%d groups", len(gs))
 	}

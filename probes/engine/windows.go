@@ -65,13 +65,15 @@ func (e *engine) windowClosed(pid int, obj string, t0, t1 uint64) {
 }
 
 // windowList: every object's on-time so far (the open window's part included), for the maps
-// event.
-func (e *engine) windowList(now uint64) []map[string]interface{} {
+// event; only: that process's alone (0: every process's).
+func (e *engine) windowList(now uint64, only int) []map[string]interface{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	keys := make([]windowKey, 0, len(e.windows))
 	for k := range e.windows {
-		keys = append(keys, k)
+		if only == 0 || k.pid == only {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].pid != keys[j].pid {

@@ -21,7 +21,7 @@ func TestWindowOnTimeAddsUp(t *testing.T) {
 	e.windowClosed(7, "io", 400, 440) // off at 400: the breakpoints go first
 	e.windowClosed(7, "io", 500, 510) // already off: nothing added
 	e.windowOpened(7, "io", 1000, 1000)
-	got := e.windowList(1250)
+	got := e.windowList(1250, 0)
 	if len(got) != 1 || got[0]["on_ns"].(uint64) != 550 || got[0]["on"] != true ||
 		got[0]["opened"] != 2 || got[0]["edge_ns"].(uint64) != 60 {
 		t.Fatalf("got %v, want 300 + 250 ns on, on, 2 windows, 60 ns of edges", got)

@@ -2,7 +2,6 @@
 equivalence verdict, the power estimate, ABBA order, the /proc reader, and one term analysed
 from synthetic windows (every number checked against a hand computation)."""
 import math
-import os
 import subprocess
 import sys
 import time

@@ -674,10 +674,13 @@ def tables(results: dict) -> List[Table]:
         eng = [r[2] for r in st_rss]
         tot = [r[1] + r[2] for r in st_rss]
         att = [x for x in fl["attach_s"] if x is not None]
-        f = Table(f"One agent watching {fl['jvms']} idle JVMs (one engine per JVM, the agent's "
-                  "defaults): its memory once it watches them all, and the attach times its "
-                  "log gives",
-                  ["JVMs", "agent process RSS (MB, median)", "engines' RSS (MB, median)",
+        host = results.get("engine") == "host"
+        f = Table(f"One agent watching {fl['jvms']} idle JVMs ("
+                  + ("one engine for the host" if host else "one engine per JVM")
+                  + ", the agent's defaults): its memory once it watches them all, and the "
+                  "attach times its log gives",
+                  ["JVMs", "agent process RSS (MB, median)",
+                   "host engine's RSS (MB, median)" if host else "engines' RSS (MB, median)",
                    "total RSS (MB, median / max)", "samples",
                    "attach (wall s, median / max)", "attach of one more JVM (wall s)",
                    "agent RSS before any JVM (MB)"])
@@ -746,9 +749,12 @@ def notes_for(results: dict) -> List[str]:
         "(nearest-rank p50, p99); sends late: sends more than 1 ms behind their schedule.",
         "fleet: idle chat servers (-Xmx64m, no load) started 0.5 s apart under one agent; "
         "its RSS sampled every second from the moment it watched them all, for 15 s; an "
-        "attach time is the agent's own (its log: from the engine's start to its first "
-        "snapshot). Every watched JVM has an engine process of its own today, which is most "
-        "of the memory.",
+        "attach time is the agent's own (its log: from the start of the JVM's attach to its "
+        "first snapshot; the first JVM's includes starting the engine). "
+        + ("The agent's JVMs share one engine process (jvmos/hostengine.py)."
+           if results.get("engine") == "host" else
+           "This run gave every watched JVM an engine process of its own (the agent before "
+           "its host engine), which is most of the memory."),
     ]
 
 
@@ -848,7 +854,9 @@ def main(argv) -> int:
         "experiment": "agent-overhead", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
         "rooms": ROOMS, "users_per_room": USERS_PER_ROOM, "messages": a.messages,
         "rate": a.rate, "trials": a.trials, "layers": ",".join(a.layer_list),
-        "max_overhead": a.max_overhead, "pairs": [], "agreement_load": []}
+        "max_overhead": a.max_overhead, "pairs": [], "agreement_load": [],
+        # the agent's engines: one for the host (a run before it had one per JVM)
+        "engine": "host"}
     target = a.trials or (results.get("sizing") or {}).get("pairs")
     if target is None or len(results["pairs"]) < target or (
             a.agree_seconds and not agreed(results, "chat")):

@@ -933,7 +933,11 @@ func main() {
 		ready["fallback"] = fallback
 	}
 	emit(ready)
+	e.serve()
+}
 
+// serve runs the commands on stdin until the stop (or EOF: jvmos is gone).
+func (e *engine) serve() {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch strings.TrimSpace(in.Text()) {

@@ -481,7 +481,7 @@ class Agent:
         stepped = sorted({s["symbol"] for s in w.sites if s.get("class") == "single-stepped"})
         self.log(f"{w.proc.describe()}: attached {','.join(layers)} ({ev.get('uprobes', 0)} "
                  f"uprobes, {ev.get('tracepoints', 0)} tracepoints) in "
-                 f"{time.monotonic() - t0:.2f} s"
+                 f"{time.monotonic() - t0:.3f} s"
                  + (f"; single-stepped: {', '.join(stepped[:4])}" if stepped else ""))
 
     def stop_engine(self, w: Watch, account: bool = True) -> None:

@@ -39,13 +39,29 @@ def host_plan(layers: Sequence[str]) -> engine_mod.Plan:
     return plan
 
 
-def _comparable(doc: dict) -> tuple:
-    """What a JVM's plan and the host's must share: the constants (the root's aside) and the
-    tracepoints, which the host engine set and attached once for all."""
-    consts = json.loads(json.dumps(doc["constants"]))
-    consts.get("common", {}).pop("root_tgid", None)
-    tps = sorted((t["object"], t["group"], t["name"], t["program"]) for t in doc["tracepoints"])
-    return json.dumps(consts, sort_keys=True), tps, doc.get("unattached") or {}
+def mismatch(host: dict, mine: dict) -> str:
+    """What a JVM's plan needs that the host engine's plan did not set up: for each of its
+    objects, the same constants (the root's aside) and no tracepoint or idle program of its
+    own (the host engine set and attached those once for all); "" when nothing."""
+    for obj in mine["order"]:
+        if obj not in host["order"]:
+            return f"layer object {obj} is not loaded"
+        a = dict(host["constants"].get(obj) or {})
+        b = dict(mine["constants"].get(obj) or {})
+        if obj == "common":
+            a.pop("root_tgid", None)
+            b.pop("root_tgid", None)
+        if a != b:
+            return f"{obj}'s constants differ ({b} against {a})"
+        if sorted((host.get("unattached") or {}).get(obj) or []) != \
+                sorted((mine.get("unattached") or {}).get(obj) or []):
+            return f"{obj}'s idle programs differ"
+    tps = {(t["object"], t["group"], t["name"], t["program"]) for t in host["tracepoints"]}
+    extra = [t for t in mine["tracepoints"]
+             if (t["object"], t["group"], t["name"], t["program"]) not in tps]
+    if extra:
+        return f"tracepoint {extra[0]['group']}:{extra[0]['name']} is not attached"
+    return ""
 
 
 class HostEngine:
@@ -56,7 +72,6 @@ class HostEngine:
         self.layers = tuple(layers)
         self.state_dir = state_dir
         self.plan = host_plan(self.layers)
-        self._shared = _comparable(self.plan.doc)
         self.slots: Dict[tuple, list] = {}       # libraries -> [first id, JVMs using it]
         self.death_counted = False
         t0 = time.monotonic()
@@ -123,9 +138,9 @@ class HostEngine:
             if top >= first + SLOT:
                 raise JvmosError(f"the plan of pid {pid} has {top - first + 1} probe ids, "
                                  f"more than the host engine's {SLOT} per library set")
-            if _comparable(plan.doc) != self._shared:
-                raise JvmosError(f"the plan of pid {pid} needs constants or tracepoints other "
-                                 "than the host engine's")
+            why = mismatch(self.plan.doc, plan.doc)
+            if why:
+                raise JvmosError(f"the plan of pid {pid} does not fit the host engine: {why}")
             path = Path(f"{base}.add.json")
             path.write_text(json.dumps({"objects": plan.doc["order"],
                                         "uprobes": plan.doc["uprobes"]}))

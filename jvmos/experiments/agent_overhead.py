@@ -686,8 +686,8 @@ def tables(results: dict) -> List[Table]:
                    "agent RSS before any JVM (MB)"])
         cells = [str(fl["jvms"]), mb(statistics.median(own)), mb(statistics.median(eng)),
                  f"{mb(statistics.median(tot))} / {mb(max(tot))}", str(len(st_rss)),
-                 "—" if not att else f"{statistics.median(att):.2f} / {max(att):.2f}",
-                 "—" if fl["new_attach_s"] is None else f"{fl['new_attach_s']:.2f}",
+                 "—" if not att else f"{statistics.median(att):.3f} / {max(att):.3f}",
+                 "—" if fl["new_attach_s"] is None else f"{fl['new_attach_s']:.3f}",
                  "—" if not fl["rss_before_kb"] else mb(fl["rss_before_kb"][1])]
         f.add(cells, [fl["jvms"], statistics.median(own) / 1024, statistics.median(eng) / 1024,
                       statistics.median(tot) / 1024, len(st_rss),

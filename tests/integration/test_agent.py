@@ -771,3 +771,72 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
     assert 0 < got["busy"]["coverage"] < 1, report
     a, r = got["busy"]["jni_per_s"], rec["busy"]["jni_per_s"]
     assert a is not None and abs(a / r - 1) <= 0.10, report
+
+
+def _calls(maps: dict, plan, category: str) -> int:
+    """A category's calls in one host-engine snapshot of one JVM (its rows only)."""
+    from jvmos import engine as engine_mod
+    raw = engine_mod.decode(maps, plan)
+    return sum(v for k, v in raw.keyed("calls").items() if k[1] == category)
+
+
+@needs_engine
+def test_one_engine_counts_jvms_apart_and_drops_one_without_a_trace(app, tmp_path):
+    """The agent's host engine (jvmos/hostengine.py) with two JVMs: A writes 1 array a tick
+    with the io layer only, B 3 a tick with io and jni. Each snapshot holds its JVM's rows
+    alone (B's JNI copy rate about 3 times A's; jni's census counts B and never A, although
+    the engine has the layer loaded); dropping A closes A's links (the kernel lists none of
+    them), deletes its rows, and leaves B counting on without a reset."""
+    from jvmos import jdk
+    from jvmos.hostengine import HostEngine
+    a = paced(app, tmp_path / "a", seconds=40, size=64, writes=1, spin_us=200)
+    b = paced(app, tmp_path / "b", seconds=40, size=64, writes=3, spin_us=200)
+    host = None
+    try:
+        for j in (a, b):
+            assert j.stdout.readline().strip() == "paced"
+        host = HostEngine(("io", "jni"), tmp_path, 60)
+        att = {}
+        for name, j, layers in (("b", b, ("io", "jni")), ("a", a, ("io",))):
+            jvm = jdk.jvm_of_pid(j.pid)
+            libs = {"LIBJVM": [jvm.libjvm], "LIBNIO": [jvm.libnio] if jvm.libnio else [],
+                    "LIBC": [jdk.libc_of(j.pid)]}
+            if name == "a":
+                before_a = _bpf_ids(host.proc.pid)[0]
+            att[name] = host.attach(j.pid, layers, libs, jdk.symbols, tmp_path / name, 60)
+            assert att[name].ready["uprobes"] > 0
+        # both from the same libraries: one slot of probe ids
+        assert len(host.slots) == 1 and list(host.slots.values())[0][1] == 2
+        links_a = _bpf_ids(host.proc.pid)[0] - before_a
+        assert links_a and links_a <= _kernel_ids("link")
+        s0 = {n: x.snapshot() for n, x in att.items()}
+        time.sleep(3)
+        s1 = {n: x.snapshot() for n, x in att.items()}
+        for n in att:
+            assert {r[0] for r in s1[n]["stats"]} == {att[n].pid}, "another JVM's rows"
+        rate = {n: _calls(s1[n], att[n].plan, "jni_copy")
+                - _calls(s0[n], att[n].plan, "jni_copy") for n in att}
+        assert rate["a"] > 0 and 2.7 <= rate["b"] / rate["a"] <= 3.3, rate
+        assert _calls(s1["b"], att["b"].plan, "jni_call") > 0
+        assert _calls(s1["a"], att["a"].plan, "jni_call") == 0, "jni counted where it is off"
+        b_before = _calls(s1["b"], att["b"].plan, "jni_copy")
+        final = att["a"].stop()
+        assert final is not None and final["final"]
+        assert att["a"].closed and att["a"].closed["rows"] > 0
+        assert not links_a & _kernel_ids("link"), "A's links outlived its drop"
+        assert _bpf_ids(host.proc.pid)[0] == before_a
+        assert att["a"].snapshot() is None            # dropped: asked for no more
+        raw = host.eng
+        assert raw._send(f"snapshot {a.pid}")
+        ev = raw._wait(("maps",), 30, pid=a.pid)
+        assert ev and not ev["stats"] and not ev["counts"], "A's rows left in the maps"
+        time.sleep(1)
+        assert _calls(att["b"].snapshot(), att["b"].plan, "jni_copy") > b_before
+        assert not host.slots or list(host.slots.values())[0][1] == 1
+    finally:
+        if host is not None:
+            host.stop()
+            if host.alive():
+                host.eng.kill()
+        for j in (a, b):
+            stop_jvm(j)

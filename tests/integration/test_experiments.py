@@ -323,9 +323,11 @@ def test_agent_overhead_smallest(platform_file, tmp_path):
         assert io["recorded_per_s"] > 0 and io["agent_estimated_per_s"] > 0, entry["server"]
         assert io["agent_seen_per_s"] <= io["agent_estimated_per_s"] + 1e-9
     fl = res["fleet"]
-    assert fl["jvms"] == 2 and len(fl["attach_s"]) == 2 and all(fl["attach_s"])
-    assert fl["new_attach_s"] > 0 and fl["steady_rss_kb"]
-    # two engines beside the agent's own process
+    # every JVM's attach in the agent's log (ms precision: the host engine adds one in a few ms)
+    assert fl["jvms"] == 2 and len(fl["attach_s"]) == 2
+    assert all(x is not None and x >= 0 for x in fl["attach_s"] + [fl["new_attach_s"]])
+    assert fl["steady_rss_kb"]
+    # the host engine beside the agent's own process
     assert all(eng > 0 for _, _, eng in fl["steady_rss_kb"])
     md = (out / "agent-overhead.md").read_text()
     assert "CPU time per delivered message" in md and "extrapolated rates" in md

@@ -108,6 +108,10 @@ def default_log(msg: str) -> None:
     print(f"{now_text()} jvmos agent: {msg}", file=sys.stderr, flush=True)
 
 
+class EngineGone(JvmosError):
+    """The host engine died under a watched JVM (every JVM's watch ends with it)."""
+
+
 # --------------------------------------------------------------------------- one JVM
 
 @dataclass
@@ -377,7 +381,9 @@ class Agent:
         self.engine_pids: set = set()
         self.host = None                   # jvmos.hostengine.HostEngine, while a JVM is watched
         self.host_starts = 0
-        self.engine_lost: Dict[str, int] = {}   # the engine's lost events, not by JVM
+        # the running engine's lost events (not by JVM), and those of the engines before it
+        self.engine_lost: Dict[str, int] = {}
+        self.engine_lost_base: Dict[str, int] = {}
         self.profiles = None               # --sample: jvmos.profiles.Profiles
         self.set_sampling()
         self.discovery = Discovery(skip=self._own_pids, log=log)
@@ -427,8 +433,10 @@ class Agent:
         return host
 
     def stop_host(self) -> None:
-        """The host engine stopped (every link and program closed) and reaped."""
-        host, self.host = self.host, None
+        """The host engine stopped (every link and program closed) and reaped. It stays
+        self.host until it is reaped: the agent's CPU figure counts it as live until then, as a
+        reaped child after (never neither)."""
+        host = self.host
         if host is None:
             return
         try:
@@ -436,6 +444,10 @@ class Agent:
         finally:
             if host.alive():
                 host.eng.kill()
+            with self.lock:
+                self.engine_lost_base = self.engine_totals_lost()
+                self.engine_lost = {}
+                self.host = None
             self.engine_pids.discard(host.proc.pid)
             for suffix in (".plan.json", ".stderr"):
                 try:
@@ -454,8 +466,8 @@ class Agent:
                 "LIBC": [libc] if libc else []}
         w.seq += 1
         base = self.state_dir / f"{pid}-{w.seq}"
-        t0 = time.monotonic()
         host = self.host_engine()
+        t0 = time.monotonic()        # the JVM's attach alone (the engine's start is logged apart)
         eng = host.attach(pid, layers, libs, symbols, base, ATTACH_TIMEOUT_S)
         try:
             first = eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
@@ -480,7 +492,7 @@ class Agent:
         self.first_windows(w, now)
         stepped = sorted({s["symbol"] for s in w.sites if s.get("class") == "single-stepped"})
         self.log(f"{w.proc.describe()}: attached {','.join(layers)} ({ev.get('uprobes', 0)} "
-                 f"uprobes, {ev.get('tracepoints', 0)} tracepoints) in "
+                 f"uprobes) in "
                  f"{time.monotonic() - t0:.3f} s"
                  + (f"; single-stepped: {', '.join(stepped[:4])}" if stepped else ""))
 
@@ -558,7 +570,7 @@ class Agent:
             if not host.death_counted:      # one death of the shared engine, not one per JVM
                 host.death_counted = True
                 self.engine_deaths += 1
-            raise JvmosError(f"its engine stopped: {w.eng.first_error()}")
+            raise EngineGone(f"its engine stopped: {w.eng.first_error()}")
         maps = w.eng.snapshot(timeout=SNAPSHOT_TIMEOUT_S)
         cpu = cputime.cpu_or_none(w.proc.pid)
         if maps is None:
@@ -811,12 +823,20 @@ class Agent:
             return
         n = self.failed.get(proc.key, {}).get("count", 0) + 1
         self.attach_failures += 1
-        retry = math.inf if n >= RETRIES else time.monotonic() + RETRY_S * n
+        if isinstance(e, EngineGone):
+            # the shared engine died under every JVM: none of them is to blame, and each is
+            # attached again to a new engine at the next scan, its attempts untouched
+            n -= 1
+            retry = time.monotonic()
+        else:
+            retry = math.inf if n >= RETRIES else time.monotonic() + RETRY_S * n
         with self.lock:
             self.failed[proc.key] = {"count": n, "retry_at": retry, "why": error_text(e),
                                      "proc": proc, "what": what}
         self.log(f"{proc.describe()}: {what}: {error_text(e)}"
-                 + (f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
+                 + (" (attached again to a new engine at the next scan)"
+                    if isinstance(e, EngineGone) else
+                    f" (attempt {n} of {RETRIES}; again in {RETRY_S * n:.0f} s)"
                     if n < RETRIES else f" (gave up after {n} attempts)"))
 
     def set_sampling(self) -> None:
@@ -998,6 +1018,12 @@ class Agent:
                     self.fail_watch(w, e, "could not attach the new layers")
         self._next_scan = time.monotonic()
 
+    def engine_totals_lost(self) -> Dict[str, int]:
+        out = dict(self.engine_lost_base)
+        for k, n in self.engine_lost.items():
+            out[k] = out.get(k, 0) + n
+        return out
+
     # ---- what the metrics read
     def _live_engine_cpu(self) -> int:
         host = self.host
@@ -1054,7 +1080,7 @@ class Agent:
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
                     "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
                     "scan_seconds": self.scan_seconds, "host_starts": self.host_starts,
-                    "engine_lost": dict(self.engine_lost),
+                    "engine_lost": self.engine_totals_lost(),
                     "host_engine": ({"pid": self.host.proc.pid,
                                      "layers": list(self.host.layers)}
                                     if self.host is not None else None)}

@@ -194,10 +194,6 @@ def _count_families(L: list) -> dict:
         "returns": CounterMetricFamily(
             "jvmos_probe_returns", "Times a shed layer was put back after its back-off",
             labels=L + ["layer"]),
-        "lost": CounterMetricFamily(
-            "jvmos_jvm_lost_events", "Events of this JVM the engine lost (keyed by its pid); "
-            "what the engine lost without a pid is jvmos_agent_engine_lost_events",
-            labels=L),
         "intervals": CounterMetricFamily(
             "jvmos_jvm_intervals", "Intervals (snapshot differences) added to the counters",
             labels=L),
@@ -289,7 +285,6 @@ def _add_counts(fam: dict, j: dict, lv: list) -> None:
         fam["shed"].add_metric(lv + [layer], 1 if layer in j["shed"] else 0)
         fam["sheds"].add_metric(lv + [layer], j["sheds"].get(layer, 0), created=c)
         fam["returns"].add_metric(lv + [layer], j["returns"].get(layer, 0), created=c)
-    fam["lost"].add_metric(lv, j["lost_events"], created=c)
     fam["intervals"].add_metric(lv, j["intervals"], created=c)
 
 

@@ -9,14 +9,17 @@ stats and counts are keyed by tgid, so the JVMs' figures never mix, and a layer'
 traced map turns it on or off for one JVM (a layer shed for one JVM is off for that JVM alone).
 
 Probe ids: each JVM's plan numbers its probes from its own first id. The plans of JVMs with
-the same libraries are the same plan and share ids; plans of other libraries get ids apart
-(a slot of SLOT ids each), so that a USDT argument record, which the engine keys by probe
-id, is never claimed by two libraries. A slot is freed when its last JVM is dropped.
+the same libraries (the same files, whatever path reaches them: a JVM in a container is seen
+through /proc/PID/root) are the same plan and share ids; plans of other libraries get ids
+apart (a slot of SLOT ids each), so that a USDT argument record, which the engine keys by
+probe id, is never claimed by two libraries at once. A slot is freed when its last JVM is
+dropped, and the engine then forgets its records (probes/engine/host.go forgetUnused).
 
 `Attachment` is what the agent holds per JVM: the interface of jvmos.engine.Engine
 (snapshot, window, stop, kill, alive, first_error, proc), on the shared process.
 """
 import json
+import os
 import time
 from pathlib import Path
 from typing import Callable, Dict, Optional, Sequence, Tuple
@@ -26,6 +29,16 @@ from jvmos import engine as engine_mod
 
 SLOT = 1024                       # probe ids per distinct set of libraries
 SLOTS = (engine_mod.NAMED - 1) // SLOT      # 15-bit ids, below the NAMED bit: 31
+
+
+def file_identity(path) -> tuple:
+    """A library as a file (device, inode, size, mtime), whichever path reaches it; its path
+    when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (str(path),)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def host_plan(layers: Sequence[str]) -> engine_mod.Plan:
@@ -101,7 +114,7 @@ class HostEngine:
     # ---- probe ids
     def first_id(self, libs: Dict[str, list]) -> Tuple[int, tuple]:
         """The first probe id of the plans of these libraries (a new slot for new ones)."""
-        key = tuple(sorted((k, tuple(str(p) for p in v)) for k, v in libs.items()))
+        key = tuple(sorted((k, tuple(file_identity(p) for p in v)) for k, v in libs.items()))
         if key in self.slots:
             return self.slots[key][0], key
         used = {s[0] for s in self.slots.values()}
@@ -151,6 +164,9 @@ class HostEngine:
             finally:
                 path.unlink(missing_ok=True)
             if ev is None:
+                # it may still finish the add: dropped, so that no link is left unowned
+                if self.eng._send(f"drop {pid}"):
+                    self.eng._wait(("dropped",), timeout, pid=pid)
                 raise JvmosError(f"the host engine did not add pid {pid} within "
                                  f"{timeout:.0f} s")
             if ev.get("event") != "added":

@@ -31,7 +31,7 @@
 
 const volatile __u32 root_tgid = 0;	/* the root of the traced tree: never held */
 const volatile __u32 hold_exec = 0;	/* 1: stop a traced child at exec until probed */
-const volatile __u32 follow = 0;	/* 1: report forks and execs to the engine */
+const volatile __u32 follow = 0;	/* 1: trace the children, report forks and execs */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -101,7 +101,9 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u8 *pbits, bits;
 
-	if (ctgid == ptgid)
+	/* without follow (the agent's engine: each JVM is added on its own) a child is not
+	 * traced: nothing would ever drop it from the map */
+	if (ctgid == ptgid || !follow)
 		return 0;
 	pbits = bpf_map_lookup_elem(&traced, &ptgid);
 	if (!pbits)

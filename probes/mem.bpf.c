@@ -471,8 +471,8 @@ static __always_inline void mem_sched_switch(struct task_struct *prev, struct ta
 	__u64 now = 0;
 
 	/* counting is on (jvmos_switch checked it): the traced set alone says whether the
-	 * task switched out is traced */
-	if (bpf_map_lookup_elem(&traced, &tgid)) {
+	 * task switched out is traced, with this layer on in it */
+	if (jvmos_layer_on(tgid)) {
 		jvmos_count(tgid, JVMOS_WHAT_HITS, JVMOS_HIT_MEM_SCHED_SWITCH, 1);
 		prev_tid = prev->pid;
 		t = bpf_map_lookup_elem(&mem_threads, &prev_tid);
@@ -525,7 +525,7 @@ int BPF_PROG(mem_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm
 {
 	__u32 tgid = jvmos_tgid();
 
-	if (bpf_map_lookup_elem(&traced, &tgid))
+	if (jvmos_layer_on(tgid))
 		bpf_map_delete_elem(&mem_last_break, &tgid);
 	return 0;
 }

@@ -755,7 +755,7 @@ static __always_inline int thr_switch(bool preempt, struct task_struct *prev,
 	tp = state_of(prev_tid);
 	tn = state_of(next_tid);
 	prev_tgid = prev->tgid;
-	prev_traced = bpf_map_lookup_elem(&traced, &prev_tgid) != NULL;
+	prev_traced = jvmos_layer_on(prev_tgid);
 	/* a switch between tasks this layer knows nothing of (most of the host's): no clock
 	 * read, which costs more than the lookups here */
 	if (!tp && !tn && !prev_traced)

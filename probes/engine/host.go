@@ -72,6 +72,10 @@ func (e *engine) hostCommand(line string) bool {
 		}
 		emit(ev)
 	case "drop":
+		if !e.plan.Host {
+			emit(map[string]interface{}{"event": "warning", "message": "drop: this engine records one process tree, not a host"})
+			return true
+		}
 		t := time.Now()
 		rows := e.dropPid(pid)
 		emit(map[string]interface{}{"event": "dropped", "pid": pid, "rows": rows,
@@ -161,6 +165,7 @@ func (e *engine) dropPid(pid int) int {
 	delete(e.nprobes, pid)
 	delete(e.pidUprobes, pid)
 	delete(e.pidBits, pid)
+	e.forgetUnused()
 	e.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, l := range all {
@@ -171,6 +176,43 @@ func (e *engine) dropPid(pid int) int {
 	key := uint32(pid)
 	_ = e.shared["traced"].Delete(&key)
 	return e.deleteRows(key)
+}
+
+// forgetUnused drops what no process still traced uses: placed sites, opened executables
+// (a library's symbol table each) and the USDT argument records written (their ids may be
+// given to another library's plan next). Over a day of JVMs coming and going, in containers
+// too (each reaching its libraries through a path of its own), the engine keeps what its
+// live processes need and no more. The caller holds mu.
+func (e *engine) forgetUnused() {
+	sites, paths, usdt := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	use := func(us []UprobeSpec) {
+		for _, u := range us {
+			sites[u.key()] = true
+			paths[u.Path] = true
+			if len(u.Args) > 0 {
+				usdt[fmt.Sprintf("%s\x00%d", u.Object, uint32(u.ID&0xffff))] = true
+			}
+		}
+	}
+	use(e.plan.Uprobes)
+	for _, us := range e.pidUprobes {
+		use(us)
+	}
+	for k := range e.sites {
+		if !sites[k] {
+			delete(e.sites, k)
+		}
+	}
+	for p := range e.exes {
+		if !paths[p] {
+			delete(e.exes, p)
+		}
+	}
+	for k := range e.usdtDone {
+		if !usdt[k] {
+			delete(e.usdtDone, k)
+		}
+	}
 }
 
 // deleteRows deletes every row of the stats, counts and proc maps keyed by tgid. The keys

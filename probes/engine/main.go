@@ -63,9 +63,31 @@ type UprobeSpec struct {
 	// a USDT site's argument specs (jvmos/usdtargs.py), written to the object's usdt_args
 	// map under ID for its program to evaluate; none when the program reads no argument
 	Args []UsdtArg `json:"args,omitempty"`
+	// site: the key of its placed site in engine.sites, set when it is placed (the file's
+	// identity, not its path: one library reached by two paths, a container's through
+	// /proc/PID/root, is placed once, and a file replaced at the same path is placed anew)
+	site string
 }
 
 func (u UprobeSpec) usdt() bool { return u.Kind == "usdt" }
+
+// key: the placed site's key in engine.sites (siteKey before it was placed)
+func (u UprobeSpec) key() string {
+	if u.site != "" {
+		return u.site
+	}
+	return u.siteKey()
+}
+
+// fileIdentity: a file's device, inode, size and modification time ("" when it cannot be
+// read: the path is then its own identity).
+func fileIdentity(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d:%d:%d.%d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+}
 
 // siteKey: a symbol's entry, or one USDT site (a probe inlined twice has two)
 func (u UprobeSpec) siteKey() string {
@@ -120,7 +142,7 @@ type engine struct {
 	plan      Plan
 	colls     map[string]*ebpf.Collection
 	shared    map[string]*ebpf.Map
-	sites     map[string]Site // UprobeSpec.siteKey()
+	sites     map[string]Site // UprobeSpec.key()
 	classic   bool
 	mu        sync.Mutex
 	links     map[int]map[string][]link.Link // pid -> object -> its uprobe links
@@ -274,15 +296,25 @@ func (e *engine) setControl(f func(c *commonJvmosControl)) {
 }
 
 func (e *engine) program(obj, name string) *ebpf.Program {
+	p, err := e.programOf(obj, name)
+	if err != nil {
+		fail("%v", err)
+	}
+	return p
+}
+
+// programOf: a loaded object's program, or why not (a process's uprobes added to the host
+// engine name theirs: an error there is that process's, not the engine's end).
+func (e *engine) programOf(obj, name string) (*ebpf.Program, error) {
 	c := e.colls[obj]
 	if c == nil {
-		fail("plan names object %s, which is not loaded", obj)
+		return nil, fmt.Errorf("plan names object %s, which is not loaded", obj)
 	}
 	p := c.Programs[name]
 	if p == nil {
-		fail("object %s has no program %s", obj, name)
+		return nil, fmt.Errorf("object %s has no program %s", obj, name)
 	}
-	return p
+	return p, nil
 }
 
 // placeAll decides every uprobe's site once, before any attach.
@@ -299,8 +331,19 @@ func (e *engine) placeAll() []map[string]interface{} {
 // sites are placed once for all the processes that map it), and reports every one.
 func (e *engine) placeSpecs(us []UprobeSpec) ([]map[string]interface{}, error) {
 	var report []map[string]interface{}
-	for _, u := range us {
+	ident := map[string]string{}
+	for i := range us {
+		u := &us[i]
+		id, seen := ident[u.Path]
+		if !seen {
+			id = fileIdentity(u.Path)
+			ident[u.Path] = id
+		}
 		key := u.siteKey()
+		if id != "" {
+			key = id + "\x00" + strings.SplitN(key, "\x00", 2)[1]
+		}
+		u.site = key
 		s, ok := e.sites[key]
 		if !ok {
 			var err error
@@ -362,7 +405,7 @@ func (e *engine) groups(us []UprobeSpec) []*group {
 			byKey[k] = g
 			order = append(order, k)
 		}
-		s := e.sites[u.siteKey()]
+		s := e.sites[u.key()]
 		g.syms = append(g.syms, u.Symbol)
 		g.offs = append(g.offs, s.Shift)
 		g.files = append(g.files, s.FileOff)
@@ -442,7 +485,10 @@ func (e *engine) openGroup(pid int, g *group) ([]link.Link, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	prog := e.program(g.obj, g.prog)
+	prog, err := e.programOf(g.obj, g.prog)
+	if err != nil {
+		return nil, 0, err
+	}
 	if !e.classic {
 		opts := &link.UprobeMultiOptions{Offsets: g.offs, Cookies: g.cookies, PID: uint32(pid)}
 		syms := g.syms

@@ -22,11 +22,15 @@ def test_the_host_plan_loads_the_layers_with_no_root_and_no_uprobes():
     assert p.doc["tracepoints"] == []          # --scope process: none to share
 
 
-def test_plans_of_the_same_libraries_share_a_slot_and_others_get_their_own():
+def test_plans_of_the_same_libraries_share_a_slot_and_others_get_their_own(tmp_path):
+    a, b, libc = tmp_path / "a.so", tmp_path / "b.so", tmp_path / "libc.so.6"
+    for f in (a, b, libc):
+        f.write_text(f.name)
     h = bare_host()
-    first, key = h.first_id({"LIBJVM": ["/a/libjvm.so"], "LIBC": ["/libc.so.6"]})
-    again, key2 = h.first_id({"LIBC": ["/libc.so.6"], "LIBJVM": ["/a/libjvm.so"]})
-    other, key3 = h.first_id({"LIBJVM": ["/b/libjvm.so"], "LIBC": ["/libc.so.6"]})
+    first, key = h.first_id({"LIBJVM": [a], "LIBC": [libc]})
+    # the same file through another path (a container's JVM, through /proc/PID/root)
+    again, key2 = h.first_id({"LIBC": [libc], "LIBJVM": [f"/proc/self/root{a}"]})
+    other, key3 = h.first_id({"LIBJVM": [b], "LIBC": [libc]})
     assert first == again == 1 and key == key2
     assert other == 1 + he.SLOT and key3 != key
     # every id of a slot is below the engine's NAMED bit

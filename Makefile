@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 JVMOS  := $(VENV)/bin/jvmos
 PYTHON ?= python3
 
-.PHONY: demo test deps venv build engine unit integration clean doctor
+.PHONY: demo test deps venv build engine unit integration clean doctor container-test
 
 # the demo installs only what it runs: no browser, no Prometheus (the tests' witnesses;
 # `make test` installs them when it runs)
@@ -61,6 +61,15 @@ test: build
 	$(JVMOS) calibrate --trials 3 --platform $(TEST_PLATFORM) >/dev/null
 	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
 	  --dist worksteal --durations=15 tests/integration
+	$(MAKE) -s container-test
+
+# The Dockerfile built for real and its image run as the README says (tests/container):
+# docker.io and a dockerd if missing, a debian:12 base from debootstrap if no registry has one.
+JVMOS_IMAGE ?= jvmos:test
+container-test: build
+	scripts/container-build.sh $(JVMOS_IMAGE)
+	JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs \
+	  --durations=5 tests/container
 
 unit: venv
 	$(PY) -m pytest -q tests/unit
@@ -70,10 +79,12 @@ deps:
 
 venv: deps $(VENV)/.installed
 
+# the test tools too, unless PIP_EXTRAS= (the container's image: jvmos alone)
+PIP_EXTRAS ?= [test]
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.$(PIP_EXTRAS)'
 	touch $@
 
 build: venv engine

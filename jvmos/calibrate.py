@@ -198,6 +198,13 @@ def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[
     JDK's JNI copy cost model."""
     from jvmos import enginecost
     from jvmos.enginecost import jni_model_unavailable
+    from jvmos.jdk import runs_elsewhere
+    away = [j for j in jvms if runs_elsewhere(j)]
+    for j in away:
+        log(f"note: no NIO or JNI copy calibration of JDK {j.version}: {runs_elsewhere(j)}; "
+            "its jni_copy and nio_copy are counted, without a time (calibrate it where it "
+            "runs: jvmos calibrate on that side)")
+    jvms = [j for j in jvms if j not in away]
     if platform is None:
         log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
             "first (once; 'jvmos calibrate --force' redoes it)")

@@ -106,6 +106,19 @@ def jvm_of_pid(pid: int) -> Optional[Jvm]:
     return jvm_from_libjvm(Path(prefix + libjvm), lj)
 
 
+def runs_elsewhere(jvm: Jvm) -> Optional[str]:
+    """Why this JDK cannot be run from here as itself (None when it can): a JDK reached
+    through /proc/PID/root is another mount namespace's (a host JVM seen from jvmos's
+    container, or a container's JVM seen from the host). Its java launcher finds its home
+    through /proc/self/exe, which names the file as that namespace does: run from here, it
+    would load whatever JDK this namespace has at that path, and a calibration of it would
+    measure another JDK under this one's name."""
+    if re.match(r"/proc/\d+/root/", str(jvm.home)):
+        return (f"{jvm.home} is another mount namespace's JDK (reached through /proc/PID/root); "
+                "jvmos cannot run it from here")
+    return None
+
+
 def _other_mount_ns(pid: int) -> bool:
     try:
         return os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")

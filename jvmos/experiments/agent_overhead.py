@@ -705,35 +705,43 @@ def tables(results: dict) -> List[Table]:
                       statistics.median(att) if att else None, fl["new_attach_s"],
                       fl["rss_before_kb"][1] / 1024 if fl["rss_before_kb"] else None])
         out.append(f)
-    so = results.get("soak")
-    if so and so.get("rss_5min_kb"):
-        # the engines' RSS (one host engine, or one per JVM in a run before it) from the
-        # samples the run kept (every 10th second), over the same minutes
-        kept = so.get("rss_kb") or []
-        last = kept[-1][0] if kept else 0.0
-
-        def engines_around(t: float) -> Optional[float]:
-            vals = [r[2] for r in kept if abs(r[0] - t) <= 30.0]
-            return statistics.median(vals) if vals else None
-        e5, e_end = engines_around(300.0), engines_around(last - 30.0)
-        host = results.get("engine") == "host"
-        k = Table(f"One agent for {so['seconds']:,} s while idle JVMs came and went "
-                  f"({so['alive']} alive at a time, each for 20-90 s)",
-                  ["JVMs started", "agent process RSS after 5 min (MB, median of a minute)",
-                   "at the end (MB, median of its last minute)", "end / 5 min",
-                   ("host engine's" if host else "engines'") + " RSS after 5 min / at the end "
-                   "(MB, median of the samples kept, one each 10 s, in the same minutes)",
-                   "agent CPU (s)"])
-        cells = [f"{so['jvms_started']:,}", mb(so["rss_5min_kb"]), mb(so["rss_end_kb"]),
-                 "—" if so["end_over_5min"] is None else f"{so['end_over_5min']:.3f}",
-                 "—" if e5 is None or e_end is None else f"{mb(e5)} / {mb(e_end)}",
-                 "—" if so["agent_cpu_s"] is None else f"{so['agent_cpu_s']:,.1f}"]
-        k.add(cells, [so["jvms_started"], so["rss_5min_kb"] / 1024, so["rss_end_kb"] / 1024,
-                      so["end_over_5min"],
-                      None if e5 is None or e_end is None else f"{e5 / 1024:.1f} / "
-                      f"{e_end / 1024:.1f}", so["agent_cpu_s"]])
+    k = soak_table(results)
+    if k is not None:
         out.append(k)
     return out
+
+
+def soak_table(results: dict) -> Optional[Table]:
+    """The soak's table (--soak), or None when the run has none."""
+    so = results.get("soak")
+    if not so or not so.get("rss_5min_kb"):
+        return None
+    # the engines' RSS (one host engine, or one per JVM in a run before it) from the
+    # samples the run kept (every 10th second), over the same minutes
+    kept = so.get("rss_kb") or []
+    last = kept[-1][0] if kept else 0.0
+
+    def engines_around(t: float) -> Optional[float]:
+        vals = [r[2] for r in kept if abs(r[0] - t) <= 30.0]
+        return statistics.median(vals) if vals else None
+    e5, e_end = engines_around(300.0), engines_around(last - 30.0)
+    host = results.get("engine") == "host"
+    k = Table(f"One agent for {so['seconds']:,} s while idle JVMs came and went "
+              f"({so['alive']} alive at a time, each for 20-90 s)",
+              ["JVMs started", "agent process RSS after 5 min (MB, median of a minute)",
+               "at the end (MB, median of its last minute)", "end / 5 min",
+               ("host engine's" if host else "engines'") + " RSS after 5 min / at the end "
+               "(MB, median of the samples kept, one each 10 s, in the same minutes)",
+               "agent CPU (s)"])
+    cells = [f"{so['jvms_started']:,}", mb(so["rss_5min_kb"]), mb(so["rss_end_kb"]),
+             "—" if so["end_over_5min"] is None else f"{so['end_over_5min']:.3f}",
+             "—" if e5 is None or e_end is None else f"{mb(e5)} / {mb(e_end)}",
+             "—" if so["agent_cpu_s"] is None else f"{so['agent_cpu_s']:,.1f}"]
+    k.add(cells, [so["jvms_started"], so["rss_5min_kb"] / 1024, so["rss_end_kb"] / 1024,
+                  so["end_over_5min"],
+                  None if e5 is None or e_end is None else f"{e5 / 1024:.1f} / "
+                  f"{e_end / 1024:.1f}", so["agent_cpu_s"]])
+    return k
 
 
 def mb(kb) -> str:

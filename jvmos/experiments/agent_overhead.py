@@ -784,7 +784,7 @@ def notes_for(results: dict) -> List[str]:
         "fleet: idle chat servers (-Xmx64m, no load) started 0.5 s apart under one agent; "
         "its RSS sampled every second from the moment it watched them all, for 15 s; an "
         "attach time is the agent's own (its log: from the start of the JVM's attach to its "
-        "first snapshot; the first JVM's includes starting the engine). "
+        "first snapshot; with the host engine, the engine's start is logged apart). "
         + ("The agent's JVMs share one engine process (jvmos/hostengine.py)."
            if results.get("engine") == "host" else
            "This run gave every watched JVM an engine process of its own (the agent before "

@@ -42,7 +42,7 @@ PEM = ("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n")
 
 
 def test_extra_cas_prints_only_what_debian_does_not_ship(tmp_path):
-    shipped = sorted(Path("/usr/share/ca-certificates").rglob("*.crt"))
+    shipped = sorted(Path("/usr/share/ca-certificates/mozilla").glob("*.crt"))
     if not shipped:
         pytest.skip("no ca-certificates package here")
     debian = shipped[0].read_text()

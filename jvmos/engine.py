@@ -610,6 +610,14 @@ class Engine:
                 return ev
         return None
 
+    def ask(self, cmd: str, kind: str, timeout: float,
+            pid: Optional[int] = None) -> Optional[dict]:
+        """cmd sent, and its answer: the next event of that kind (of that pid), or an error or
+        the end; None when the engine is gone or did not answer in time."""
+        if not self._send(cmd):
+            return None
+        return self._wait((kind,), timeout, pid=pid)
+
     def first_error(self) -> str:
         if self.error:
             return self.error

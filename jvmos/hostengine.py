@@ -158,15 +158,12 @@ class HostEngine:
             path.write_text(json.dumps({"objects": plan.doc["order"],
                                         "uprobes": plan.doc["uprobes"]}))
             try:
-                if not self.eng._send(f"add {pid} {path}"):
-                    raise JvmosError(f"the host engine is gone: {self.eng.first_error()}")
-                ev = self.eng._wait(("added",), timeout, pid=pid)
+                ev = self.eng.ask(f"add {pid} {path}", "added", timeout, pid=pid)
             finally:
                 path.unlink(missing_ok=True)
             if ev is None:
                 # it may still finish the add: dropped, so that no link is left unowned
-                if self.eng._send(f"drop {pid}"):
-                    self.eng._wait(("dropped",), timeout, pid=pid)
+                self.eng.ask(f"drop {pid}", "dropped", timeout, pid=pid)
                 raise JvmosError(f"the host engine did not add pid {pid} within "
                                  f"{timeout:.0f} s")
             if ev.get("event") != "added":
@@ -205,9 +202,9 @@ class Attachment:
         return self.host.eng.first_error()
 
     def snapshot(self, timeout: float = 30) -> Optional[dict]:
-        if self.dropped or not self.host.eng._send(f"snapshot {self.pid}"):
+        if self.dropped:
             return None
-        ev = self.host.eng._wait(("maps",), timeout, pid=self.pid)
+        ev = self.host.eng.ask(f"snapshot {self.pid}", "maps", timeout, pid=self.pid)
         return ev if ev is not None and ev.get("event") == "maps" else None
 
     def window(self, verb: str, pid: int, objects: Sequence[str], timeout: float = 30) -> dict:
@@ -218,10 +215,9 @@ class Attachment:
             return
         self.dropped = True
         self.host._release(self.key)
-        if self.host.eng._send(f"drop {self.pid}"):
-            ev = self.host.eng._wait(("dropped",), timeout, pid=self.pid)
-            if ev is not None and ev.get("event") == "dropped":
-                self.closed = ev
+        ev = self.host.eng.ask(f"drop {self.pid}", "dropped", timeout, pid=self.pid)
+        if ev is not None and ev.get("event") == "dropped":
+            self.closed = ev
 
     def stop(self, timeout: float = 60) -> Optional[dict]:
         """The JVM's final rows, then dropped (its links closed, its rows deleted)."""

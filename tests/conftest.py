@@ -210,3 +210,17 @@ def own_platform(platform_file, tmp_path) -> dict:
     copy = tmp_path / "own-platform.json"
     shutil.copy(platform_file, copy)
     return {"JVMOS_PLATFORM": str(copy)}
+
+
+def start_prometheus(prom: str, where: Path, target_port: int, port: int) -> subprocess.Popen:
+    """Debian's Prometheus on 127.0.0.1:port, scraping 127.0.0.1:target_port every second, its
+    configuration, data and log in `where` (the agent's tests, host and container alike)."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: jvmos\n    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{target_port}']\n")
+    return subprocess.Popen(
+        [prom, f"--config.file={where / 'prometheus.yml'}", f"--storage.tsdb.path={where / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=open(where / "prometheus.log", "w"))

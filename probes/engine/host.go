@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -221,39 +222,35 @@ func (e *engine) forgetUnused() {
 func (e *engine) deleteRows(tgid uint32) int {
 	n := 0
 	if sm := e.shared["stats"]; sm != nil {
-		var keys []commonJvmosStatKey
-		var k commonJvmosStatKey
-		var vs []commonJvmosStatVal
-		it := sm.Iterate()
-		for it.Next(&k, &vs) {
-			if k.Tgid == tgid {
-				keys = append(keys, k)
-			}
-		}
-		for i := range keys {
-			if sm.Delete(&keys[i]) == nil {
-				n++
-			}
-		}
+		n += deleteWhere(sm, func(k *commonJvmosStatKey) bool { return k.Tgid == tgid })
 	}
 	if cm := e.shared["counts"]; cm != nil {
-		var keys []commonJvmosCountKey
-		var k commonJvmosCountKey
-		var vs []uint64
-		it := cm.Iterate()
-		for it.Next(&k, &vs) {
-			if k.Tgid == tgid {
-				keys = append(keys, k)
-			}
-		}
-		for i := range keys {
-			if cm.Delete(&keys[i]) == nil {
-				n++
-			}
-		}
+		n += deleteWhere(cm, func(k *commonJvmosCountKey) bool { return k.Tgid == tgid })
 	}
 	if pm := e.shared["proc"]; pm != nil {
 		if pm.Delete(&tgid) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// deleteWhere deletes the keys of m that match, walking its keys alone (no per-CPU values
+// copied out); returns how many it deleted.
+func deleteWhere[K any](m *ebpf.Map, match func(*K) bool) int {
+	var keys []K
+	var cur, next K
+	err := m.NextKey(nil, &cur)
+	for err == nil {
+		if match(&cur) {
+			keys = append(keys, cur)
+		}
+		err = m.NextKey(&cur, &next)
+		cur = next
+	}
+	n := 0
+	for i := range keys {
+		if m.Delete(&keys[i]) == nil {
 			n++
 		}
 	}

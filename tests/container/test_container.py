@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import JVMOS, ROOT
+from conftest import JVMOS, ROOT, start_prometheus
 
 HERE = Path(__file__).parent
 IMAGE = os.environ.get("JVMOS_IMAGE", "jvmos:test")
@@ -210,15 +210,7 @@ def test_the_agent_in_the_container_is_scraped_reloads_and_stops_clean(gated, tm
                "-v", f"{platform}:/root/.local/share/jvmos", "-v", f"{conf}:/etc/jvmos",
                IMAGE, "agent", "--listen", f"127.0.0.1:{port}", "--config",
                "/etc/jvmos/agent.toml")
-        (tmp_path / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: jvmos\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{port}']\n")
-        pserver = subprocess.Popen(
-            [prom, f"--config.file={tmp_path / 'prometheus.yml'}",
-             f"--storage.tsdb.path={tmp_path / 'data'}",
-             f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+        pserver = start_prometheus(prom, tmp_path / "prometheus", port, pport)
         _prom_up(pport)
         deadline = time.monotonic() + 180
         got = []

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import JVMOS, ROOT, one_error_line, run_jvmos
+from conftest import JVMOS, ROOT, one_error_line, run_jvmos, start_prometheus
 from jvmos.jdk import discover_jdks
 
 HERE = Path(__file__).resolve().parent
@@ -684,17 +684,8 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
     with Agent(tmp_path, ["--match", app.match, "--interval", "1", "--layers", "io"]) as ag:
         ag.wait_up()
         ppath = tmp_path / "prometheus"
-        ppath.mkdir()
         pport = free_port()
-        (ppath / "prometheus.yml").write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: jvmos\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{ag.port}']\n")
-        pserver = subprocess.Popen(
-            [prom, f"--config.file={ppath / 'prometheus.yml'}",
-             f"--storage.tsdb.path={ppath / 'data'}", f"--web.listen-address=127.0.0.1:{pport}",
-             "--log.level=warn"], stdout=subprocess.DEVNULL,
-            stderr=open(ppath / "prometheus.log", "w"))
+        pserver = start_prometheus(prom, ppath, ag.port, pport)
         heavy = paced(app, tmp_path / "heavy", seconds=90, size=8192, writes=10,
                       spin_us=3000)
         light = paced(app, tmp_path / "light", seconds=90, size=64, writes=2,

@@ -139,6 +139,7 @@ class Totals:
     probe_unknown_intervals: int = 0
     lost_events: int = 0
     intervals: int = 0
+    counted_ns: float = 0.0        # the intervals' summed lengths (engine clock)
     sheds: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
     returns: Dict[str, int] = field(default_factory=lambda: defaultdict(int))
     engine_starts: int = 0
@@ -268,6 +269,7 @@ def add_interval(T: "Totals", f: dict) -> dict:
     mixes known sums with partial ones."""
     T.intervals += 1
     span = f.get("clock_s") or f["interval_s"]
+    T.counted_ns += span * 1e9
     on_s = f.get("on_s") or {}
     cov = layer_coverage(on_s, span)
     for layer, s in on_s.items():
@@ -1057,7 +1059,7 @@ class Agent:
                     "probe_by_layer_ns": dict(T.probe_by_layer_ns),
                     "probe_unknown_intervals": T.probe_unknown_intervals,
                     "lost_events": T.lost_events, "intervals": T.intervals,
-                    "sheds": dict(T.sheds), "returns": dict(T.returns),
+                    "counted_ns": T.counted_ns, "sheds": dict(T.sheds), "returns": dict(T.returns),
                     "engine_starts": T.engine_starts, "last": dict(w.last),
                     "cycled": self.cycled(w) if w.eng else [],
                     "coverage": dict(w.coverage), "window_s": dict(w.window),

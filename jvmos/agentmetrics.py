@@ -135,6 +135,13 @@ def _count_families(L: list) -> dict:
             "agent's intervals (measured, its CPU clock; the probes' cost included); the "
             "moments while its layers are changed are not in it, nor in any other counter",
             labels=L, unit="seconds"),
+        "counted": CounterMetricFamily(
+            "jvmos_jvm_counted_seconds", "Wall time the counters cover: the summed lengths of "
+            "the intervals added to them (the engine's clock, snapshot to snapshot). A "
+            "counter's increase divided by this one's is a rate per second of the JVM's time "
+            "that does not depend on when the agent took its snapshots or Prometheus scraped "
+            "them (a busy host delays snapshots; rate() alone then shifts counts between "
+            "windows)", labels=L, unit="seconds"),
         "calls": CounterMetricFamily(
             "jvmos_category_calls", "Calls of the category counted by the probes; categories "
             "overlap (kernel_copy and nio_copy count calls that io_syscall counts too)",
@@ -261,6 +268,7 @@ def _add_counts(fam: dict, j: dict, lv: list) -> None:
                                  f"{p.start_time:.2f}", ",".join(j["layers_wanted"])], {})
     fam["watch_start"].add_metric(lv, c)
     fam["cpu"].add_metric(lv, j["cpu_ns"] / NS, created=c)
+    fam["counted"].add_metric(lv, j.get("counted_ns", 0.0) / NS, created=c)
     for cat, n in sorted(j["calls"].items()):
         fam["calls"].add_metric(lv + [cat], n, created=c)
     for cat, n in sorted(j["bytes"].items()):

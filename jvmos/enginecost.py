@@ -540,6 +540,41 @@ def _region_copies(raw, libjvm: Path):
     return calls, time_ns
 
 
+def copy_interval(traced: List[float], window: dict) -> Optional[dict]:
+    """The traced time per call minus the window, as a difference of two means with its 95%
+    interval (Welch's t, which takes both samples' spread: the traced trials' and the
+    window's calibration trials'); None when either has fewer than two values (a window of a
+    platform file made before its samples were kept)."""
+    from scipy import stats
+    w = [float(x) for x in window.get("samples_ns") or []]
+    if len(traced) < 2 or len(w) < 2:
+        return None
+    t = stats.ttest_ind(traced, w, equal_var=False)
+    ci = t.confidence_interval(0.95)
+    return {"mean_ns": statistics.fmean(traced) - statistics.fmean(w),
+            "ci95_ns": [float(ci.low), float(ci.high)],
+            "method": f"Welch t, {len(traced)} traced trials and {len(w)} window trials"}
+
+
+def copy_below_window(traced_per_call: float, diff: Optional[dict], window_ci) -> bool:
+    """The traced copies took less time than the window itself, beyond both's noise: the
+    whole 95% interval of their difference is below 0 (or, without the window's samples, the
+    traced median is below the low end of the window's interval)."""
+    if diff is not None:
+        return diff["ci95_ns"][1] < 0
+    return traced_per_call < window_ci[0]
+
+
+def _below_what(diff: Optional[dict], window_ci) -> str:
+    if diff is not None:
+        lo, hi = diff["ci95_ns"]
+        return (f"traced minus window {diff['mean_ns']:.0f} ns, 95% interval {lo:.0f} to "
+                f"{hi:.0f} ns ({diff['method']}), all below 0: the window's noise or its "
+                "context swallows the copy")
+    return (f"below the low end of the window's 95% interval ({window_ci[0]:.0f} ns): the "
+            "window's noise swallows the copy")
+
+
 class JniModelUnresolved(JvmosError):
     """The JNI copy model's runs were measured, but the probe window's noise swallows them
     (a traced copy took less than the window's low end): no model can be made from them.
@@ -602,20 +637,21 @@ def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_M
                                  f"{size} bytes (the run's minus those of a run of no write)")
             loop_calls_by_size[str(size)].append(loop_calls)
             traced_by_size[str(size)].append((time_ns - start_ns) / n)
-    pts = []
+    pts, below = [], {}
     for size in sizes:
         traced_per_call = statistics.median(traced_by_size[str(size)])
-        if traced_per_call < window_ci[0]:
+        below[str(size)] = copy_interval(traced_by_size[str(size)], window)
+        if copy_below_window(traced_per_call, below[str(size)], window_ci):
             why = (f"{size}-byte copies took {traced_per_call:.0f} ns per call traced (median "
-                   f"of {trials} trials), less than the low end of the engine's calibrated "
-                   f"window's 95% interval ({window_ci[0]:.0f} ns): the window's noise "
-                   "swallows the copy ('jvmos calibrate --probes' on a quieter machine measures "
-                   "both again)")
+                   f"of {trials} trials), less than the engine's calibrated window: "
+                   + _below_what(below[str(size)], window_ci)
+                   + " ('jvmos calibrate --probes' on a quieter machine measures both again)")
             raise JniModelUnresolved(
                 f"JNI copy calibration on {jvm.home}: {why}",
                 {"unresolved": why, "jdk_version": jvm.version, "engine": eng.version(),
                  "traced_ns_per_call_by_size": {k: statistics.median(v) for k, v in
                                                 traced_by_size.items() if v},
+                 "copy_minus_window_by_size": below,
                  "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
                             "ci95_ns": list(window_ci)}})
         pts.append([size, traced_per_call - window_ns])
@@ -628,6 +664,7 @@ def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_M
              "traced_ns_per_call_by_size": {k: [round(x, 2) for x in v]
                                             for k, v in traced_by_size.items()},
              "calls_in_a_run_of_no_write": start_calls,
+             "copy_minus_window_by_size": below,
              "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
                         "ci95_ns": list(window_ci), "calibrated_on": calibrated,
                         "probe_placed_on": site.get("class")},

@@ -285,6 +285,7 @@ def test_an_interval_adds_differences_to_the_counters():
     assert T.time_ns[("io_syscall", "measured")] == 20_000.0
     assert T.guaranteed_ns["io"] == 14_000.0 and T.guaranteed_ns["mem"] == 700.0
     assert T.cpu_ns == 500_000_000 and T.intervals == 1 and T.lost_events == 2
+    assert T.counted_ns == pytest.approx(1e9)        # the interval's length, 1.0 to 2.0 s
     assert last["guaranteed_ratio"] == pytest.approx(14_700.0 / 500_000_000)
     assert last["probe_ratio"] == pytest.approx(f["probe_ns"] / 500_000_000)
     agent.add_interval(T, agent.interval_figures(b, b, PROBES))   # nothing happened
@@ -412,6 +413,8 @@ def test_metrics_name_what_they_are(tmp_path):
         assert len(got) == 1, (name, extra, got)
         return got[0]
     assert one("jvmos_category_calls_total", category="jni_copy").value == 1000
+    # the counters cover the one interval, 0 to 5 s
+    assert one("jvmos_jvm_counted_seconds_total").value == pytest.approx(5.0)
     assert one("jvmos_category_bytes_total", category="jni_copy").value == 8_192_000
     assert one("jvmos_category_estimated_time_seconds_total", category="jni_copy",
                method="estimated").value == pytest.approx(400e-6)

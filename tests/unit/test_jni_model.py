@@ -106,13 +106,59 @@ def test_an_intercept_below_zero_within_the_windows_noise_is_floored(engine_runs
     ({(0, 10): (7, 0), (1000, 10): (1006, 700_000)}, "999 jni_GetByteArrayRegion calls counted for 1,000 writes"),
     # faster than the low end of the window's interval: the window or the run is wrong
     ({(0, 10): (7, 0), (1000, 10): (1007, 400_000), (1000, 4096): (1007, 900_000)},
-     "less than the low end"),
+     "below the low end of the window's 95% interval"),
 ])
 def test_a_run_the_model_cannot_use_is_one_line(engine_runs, table, message):
     engine_runs.table.update(table)
     with pytest.raises(JvmosError, match=message) as e:
         enginecost.calibrate_jni_model(JVM, PROBES, sizes=(10, 4096), n=1000, log=lambda s: None)
     assert "\n" not in str(e.value)
+
+
+def _traced(engine_runs, per_call_10, per_call_4096):
+    """Three trials a size of 100 writes taking these ns per call traced (a run of no write
+    first, none of its copies timed)."""
+    runs = {10: iter(per_call_10), 4096: iter(per_call_4096)}
+    engine_runs.table.clear()
+
+    def run_cmd(cmd, **kw):
+        writes, size = int(cmd[cmd.index("--iterations") + 1]), int(cmd[cmd.index("--size") + 1])
+        if writes == 0:
+            return "", _raw(7, 0), {"event": "ready", "sites": [dict(SITE)]}
+        return "", _raw(writes + 7, round(next(runs[size]) * writes)), {
+            "event": "ready", "sites": [dict(SITE)]}
+    return run_cmd
+
+
+def test_a_traced_median_below_a_narrow_window_is_compared_with_both_spreads(engine_runs,
+                                                                            monkeypatch):
+    # the window's three trials agree within 10 ns (a narrow interval, 690-710), the traced
+    # trials spread by 150 ns: the median (650) is under the window's low end, but the
+    # difference of the two means (-16.7), with both spreads, may well be 0: a model, not
+    # "unresolved"
+    window = {"mean_ns": 700.0, "ci95_ns": [687.6, 712.4], "samples_ns": [695.0, 700.0, 705.0]}
+    probes = dict(PROBES, jni_copy_time_window=window)
+    monkeypatch.setattr(enginecost, "run_cmd", _traced(engine_runs, [600, 650, 800],
+                                                        [900, 1000, 1100]))
+    m = enginecost.calibrate_jni_model(JVM, probes, sizes=(10, 4096), n=100,
+                                       log=lambda s: None)
+    d = m["copy_minus_window_by_size"]["10"]
+    assert d["mean_ns"] == pytest.approx((600 + 650 + 800) / 3 - 700) and d["ci95_ns"][0] < 0 < d["ci95_ns"][1]
+    assert d["method"] == "Welch t, 3 traced trials and 3 window trials"
+    assert m["points"][0] == [10, pytest.approx(-50.0)] and m["ns_per_call_floored"]
+
+
+def test_traced_copies_clearly_faster_than_the_window_are_unresolved(engine_runs, monkeypatch):
+    window = {"mean_ns": 700.0, "ci95_ns": [687.6, 712.4], "samples_ns": [695.0, 700.0, 705.0]}
+    probes = dict(PROBES, jni_copy_time_window=window)
+    monkeypatch.setattr(enginecost, "run_cmd", _traced(engine_runs, [500, 505, 510],
+                                                        [900, 1000, 1100]))
+    with pytest.raises(enginecost.JniModelUnresolved, match="all below 0") as e:
+        enginecost.calibrate_jni_model(JVM, probes, sizes=(10, 4096), n=100,
+                                       log=lambda s: None)
+    u = e.value.unresolved
+    assert u["copy_minus_window_by_size"]["10"]["ci95_ns"][1] < 0
+    assert "Welch t, 3 traced trials and 3 window trials" in u["unresolved"]
 
 
 def test_a_window_calibrated_on_another_instruction_class_does_not_apply(engine_runs):

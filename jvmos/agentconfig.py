@@ -21,9 +21,11 @@ DEFAULT_MAX_OVERHEAD_PCT = 2.0
 DEFAULT_BACKOFF_S = 60.0
 MATCH_KEYS = ("user", "main", "jar")
 CONFIG_KEYS = ("layers", "match", "max_overhead", "interval", "scan", "shed_backoff",
-               "listen", "platform", "max_jvms", "sample", "sample_every", "sample_window")
+               "listen", "platform", "max_jvms", "sample", "sample_every", "sample_window",
+               "otlp_endpoint", "otlp_every")
 DEFAULT_SAMPLE_EVERY_S = 60.0
 DEFAULT_SAMPLE_WINDOW_S = 5.0
+DEFAULT_OTLP_EVERY_S = 15.0
 
 
 # --------------------------------------------------------------------------- configuration
@@ -93,6 +95,25 @@ def parse_listen(text: str) -> Tuple[str, int]:
     return host, int(port)
 
 
+def parse_otlp_endpoint(value) -> Optional[str]:
+    """An OTLP/HTTP collector's base URL (http or https, a host, a port if not the
+    scheme's; the path /v1/metrics is added); None or "" is no push."""
+    if value is None or str(value).strip() == "":
+        return None
+    from urllib.parse import urlsplit
+    text = str(value).strip()
+    try:
+        u = urlsplit(text)
+        u.port                                  # a port that is no number raises here
+    except ValueError:
+        u = None
+    if u is None or u.scheme not in ("http", "https") or not u.hostname \
+            or u.query or u.fragment:
+        raise JvmosError(f"--otlp-endpoint {value!r}: give the collector's OTLP/HTTP base URL, "
+                         "e.g. http://127.0.0.1:4318 (/v1/metrics is added)")
+    return text.rstrip("/")
+
+
 def parse_layers(value) -> Tuple[str, ...]:
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
     layers = tuple(dict.fromkeys(str(x).strip() for x in items if str(x).strip()))
@@ -143,6 +164,9 @@ class Config:
     sample: bool = False
     sample_every_s: float = DEFAULT_SAMPLE_EVERY_S
     sample_window_s: float = DEFAULT_SAMPLE_WINDOW_S
+    # --otlp-endpoint: the metrics pushed to a collector every otlp_every_s (jvmos/otlp.py)
+    otlp_endpoint: Optional[str] = None
+    otlp_every_s: float = DEFAULT_OTLP_EVERY_S
 
     def selects(self, proc: "JvmProc") -> bool:
         return not self.match or any(m.matches(proc) for m in self.match)
@@ -156,7 +180,9 @@ class Config:
                    "JVMs matching " + " or ".join(repr(m.text) for m in self.match))
                 + (f", at most {self.max_jvms}" if self.max_jvms else "")
                 + (f", CPU profiles of {self.sample_window_s:g} s every "
-                   f"{self.sample_every_s:g} s" if self.sample else ""))
+                   f"{self.sample_every_s:g} s" if self.sample else "")
+                + (f", OTLP push to {self.otlp_endpoint} every {self.otlp_every_s:g} s"
+                   if self.otlp_endpoint else ""))
 
 
 def read_config_file(path: Path) -> dict:
@@ -206,6 +232,8 @@ def build_config(args, file_data: Optional[dict] = None) -> Config:
         sample_every_s=_positive("sample-every", d.get("sample_every", DEFAULT_SAMPLE_EVERY_S)),
         sample_window_s=_positive("sample-window",
                                   d.get("sample_window", DEFAULT_SAMPLE_WINDOW_S)),
+        otlp_endpoint=parse_otlp_endpoint(d.get("otlp_endpoint")),
+        otlp_every_s=_positive("otlp-every", d.get("otlp_every", DEFAULT_OTLP_EVERY_S)),
         config_file=Path(args.config) if getattr(args, "config", None) else None)
     if cfg.sample and cfg.sample_window_s >= cfg.sample_every_s:
         raise JvmosError(f"--sample-window {cfg.sample_window_s:g} must be shorter than "

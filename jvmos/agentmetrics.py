@@ -83,6 +83,13 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                               "being asked to (each is logged; its JVMs are attached again to "
                               "a new one, at most 3 tries, with their shed state reset)",
                               value=x["engine_deaths"], created=start)
+    pushes = CounterMetricFamily("jvmos_agent_otlp_pushes", "Pushes of these metrics to "
+                                 "--otlp-endpoint, by result (failed: the collector did not "
+                                 "take them; the next push carries the counters' full values)",
+                                 labels=("result",))
+    for result, n in sorted((x.get("otlp_pushes") or {}).items()):
+        pushes.add_metric([result], n, created=start)
+    yield pushes
     reloads = CounterMetricFamily("jvmos_agent_config_reloads", "SIGHUP re-reads of the "
                                   "configuration, by result (failed: the running one was "
                                   "kept)", labels=("result",))

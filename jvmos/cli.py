@@ -45,6 +45,7 @@ experiments:
   held-out       θ (calibrate --in-situ) tested on programs it never saw (the shop's keep-alive)
   overhead       what each layer and mode costs the target and the host, against the floor
   agent-overhead the agent's cost on a loaded chat server, watched vs bare
+  agent-windows  whether the agent's windows bias its extrapolated rates (windowed vs full, ABBA)
   probe-effect   jvmos's estimate of its probe effect against the effect observed, ABBA pairs
 
 examples:
@@ -878,6 +879,12 @@ def _verb_agent(sub) -> None:
                     help="seconds between two profile windows of a JVM (default 60)")
     ag.add_argument("--sample-window", type=float, metavar="S",
                     help="length of a profile window (default 5)")
+    ag.add_argument("--otlp-endpoint", metavar="URL",
+                    help="also push the metrics to an OpenTelemetry collector's OTLP/HTTP "
+                         "receiver, e.g. http://127.0.0.1:4318 (POST URL/v1/metrics; default: "
+                         "no push)")
+    ag.add_argument("--otlp-every", type=float, metavar="S",
+                    help="seconds between two OTLP pushes (default 15)")
     ag.add_argument("--no-calibrate", action="store_true",
                     help="refuse to start when the platform file lacks the probe costs of the "
                          "layers, instead of measuring them first (about a minute of "

@@ -21,6 +21,7 @@ fi
 if ! docker info >/dev/null 2>&1; then
   echo "container: starting dockerd (log: build/container/dockerd.log)"
   nohup dockerd >build/container/dockerd.log 2>&1 &
+  echo $! > build/container/dockerd.pid     # stopped after the tests (container-stop-dockerd)
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
   docker info >/dev/null 2>&1 || { echo "container: dockerd did not start:" >&2; tail -5 build/container/dockerd.log >&2; exit 1; }
 fi
@@ -33,6 +34,14 @@ if ! docker image inspect debian:12 >/dev/null 2>&1; then
     rm -rf "$root"
     debootstrap --variant=minbase bookworm "$root" >build/container/debootstrap.log 2>&1 \
       || { echo "container: debootstrap failed:" >&2; tail -5 build/container/debootstrap.log >&2; exit 1; }
+    # debootstrap's sources name its mirror's bookworm alone: the updates and security
+    # suites are added from that same line (the mirror's debian-security beside debian), as
+    # Debian's own image has them, so the image's packages get their fixes
+    src="$(grep -m1 '^deb ' "$root/etc/apt/sources.list")"
+    { echo "$src"; echo "${src/ bookworm / bookworm-updates }";
+      echo "${src/\/debian bookworm //debian-security bookworm-security }"; } \
+      > "$root/etc/apt/sources.list.tmp"
+    mv "$root/etc/apt/sources.list.tmp" "$root/etc/apt/sources.list"
     tar -C "$root" -c . | docker import - debian:12 >/dev/null
     rm -rf "$root"
   fi

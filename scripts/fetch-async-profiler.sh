@@ -20,12 +20,27 @@ check() {  # FILE SHA256
   fi
 }
 
-if [ ! -f "$dest/libasyncProfiler.so" ]; then
+# what an earlier run fetched is checked again: a jar changed since is refused, and fetched
+# anew below
+for f in async-profiler.jar:$SHA_PROFILER jfr-converter.jar:$SHA_CONVERTER; do
+  if [ -f "$dest/${f%%:*}" ] && \
+     [ "$(sha256sum "$dest/${f%%:*}" | cut -d' ' -f1)" != "${f#*:}" ]; then
+    echo "fetch-async-profiler: $dest/${f%%:*} differs from the pinned SHA-256: fetched again" >&2
+    rm -f "$dest/${f%%:*}"
+    [ "${f%%:*}" = async-profiler.jar ] && rm -f "$dest/libasyncProfiler.so"
+  fi
+done
+if [ ! -f "$dest/libasyncProfiler.so" ] || [ ! -f "$dest/async-profiler.jar" ]; then
   mvn -q -B dependency:copy -Dartifact="tools.profiler:async-profiler:$VERSION:jar" \
       -DoutputDirectory="$dest" -Dmdep.stripVersion=true
   check "$dest/async-profiler.jar" "$SHA_PROFILER"
   unzip -o -q -j "$dest/async-profiler.jar" 'linux-x64/libasyncProfiler.so' -d "$dest"
   echo "async-profiler $VERSION: $dest/libasyncProfiler.so"
+fi
+# the library is the jar's (checked above) byte for byte, or unpacked from it again
+if ! unzip -p "$dest/async-profiler.jar" 'linux-x64/libasyncProfiler.so' | cmp -s - "$dest/libasyncProfiler.so"; then
+  echo "fetch-async-profiler: $dest/libasyncProfiler.so differs from the pinned jar's: unpacked again" >&2
+  unzip -o -q -j "$dest/async-profiler.jar" 'linux-x64/libasyncProfiler.so' -d "$dest"
 fi
 # its converter (collapsed stacks / JFR -> HTML flame graph, JFR -> pprof), also on Maven Central
 if [ ! -f "$dest/jfr-converter.jar" ]; then

@@ -79,4 +79,7 @@ PY
 
 GO="$(pick)"
 export GOTOOLCHAIN=local
+if [ "${1:-}" = "--which" ]; then   # the go binary picked (scripts/build-otelcol.sh)
+  echo "$GO"; exit 0
+fi
 exec "$GO" "$@"

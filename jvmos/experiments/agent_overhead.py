@@ -821,14 +821,33 @@ def agreed(results: dict, server: str) -> bool:
     return any(x.get("server", "chat") == server for x in results.get("agreement_load", []))
 
 
+def chat_load_cmd(java: str, messages: int, rate: float) -> str:
+    """The open-loop chat load (ChatLoad) at ROOMS x USERS_PER_ROOM, {port} and {level} to
+    fill in."""
+    return (f"{java} -Xmx1g -cp {jar(CHAT_JAR)} org.jvmos.workloads.chat.ChatLoad "
+            f"--port {{port}} --rooms {{level}} --users-per-room {USERS_PER_ROOM} "
+            f"--messages {messages} --message-bytes 40 --rate {rate:g} --max-seconds 600")
+
+
+def chat_server(java: str, out: Path, server_jar: Path, load_cmd: str):
+    """The chat server on server_jar (a copy of this run's own), not yet started."""
+    from jvmos.experiments.chat import server_cmd
+    from jvmos.experiments.server import CommandServer
+    return CommandServer(server_cmd(java, "platform", 4 * 3600).replace(
+                             str(jar(CHAT_JAR)), str(server_jar)),
+                         load_cmd, out / "server", rate_key="messages_per_s")
+
+
+def agreement_messages(a) -> int:
+    """Messages per user of a load long enough for a first 1 s recording, an interval's end
+    before the compared one and one after it."""
+    return math.ceil(a.rate * (a.agree_seconds + 35))
+
+
 def server_phases(a, java: str, out: Path, server_jar: Path, load_cmd: str,
                   results: dict) -> None:
     """The pairs and the agreement, on one warmed chat server."""
-    from jvmos.experiments.chat import server_cmd
-    from jvmos.experiments.server import CommandServer
-    srv = CommandServer(server_cmd(java, "platform", 4 * 3600).replace(
-                            str(jar(CHAT_JAR)), str(server_jar)),
-                        load_cmd, out / "server", rate_key="messages_per_s")
+    srv = chat_server(java, out, server_jar, load_cmd)
     with srv:
         results.update({"server_command": " ".join(srv.argv), "load_command": srv.load_cmd})
         # every server a run used (a resumed run starts another): which pairs ran on it
@@ -840,9 +859,7 @@ def server_phases(a, java: str, out: Path, server_jar: Path, load_cmd: str,
         results.setdefault("warmups", []).append(warm_up(srv, load))
         run_pairs(a, srv, load, out, server_jar, results)
         if a.agree_seconds and not agreed(results, "chat"):
-            # long enough for a first 1 s recording, an interval's end before the compared
-            # one and one after it
-            n = math.ceil(a.rate * (a.agree_seconds + 35))
+            n = agreement_messages(a)
             log(f"agreement: a watched load of {n} messages per user with a "
                 f"{a.agree_seconds} s recording in it")
             srv.load_cmd = load_cmd.replace(f"--messages {a.messages} ", f"--messages {n} ")
@@ -881,10 +898,7 @@ def main(argv) -> int:
         results = None
     jvm = select_jdks([a.jdk] if a.jdk else None)[0]
     java = str(jvm.home / "bin" / "java")
-    load_cmd = (f"{java} -Xmx1g -cp {jar(CHAT_JAR)} org.jvmos.workloads.chat.ChatLoad "
-                f"--port {{port}} --rooms {{level}} --users-per-room {USERS_PER_ROOM} "
-                f"--messages {a.messages} --message-bytes 40 --rate {a.rate:g} "
-                "--max-seconds 600")
+    load_cmd = chat_load_cmd(java, a.messages, a.rate)
     results = results or {
         "experiment": "agent-overhead", "jdk": str(jvm.home), "jdk_label": jdk_label(jvm),
         "rooms": ROOMS, "users_per_room": USERS_PER_ROOM, "messages": a.messages,

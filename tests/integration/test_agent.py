@@ -197,6 +197,7 @@ def stop_jvm(p: subprocess.Popen):
     (["--interval", "-1"], "--interval -1.0: give a positive number of seconds"),
     (["--layers", "io,disk"], "unknown layer 'disk'"),
     (["--max-jvms", "0"], "--max-jvms '0': give a positive whole number"),
+    (["--otlp-endpoint", "127.0.0.1:4318"], "give the collector's OTLP/HTTP base URL"),
     (["--config", "/nonexistent/agent.toml"], "--config /nonexistent/agent.toml"),
 ])
 def test_agent_bad_input_is_one_line(argv, needle):
@@ -776,6 +777,109 @@ def test_prometheus_scrapes_the_agent_and_agrees_with_record(platform_file, app,
     assert 0 < got["busy"]["coverage"] < 1, report
     a, r = got["busy"]["jni_per_s"], rec["busy"]["jni_per_s"]
     assert a is not None and abs(a / r - 1) <= 0.10, report
+
+
+OTELCOL = ROOT / "build" / "otelcol" / "src" / "otelcol-jvmos-test"
+
+
+def _pushed(path: Path, name: str, **labels) -> list:
+    """(time_unix_nano, start_time_unix_nano, value, unit, resource) of every data point of
+    metric `name` with these attributes the collector's file exporter wrote (OTLP JSON)."""
+    out = []
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:          # a line being written
+            continue
+        for rm in doc.get("resourceMetrics", []):
+            res = {a["key"]: a["value"].get("stringValue")
+                   for a in rm.get("resource", {}).get("attributes", [])}
+            for sm in rm.get("scopeMetrics", []):
+                for m in sm.get("metrics", []):
+                    if m["name"] != name:
+                        continue
+                    data = m.get("sum") or m.get("gauge") or {}
+                    for p in data.get("dataPoints", []):
+                        a = {x["key"]: x["value"].get("stringValue")
+                             for x in p.get("attributes", [])}
+                        if all(a.get(k) == str(v) for k, v in labels.items()):
+                            out.append((int(p["timeUnixNano"]),
+                                        int(p.get("startTimeUnixNano", 0)),
+                                        float(p.get("asDouble", p.get("asInt", 0))),
+                                        m.get("unit", ""), res))
+    return sorted(out)
+
+
+@needs_engine
+def test_otlp_push_reaches_a_real_collector(app, tmp_path):
+    """`--otlp-endpoint`: an OpenTelemetry collector (the collector's own OTLP receiver and
+    file exporter, built by scripts/build-otelcol.sh) receives the agent's series. With the
+    JVM stopped (SIGSTOP) its counters stand still: the JNI copies the collector got in a push
+    after a scrape equal the scrape's exactly, as a cumulative sum that starts at the JVM's
+    watch start; the agent counts its pushes."""
+    if not OTELCOL.exists():
+        pytest.skip(f"needs {OTELCOL.relative_to(ROOT)} (scripts/build-otelcol.sh; make test "
+                    "builds it)")
+    port, got = free_port(), tmp_path / "otlp.json"
+    conf = tmp_path / "otelcol.yaml"
+    conf.write_text(
+        "receivers:\n  otlp:\n    protocols:\n      http:\n"
+        f"        endpoint: 127.0.0.1:{port}\n"
+        f"exporters:\n  file:\n    path: {got}\n    flush_interval: 100ms\n"
+        "service:\n  telemetry:\n    metrics:\n      level: none\n"
+        "  pipelines:\n    metrics:\n      receivers: [otlp]\n      exporters: [file]\n")
+    with open(tmp_path / "otelcol.log", "w") as clog:
+        col = subprocess.Popen([str(OTELCOL), "--config", str(conf)], stdout=clog,
+                               stderr=subprocess.STDOUT)
+    j = paced(app, tmp_path / "j", seconds=60, size=64, writes=2, spin_us=2000)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert col.poll() is None, (tmp_path / "otelcol.log").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "otelcol.log").read_text()
+                time.sleep(0.2)
+        with Agent(tmp_path, ["--match", app.match, "--interval", "1", "--layers", "io",
+                              "--otlp-endpoint", f"http://127.0.0.1:{port}",
+                              "--otlp-every", "1"]) as ag:
+            ag.wait_for(lambda s: (value(s, "jvmos_category_calls_total", pid=j.pid,
+                                         category="jni_copy") or 0) > 0, 60, "its copies")
+            os.kill(j.pid, signal.SIGSTOP)
+            try:
+                time.sleep(3)                    # two intervals: its counters stand still
+                s = ag.samples()
+                counted = value(s, "jvmos_category_calls_total", pid=j.pid,
+                                category="jni_copy")
+                start = value(s, "jvmos_jvm_watch_start_time_seconds", pid=j.pid)
+                t_scrape = time.time_ns()
+                deadline = time.monotonic() + 20
+                while True:
+                    after = [p for p in _pushed(got, "jvmos_category_calls", pid=j.pid,
+                                                category="jni_copy") if p[0] > t_scrape]
+                    if after or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
+                pushes = ag.samples()
+            finally:
+                os.kill(j.pid, signal.SIGCONT)
+    finally:
+        stop_jvm(j)
+        col.terminate()
+        col.wait(timeout=30)
+    assert after, (counted, _pushed(got, "jvmos_category_calls"), ag.log())
+    t, start_ns, v, unit, res = after[0]
+    assert v == counted and counted > 0, (after, counted)
+    assert start_ns == int(start * 1e9), (start_ns, start)
+    assert res["service.name"] == "jvmos-agent" and res["host.name"] == socket.gethostname()
+    cpu = _pushed(got, "jvmos_jvm_cpu_seconds", pid=j.pid)
+    assert cpu and cpu[-1][3] == "s" and cpu[-1][2] > 0
+    assert (value(pushes, "jvmos_agent_otlp_pushes_total", result="ok") or 0) >= 2
+    assert value(pushes, "jvmos_agent_otlp_pushes_total", result="failed") == 0
+    assert f"OTLP push to http://127.0.0.1:{port}/v1/metrics every 1 s" in ag.log()
 
 
 def _calls(maps: dict, plan, category: str) -> int:

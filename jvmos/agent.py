@@ -996,6 +996,8 @@ class Agent:
         old = self.cfg
         self.cfg, self.platform, self.platform_file = cfg, platform, platform_file
         self.log(f"SIGHUP: configuration reloaded: {cfg.describe()}")
+        if self.otlp is not None:
+            self.otlp.kick()                 # its endpoint and period, at once
         try:
             self.set_sampling()
         except JvmosError as e:
@@ -1083,8 +1085,8 @@ class Agent:
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
                     "engine_deaths": self.engine_deaths, "reloads": dict(self.reloads),
                     "scan_seconds": self.scan_seconds, "host_starts": self.host_starts,
-                    "otlp_pushes": ({"ok": self.otlp.ok, "failed": self.otlp.failed}
-                                    if self.otlp is not None else {}),
+                    "otlp_pushes": (dict(self.otlp.counts) if self.otlp is not None
+                                    else {}),
                     "engine_lost": self.engine_totals_lost(),
                     "host_engine": ({"pid": self.host.proc.pid,
                                      "layers": list(self.host.layers)}
@@ -1211,7 +1213,8 @@ def main(args, log: Callable[[str], None] = default_log) -> int:
             raise JvmosError(f"--listen {cfg.listen[0]}:{cfg.listen[1]}: {e.strerror or e}")
         log(f"metrics at http://{agentmetrics.url_host(cfg.listen[0])}:{cfg.listen[1]}/metrics")
         from jvmos.otlp import Pusher
-        agent.otlp = Pusher(agent, agentmetrics.registry_for(agent), log, __version__).start()
+        agent.otlp = Pusher(agent, agentmetrics.registry_for(agent), log, __version__,
+                            start_s=agent.started_wall).start()
 
         def on_stop(signum, _frame):
             agent.stop_signal = signum

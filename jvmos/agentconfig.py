@@ -135,6 +135,13 @@ def _positive(name: str, value) -> float:
     return v
 
 
+def _at_least(name: str, value, low: float) -> float:
+    v = _positive(name, value)
+    if v < low:
+        raise JvmosError(f"--{name} {value!r}: give {low:g} seconds or more")
+    return v
+
+
 def parse_max_jvms(value) -> Optional[int]:
     """--max-jvms: a positive whole number, or None (no cap)."""
     if value is None:
@@ -233,7 +240,7 @@ def build_config(args, file_data: Optional[dict] = None) -> Config:
         sample_window_s=_positive("sample-window",
                                   d.get("sample_window", DEFAULT_SAMPLE_WINDOW_S)),
         otlp_endpoint=parse_otlp_endpoint(d.get("otlp_endpoint")),
-        otlp_every_s=_positive("otlp-every", d.get("otlp_every", DEFAULT_OTLP_EVERY_S)),
+        otlp_every_s=_at_least("otlp-every", d.get("otlp_every", DEFAULT_OTLP_EVERY_S), 1.0),
         config_file=Path(args.config) if getattr(args, "config", None) else None)
     if cfg.sample and cfg.sample_window_s >= cfg.sample_every_s:
         raise JvmosError(f"--sample-window {cfg.sample_window_s:g} must be shorter than "

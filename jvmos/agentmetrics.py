@@ -71,9 +71,9 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
     elost = CounterMetricFamily(
         "jvmos_agent_engine_lost_events", "Events the host engine lost that no JVM can be "
         "named for (a full ring buffer or map, by kind): every watched JVM's figures may be "
-        "short by these; the host engine's count since it started", labels=("kind",))
+        "short by these; the host engines' count since the agent started", labels=("kind",))
     for kind, n in sorted((x.get("engine_lost") or {}).items()):
-        elost.add_metric([kind], n)
+        elost.add_metric([kind], n, created=start)
     yield elost
     yield CounterMetricFamily("jvmos_agent_attach_failures", "Failures of a JVM's watch (an "
                               "attach, an interval, an engine's death or a reload that failed; "
@@ -84,9 +84,11 @@ def agent_families(x: dict, cfg, cpu_s: float) -> Iterable:
                               "a new one, at most 3 tries, with their shed state reset)",
                               value=x["engine_deaths"], created=start)
     pushes = CounterMetricFamily("jvmos_agent_otlp_pushes", "Pushes of these metrics to "
-                                 "--otlp-endpoint, by result (failed: the collector did not "
-                                 "take them; the next push carries the counters' full values)",
-                                 labels=("result",))
+                                 "--otlp-endpoint, by result: ok, partial (the collector "
+                                 "rejected some data points), failed (no answer in time, an "
+                                 "error status, or an error of the agent's own mapping: the "
+                                 "log says which; the next push carries the counters' full "
+                                 "values)", labels=("result",))
     for result, n in sorted((x.get("otlp_pushes") or {}).items()):
         pushes.add_metric([result], n, created=start)
     yield pushes
@@ -144,11 +146,14 @@ def _count_families(L: list) -> dict:
             labels=L, unit="seconds"),
         "counted": CounterMetricFamily(
             "jvmos_jvm_counted_seconds", "Wall time the counters cover: the summed lengths of "
-            "the intervals added to them (the engine's clock, snapshot to snapshot). A "
-            "counter's increase divided by this one's is a rate per second of the JVM's time "
-            "that does not depend on when the agent took its snapshots or Prometheus scraped "
-            "them (a busy host delays snapshots; rate() alone then shifts counts between "
-            "windows)", labels=L, unit="seconds"),
+            "the intervals added to them (the engine's clock, snapshot to snapshot). A count's "
+            "increase divided by this one's is a rate per second of the JVM's time that does "
+            "not depend on when the agent took its snapshots or Prometheus scraped them (a "
+            "busy host delays snapshots; rate() alone then shifts counts between windows); "
+            "the guaranteed overhead and the CPU time skip the intervals where they are "
+            "unknown (the former counts them in jvmos_guaranteed_overhead_unknown_intervals), "
+            "so theirs is a lower bound then",
+            labels=L, unit="seconds"),
         "calls": CounterMetricFamily(
             "jvmos_category_calls", "Calls of the category counted by the probes; categories "
             "overlap (kernel_copy and nio_copy count calls that io_syscall counts too)",

@@ -186,6 +186,12 @@ def jni_model_stale(model: Optional[dict], engine_probes: Optional[dict]) -> Opt
     if used.get("mean_ns") != win.get("mean_ns"):
         return (f"measured with a probe window of {used.get('mean_ns')} ns, the engine's "
                 f"calibration now says {win.get('mean_ns')} ns")
+    if model.get("unresolved") and "traced_minus_window_by_size" not in model \
+            and len(win.get("samples_ns") or []) >= 2:
+        # the rule before Welch's interval (a traced median under the window's low end,
+        # the traced trials' spread left out) called copies unresolved that are not
+        return ("kept unresolved by the rule before Welch's interval, which left the traced "
+                "trials' spread out")
     return None
 
 

@@ -541,10 +541,12 @@ def _region_copies(raw, libjvm: Path):
 
 
 def copy_interval(traced: List[float], window: dict) -> Optional[dict]:
-    """The traced time per call minus the window, as a difference of two means with its 95%
-    interval (Welch's t, which takes both samples' spread: the traced trials' and the
-    window's calibration trials'); None when either has fewer than two values (a window of a
-    platform file made before its samples were kept)."""
+    """The traced time per call minus the window, as a difference of two means (the traced
+    trials' and the window's calibration trials', raw: before any floor) with its 95%
+    interval (Welch's t, which takes both samples' spread); None when either has fewer than
+    two values (a window of a platform file made before its samples were kept). It decides
+    whether the copy is resolved; the model's points subtract the window's calibrated mean
+    from the traced median, as before."""
     from scipy import stats
     w = [float(x) for x in window.get("samples_ns") or []]
     if len(traced) < 2 or len(w) < 2:
@@ -568,7 +570,7 @@ def copy_below_window(traced_per_call: float, diff: Optional[dict], window_ci) -
 def _below_what(diff: Optional[dict], window_ci) -> str:
     if diff is not None:
         lo, hi = diff["ci95_ns"]
-        return (f"traced minus window {diff['mean_ns']:.0f} ns, 95% interval {lo:.0f} to "
+        return (f"traced minus window (difference of means) {diff['mean_ns']:.0f} ns, 95% interval {lo:.0f} to "
                 f"{hi:.0f} ns ({diff['method']}), all below 0: the window's noise or its "
                 "context swallows the copy")
     return (f"below the low end of the window's 95% interval ({window_ci[0]:.0f} ns): the "
@@ -577,7 +579,8 @@ def _below_what(diff: Optional[dict], window_ci) -> str:
 
 class JniModelUnresolved(JvmosError):
     """The JNI copy model's runs were measured, but the probe window's noise swallows them
-    (a traced copy took less than the window's low end): no model can be made from them.
+    (the traced copies took less time than the window, the whole 95% interval of the
+    difference below 0; copy_below_window): no model can be made from them.
     `unresolved` is what the platform file keeps instead, so that it is not measured again
     until the window changes."""
 
@@ -651,7 +654,7 @@ def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_M
                 {"unresolved": why, "jdk_version": jvm.version, "engine": eng.version(),
                  "traced_ns_per_call_by_size": {k: statistics.median(v) for k, v in
                                                 traced_by_size.items() if v},
-                 "copy_minus_window_by_size": below,
+                 "traced_minus_window_by_size": below,
                  "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
                             "ci95_ns": list(window_ci)}})
         pts.append([size, traced_per_call - window_ns])
@@ -664,7 +667,7 @@ def calibrate_jni_model(jvm, probes: dict, sizes=JNI_MODEL_SIZES, n: int = JNI_M
              "traced_ns_per_call_by_size": {k: [round(x, 2) for x in v]
                                             for k, v in traced_by_size.items()},
              "calls_in_a_run_of_no_write": start_calls,
-             "copy_minus_window_by_size": below,
+             "traced_minus_window_by_size": below,
              "window": {"key": "jni_copy_time_window", "mean_ns": window_ns,
                         "ci95_ns": list(window_ci), "calibrated_on": calibrated,
                         "probe_placed_on": site.get("class")},

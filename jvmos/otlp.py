@@ -11,7 +11,9 @@ names the agent: service.name jvmos-agent, its version and host.
 
 A push that fails is counted (jvmos_agent_otlp_pushes_total{result="failed"}), logged
 when it starts failing and when it works again, and the next push carries the counters'
-full values: cumulative sums lose nothing between pushes."""
+full values: cumulative sums lose nothing between pushes, except the last counts of a JVM
+that exits between two pushes (its series go at the next scan). A point's time is the
+push's; its value is as of its JVM's last interval."""
 import socket
 import threading
 import time
@@ -21,7 +23,9 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 
 UNITS = {"seconds": "s", "bytes": "By", "ratio": "1"}
 PATH = "/v1/metrics"
-TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0            # a socket operation's
+PUSH_DEADLINE_S = 10.0      # a push's, whole
+FINAL_DEADLINE_S = 2.0      # the last push's, at stop: inside docker stop's 10 s
 
 
 def _attrs(labels: Dict[str, str]):
@@ -36,12 +40,19 @@ def _key(labels: Dict[str, str]) -> Tuple:
 
 def to_request(families: Iterable, resource: Dict[str, str], now_ns: int,
                default_start_ns: int):
-    """An ExportMetricsServiceRequest of prometheus_client's families (registry.collect())."""
+    """An ExportMetricsServiceRequest of prometheus_client's families (registry.collect()).
+    A counter's start is its `_created`; without one, process_* counters start at
+    process_start_time_seconds and the others at default_start_ns (the agent's start)."""
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import \
         ExportMetricsServiceRequest
     from opentelemetry.proto.metrics.v1 import metrics_pb2 as m
     from opentelemetry.proto.resource.v1.resource_pb2 import Resource
     CUMULATIVE = m.AGGREGATION_TEMPORALITY_CUMULATIVE
+    families = list(families)
+    # process_* counters (the client library's, of the agent's process) count from the
+    # process's start, which its own gauge gives
+    proc_start = next((int(s.value * 1e9) for f in families for s in f.samples
+                       if s.name == "process_start_time_seconds"), default_start_ns)
     out = []
     for fam in families:
         unit = UNITS.get(fam.unit or "", fam.unit or "")
@@ -53,7 +64,8 @@ def to_request(families: Iterable, resource: Dict[str, str], now_ns: int,
                 if s.name != fam.name + "_total":
                     continue
                 k = _key(s.labels)
-                start = int(created[k] * 1e9) if k in created else default_start_ns
+                start = (int(created[k] * 1e9) if k in created else
+                         proc_start if fam.name.startswith("process_") else default_start_ns)
                 points.append(m.NumberDataPoint(
                     attributes=_attrs(s.labels), as_double=float(s.value),
                     time_unix_nano=now_ns, start_time_unix_nano=start))
@@ -76,76 +88,134 @@ def to_request(families: Iterable, resource: Dict[str, str], now_ns: int,
         scope_metrics=[m.ScopeMetrics(metrics=out)])])
 
 
-def post(endpoint: str, body: bytes, timeout: float = TIMEOUT_S) -> None:
-    """One OTLP/HTTP export; OSError (with the status) when the collector does not take it."""
+def post(endpoint: str, body: bytes, timeout: float = TIMEOUT_S) -> int:
+    """One OTLP/HTTP export; returns the data points the collector says it rejected (its
+    partial_success, 0 when it took them all); OSError (with the status) when it does not
+    take the export, http.client.HTTPException on a broken answer."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import \
+        ExportMetricsServiceResponse
     req = urllib.request.Request(endpoint.rstrip("/") + PATH, data=body, method="POST",
                                  headers={"Content-Type": "application/x-protobuf"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            r.read()
+            answer = r.read()
+            ctype = r.headers.get("Content-Type") or ""
     except urllib.error.HTTPError as e:
         raise OSError(f"HTTP {e.code} {e.reason}") from None
+    if not answer or "protobuf" not in ctype:
+        return 0
+    try:
+        return int(ExportMetricsServiceResponse.FromString(answer)
+                   .partial_success.rejected_data_points)
+    except Exception:       # noqa: BLE001 (an answer we cannot read says nothing rejected)
+        return 0
 
 
 class Pusher:
-    """The push thread: every cfg.otlp_every_s while cfg.otlp_endpoint is set (read again at
-    each push, so a SIGHUP that sets, changes or clears it applies at the next one)."""
+    """The push thread: every cfg.otlp_every_s while cfg.otlp_endpoint is set (read at each
+    push; a SIGHUP's new configuration applies at once: kick()). Each push runs in a worker
+    thread of its own and is given PUSH_DEADLINE_S at most: a collector that hangs costs a
+    failed push, never the loop, and while one push still hangs no other is started. At
+    stop() one last push (the counters' final values) is given FINAL_DEADLINE_S."""
 
-    def __init__(self, agent, registry, log: Callable[[str], None], version: str):
+    def __init__(self, agent, registry, log: Callable[[str], None], version: str,
+                 start_s: Optional[float] = None):
         self.agent, self.registry, self.log = agent, registry, log
         self.resource = {"service.name": "jvmos-agent", "service.version": version,
                          "host.name": socket.gethostname()}
-        self.start_ns = time.time_ns()
-        self.ok = 0
-        self.failed = 0
+        self.start_ns = int((start_s if start_s is not None else time.time()) * 1e9)
+        self.counts = {"ok": 0, "partial": 0, "failed": 0}
         self.last_error: Optional[str] = None
         self.stopping = threading.Event()
+        self._kick = threading.Event()
+        self._worker: Optional[threading.Thread] = None
         self.thread = threading.Thread(target=self._loop, name="jvmos-agent-otlp", daemon=True)
+
+    @property
+    def ok(self) -> int:
+        return self.counts["ok"]
+
+    @property
+    def failed(self) -> int:
+        return self.counts["failed"]
 
     def start(self) -> "Pusher":
         self.thread.start()
         return self
 
+    def kick(self) -> None:
+        """A new configuration (SIGHUP): the next push is now, at its new endpoint."""
+        self._kick.set()
+
     def stop(self) -> None:
         """Stops the loop after one last push (the counters' final values)."""
         self.stopping.set()
-        self.thread.join(timeout=TIMEOUT_S + 5)
+        self._kick.set()
+        self.thread.join(timeout=FINAL_DEADLINE_S + 2)
+        if self.thread.is_alive():
+            self.log("OTLP: the last push did not end in time; stopping without it")
 
-    def push_once(self) -> bool:
-        endpoint = self.agent.cfg.otlp_endpoint
+    def push_once(self, deadline_s: float = PUSH_DEADLINE_S) -> bool:
+        """One push, waited for deadline_s at most (True: the collector took it)."""
+        cfg = self.agent.cfg
+        endpoint = cfg.otlp_endpoint
         if not endpoint:
             return False
+        if self._worker is not None and self._worker.is_alive():
+            return self._failed(endpoint, cfg, "the previous push still has no answer")
         body = to_request(self.registry.collect(), self.resource, time.time_ns(),
                           self.start_ns).SerializeToString()
-        try:
-            post(endpoint, body)
-        except (OSError, ValueError) as e:
-            self.failed += 1
-            why = str(getattr(e, "reason", None) or e)
-            if self.last_error is None:
-                self.log(f"OTLP push to {endpoint} failed: {why} (counted in "
-                         "jvmos_agent_otlp_pushes_total{result=\"failed\"}; retried each "
-                         f"{self.agent.cfg.otlp_every_s:g} s)")
-            self.last_error = why
-            return False
-        self.ok += 1
+        got: dict = {}
+
+        def work():
+            try:
+                got["rejected"] = post(endpoint, body, timeout=min(TIMEOUT_S, deadline_s))
+            except Exception as e:      # noqa: BLE001 (reported by the loop)
+                got["error"] = str(getattr(e, "reason", None) or e) or type(e).__name__
+        self._worker = threading.Thread(target=work, name="jvmos-agent-otlp-push",
+                                        daemon=True)
+        self._worker.start()
+        self._worker.join(timeout=deadline_s)
+        if self._worker.is_alive():
+            return self._failed(endpoint, cfg, f"no answer within {deadline_s:g} s")
+        if "error" in got:
+            return self._failed(endpoint, cfg, got["error"])
+        if got.get("rejected"):
+            self.counts["partial"] += 1
+            self.log(f"OTLP push to {endpoint}: the collector rejected {got['rejected']} "
+                     "data points")
+        else:
+            self.counts["ok"] += 1
         if self.last_error is not None:
             self.log(f"OTLP push to {endpoint} works again")
-        elif self.ok == 1:
-            self.log(f"OTLP push to {endpoint}{PATH} every {self.agent.cfg.otlp_every_s:g} s")
+        elif self.counts["ok"] + self.counts["partial"] == 1:
+            self.log(f"OTLP push to {endpoint}{PATH} every {cfg.otlp_every_s:g} s")
         self.last_error = None
         return True
 
-    def _loop(self) -> None:
-        while not self.stopping.wait(self.agent.cfg.otlp_every_s):
-            self._guarded()
-        self._guarded()
+    def _failed(self, endpoint: str, cfg, why: str) -> bool:
+        self.counts["failed"] += 1
+        if self.last_error is None:
+            self.log(f"OTLP push to {endpoint} failed: {why} (counted in "
+                     "jvmos_agent_otlp_pushes_total{result=\"failed\"}; tried again every "
+                     f"{cfg.otlp_every_s:g} s)")
+        self.last_error = why
+        return False
 
-    def _guarded(self) -> None:
+    def _loop(self) -> None:
+        while True:
+            self._kick.wait(self.agent.cfg.otlp_every_s)
+            self._kick.clear()
+            if self.stopping.is_set():
+                break
+            self._guarded(PUSH_DEADLINE_S)
+        self._guarded(FINAL_DEADLINE_S)
+
+    def _guarded(self, deadline_s: float) -> None:
         """push_once, where an error of the mapping itself (a bug) is counted and said, not
         the end of the pushes."""
         try:
-            self.push_once()
+            self.push_once(deadline_s)
         except Exception as e:      # noqa: BLE001 (the thread must not die)
-            self.failed += 1
+            self.counts["failed"] += 1
             self.log(f"OTLP push failed: {type(e).__name__}: {e}")

@@ -269,6 +269,7 @@ def figures_of(ag: AgentRun, s, pid: int) -> dict:
             "server_cpu_s": v("jvmos_jvm_cpu_seconds_total"),
             "probe_s": v("jvmos_probe_effect_estimated_seconds_total"),
             "intervals": v("jvmos_jvm_intervals_total"),
+            "counted_s": v("jvmos_jvm_counted_seconds_total"),
             "on_s": v("jvmos_layer_on_seconds_total", layer="io"),
             "windows": v("jvmos_layer_windows_total", layer="io"),
             "calls": {c: v("jvmos_category_calls_total", category=c) for c in IO_CATEGORIES},
@@ -384,15 +385,21 @@ def agreement(a, srv, out: Path, name: str = "agreement-recording"):
         summ = json.loads((rec / "summary.json").read_text())
         wall_s = summ["totals"]["wall_ns"] / 1e9
         span = s1["t"] - s0["t"]
+        # the time the agent's counters cover between the two scrapes (its intervals'
+        # lengths, the engine's clock): what its counts are per, whenever the scrapes fell
+        counted = delta(s1, s0, "counted_s")
         rows = {}
         for c in IO_CATEGORIES:
             recorded = (summ["categories"].get(c) or {}).get("calls") or 0
             est = delta(s1["calls_est"], s0["calls_est"], c)
             seen = delta(s1["calls"], s0["calls"], c)
+            per = lambda n, d: None if n is None or not d else n / d  # noqa: E731
             rows[c] = {"recorded_per_s": recorded / wall_s,
-                       "agent_estimated_per_s": None if est is None else est / span,
-                       "agent_seen_per_s": None if seen is None else seen / span}
-        return {"record_seconds": wall_s, "agent_span_s": span,
+                       "agent_estimated_per_s": per(est, span),
+                       "agent_seen_per_s": per(seen, span),
+                       "agent_estimated_per_counted_s": per(est, counted),
+                       "agent_seen_per_counted_s": per(seen, counted)}
+        return {"record_seconds": wall_s, "agent_span_s": span, "agent_counted_s": counted,
                 "agent_coverage": (delta(s1, s0, "on_s") or 0.0) / span,
                 "categories": rows, "recording": str(rec.relative_to(out))}
     return run

@@ -10,8 +10,10 @@ the server while the agent watches it, and the agent's calls per second of each 
 category over the span of its intervals around the recording, divided by the recording's.
 
 The analysis, stated before the data: per load, the ratio agent / recording of io_syscall
-calls per second (nio_copy alike, reported beside it); per pair, d = ratio(full) -
-ratio(windowed); the mean of d with its 95% t interval over the pairs (n = --pairs). If the
+calls per second (nio_copy alike, reported beside it), the agent's per second of the time
+its counters cover (jvmos_jvm_counted_seconds_total; the first run, made before that
+series, per second of the span between two scrapes); per pair, d = ratio(full) -
+ratio(windowed); the mean of d with its 95% t interval over the complete pairs. If the
 windows cause the low rates, ratio(full) is near 1 and d's interval is above 0; if it holds
 0 and both arms are low, the cause is not the windows (the load, the span, the recording's
 own probes). Every load is kept, misses included."""
@@ -46,7 +48,7 @@ def parse(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--pairs", type=int, default=4,
-                   help="pairs of loads, windowed and full, in ABBA order (default 4)")
+                   help="pairs of loads, windowed and full, in ABBA order (even; default 4)")
     p.add_argument("--rate", type=float, default=7.5,
                    help="messages per second each user sends, open loop (default 7.5)")
     p.add_argument("--agree-seconds", type=int, default=10,
@@ -61,9 +63,10 @@ def parse(argv):
     a = p.parse_args(argv)
     if a.render:
         return a
-    if a.pairs < 2 or not 0 < a.rate <= 1000 or a.agree_seconds < 4:
-        p.error("--pairs must be 2 or more (an interval needs two), --rate above 0 and at most "
-                "1000, --agree-seconds at least 4")
+    if a.pairs < 2 or a.pairs % 2 or not 0 < a.rate <= 1000 or a.agree_seconds < 4:
+        p.error("--pairs must be even and 2 or more (an interval needs two; ABBA is balanced "
+                "over whole pairs of pairs), --rate above 0 and at most 1000, --agree-seconds "
+                "at least 4")
     from jvmos import agentconfig
     try:
         a.max_pct = agentconfig.parse_max_overhead(a.max_overhead)
@@ -91,35 +94,55 @@ def order(pairs: int) -> List[str]:
     return out
 
 
-def ratios_of(agree: Optional[dict]) -> dict:
-    """category -> agent's estimated calls per second / the recording's (None: no figure)."""
+# the agent's side of a ratio: its count per second of the time its counters cover (the
+# intervals' summed lengths), or, in a run made before that series, per second of the span
+# between the two scrapes around the recording
+PER_COUNTED, PER_SPAN = "agent_estimated_per_counted_s", "agent_estimated_per_s"
+
+
+def basis_of(loads: List[dict]) -> str:
+    """Which of the two the run's ratios use: counted seconds when every load has them."""
+    have = [x for x in loads if x.get("agreement")]
+    return PER_COUNTED if have and all(
+        PER_COUNTED in ((x["agreement"].get("categories") or {}).get("io_syscall") or {})
+        for x in have) else PER_SPAN
+
+
+def ratios_of(agree: Optional[dict], key: str = PER_COUNTED) -> dict:
+    """category -> agent's estimated calls per second (key) / the recording's (None: no
+    figure)."""
     out = {}
     for c in CATEGORIES:
         row = ((agree or {}).get("categories") or {}).get(c) or {}
-        rec, est = row.get("recorded_per_s"), row.get("agent_estimated_per_s")
+        rec, est = row.get("recorded_per_s"), row.get(key)
         out[c] = est / rec if rec and est is not None else None
     return out
 
 
 def analyse(loads: List[dict]) -> dict:
-    """Per category: each arm's mean ratio, the pairs' differences full - windowed, their
-    mean and 95% t interval (analyzers/stats.py's paired interval)."""
+    """Per category, over the complete pairs only (both arms have a ratio): each arm's mean
+    ratio, the pairs' differences full - windowed, their mean and 95% t interval
+    (analyzers/stats.py's paired interval). The ratios are those basis_of names."""
     from jvmos.analyzers.stats import paired_diff_ci
-    out = {}
+    key = basis_of(loads)
+    out = {"basis": key}
     for c in CATEGORIES:
         by_pair: dict = {}
         for x in loads:
-            by_pair.setdefault(x["pair"], {})[x["arm"]] = x["ratios"].get(c)
-        d = [p["full"] - p["windowed"] for p in by_pair.values()
-             if p.get("full") is not None and p.get("windowed") is not None]
-        arm_means = {arm: (statistics.fmean(v) if v else None) for arm, v in
-                     ((arm, [x["ratios"][c] for x in loads if x["arm"] == arm
-                             and x["ratios"].get(c) is not None]) for arm in ARMS)}
+            r = ratios_of(x.get("agreement"), key).get(c)
+            by_pair.setdefault(x["pair"], {})[x["arm"]] = r
+        done = [p for p in by_pair.values()
+                if p.get("full") is not None and p.get("windowed") is not None]
+        d = [p["full"] - p["windowed"] for p in done]
+        arm_means = {arm: (statistics.fmean(p[arm] for p in done) if done else None)
+                     for arm in ARMS}
         ci = paired_diff_ci(d, 0.95) if len(d) >= 2 else None
         out[c] = {"arm_mean_ratio": arm_means, "differences": d, "n": len(d),
+                  "incomplete_pairs": len(by_pair) - len(done),
                   "mean_difference": statistics.fmean(d) if d else None,
                   "ci95": ci["ci"] if ci else None,
-                  "method": f"paired t over {len(d)} pairs (full - windowed)"}
+                  "method": f"paired t over {len(d)} complete pairs ({len(d) - 1} df), "
+                            "full - windowed"}
     return out
 
 
@@ -142,17 +165,22 @@ def tables(results: dict) -> List[Table]:
               "recording in each load)",
               ["pair", "load", "arm", "io coverage", "recorded io syscalls/s",
                "agent's estimate/s", "ratio io_syscall", "ratio nio_copy"])
+    key = results["analysis"]["basis"]
     for x in results["loads"]:
         ag = x.get("agreement") or {}
         row = (ag.get("categories") or {}).get("io_syscall") or {}
         cov = ag.get("agent_coverage")
+        r = ratios_of(ag, key)
         t.add([x["pair"], x["load"], x["arm"], "—" if cov is None else f"{cov:.3f}",
-                   _num(row.get("recorded_per_s")), _num(row.get("agent_estimated_per_s")),
-                   _ratio(x["ratios"].get("io_syscall")), _ratio(x["ratios"].get("nio_copy"))])
-    s = Table("Full minus windowed, paired by pair (95% t interval)",
+               _num(row.get("recorded_per_s")), _num(row.get(key)),
+               _ratio(r.get("io_syscall")), _ratio(r.get("nio_copy"))
+               + (f" (miss: {x['error']})" if x.get("error") else "")])
+    s = Table("Full minus windowed, paired by pair (95% t interval; complete pairs only, the "
+              "arms' means over the same pairs)",
               ["category", "mean ratio, windowed", "mean ratio, full", "mean difference",
                "95% interval", "n pairs", "reading"])
-    for c, st in results["analysis"].items():
+    for c in CATEGORIES:
+        st = results["analysis"][c]
         m = st["arm_mean_ratio"]
         s.add([c, _ratio(m.get("windowed")), _ratio(m.get("full")),
                    "—" if st["mean_difference"] is None else f"{st['mean_difference']:+.3f}",
@@ -171,10 +199,15 @@ def _ratio(v) -> str:
 
 def notes_for(results: dict) -> List[str]:
     return [
-        "ratio: the agent's calls per second of the category over the span of its intervals "
-        "around the recording (extrapolated from its windows: count / coverage; exact where "
-        "the coverage is 1) / the recording's calls over its wall time. Both are counts the "
-        "probes saw, no time model is involved.",
+        "ratio: the agent's calls of the category between the two scrapes around the "
+        "recording (extrapolated from its windows: count / coverage; exact where the coverage "
+        "is 1), per second of "
+        + ("the time its counters cover (the increase of jvmos_jvm_counted_seconds_total: "
+           "its intervals' summed lengths)" if results["analysis"]["basis"] == PER_COUNTED
+           else "the span between those scrapes (a run made before the agent counted its "
+                "covered seconds)")
+        + ", / the recording's calls over its wall time. Both are counts the probes saw, no "
+        "time model is involved.",
         "The arms alternate ABBA on one warmed server; each load starts a new agent, so each "
         "arm's first interval is its own. Each load also runs a first 1 s recording, not "
         "compared (agent-overhead's agreement).",
@@ -216,18 +249,27 @@ def main(argv) -> int:
                 tag = f"{arm}-{i + 1}"
                 log(f"load {i + 1}/{len(results['order'])}: pair {pair}, {arm}")
                 b = arm_settings(a, arm)
-                w = watched_load(srv, load, b, out, tag, server_jar,
-                                    during=agreement(b, srv, out, f"recording-{tag}"))
-                agree = w.get("agreement")
-                results["loads"].append({"pair": pair, "load": i + 1, "arm": arm,
-                                         "max_overhead": b.max_overhead, "agreement": agree,
-                                         "ratios": ratios_of(agree), "watched": w})
+                entry = {"pair": pair, "load": i + 1, "arm": arm,
+                         "max_overhead": b.max_overhead}
+                try:
+                    w = watched_load(srv, load, b, out, tag, server_jar,
+                                     during=agreement(b, srv, out, f"recording-{tag}"))
+                except JvmosError as e:          # a miss: kept, its pair left out
+                    log(f"load {i + 1}: {e}")
+                    entry.update({"agreement": None, "error": str(e)})
+                else:
+                    agree = w.get("agreement")
+                    entry.update({"agreement": agree, "watched": w})
+                    if agree and agree.get("error"):
+                        entry["error"] = agree["error"]
+                results["loads"].append(entry)
                 save_partial(out, "agent-windows", results)
     results["analysis"] = analyse(results["loads"])
     st = results["analysis"]["io_syscall"]
     if st["ci95"] is not None:
         results["headline"] = headline(
-            "agent/recording io syscalls per second, full minus windowed (mean, 95% t interval)",
+            "agent/recording io syscalls per second, full minus windowed (mean, 95% interval: "
+            f"{st['method']})",
             f"{st['mean_difference']:+.3f} [{st['ci95'][0]:+.3f}, {st['ci95'][1]:+.3f}]")
     publish(out, "agent-windows", tables(results), results, notes_for(results))
     (out / "agent-windows.partial.json").unlink(missing_ok=True)

@@ -864,6 +864,10 @@ def test_otlp_push_reaches_a_real_collector(app, tmp_path):
                         break
                     time.sleep(0.2)
                 pushes = ag.samples()
+                # SIGTERM: a last push before the engine detaches, the JVM still stopped
+                t_stop = time.time_ns()
+                ag.stop()
+                assert ag.proc.returncode == 0, ag.log()
             finally:
                 os.kill(j.pid, signal.SIGCONT)
     finally:
@@ -877,6 +881,17 @@ def test_otlp_push_reaches_a_real_collector(app, tmp_path):
     assert res["service.name"] == "jvmos-agent" and res["host.name"] == socket.gethostname()
     cpu = _pushed(got, "jvmos_jvm_cpu_seconds", pid=j.pid)
     assert cpu and cpu[-1][3] == "s" and cpu[-1][2] > 0
+    # a counter is a cumulative monotonic sum, a gauge a gauge
+    kinds = {m["name"]: m for line in got.read_text().splitlines() if line.strip()
+             for rm in json.loads(line)["resourceMetrics"] for sm in rm["scopeMetrics"]
+             for m in sm["metrics"]}
+    calls = kinds["jvmos_category_calls"]["sum"]
+    assert calls["isMonotonic"] and calls["aggregationTemporality"] == 2, calls.keys()
+    assert "gauge" in kinds["jvmos_coverage_ratio"]
+    # the last push, made at SIGTERM, has the same count
+    last = [p for p in _pushed(got, "jvmos_category_calls", pid=j.pid, category="jni_copy")
+            if p[0] > t_stop]
+    assert last and last[-1][2] == counted, (last, counted, ag.log())
     assert (value(pushes, "jvmos_agent_otlp_pushes_total", result="ok") or 0) >= 2
     assert value(pushes, "jvmos_agent_otlp_pushes_total", result="failed") == 0
     assert f"OTLP push to http://127.0.0.1:{port}/v1/metrics every 1 s" in ag.log()

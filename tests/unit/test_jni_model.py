@@ -142,7 +142,7 @@ def test_a_traced_median_below_a_narrow_window_is_compared_with_both_spreads(eng
                                                         [900, 1000, 1100]))
     m = enginecost.calibrate_jni_model(JVM, probes, sizes=(10, 4096), n=100,
                                        log=lambda s: None)
-    d = m["copy_minus_window_by_size"]["10"]
+    d = m["traced_minus_window_by_size"]["10"]
     assert d["mean_ns"] == pytest.approx((600 + 650 + 800) / 3 - 700) and d["ci95_ns"][0] < 0 < d["ci95_ns"][1]
     assert d["method"] == "Welch t, 3 traced trials and 3 window trials"
     assert m["points"][0] == [10, pytest.approx(-50.0)] and m["ns_per_call_floored"]
@@ -157,7 +157,7 @@ def test_traced_copies_clearly_faster_than_the_window_are_unresolved(engine_runs
         enginecost.calibrate_jni_model(JVM, probes, sizes=(10, 4096), n=100,
                                        log=lambda s: None)
     u = e.value.unresolved
-    assert u["copy_minus_window_by_size"]["10"]["ci95_ns"][1] < 0
+    assert u["traced_minus_window_by_size"]["10"]["ci95_ns"][1] < 0
     assert "Welch t, 3 traced trials and 3 window trials" in u["unresolved"]
 
 
@@ -305,3 +305,16 @@ def test_a_model_the_window_swallows_is_kept_unresolved_and_not_measured_again(s
     p["engine_probes"]["jni_copy_time_window"]["mean_ns"] = win + 1
     calibrate.ensure_calibrated(p, steps.file, [JVM], ["io"], "count", log=lambda s: None)
     assert steps.done == ["jni 17.0.99"]
+
+
+def test_a_model_left_unresolved_by_the_old_rule_is_measured_again():
+    from jvmos.calibrate import jni_model_stale
+    win = {"mean_ns": 700.0, "ci95_ns": [687.6, 712.4], "samples_ns": [695.0, 700.0, 705.0]}
+    old = {"unresolved": "10-byte copies took 650 ns ... less than the low end",
+           "engine": "jvmos-engine (test)", "window": {"mean_ns": 700.0}}
+    assert "before Welch" in jni_model_stale(old, {"jni_copy_time_window": win})
+    # one the new rule left unresolved stands (measured again only when the window changes)
+    new = dict(old, traced_minus_window_by_size={"10": {"mean_ns": -195.0}})
+    assert jni_model_stale(new, {"jni_copy_time_window": win}) is None
+    # nor is one measured again while the window has no samples to apply the rule with
+    assert jni_model_stale(old, {"jni_copy_time_window": dict(win, samples_ns=None)}) is None

@@ -82,6 +82,102 @@ class _Agent:
         self.cfg = Config(otlp_endpoint=endpoint, otlp_every_s=0.05)
 
 
+def receiver(answers):
+    """A local OTLP/HTTP stand-in: each POST answered by the next of answers, a callable
+    (handler) -> None; returns (server, the bodies it got)."""
+    got = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            got.append(self.rfile.read(int(self.headers["Content-Length"])))
+            answers[min(len(got), len(answers)) - 1](self)
+
+        def log_message(self, *a):
+            pass
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, got
+
+
+def _status(code, body=b"", ctype="application/x-protobuf"):
+    def answer(h):
+        h.send_response(code)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+    return answer
+
+
+def test_a_collector_that_hangs_costs_a_failed_push_in_bounded_time():
+    import time
+    release = threading.Event()
+
+    def hang(h):
+        release.wait(10)
+        _status(200)(h)
+    srv, got = receiver([hang, _status(200)])
+    said = []
+    try:
+        p = otlp.Pusher(_Agent(f"http://127.0.0.1:{srv.server_port}"), _Registry(),
+                        said.append, "0.1.0")
+        t = time.monotonic()
+        assert not p.push_once(deadline_s=0.5)
+        assert time.monotonic() - t < 2 and p.counts["failed"] == 1
+        assert "no answer within 0.5 s" in said[-1]
+        # while that one hangs, no other is started
+        assert not p.push_once(deadline_s=0.5) and len(got) == 1
+        release.set()
+        p._worker.join(5)
+        assert p.push_once(deadline_s=5) and p.ok == 1 and said[-1].endswith("works again")
+    finally:
+        release.set()
+        srv.shutdown()
+
+
+def test_rejected_points_count_as_partial():
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import \
+        ExportMetricsPartialSuccess, ExportMetricsServiceResponse
+    body = ExportMetricsServiceResponse(partial_success=ExportMetricsPartialSuccess(
+        rejected_data_points=3, error_message="bad name")).SerializeToString()
+    srv, _ = receiver([_status(200, body)])
+    said = []
+    try:
+        p = otlp.Pusher(_Agent(f"http://127.0.0.1:{srv.server_port}"), _Registry(),
+                        said.append, "0.1.0")
+        assert p.push_once()
+        assert p.counts == {"ok": 0, "partial": 1, "failed": 0}
+        assert any("rejected 3 data points" in s for s in said)
+    finally:
+        srv.shutdown()
+
+
+def test_stop_makes_a_last_push_and_returns():
+    import time
+    srv, got = receiver([_status(200)])
+    try:
+        a = _Agent(f"http://127.0.0.1:{srv.server_port}")
+        a.cfg.otlp_every_s = 3600                # no periodic push before the stop
+        p = otlp.Pusher(a, _Registry(), lambda s: None, "0.1.0").start()
+        t = time.monotonic()
+        p.stop()
+        assert time.monotonic() - t < otlp.FINAL_DEADLINE_S + 2
+        assert len(got) == 1 and p.ok == 1 and not p.thread.is_alive()
+    finally:
+        srv.shutdown()
+
+
+def test_process_counters_start_at_the_process_start():
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    c = CounterMetricFamily("process_cpu_seconds", "cpu", unit="seconds")
+    c.add_metric([], 3.0)
+    g = GaugeMetricFamily("process_start_time_seconds", "start", value=1_700_000_000.5)
+    req = otlp.to_request([c, g], {}, NOW_NS, 5 * 10**9)
+    m = {x.name: x for x in req.resource_metrics[0].scope_metrics[0].metrics}
+    assert m["process_cpu_seconds"].sum.data_points[0].start_time_unix_nano == \
+        1_700_000_000_500_000_000
+
+
 def test_a_push_reaches_a_receiver_and_a_failure_is_counted_and_said_once():
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import \
         ExportMetricsServiceRequest
@@ -111,6 +207,7 @@ def test_a_push_reaches_a_receiver_and_a_failure_is_counted_and_said_once():
         status[0] = 503
         assert not p.push_once() and not p.push_once()
         assert p.failed == 2 and sum("failed: HTTP 503" in s for s in said) == 1
+        assert sum("failed" in s for s in said) == 1
         status[0] = 200
         assert p.push_once() and p.ok == 2 and said[-1].endswith("works again")
     finally:

@@ -37,6 +37,7 @@ COMMITTED = {
     "matmul": "results/matmul",
     "predictions": "results/predictions",
     "agent-overhead": "results/agent-overhead",
+    "agent-windows": "results/agent-windows",
     "probe-effect": "results/probe-effect/servers",
 }
 # experiments that wrote no committed result of their own, and why

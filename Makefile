@@ -71,16 +71,14 @@ test: build
 # The Dockerfile built for real and its image run as the README says (tests/container):
 # docker.io and a dockerd if missing, a debian:12 base from debootstrap if no registry has one.
 JVMOS_IMAGE ?= jvmos:test
-# A dockerd it started is stopped after the tests, passed or not.
+# A dockerd it started (build/container/dockerd.pid) is stopped at the end, built and passed
+# or not.
 container-test: build
-	scripts/container-build.sh $(JVMOS_IMAGE)
-	JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs \
-	  --durations=5 tests/container; rc=$$?; \
-	if [ -s build/container/dockerd.pid ]; then \
-	  pid=$$(cat build/container/dockerd.pid); kill $$pid 2>/dev/null; \
-	  for i in $$(seq 60); do kill -0 $$pid 2>/dev/null || break; sleep 0.5; done; \
-	  rm -f build/container/dockerd.pid; echo "container: stopped the dockerd it started"; fi; \
-	exit $$rc
+	@rc=0; scripts/container-build.sh $(JVMOS_IMAGE) || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+	  JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs \
+	    --durations=5 tests/container || rc=$$?; fi; \
+	scripts/container-build.sh --stop-dockerd; exit $$rc
 
 unit: venv
 	$(PY) -m pytest -q tests/unit

@@ -7,8 +7,26 @@
 #
 #   scripts/container-build.sh [TAG]      (default jvmos:test)
 # Prints the build's wall time and the image's size; build/container/ keeps the log.
+#   scripts/container-build.sh --stop-dockerd   (stops the dockerd this script started, if any)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--stop-dockerd" ]; then
+  pidf=build/container/dockerd.pid
+  [ -s "$pidf" ] || exit 0
+  pid="$(cat "$pidf")"
+  # only that pid if it is still a dockerd (not a pid reused since, e.g. after a reboot)
+  if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
+    kill "$pid"
+    for _ in $(seq 60); do [ -d "/proc/$pid" ] || break; sleep 0.5; done
+    if [ -d "/proc/$pid" ]; then
+      echo "container: the dockerd it started (pid $pid) is still running after 30 s" >&2
+      exit 1
+    fi
+    echo "container: stopped the dockerd it started (pid $pid)"
+  fi
+  rm -f "$pidf"
+  exit 0
+fi
 TAG="${1:-jvmos:test}"
 mkdir -p build/container
 export DEBIAN_FRONTEND=noninteractive
@@ -37,7 +55,11 @@ if ! docker image inspect debian:12 >/dev/null 2>&1; then
     # debootstrap's sources name its mirror's bookworm alone: the updates and security
     # suites are added from that same line (the mirror's debian-security beside debian), as
     # Debian's own image has them, so the image's packages get their fixes
-    src="$(grep -m1 '^deb ' "$root/etc/apt/sources.list")"
+    src="$(grep -m1 '^deb ' "$root/etc/apt/sources.list" || true)"
+    if [ -z "$src" ]; then
+      echo "container: debootstrap wrote no 'deb' line in $root/etc/apt/sources.list" >&2
+      rm -rf "$root"; exit 1
+    fi
     { echo "$src"; echo "${src/ bookworm / bookworm-updates }";
       echo "${src/\/debian bookworm //debian-security bookworm-security }"; } \
       > "$root/etc/apt/sources.list.tmp"

@@ -776,7 +776,11 @@ def notes_for(results: dict) -> List[str]:
                       f"{size['pilot_sd_log']:.4f}) asked for {size['wanted']}, at least "
                       f"{MIN_PAIRS}" + (f", capped at {size['pairs']} by --max-trials"
                                         if size["capped"] else "")
-                      + "; the pilot's pairs are among them") + "."),
+                      + "; the pilot's pairs are among them"
+                      + (f"; {len(results['pairs'])} run in all, the last "
+                         f"{len(results['pairs']) - size['pairs']} added later with --resume "
+                         "--trials (on the server the servers list names for them)"
+                         if len(results["pairs"]) > size["pairs"] else "")) + "."),
         "watched: `jvmos agent` started for the load with its defaults (io layer, 5 s "
         "interval, windows sized under --max-overhead) and --match jar=<this run's copy of "
         "the chat jar>; the load starts once the agent has counted an interval of the server, "

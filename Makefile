@@ -78,7 +78,7 @@ container-test: build
 	if [ $$rc = 0 ]; then \
 	  JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs \
 	    --durations=5 tests/container || rc=$$?; fi; \
-	scripts/container-build.sh --stop-dockerd; exit $$rc
+	scripts/container-build.sh --stop-dockerd || { [ $$rc != 0 ] || rc=1; }; exit $$rc
 
 unit: venv
 	$(PY) -m pytest -q tests/unit

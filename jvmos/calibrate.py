@@ -186,7 +186,9 @@ def jni_model_stale(model: Optional[dict], engine_probes: Optional[dict]) -> Opt
     if used.get("mean_ns") != win.get("mean_ns"):
         return (f"measured with a probe window of {used.get('mean_ns')} ns, the engine's "
                 f"calibration now says {win.get('mean_ns')} ns")
+    # (copy_minus_window_by_size: that difference's first name, Welch's rule too)
     if model.get("unresolved") and "traced_minus_window_by_size" not in model \
+            and "copy_minus_window_by_size" not in model \
             and len(win.get("samples_ns") or []) >= 2:
         # the rule before Welch's interval (a traced median under the window's low end,
         # the traced trials' spread left out) called copies unresolved that are not

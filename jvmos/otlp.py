@@ -23,8 +23,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 
 UNITS = {"seconds": "s", "bytes": "By", "ratio": "1"}
 PATH = "/v1/metrics"
-TIMEOUT_S = 10.0            # a socket operation's
-PUSH_DEADLINE_S = 10.0      # a push's, whole
+PUSH_DEADLINE_S = 10.0      # a push's, whole (a socket operation's: 2 s more)
 FINAL_DEADLINE_S = 2.0      # the last push's, at stop: inside docker stop's 10 s
 
 
@@ -88,7 +87,7 @@ def to_request(families: Iterable, resource: Dict[str, str], now_ns: int,
         scope_metrics=[m.ScopeMetrics(metrics=out)])])
 
 
-def post(endpoint: str, body: bytes, timeout: float = TIMEOUT_S) -> int:
+def post(endpoint: str, body: bytes, timeout: float = PUSH_DEADLINE_S) -> int:
     """One OTLP/HTTP export; returns the data points the collector says it rejected (its
     partial_success, 0 when it took them all); OSError (with the status) when it does not
     take the export, http.client.HTTPException on a broken answer."""
@@ -115,12 +114,14 @@ class Pusher:
     """The push thread: every cfg.otlp_every_s while cfg.otlp_endpoint is set (read at each
     push; a SIGHUP's new configuration applies at once: kick()). Each push runs in a worker
     thread of its own and is given PUSH_DEADLINE_S at most: a collector that hangs costs a
-    failed push, never the loop, and while one push still hangs no other is started. At
-    stop() one last push (the counters' final values) is given FINAL_DEADLINE_S."""
+    failed push, never the loop, and while one push to an endpoint still hangs no other to it
+    is started (one to a new endpoint is). At stop() the push under way is no longer waited
+    for, and one last push (the counters' final values) is given FINAL_DEADLINE_S, whatever
+    still hangs; its result is logged."""
 
     def __init__(self, agent, registry, log: Callable[[str], None], version: str,
                  start_s: Optional[float] = None):
-        self.agent, self.registry, self.log = agent, registry, log
+        self.agent, self.registry, self._log = agent, registry, log
         self.resource = {"service.name": "jvmos-agent", "service.version": version,
                          "host.name": socket.gethostname()}
         self.start_ns = int((start_s if start_s is not None else time.time()) * 1e9)
@@ -129,6 +130,9 @@ class Pusher:
         self.stopping = threading.Event()
         self._kick = threading.Event()
         self._worker: Optional[threading.Thread] = None
+        self._worker_endpoint: Optional[str] = None
+        self._endpoint: Optional[str] = None      # the endpoint the messages below are of
+        self._said_first = False
         self.thread = threading.Thread(target=self._loop, name="jvmos-agent-otlp", daemon=True)
 
     @property
@@ -139,6 +143,12 @@ class Pusher:
     def failed(self) -> int:
         return self.counts["failed"]
 
+    def log(self, msg: str) -> None:
+        try:
+            self._log(msg)
+        except Exception:       # noqa: BLE001 (a log that fails must not end the pushes)
+            pass
+
     def start(self) -> "Pusher":
         self.thread.start()
         return self
@@ -148,20 +158,26 @@ class Pusher:
         self._kick.set()
 
     def stop(self) -> None:
-        """Stops the loop after one last push (the counters' final values)."""
+        """The last push (the counters' final values), then the loop's end: FINAL_DEADLINE_S
+        and a little more at most."""
         self.stopping.set()
         self._kick.set()
-        self.thread.join(timeout=FINAL_DEADLINE_S + 2)
+        self.thread.join(timeout=FINAL_DEADLINE_S + 1.5)
         if self.thread.is_alive():
-            self.log("OTLP: the last push did not end in time; stopping without it")
+            self.log("OTLP: the pusher did not end in time; stopping without it")
 
-    def push_once(self, deadline_s: float = PUSH_DEADLINE_S) -> bool:
-        """One push, waited for deadline_s at most (True: the collector took it)."""
+    def push_once(self, deadline_s: float = PUSH_DEADLINE_S, final: bool = False) -> bool:
+        """One push, waited for deadline_s at most (True: the collector took it). A regular
+        push stops waiting when stop() is called (not counted: the last push follows)."""
         cfg = self.agent.cfg
         endpoint = cfg.otlp_endpoint
         if not endpoint:
             return False
-        if self._worker is not None and self._worker.is_alive():
+        if endpoint != self._endpoint:          # a new endpoint's first success and failure
+            self._endpoint, self.last_error, self._said_first = endpoint, None, False
+        busy = (self._worker is not None and self._worker.is_alive()
+                and self._worker_endpoint == endpoint)
+        if busy and not final:
             return self._failed(endpoint, cfg, "the previous push still has no answer")
         body = to_request(self.registry.collect(), self.resource, time.time_ns(),
                           self.start_ns).SerializeToString()
@@ -169,33 +185,45 @@ class Pusher:
 
         def work():
             try:
-                got["rejected"] = post(endpoint, body, timeout=min(TIMEOUT_S, deadline_s))
+                # the socket's timeout beyond the deadline: the deadline decides, and an
+                # abandoned worker still ends on its own
+                got["rejected"] = post(endpoint, body, timeout=deadline_s + 2.0)
             except Exception as e:      # noqa: BLE001 (reported by the loop)
                 got["error"] = str(getattr(e, "reason", None) or e) or type(e).__name__
-        self._worker = threading.Thread(target=work, name="jvmos-agent-otlp-push",
-                                        daemon=True)
-        self._worker.start()
-        self._worker.join(timeout=deadline_s)
-        if self._worker.is_alive():
-            return self._failed(endpoint, cfg, f"no answer within {deadline_s:g} s")
+        worker = threading.Thread(target=work, name="jvmos-agent-otlp-push", daemon=True)
+        self._worker, self._worker_endpoint = worker, endpoint
+        worker.start()
+        end = time.monotonic() + deadline_s
+        while worker.is_alive() and time.monotonic() < end:
+            worker.join(timeout=0.05)
+            if not final and self.stopping.is_set():
+                return False
+        if worker.is_alive():
+            return self._failed(endpoint, cfg, f"no answer within {deadline_s:g} s", final)
         if "error" in got:
-            return self._failed(endpoint, cfg, got["error"])
+            return self._failed(endpoint, cfg, got["error"], final)
         if got.get("rejected"):
             self.counts["partial"] += 1
             self.log(f"OTLP push to {endpoint}: the collector rejected {got['rejected']} "
                      "data points")
         else:
             self.counts["ok"] += 1
-        if self.last_error is not None:
+        if final:
+            self.log(f"OTLP: last push to {endpoint}: "
+                     + ("ok" if not got.get("rejected") else "partial"))
+        elif self.last_error is not None:
             self.log(f"OTLP push to {endpoint} works again")
-        elif self.counts["ok"] + self.counts["partial"] == 1:
+        elif not self._said_first:
             self.log(f"OTLP push to {endpoint}{PATH} every {cfg.otlp_every_s:g} s")
+        self._said_first = True
         self.last_error = None
         return True
 
-    def _failed(self, endpoint: str, cfg, why: str) -> bool:
+    def _failed(self, endpoint: str, cfg, why: str, final: bool = False) -> bool:
         self.counts["failed"] += 1
-        if self.last_error is None:
+        if final:
+            self.log(f"OTLP: last push to {endpoint}: failed: {why}")
+        elif self.last_error is None:
             self.log(f"OTLP push to {endpoint} failed: {why} (counted in "
                      "jvmos_agent_otlp_pushes_total{result=\"failed\"}; tried again every "
                      f"{cfg.otlp_every_s:g} s)")
@@ -208,14 +236,14 @@ class Pusher:
             self._kick.clear()
             if self.stopping.is_set():
                 break
-            self._guarded(PUSH_DEADLINE_S)
-        self._guarded(FINAL_DEADLINE_S)
+            self._guarded(PUSH_DEADLINE_S, False)
+        self._guarded(FINAL_DEADLINE_S, True)
 
-    def _guarded(self, deadline_s: float) -> None:
+    def _guarded(self, deadline_s: float, final: bool) -> None:
         """push_once, where an error of the mapping itself (a bug) is counted and said, not
         the end of the pushes."""
         try:
-            self.push_once(deadline_s)
+            self.push_once(deadline_s, final)
         except Exception as e:      # noqa: BLE001 (the thread must not die)
             self.counts["failed"] += 1
             self.log(f"OTLP push failed: {type(e).__name__}: {e}")

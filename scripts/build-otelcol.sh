@@ -12,7 +12,9 @@ manifest="$here/tests/otelcol/manifest.yaml"
 out="$here/build/otelcol"
 bin="$out/src/otelcol-jvmos-test"
 go_bin="$("$here/scripts/go.sh" --which)"
-stamp="$BUILDER_VERSION $("$go_bin" env GOVERSION) $(sha256sum "$manifest" | cut -d' ' -f1)"
+gover="$(GOTOOLCHAIN=local "$go_bin" env GOVERSION)"
+msum="$(sha256sum "$manifest" | cut -d' ' -f1)"
+stamp="$BUILDER_VERSION $gover $msum"
 if [ -x "$bin" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ]; then
   exit 0
 fi

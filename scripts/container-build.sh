@@ -16,7 +16,7 @@ if [ "${1:-}" = "--stop-dockerd" ]; then
   pid="$(cat "$pidf")"
   # only that pid if it is still a dockerd (not a pid reused since, e.g. after a reboot)
   if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
-    kill "$pid"
+    kill "$pid" 2>/dev/null || true
     for _ in $(seq 60); do [ -d "/proc/$pid" ] || break; sleep 0.5; done
     if [ -d "/proc/$pid" ]; then
       echo "container: the dockerd it started (pid $pid) is still running after 30 s" >&2

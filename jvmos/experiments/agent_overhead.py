@@ -400,7 +400,9 @@ def agreement(a, srv, out: Path, name: str = "agreement-recording"):
                        "agent_estimated_per_counted_s": per(est, counted),
                        "agent_seen_per_counted_s": per(seen, counted)}
         return {"record_seconds": wall_s, "agent_span_s": span, "agent_counted_s": counted,
-                "agent_coverage": (delta(s1, s0, "on_s") or 0.0) / span,
+                # on-time per the time the counts cover (the scrape span in a run before)
+                "agent_coverage": (delta(s1, s0, "on_s") or 0.0) / (counted or span),
+                "agent_coverage_basis": "counted" if counted else "span",
                 "categories": rows, "recording": str(rec.relative_to(out))}
     return run
 

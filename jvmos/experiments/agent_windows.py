@@ -102,7 +102,7 @@ PER_COUNTED, PER_SPAN = "agent_estimated_per_counted_s", "agent_estimated_per_s"
 
 def basis_of(loads: List[dict]) -> str:
     """Which of the two the run's ratios use: counted seconds when every load has them."""
-    have = [x for x in loads if x.get("agreement")]
+    have = [x for x in loads if (x.get("agreement") or {}).get("categories")]
     return PER_COUNTED if have and all(
         PER_COUNTED in ((x["agreement"].get("categories") or {}).get("io_syscall") or {})
         for x in have) else PER_SPAN
@@ -163,13 +163,20 @@ def tables(results: dict) -> List[Table]:
               f"chat server ({results['jdk_label']}; {ROOMS}x{USERS_PER_ROOM}, open loop "
               f"at {results['rate']:g} messages/s per user; a {results['agree_seconds']} s "
               "recording in each load)",
-              ["pair", "load", "arm", "io coverage", "recorded io syscalls/s",
+              ["pair", "load", "arm", "io coverage (on-time / "
+               + ("counted time)" if results["analysis"]["basis"] == PER_COUNTED
+                  else "scrape span)"),
+               "recorded io syscalls/s",
                "agent's estimate/s", "ratio io_syscall", "ratio nio_copy"])
     key = results["analysis"]["basis"]
     for x in results["loads"]:
         ag = x.get("agreement") or {}
         row = (ag.get("categories") or {}).get("io_syscall") or {}
         cov = ag.get("agent_coverage")
+        if (cov is not None and ag.get("agent_coverage_basis") != "counted"
+                and ag.get("agent_counted_s") and ag.get("agent_span_s")):
+            # on-time per the time the counts cover: a run that stored it per scrape span
+            cov = cov * ag["agent_span_s"] / ag["agent_counted_s"]
         r = ratios_of(ag, key)
         t.add([x["pair"], x["load"], x["arm"], "—" if cov is None else f"{cov:.3f}",
                _num(row.get("recorded_per_s")), _num(row.get(key)),

@@ -888,7 +888,8 @@ def test_otlp_push_reaches_a_real_collector(app, tmp_path):
     calls = kinds["jvmos_category_calls"]["sum"]
     assert calls["isMonotonic"] and calls["aggregationTemporality"] == 2, calls.keys()
     assert "gauge" in kinds["jvmos_coverage_ratio"]
-    # the last push, made at SIGTERM, has the same count
+    # the last push, made at SIGTERM (the agent says so), has the same count
+    assert f"OTLP: last push to http://127.0.0.1:{port}: ok" in ag.log(), ag.log()
     last = [p for p in _pushed(got, "jvmos_category_calls", pid=j.pid, category="jni_copy")
             if p[0] > t_stop]
     assert last and last[-1][2] == counted, (last, counted, ag.log())

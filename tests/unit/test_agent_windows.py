@@ -57,3 +57,12 @@ def test_the_full_arm_has_no_limit_and_odd_pairs_are_refused():
     assert aw.arm_settings(a, "windowed").max_overhead == "2%" and a.max_overhead == "2%"
     with pytest.raises(SystemExit):
         aw.parse(["--pairs", "3"])
+
+
+def test_a_failed_recording_neither_changes_the_basis_nor_counts():
+    loads = [load(p, arm, 1000, 950 if arm == "windowed" else 1000)
+             for p in (1, 2, 3) for arm in aw.ARMS]
+    loads[0]["agreement"] = {"error": "record failed"}       # pair 1's windowed recording
+    got = aw.analyse(loads)
+    assert got["basis"] == aw.PER_COUNTED
+    assert got["io_syscall"]["n"] == 2 and got["io_syscall"]["incomplete_pairs"] == 1

@@ -316,5 +316,7 @@ def test_a_model_left_unresolved_by_the_old_rule_is_measured_again():
     # one the new rule left unresolved stands (measured again only when the window changes)
     new = dict(old, traced_minus_window_by_size={"10": {"mean_ns": -195.0}})
     assert jni_model_stale(new, {"jni_copy_time_window": win}) is None
+    first = dict(old, copy_minus_window_by_size={"10": {"mean_ns": -195.0}})   # its first name
+    assert jni_model_stale(first, {"jni_copy_time_window": win}) is None
     # nor is one measured again while the window has no samples to apply the rule with
     assert jni_model_stale(old, {"jni_copy_time_window": dict(win, samples_ns=None)}) is None

@@ -31,6 +31,8 @@ NOT_RUN = {
     "jvmos agent --match user=app,main=com.example.* --match jar=*/orders.jar --layers io,threads":
         "a service (test_agent.py: --match)",
     "jvmos agent --sample": "a service (test_agent.py: test_sample_serves_a_cpu_profile_as_pprof)",
+    "jvmos agent --otlp-endpoint http://127.0.0.1:4318":
+        "a service (test_agent.py: test_otlp_push_reaches_a_real_collector)",
     "jvmos record --pid 4242 --duration 30": "a foreign pid (test_record.py attaches --pid)",
     "jvmos run": "the verb alone, named in prose",
     "jvmos run blocking-io": "the full-scale experiment, minutes (test_experiments.py: --quick)",

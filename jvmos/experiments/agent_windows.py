@@ -31,7 +31,7 @@ from jvmos.experiments.common import (headline, jdk_label, load_finished, log, o
 from jvmos.experiments.server import save_partial
 from jvmos.experiments.agent_overhead import (ROOMS, USERS_PER_ROOM, agreement,
                                               agreement_messages, chat_load_cmd, chat_server,
-                                              own_jar, warm_up, watched_load)
+                                              ns, own_jar, warm_up, watched_load)
 
 CATEGORIES = ("io_syscall", "nio_copy")
 ARMS = ("windowed", "full")
@@ -179,7 +179,7 @@ def tables(results: dict) -> List[Table]:
             cov = cov * ag["agent_span_s"] / ag["agent_counted_s"]
         r = ratios_of(ag, key)
         t.add([x["pair"], x["load"], x["arm"], "—" if cov is None else f"{cov:.3f}",
-               _num(row.get("recorded_per_s")), _num(row.get(key)),
+               ns(row.get("recorded_per_s")), ns(row.get(key)),
                _ratio(r.get("io_syscall")), _ratio(r.get("nio_copy"))
                + (f" (miss: {x['error']})" if x.get("error") else "")])
     s = Table("Full minus windowed, paired by pair (95% t interval; complete pairs only, the "
@@ -194,10 +194,6 @@ def tables(results: dict) -> List[Table]:
                    "—" if st["ci95"] is None else f"[{st['ci95'][0]:+.3f}, {st['ci95'][1]:+.3f}]",
                    st["n"], verdict(st)])
     return [t, s]
-
-
-def _num(v) -> str:
-    return "—" if v is None else f"{v:,.0f}"
 
 
 def _ratio(v) -> str:

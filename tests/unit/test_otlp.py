@@ -109,14 +109,19 @@ def _status(code, body=b"", ctype="application/x-protobuf"):
     return answer
 
 
+def _hanging(release):
+    """An answer that comes once release is set (15 s at most)."""
+    def answer(h):
+        release.wait(15)
+        _status(200)(h)
+    return answer
+
+
 def test_a_collector_that_hangs_costs_a_failed_push_in_bounded_time():
     import time
     release = threading.Event()
 
-    def hang(h):
-        release.wait(10)
-        _status(200)(h)
-    srv, got = receiver([hang, _status(200)])
+    srv, got = receiver([_hanging(release), _status(200)])
     said = []
     try:
         p = otlp.Pusher(_Agent(f"http://127.0.0.1:{srv.server_port}"), _Registry(),
@@ -172,10 +177,7 @@ def test_a_stop_during_a_hung_push_still_makes_the_last_push():
     import time
     release = threading.Event()
 
-    def hang(h):
-        release.wait(15)
-        _status(200)(h)
-    srv, got = receiver([hang, _status(200)])
+    srv, got = receiver([_hanging(release), _status(200)])
     said = []
     try:
         a = _Agent(f"http://127.0.0.1:{srv.server_port}")
@@ -196,10 +198,7 @@ def test_a_stop_during_a_hung_push_still_makes_the_last_push():
 def test_a_new_endpoint_is_pushed_to_while_the_old_one_hangs_and_said_anew():
     release = threading.Event()
 
-    def hang(h):
-        release.wait(15)
-        _status(200)(h)
-    old, _ = receiver([hang])
+    old, _ = receiver([_hanging(release)])
     new, got = receiver([_status(503), _status(200)])
     said = []
     try:

@@ -40,9 +40,7 @@ def value_of(name: str, s: dict) -> float:
             raise JvmosError("calibrating C_nt: no Java thread creation was recorded")
         if java.get("libc_ns") is None or java.get("kernel_ns") is None:
             raise JvmosError("calibrating C_nt: the recorded thread creation has no native "
-                             "time (a probe cost it needs is unknown: "
-                             + "; ".join(w for w in s.get("warnings") or [] if "unknown" in w
-                                         or "not resolved" in w)[:300] + ")")
+                             "time" + _unknown_costs(s))
         return (java["libc_ns"] + java["kernel_ns"]) / n / 1e3
     if name == "C_nt_kernel":
         # C_nt's kernel part alone: what a clock of kernel time (stime) can test
@@ -57,6 +55,9 @@ def value_of(name: str, s: dict) -> float:
         closes = ((cats.get("file") or {}).get("syscalls") or {}).get("close") or {}
         if not n or not closes.get("calls"):
             raise JvmosError("calibrating C_link: no accept or close was recorded")
+        if closes.get("time_ns") is None or any(v.get("time_ns") is None for v in acc):
+            raise JvmosError("calibrating C_link: the recorded accept or close has no time"
+                             + _unknown_costs(s))
         # accept, and the close of the accepted socket (an average close of this run: server
         # and client ends close alike)
         return (sum(v["time_ns"] for v in acc) / n + closes["time_ns"] / closes["calls"]) / 1e3
@@ -65,11 +66,22 @@ def value_of(name: str, s: dict) -> float:
         opens = sum(v["calls"] for k, v in sc.items() if k.startswith("open"))
         if not opens:
             raise JvmosError("calibrating C_file: no open was recorded")
+        if any(v.get("time_ns") is None for v in sc.values()):
+            raise JvmosError("calibrating C_file: a recorded open or close has no time"
+                             + _unknown_costs(s))
         return sum(v["time_ns"] for v in sc.values()) / opens / 1e3
     if name == "C_io_chunk":
         calls, nio_write, copyin = _io_chunk_parts(s)
         return (nio_write + copyin) / calls / 1e3
     raise KeyError(name)
+
+
+def _unknown_costs(s: dict) -> str:
+    """Why a recording's time is unknown, for a constant's error: the probe costs it needs
+    that are not resolved (its warnings), and what measures them again."""
+    why = "; ".join(w for w in s.get("warnings") or [] if "unknown" in w or "not resolved" in w)
+    return (f" (a probe cost it needs is unknown: {why[:300]}; 'jvmos calibrate --probes' "
+            "measures them again, best on an idle machine)")
 
 
 def _io_chunk_parts(s: dict):

@@ -46,6 +46,7 @@ import math
 import os
 import resource
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -718,6 +719,8 @@ class Agent:
                             if w.last_on_s.get(layer) else None) for layer in layers}
             fixed = sum(ns for layer, ns in w.last_by_layer.items()
                         if layer not in layers) / span
+            # a profile window (--sample) in the period takes its share first
+            fixed += self.sampler_reserve(w, w.last_cpu / span, self.cfg.interval_s)
             sizes = dc.size_windows(cost, w.last_cpu / span, fixed,
                                     self.cfg.max_overhead_pct, self.cfg.interval_s, w.window)
             for layer, size in sizes.items():
@@ -848,13 +851,56 @@ class Agent:
         if not self.cfg.sample:
             self.profiles = None
             return
+        from jvmos.samplercost import validate
         jattach()                         # refused at once, in one line, without jattach
+        model = (self.platform or {}).get("sampler")
+        why = validate(model)
+        if why and self.cfg.max_overhead_pct is not None:
+            raise JvmosError(f"--sample within --max-overhead needs the sampler's cost, {why}: "
+                             "run 'jvmos calibrate --sampler' once on this host, start the "
+                             "agent without --no-calibrate, or give --max-overhead none")
         p = self.profiles
         if p is None:
-            self.profiles = Profiles(self.state_dir, self.cfg.sample_window_s,
-                                     self.cfg.sample_every_s, self.log)
+            p = self.profiles = Profiles(self.state_dir, self.cfg.sample_window_s,
+                                         self.cfg.sample_every_s, self.log)
         else:
             p.window_s, p.every_s = self.cfg.sample_window_s, self.cfg.sample_every_s
+        p.model = None if why else model
+        p.plan = self.sampler_plan
+
+    def sampler_plan(self, pid: int) -> Tuple[Optional[int], Optional[str]]:
+        """The sampling interval of pid's next profile window, within the sampler's share of
+        --max-overhead (dc.sampler_interval), or (None, why) to skip it, or (None, None) to
+        wait until the JVM has a measured interval. Without a limit, or for a JVM whose CPU
+        in its last interval was too little to judge, the default."""
+        from jvmos.profiles import INTERVAL_MS
+        base = INTERVAL_MS * 1_000_000
+        limit, model = self.cfg.max_overhead_pct, self.profiles.model if self.profiles else None
+        if limit is None or model is None:
+            return base, ""
+        w = next((w for w in self.watches.values() if w.proc.pid == pid), None)
+        span = w.last.get("interval_s") if w is not None else None
+        if not span or w.last_cpu is None:
+            return None, None            # no interval measured yet: the window waits for one
+        if w.last_cpu < MIN_JUDGED_CPU_NS:
+            return base, ""              # an idle JVM: nothing to judge the share by
+        return dc.sampler_interval(model["ns_per_sample"]["mean"],
+                                   model["ns_per_window"]["mean"], w.last_cpu / span,
+                                   self.cfg.sample_window_s, limit, base)
+
+    def sampler_reserve(self, w: Watch, cpu_per_s: float, period_s: float) -> float:
+        """What w's profile window is estimated to take (ns per second) in the next period,
+        when one runs or is due in it: the probes' windows are sized with it (0 without
+        --sample or a model)."""
+        p = self.profiles
+        if p is None or p.model is None:
+            return 0.0
+        interval = p.running_interval(w.proc.pid, time.time() + period_s)
+        if interval is None:
+            return 0.0
+        return dc.sampler_cost_per_s(p.model["ns_per_sample"]["mean"],
+                                     p.model["ns_per_window"]["mean"], cpu_per_s,
+                                     self.cfg.sample_window_s, interval)
 
     def sample(self, w: Watch) -> float:
         """w's profile windows (--sample): returns when they next need a look (monotonic)."""
@@ -1146,6 +1192,24 @@ def load_platform(path: Path, cfg: Config, calibrate: bool = False,
         platform = cal.ensure_calibrated(platform, path, [], list(cfg.layers), "count",
                                          log or print)
         cal.validate_platform(platform)
+    if cfg.sample and cfg.max_overhead_pct is not None and calibrate and platform:
+        from jvmos import samplercost
+        from jvmos.jdk import discover_jdks
+        why = samplercost.validate(platform.get("sampler"))
+        jdks = discover_jdks()
+        if why and jdks:
+            (log or print)(f"the sampler's cost is {why}: measuring it once on JDK "
+                           f"{jdks[0].version} (--sample within --max-overhead; about 30 s "
+                           "of a CPU loop on the host)")
+            # in a process of its own: its statistics (scipy) never load into the agent
+            r = subprocess.run([sys.executable, "-m", "jvmos.samplercost", "--platform",
+                                str(path), "--blocks", "3"], capture_output=True, text=True)
+            for line in (r.stdout + r.stderr).strip().splitlines():
+                (log or print)(f"  {line}")
+            if r.returncode != 0:
+                raise JvmosError("the sampler's cost could not be measured (above); --sample "
+                                 "with --max-overhead needs it")
+            platform = cal.load(path)
     return platform
 
 

@@ -270,6 +270,20 @@ def _window_families(L: list) -> dict:
         "prof_last": GaugeMetricFamily(
             "jvmos_profile_last_window_end_time_seconds", "When the JVM's last finished "
             "profile window ended (Unix time)", labels=L, unit="seconds"),
+        "prof_skipped": CounterMetricFamily(
+            "jvmos_profile_skipped", "Profile windows not started because even the coarsest "
+            "sampling would pass the sampler's share of --max-overhead (the reason is in "
+            "/status and the log)", labels=L),
+        "prof_interval": GaugeMetricFamily(
+            "jvmos_profile_interval_seconds", "The last profile window's sampling interval: a "
+            "sample per this much CPU time of each thread, chosen within the sampler's share "
+            "of --max-overhead (0.01 when that fits)", labels=L, unit="seconds"),
+        "prof_cost": CounterMetricFamily(
+            "jvmos_profile_estimated_cost_seconds", "CPU time the finished profile windows "
+            "cost the JVM, estimated: per window the calibrated cost of its start and stop "
+            "plus the calibrated cost per sample x (the JVM's CPU during the window / the "
+            "sampling interval) (jvmos calibrate --sampler); absent when not calibrated",
+            labels=L, unit="seconds"),
     }
 
 
@@ -316,6 +330,11 @@ def _add_windows(fam: dict, j: dict, lv: list) -> None:
         fam["prof_failures"].add_metric(lv, prof["failures"], created=c)
         if prof["last_end"] is not None:
             fam["prof_last"].add_metric(lv, prof["last_end"])
+        fam["prof_skipped"].add_metric(lv, prof.get("skipped", 0), created=c)
+        if prof.get("interval_s") is not None:
+            fam["prof_interval"].add_metric(lv, prof["interval_s"])
+        if prof.get("estimated_cost_s") is not None:
+            fam["prof_cost"].add_metric(lv, prof["estimated_cost_s"], created=c)
     for layer, cov in sorted(j["coverage"].items()):
         if layer in j["layers_wanted"]:
             fam["coverage"].add_metric(lv + [layer], cov)

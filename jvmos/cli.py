@@ -267,6 +267,14 @@ def cmd_calibrate(args) -> int:
             print(f"updated {', '.join(changed)} in {path}")
         else:
             print(f"platform file {path} (created {existing['created']}); --force recalibrates")
+    if args.sampler:
+        from jvmos import samplercost
+        jvm = jvms[0]
+        log(f"measuring what a CPU profile window costs JDK {jvm.version} (jvmos agent "
+            f"--sample; {args.trials} blocks, about {6 * args.trials + 10} s)")
+        existing["sampler"] = samplercost.calibrate(jvm, blocks=args.trials, log=log)
+        cal.save(path, existing)
+        print(f"updated the sampler's cost in {path}")
     if args.every_jdk:
         # what recordings would otherwise measure lazily, the first time they meet a JDK
         engine_mod.check_built(engine_mod.LAYERS)
@@ -324,6 +332,9 @@ def print_platform(existing: dict) -> None:
     if ep:
         from jvmos import enginecost
         print(enginecost.print_summary(ep))
+    if existing.get("sampler"):
+        from jvmos import samplercost
+        print(samplercost.summary(existing["sampler"]))
 
 
 PREDICT_EXAMPLES = """\
@@ -735,7 +746,8 @@ def _verb_calibrate(sub) -> None:
                        epilog="examples:\n  jvmos calibrate            # show, or measure what is missing\n"
                               "  jvmos calibrate --force    # measure everything again (a few minutes)\n"
                               "  jvmos calibrate --probes   # the compiled engine's probe costs and the JNI copy models again\n"
-                              "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n")
+                              "  jvmos calibrate --constants --chunk 4096   # C_nt, C_link, C_file, C_io_chunk again\n"
+                              "  jvmos calibrate --sampler  # what agent --sample's windows cost a JVM\n")
     c.add_argument("--platform", help="platform file (default ~/.local/share/jvmos/platform.json)")
     c.add_argument("--force", action="store_true", help="recalibrate even if the file exists")
     c.add_argument("--trials", type=int,
@@ -747,6 +759,10 @@ def _verb_calibrate(sub) -> None:
     c.add_argument("--probes", action="store_true",
                    help="(re)measure only the compiled engine's probe costs and, with its "
                         "new window, the JNI copy cost model of each JDK (--jdk: that one)")
+    c.add_argument("--sampler", action="store_true",
+                   help="(re)measure what a CPU profile window (async-profiler, jvmos agent "
+                        "--sample) costs the JVM: CPU per window started and stopped, and per "
+                        "sample, on a fixed loop (--trials blocks; --jdk: on that JDK)")
     c.add_argument("--constants", action="store_true",
                    help="(re)measure the heuristic's platform constants C_nt, C_link, C_file, "
                         "C_io_chunk (about a minute: each is a traced microbenchmark)")

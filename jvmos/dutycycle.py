@@ -142,3 +142,44 @@ def windowed(layers: Sequence[str]) -> List[str]:
 
 def unwindowed(layers: Sequence[str]) -> List[str]:
     return [layer for layer in layers if layer not in WINDOWED_LAYERS]
+
+
+# --sample within the same budget: while a profile window runs, the sampler may take at most
+# this share of the windows' budget (TARGET x --max-overhead of the JVM's CPU); the probes'
+# windows are sized with what it is estimated to take
+SAMPLER_SHARE = 0.5
+# the coarsest sampling a window is still run at: a sample per second of CPU per thread
+MAX_SAMPLER_INTERVAL_NS = 1_000_000_000
+
+
+def sampler_interval(ns_per_sample: float, ns_per_window: float, cpu_per_s: float,
+                     window_s: float, limit_pct: float,
+                     base_interval_ns: int) -> Tuple[Optional[int], str]:
+    """The CPU interval between samples of a profile window (async-profiler's cpu event: a
+    sample per interval of each thread's CPU, so cpu_per_s / interval samples per second), so
+    that the window's estimated cost, ns_per_window for its start and stop plus ns_per_sample
+    per sample (jvmos calibrate --sampler), stays within SAMPLER_SHARE of the budget over the
+    window: base_interval_ns when that fits, longer when not. (None, why) when even the start
+    and stop would not fit, or the interval would pass MAX_SAMPLER_INTERVAL_NS."""
+    allowed = SAMPLER_SHARE * TARGET * limit_pct / 100.0 * cpu_per_s     # ns per second
+    start_stop = max(ns_per_window, 0.0) / window_s
+    left = allowed - start_stop
+    share = f"{100.0 * SAMPLER_SHARE * TARGET * limit_pct / 100.0:.3g}% of the JVM's CPU"
+    if left <= 0:
+        return None, (f"a window's start and stop alone ({ns_per_window / 1e6:.1f} ms of CPU "
+                      f"per {window_s:g} s window) would pass the sampler's share of "
+                      f"--max-overhead {limit_pct:g}% ({share})")
+    interval = max(float(base_interval_ns),
+                   max(ns_per_sample, 0.0) * cpu_per_s / left)
+    if interval > MAX_SAMPLER_INTERVAL_NS:
+        return None, (f"a window would need a sample per {interval / 1e9:.2f} s of CPU to stay "
+                      f"within the sampler's share of --max-overhead {limit_pct:g}% ({share})")
+    return int(math.ceil(interval)), ""
+
+
+def sampler_cost_per_s(ns_per_sample: float, ns_per_window: float, cpu_per_s: float,
+                       window_s: float, interval_ns: float) -> float:
+    """What a running profile window is estimated to cost the JVM per second (ns/s): its
+    samples (cpu_per_s / interval_ns per second) and its start and stop spread over it."""
+    return (max(ns_per_sample, 0.0) * cpu_per_s / interval_ns
+            + max(ns_per_window, 0.0) / window_s)

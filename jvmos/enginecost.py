@@ -322,6 +322,23 @@ def _aggregate(samples: Dict[str, List[float]], placement: dict,
                 f"{st['mean_ns']:.1f} ns, 95% interval [{st['ci95_ns'][0]:.0f}, "
                 f"{st['ci95_ns'][1]:.0f}] ns over {len(v)} trials): floored at 0, its upper "
                 "end kept")
+        elif k.endswith("_window"):
+            # a window whose whole interval is below 0: the span the pair times came out
+            # shorter than the bare call timed from user space (which holds the syscall's
+            # or the call's way in and out, outside the span): the probes over-state nothing
+            # that this measures, so nothing is subtracted (0, interval [0, 0]), flagged and
+            # labelled; a corrected time is then the span as timed, a lower bound of the call
+            out[k] = dict(st, mean_ns=0.0, ci95_ns=[0.0, 0.0], floored=True, below_zero=True,
+                          fit_mean_ns=st["mean_ns"], fit_ci95_ns=st["ci95_ns"],
+                          measured_with=st["measured_with"] + (
+                              f" (below 0: mean {st['mean_ns']:.1f} ns, 95% interval "
+                              f"[{st['ci95_ns'][0]:.1f}, {st['ci95_ns'][1]:.1f}] over "
+                              f"{len(v)} trials: the timed span is shorter than the bare call; "
+                              "nothing subtracted, floored at 0)"))
+            log(f"warning: engine probe window {k} measured below 0 (mean "
+                f"{st['mean_ns']:.1f} ns, 95% interval [{st['ci95_ns'][0]:.1f}, "
+                f"{st['ci95_ns'][1]:.1f}] ns over {len(v)} trials): the span it times is "
+                "shorter than the bare call; floored at 0 (nothing subtracted)")
         else:
             # a cost that came out zero or negative was not resolved from the noise: kept
             # apart with its samples (never used as a 0)

@@ -16,11 +16,18 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
     (`jfr-converter.jar -o pb.gz`, a JVM start: about 0.3 s) when the endpoint is first asked
     for it, and the result is kept; a window nobody asks for is never converted. The JFR files
     of older windows are deleted (KEEP windows are kept per JVM).
-  * Cost: the sampler runs in the JVM during its windows only (a CPU sample every
-    INTERVAL_MS ms of CPU time); its cost is not in the agent's probe-effect estimate, which
-    covers the probes (the window's share of the time is what bounds it: 5 s of every 60 s by
-    default).
+  * Cost, within --max-overhead: the sampler runs in the JVM during its windows only, a CPU
+    sample every `interval` of each thread's CPU time. Before a window starts, the agent's
+    plan (Agent.sampler_plan, dutycycle.sampler_interval) picks that interval from the
+    calibrated cost of a window and of a sample (jvmos calibrate --sampler) and the JVM's CPU
+    in its last interval: INTERVAL_MS when that keeps the window within its share of the
+    budget, longer when not, and no window at all (counted as skipped, with the reason) when
+    even the start and stop would not fit. The probes' windows are sized with what a running
+    profile window is estimated to take. After a window, its cost is estimated from the JVM's
+    CPU during it (the process clock, read at its start and end): samples = CPU / interval,
+    cost = ns_per_window + ns_per_sample x samples; an estimate, exported as one.
 """
+import math
 import shutil
 import subprocess
 import threading
@@ -28,7 +35,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Deque, Dict, Optional
+from typing import Callable, Deque, Dict, Optional, Tuple
 
 from jvmos import JvmosError
 
@@ -36,6 +43,7 @@ INTERVAL_MS = 10          # a CPU sample every 10 ms of CPU time, per thread
 KEEP = 2                  # finished windows kept per JVM
 FILE_AFTER_S = 1.0        # a window's JFR is taken this long after it stopped by itself
 JATTACH_TIMEOUT_S = 30
+WAIT_S = 1.0              # a window the plan cannot size yet is looked at again this soon
 
 
 @dataclass
@@ -46,6 +54,9 @@ class Window:
     in_jvm: str = ""      # the file's path as the JVM sees it
     same_ns: bool = False  # the JVM sees the agent's file system: in_jvm is the agent's too
     pprof: Optional[bytes] = None
+    interval_ns: int = INTERVAL_MS * 1_000_000
+    cpu_start: Optional[int] = None   # the JVM's process CPU (ns) when the window started
+    cpu_end: Optional[int] = None     # ... and when it ended (read at its end)
 
 
 @dataclass
@@ -56,6 +67,12 @@ class JvmProfiles:
     windows: int = 0
     failures: int = 0
     last_error: str = ""
+    skipped: int = 0                  # windows not started: over the budget (plan's reason)
+    last_skip: str = ""
+    interval_ns: Optional[int] = None  # the last window's sampling interval
+    cost_ns: float = 0.0              # finished windows' estimated cost (model x CPU)
+    cost_known: bool = True           # every finished window had a model to estimate it by
+    last_cost_ratio: Optional[float] = None   # the last window's estimated cost / its CPU
 
 
 def jattach() -> str:
@@ -66,13 +83,13 @@ def jattach() -> str:
     return path
 
 
-def start_window(pid: int, jfr: str, seconds: int) -> None:
-    """async-profiler started in pid for `seconds`, writing JFR to jfr (a path in the JVM's
-    own mount namespace); JvmosError when the JVM refused (attach disabled, another profiler
-    running, ...)."""
+def start_window(pid: int, jfr: str, seconds: int, interval_ns: int) -> None:
+    """async-profiler started in pid for `seconds`, a sample per interval_ns of each thread's
+    CPU, writing JFR to jfr (a path in the JVM's own mount namespace); JvmosError when the JVM
+    refused (attach disabled, another profiler running, ...)."""
     from jvmos import sampling
     lib = sampling.lib()
-    opts = f"start,event=cpu,interval={INTERVAL_MS}ms,jfr,file={jfr},timeout={seconds}"
+    opts = f"start,event=cpu,interval={interval_ns},jfr,file={jfr},timeout={seconds}"
     try:
         r = subprocess.run([jattach(), str(pid), "load", str(lib), "true", opts],
                            capture_output=True, text=True, timeout=JATTACH_TIMEOUT_S)
@@ -82,6 +99,23 @@ def start_window(pid: int, jfr: str, seconds: int) -> None:
     if r.returncode != 0 or "return code: 0" not in out:
         last = (out.splitlines() or ["no output"])[-1]
         raise JvmosError(f"async-profiler could not start in pid {pid}: {last}")
+
+
+def _process_cpu(pid: int) -> Optional[int]:
+    from jvmos.cputime import cpu_or_none
+    return cpu_or_none(pid)
+
+
+def window_cost(model: Optional[dict], run: Window) -> Optional[Tuple[float, float]]:
+    """A finished window's estimated cost (CPU ns) and its share of the JVM's CPU during the
+    window: the calibrated cost of a window, and of a sample times the samples its interval
+    gives for that CPU (a sample per interval of CPU). None without a model or the CPU."""
+    if not model or run.cpu_start is None or run.cpu_end is None:
+        return None
+    from jvmos.samplercost import cost_ns
+    cpu = max(run.cpu_end - run.cpu_start, 0)
+    ns = cost_ns(model, cpu / run.interval_ns)
+    return ns, (ns / cpu if cpu > 0 else math.inf)
 
 
 def same_mount_ns(pid: int) -> bool:
@@ -122,29 +156,55 @@ class Profiles:
         self.converting = threading.Lock()
         self.clock = time.time                                # Unix time (a test's own)
         self.root_of = lambda pid: Path(f"/proc/{pid}/root")   # the JVM's file system
+        # before a window: (interval_ns, "") to start it at, (None, why it is skipped), or
+        # (None, None): not yet (nothing to size it by)
+        self.plan: Callable[[int], Tuple[Optional[int], Optional[str]]] = \
+            lambda pid: (INTERVAL_MS * 1_000_000, "")
+        # the sampler's cost model (platform file "sampler"; None: costs not estimated)
+        self.model: Optional[dict] = None
+        self.cpu_of: Callable[[int], Optional[int]] = _process_cpu
 
     def step(self, pid: int, now: float) -> Optional[float]:
         """pid's sampling at time now (Unix): a window that ended is filed, one that is due is
-        started. Returns when pid next needs a look."""
+        planned (its interval, or skipped) and started. Returns when pid next needs a look."""
         with self.lock:
             p = self.jvms.setdefault(pid, JvmProfiles())
         due = self.next_at.setdefault(pid, now + min(5.0, self.every_s))
         run = p.running
+        if run is not None and run.cpu_end is None and now >= run.end:
+            run.cpu_end = self.cpu_of(pid)
         if run is not None and now >= run.end + FILE_AFTER_S:
             self.file(pid, p, run)
         if p.running is None and not p.starting and now >= due:
             self.next_at[pid] = now + self.every_s
-            p.starting = True
-            threading.Thread(target=self._start, args=(pid, p, int(now)), daemon=True,
-                             name=f"jvmos-sample-{pid}").start()
+            interval, why = self.plan(pid)
+            if interval is None and why is None:
+                # nothing to size it by yet (the JVM's first interval): looked at again soon
+                self.next_at[pid] = now + WAIT_S
+            elif interval is None:
+                with self.lock:
+                    p.skipped += 1
+                    new = why != p.last_skip
+                    p.last_skip = why
+                if new:
+                    self.log(f"pid {pid}: --sample: window skipped: {why} (tried again every "
+                             f"{self.every_s:g} s; counted in jvmos_profile_skipped_total)")
+            else:
+                p.starting = True
+                threading.Thread(target=self._start, args=(pid, p, int(now), interval),
+                                 daemon=True, name=f"jvmos-sample-{pid}").start()
         run = p.running
-        return min(self.next_at[pid], run.end + FILE_AFTER_S if run else float("inf"))
+        if run is None:
+            return self.next_at[pid]
+        return min(self.next_at[pid], run.end if run.cpu_end is None
+                   else run.end + FILE_AFTER_S)
 
-    def _start(self, pid: int, p: "JvmProfiles", t: int) -> None:
+    def _start(self, pid: int, p: "JvmProfiles", t: int, interval_ns: int) -> None:
         seconds = max(1, round(self.window_s))
         in_jvm = f"/tmp/jvmos-profile-{pid}-{t}.jfr"
+        cpu0 = self.cpu_of(pid)
         try:
-            start_window(pid, in_jvm, seconds)
+            start_window(pid, in_jvm, seconds, interval_ns)
         except JvmosError as e:
             with self.lock:
                 p.starting = False
@@ -156,11 +216,27 @@ class Profiles:
                          "counted in jvmos_profile_failures_total)")
             return
         start = self.clock()
+        run = Window(start=start, end=start + seconds, jfr=self.dir / f"profile-{pid}-{t}.jfr",
+                     in_jvm=in_jvm, same_ns=same_mount_ns(pid), interval_ns=interval_ns,
+                     cpu_start=cpu0)
         with self.lock:
+            # running before starting is cleared: the loop reads both without the lock
+            p.running = run
+            p.interval_ns = interval_ns
             p.starting = False
-            p.running = Window(start=start, end=start + seconds,
-                               jfr=self.dir / f"profile-{pid}-{t}.jfr", in_jvm=in_jvm,
-                               same_ns=same_mount_ns(pid))
+
+    def running_interval(self, pid: int, until: float) -> Optional[int]:
+        """The sampling interval of pid's window if one runs, starts or is due before `until`
+        (Unix time): what the probes' windows must leave room for. None: no window then."""
+        with self.lock:
+            p = self.jvms.get(pid)
+            if p is None:
+                return None
+            if p.running is not None:
+                return p.running.interval_ns
+            if p.starting or self.next_at.get(pid, math.inf) <= until:
+                return p.interval_ns or INTERVAL_MS * 1_000_000
+        return None
 
     def file(self, pid: int, p: "JvmProfiles", run: Window) -> None:
         """A window that is over: its JFR moved from the JVM's /tmp into the state directory
@@ -173,6 +249,7 @@ class Profiles:
             ok = run.jfr.stat().st_size > 0
         except OSError:
             ok = False
+        cost = window_cost(self.model, run)
         with self.lock:
             p.running = None
             if ok:
@@ -180,6 +257,11 @@ class Profiles:
                     p.done[0].jfr.unlink(missing_ok=True)
                 p.done.append(run)
                 p.windows += 1
+                if cost is None:
+                    p.cost_known = False
+                else:
+                    p.cost_ns += cost[0]
+                    p.last_cost_ratio = cost[1]
             else:
                 p.failures += 1
                 p.last_error = f"no JFR written at {run.in_jvm or run.jfr} in pid {pid}"
@@ -221,5 +303,10 @@ class Profiles:
         with self.lock:
             return {pid: {"windows": p.windows, "failures": p.failures,
                           "last_end": p.done[-1].end if p.done else None,
-                          "last_error": p.last_error}
+                          "last_error": p.last_error, "skipped": p.skipped,
+                          "last_skip": p.last_skip,
+                          "interval_s": p.interval_ns / 1e9 if p.interval_ns else None,
+                          "estimated_cost_s": (p.cost_ns / 1e9 if p.cost_known
+                                               and self.model else None),
+                          "last_cost_of_cpu": p.last_cost_ratio}
                     for pid, p in self.jvms.items()}

@@ -38,7 +38,8 @@ def platform_file(tmp_path_factory):
         return Path(reuse)
     path = tmp_path_factory.mktemp("platform") / "platform.json"
     os.environ["JVMOS_PLATFORM"] = str(path)
-    r = subprocess.run(JVMOS + ["calibrate", "--trials", "3"], capture_output=True, text=True,
+    r = subprocess.run(JVMOS + ["calibrate", "--trials", "3", "--sampler"], capture_output=True,
+                       text=True,
                        cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr
     return path

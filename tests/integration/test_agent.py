@@ -112,6 +112,10 @@ class Agent:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def status(self) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/status", timeout=10) as r:
+            return json.loads(r.read())
+
     def wait_log(self, text: str, timeout: float = 10) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -505,6 +509,77 @@ def test_sample_serves_a_cpu_profile_as_pprof(platform_file, app, tmp_path):
     # no window failed while the JVM lived (one that starts as it is killed may)
     assert "could not start" not in lived, lived
     assert not list(Path("/tmp").glob(f"jvmos-profile-{j.pid}-*.jfr"))
+
+
+def _sampler_model(platform_file) -> dict:
+    model = json.loads(Path(platform_file).read_text()).get("sampler")
+    assert model, f"{platform_file} has no sampler cost (jvmos calibrate --sampler)"
+    return model
+
+
+@needs_engine
+def test_the_sampler_calibration_counts_a_sample_per_interval_of_cpu(platform_file):
+    """The platform file's sampler cost (made by jvmos calibrate --sampler on a real JVM and
+    async-profiler): a positive cost per sample and per window, each with its interval and n,
+    and a sample per calibrated interval of CPU, which the agent's estimate of a window's
+    samples (CPU / interval) rests on."""
+    m = _sampler_model(platform_file)
+    for k in ("ns_per_sample", "ns_per_window"):
+        assert m[k]["mean"] > 0 and m[k]["n"] >= 2 and len(m[k]["ci95"]) == 2, m[k]
+    per_s = 1e9 / m["interval_ns"]
+    assert 0.85 * per_s <= m["samples_per_cpu_s"]["mean"] <= 1.05 * per_s, m
+    assert "Student's t 95%" in m["method"]
+    arms = {r["arm"] for r in m["segments"]}
+    assert arms == {"idle", "window", "bare", "sampled"}
+
+
+@needs_engine
+def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_path):
+    """--sample with --max-overhead on a busy JVM (about 0.8 of a core): a limit whose
+    sampler share the calibrated costs fit only at a coarser sampling runs its windows at a
+    longer interval (the gauge says which), and its estimated cost per CPU stays within the
+    share; a limit that even a window's start and stop would pass skips the windows, counted
+    and said why."""
+    if not shutil.which("jattach"):
+        pytest.skip("needs jattach (apt-get install jattach; make test installs it)")
+    from jvmos import dutycycle as dc
+    m = _sampler_model(platform_file)
+    c, f = m["ns_per_sample"]["mean"], m["ns_per_window"]["mean"]
+    cpu, window = 0.8e9, 2.0                     # the JVM's CPU per second, the window (s)
+    share = dc.SAMPLER_SHARE * dc.TARGET / 100.0 * cpu   # ns/s per % of limit
+    # a limit at which the window needs a sample per 40 ms of CPU, and one at which its start
+    # and stop alone take 4 times the sampler's share
+    coarse = (c * cpu / 40e6 + f / window) / share
+    tight = f / window / 4 / share
+    j = paced(app, tmp_path / "f", seconds=90, size=64, writes=5, spin_us=8000)
+    try:
+        assert j.stdout.readline().strip() == "paced"
+        args = ["--match", app.match, "--layers", "io", "--sample", "--sample-every", "3",
+                "--sample-window", f"{window:g}"]
+        with Agent(tmp_path, args + ["--max-overhead", f"{tight:.6f}"], name="tight") as ag:
+            got = ag.wait_for(lambda s: (value(s, "jvmos_profile_skipped_total", pid=j.pid)
+                                         or 0) >= 2, 40, "two windows skipped")
+            assert (value(got, "jvmos_profile_windows_total", pid=j.pid) or 0) == 0
+            st = ag.status()
+            prof = next(w for w in st["watched"] if w["pid"] == j.pid)["profiles"]
+            assert "start and stop alone" in prof["last_skip"], prof
+            ag.wait_log("window skipped")
+        with Agent(tmp_path, args + ["--max-overhead", f"{coarse:.6f}"], name="coarse") as ag:
+            got = ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid)
+                                         or 0) >= 2, 60, "two profile windows")
+            interval = value(got, "jvmos_profile_interval_seconds", pid=j.pid)
+            # 40 ms at 0.8 of a core; the JVM's measured CPU moves it
+            assert 0.02 <= interval <= 0.08, interval
+            cost = value(got, "jvmos_profile_estimated_cost_seconds_total", pid=j.pid)
+            assert cost and cost > 0
+            st = ag.status()
+            prof = next(w for w in st["watched"] if w["pid"] == j.pid)["profiles"]
+            # the window's estimate per CPU during it: within the sampler's share of the limit
+            # (a quarter of slack: the interval was chosen on the interval before's CPU)
+            assert prof["last_cost_of_cpu"] <= 1.25 * share * coarse / cpu, prof
+            assert prof["skipped"] == 0, prof
+    finally:
+        stop_jvm(j)
 
 
 # ---------------------------------------------------------------------------- restarts

@@ -749,7 +749,7 @@ def test_sample_windows_are_filed_and_served_as_pprof(tmp_path, monkeypatch):
     state = tmp_path / "state"
     state.mkdir()
 
-    def fake_start(pid, jfr, seconds):
+    def fake_start(pid, jfr, seconds, interval_ns):
         started.append((pid, jfr, seconds))
         (root / jfr.lstrip("/")).write_bytes(b"JFR")
     monkeypatch.setattr(profiles, "start_window", fake_start)

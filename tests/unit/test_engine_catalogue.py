@@ -290,3 +290,24 @@ def test_an_unresolved_scheduler_handler_cost_is_floored_not_unknown():
     assert "not resolved from 0" in mem["measured_with"]
     # a syscall-shaped cost with no resolved donor stays unresolved, not 0
     assert "futex_threads_hit" not in out and "futex_threads_hit" in out["unresolved"]
+
+
+def test_a_window_measured_below_zero_subtracts_nothing_and_says_so():
+    """io_syscall_window came out -5.3 ns [-7.3, -3.3] and -10.3 ns [-13.6, -7.1] here (the
+    tracepoint pair's span is shorter than the bare write timed from user space): a window
+    is what a span over-states, so nothing is subtracted: 0 with the interval [0, 0], flagged
+    below_zero and labelled, which validation accepts; a per-hit cost below 0 stays
+    unresolved."""
+    from jvmos import enginecost
+    from jvmos.analyzers.correction import validate_probes
+    said = []
+    samples = {"io_syscall_window": [-8.86, -10.84, -11.3], "io_syscall_hit": [200.0, 210.0, 205.0],
+               "io_uprobe_hit": [-5.0, -6.0, -7.0]}
+    out = enginecost._aggregate(samples, {}, ["io"], 1000, 3, said.append)
+    w = out["io_syscall_window"]
+    assert w["mean_ns"] == 0.0 and w["ci95_ns"] == [0.0, 0.0] and w["floored"] and w["below_zero"]
+    assert w["fit_mean_ns"] == pytest.approx(-10.333, abs=1e-3) and w["fit_ci95_ns"][1] < 0
+    assert "below 0" in w["measured_with"] and any("below 0" in m for m in said)
+    assert "io_syscall_window" not in out["unresolved"]
+    validate_probes({"io_syscall_window": w, "io_syscall_hit": out["io_syscall_hit"]})
+    assert "io_uprobe_hit" in out["unresolved"]

@@ -64,6 +64,8 @@ test: build
 	  $(JVMOS) calibrate --trials 3 --every-jdk --sampler --platform $(TEST_PLATFORM).tmp && \
 	  mv $(TEST_PLATFORM).tmp $(TEST_PLATFORM); fi
 	$(JVMOS) calibrate --trials 3 --platform $(TEST_PLATFORM) >/dev/null
+	@$(PY) -c 'import json, sys; sys.exit("sampler" not in json.load(open("$(TEST_PLATFORM)")))' \
+	  || $(JVMOS) calibrate --trials 3 --sampler --platform $(TEST_PLATFORM) >/dev/null
 	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
 	  --dist worksteal --durations=15 tests/integration
 	$(MAKE) -s container-test

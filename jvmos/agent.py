@@ -191,6 +191,7 @@ class Watch:
         self.backoff: Dict[str, float] = {}       # each layer's last back-off
         self.last_by_layer: Dict[str, float] = {}  # the last interval's probe cost per layer
         self.last_cpu: Optional[int] = None        # the JVM's CPU in the last interval
+        self.sampler_cpu_per_s: Optional[float] = None   # its last profile window planned by
         self.last: Dict[str, Optional[float]] = {"guaranteed_ratio": None,
                                                   "probe_ratio": None, "interval_s": None,
                                                   "probe_complete": None}
@@ -725,7 +726,7 @@ class Agent:
                                     self.cfg.max_overhead_pct, self.cfg.interval_s, w.window)
             for layer, size in sizes.items():
                 if size is None:
-                    self.shed_windowed(w, layer, cost[layer], w.last_cpu / span, now)
+                    self.shed_windowed(w, layer, cost[layer], w.last_cpu / span, now, fixed)
                     w.events.append((now, "off", layer))
         for layer, size in sizes.items():
             if size is None:
@@ -746,15 +747,17 @@ class Agent:
         w.events.sort()
 
     def shed_windowed(self, w: Watch, layer: str, cost_per_on_s: float, cpu_per_s: float,
-                      now: float) -> None:
+                      now: float, fixed_per_s: float = 0.0) -> None:
         backoff = next_backoff(w.backoff.get(layer), self.returned_recently(w, layer, now),
                                self.cfg.shed_backoff_s)
         w.backoff[layer] = backoff
         share = 100.0 * cost_per_on_s * dc.MIN_WINDOW_S / (cpu_per_s * self.cfg.interval_s)
         reason = (f"even a {dc.MIN_WINDOW_S:g} s window of {layer} in every "
                   f"{self.cfg.interval_s:g} s would cost {share:.2f}% of the JVM's CPU "
-                  f"(its probes {100.0 * cost_per_on_s / cpu_per_s:.1f}% while on) > "
-                  f"--max-overhead {self.cfg.max_overhead_pct:g}%")
+                  f"(its probes {100.0 * cost_per_on_s / cpu_per_s:.1f}% while on"
+                  + (f"; {100.0 * fixed_per_s / cpu_per_s:.2f}% taken by the probes that stay "
+                     "on and any profile window" if fixed_per_s > 0 else "")
+                  + f") > --max-overhead {self.cfg.max_overhead_pct:g}%")
         with self.lock:
             w.shed[layer] = Shed(since=now, until=now + backoff, backoff_s=backoff,
                                  reason=reason)
@@ -866,41 +869,56 @@ class Agent:
         else:
             p.window_s, p.every_s = self.cfg.sample_window_s, self.cfg.sample_every_s
         p.model = None if why else model
-        p.plan = self.sampler_plan
+        p.plan = self.planned_window
 
-    def sampler_plan(self, pid: int) -> Tuple[Optional[int], Optional[str]]:
-        """The sampling interval of pid's next profile window, within the sampler's share of
-        --max-overhead (dc.sampler_interval), or (None, why) to skip it, or (None, None) to
-        wait until the JVM has a measured interval. Without a limit, or for a JVM whose CPU
-        in its last interval was too little to judge, the default."""
-        from jvmos.profiles import INTERVAL_MS
-        base = INTERVAL_MS * 1_000_000
+    def sampler_plan(self, pid: int,
+                     record: bool = False) -> Tuple[Optional[int], int, Optional[str]]:
+        """pid's next profile window: (interval_ns, seconds, "") within the sampler's share of
+        --max-overhead (dc.sampler_window: a longer window or interval when the default does
+        not fit), (None, seconds, why) to skip it, or (None, seconds, None) to wait until the
+        JVM has a measured interval. Without a limit (or a model), the defaults. record: the
+        plan of a window about to start (its CPU basis is kept for /status)."""
+        from jvmos.profiles import INTERVAL_MS, run_seconds
+        from jvmos.samplercost import constants
+        base, seconds = INTERVAL_MS * 1_000_000, run_seconds(self.cfg.sample_window_s)
         limit, model = self.cfg.max_overhead_pct, self.profiles.model if self.profiles else None
         if limit is None or model is None:
-            return base, ""
+            return base, seconds, ""
         w = next((w for w in self.watches.values() if w.proc.pid == pid), None)
         span = w.last.get("interval_s") if w is not None else None
         if not span or w.last_cpu is None:
-            return None, None            # no interval measured yet: the window waits for one
-        if w.last_cpu < MIN_JUDGED_CPU_NS:
-            return base, ""              # an idle JVM: nothing to judge the share by
-        return dc.sampler_interval(model["ns_per_sample"]["mean"],
-                                   model["ns_per_window"]["mean"], w.last_cpu / span,
-                                   self.cfg.sample_window_s, limit, base)
+            return None, seconds, None   # no interval measured yet: the window waits for one
+        longest = max(seconds, int(self.cfg.sample_every_s // 2))
+        if record:
+            w.sampler_cpu_per_s = w.last_cpu / span    # what the plan went by (/status)
+        c, f, g = constants(model)
+        return dc.sampler_window(c, f, g, w.last_cpu / span, seconds, longest, limit, base)
+
+    def planned_window(self, pid: int) -> Tuple[Optional[int], int, Optional[str]]:
+        """Profiles' plan: the plan of a window about to start."""
+        return self.sampler_plan(pid, record=True)
 
     def sampler_reserve(self, w: Watch, cpu_per_s: float, period_s: float) -> float:
         """What w's profile window is estimated to take (ns per second) in the next period,
-        when one runs or is due in it: the probes' windows are sized with it (0 without
-        --sample or a model)."""
+        when one runs, is starting, or is due in it and would not be skipped: the probes'
+        windows are sized with it (0 without --sample or a model)."""
+        from jvmos.samplercost import constants
         p = self.profiles
         if p is None or p.model is None:
             return 0.0
-        interval = p.running_interval(w.proc.pid, time.time() + period_s)
-        if interval is None:
+        plan = p.window_plan(w.proc.pid, p.clock() + period_s)
+        if plan == "due":
+            interval, seconds, _ = self.sampler_plan(w.proc.pid)
+            plan = (interval, seconds) if interval is not None else None
+        if plan is None or plan[0] is None:
             return 0.0
-        return dc.sampler_cost_per_s(p.model["ns_per_sample"]["mean"],
-                                     p.model["ns_per_window"]["mean"], cpu_per_s,
-                                     self.cfg.sample_window_s, interval)
+        c, f, g = constants(p.model)
+        cost = dc.sampler_cost_per_s(c, f, g, cpu_per_s, plan[1], plan[0])
+        # never more than the share the sampler was planned within: a JVM whose CPU fell
+        # since makes the window dearer per CPU second (its estimate says so), not the probes
+        # shed
+        return min(cost, dc.SAMPLER_SHARE * dc.TARGET * self.cfg.max_overhead_pct / 100.0
+                   * cpu_per_s)
 
     def sample(self, w: Watch) -> float:
         """w's profile windows (--sample): returns when they next need a look (monotonic)."""
@@ -1124,8 +1142,13 @@ class Agent:
                            "detail": f"{f['what']}: {f['why']} (attempt {f['count']})"}
                           for f in self.failed.values() if "proc" in f]
             profiles = self.profiles.exposed() if self.profiles is not None else {}
+            by_pid = {w.proc.pid: w for w in self.watches.values()}
             for j in jvms:
                 j["profiles"] = profiles.get(j["proc"].pid)
+                w = by_pid.get(j["proc"].pid)
+                if j["profiles"] is not None and w is not None:
+                    # the JVM's CPU (ns per second) the last window was planned by
+                    j["profiles"]["planned_cpu_per_s"] = w.sampler_cpu_per_s
             return {"start": self.started_wall, "cfg": self.cfg, "jvms": jvms,
                     "unwatched": unwatched,
                     "failed": len(self.failed), "attach_failures": self.attach_failures,
@@ -1199,11 +1222,16 @@ def load_platform(path: Path, cfg: Config, calibrate: bool = False,
         jdks = discover_jdks()
         if why and jdks:
             (log or print)(f"the sampler's cost is {why}: measuring it once on JDK "
-                           f"{jdks[0].version} (--sample within --max-overhead; about 30 s "
-                           "of a CPU loop on the host)")
+                           f"{jdks[0].version} (--sample within --max-overhead; about two "
+                           "minutes of a CPU loop and idle windows on the host)")
             # in a process of its own: its statistics (scipy) never load into the agent
-            r = subprocess.run([sys.executable, "-m", "jvmos.samplercost", "--platform",
-                                str(path), "--blocks", "3"], capture_output=True, text=True)
+            try:
+                r = subprocess.run([sys.executable, "-m", "jvmos.samplercost", "--platform",
+                                    str(path), "--blocks", "3"], capture_output=True,
+                                   text=True, timeout=600)
+            except subprocess.TimeoutExpired:
+                raise JvmosError("measuring the sampler's cost took over 600 s; --sample with "
+                                 "--max-overhead needs it")
             for line in (r.stdout + r.stderr).strip().splitlines():
                 (log or print)(f"  {line}")
             if r.returncode != 0:

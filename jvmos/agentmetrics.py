@@ -276,13 +276,20 @@ def _window_families(L: list) -> dict:
             "/status and the log)", labels=L),
         "prof_interval": GaugeMetricFamily(
             "jvmos_profile_interval_seconds", "The last profile window's sampling interval: a "
-            "sample per this much CPU time of each thread, chosen within the sampler's share "
-            "of --max-overhead (0.01 when that fits)", labels=L, unit="seconds"),
+            "sample per this much CPU time of each thread; 0.01 by default (and always "
+            "without --max-overhead), longer when the sampler's share of --max-overhead "
+            "needs it", labels=L, unit="seconds"),
+        "prof_window": GaugeMetricFamily(
+            "jvmos_profile_window_seconds", "The last profile window's length: "
+            "--sample-window, longer (at most half of --sample-every) when its start and stop "
+            "would take more than half of the sampler's share of --max-overhead",
+            labels=L, unit="seconds"),
         "prof_cost": CounterMetricFamily(
             "jvmos_profile_estimated_cost_seconds", "CPU time the finished profile windows "
-            "cost the JVM, estimated: per window the calibrated cost of its start and stop "
-            "plus the calibrated cost per sample x (the JVM's CPU during the window / the "
-            "sampling interval) (jvmos calibrate --sampler); absent when not calibrated",
+            "cost the JVM, estimated: per window the calibrated cost of its start and stop, "
+            "its cost per second open x its seconds, and its cost per sample x (the JVM's CPU "
+            "during the window / the sampling interval) (jvmos calibrate --sampler); absent "
+            "when not calibrated",
             labels=L, unit="seconds"),
     }
 
@@ -333,6 +340,8 @@ def _add_windows(fam: dict, j: dict, lv: list) -> None:
         fam["prof_skipped"].add_metric(lv, prof.get("skipped", 0), created=c)
         if prof.get("interval_s") is not None:
             fam["prof_interval"].add_metric(lv, prof["interval_s"])
+        if prof.get("window_s") is not None:
+            fam["prof_window"].add_metric(lv, prof["window_s"])
         if prof.get("estimated_cost_s") is not None:
             fam["prof_cost"].add_metric(lv, prof["estimated_cost_s"], created=c)
     for layer, cov in sorted(j["coverage"].items()):

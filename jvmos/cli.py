@@ -47,6 +47,7 @@ experiments:
   agent-overhead the agent's cost on a loaded chat server, watched vs bare
   agent-windows  whether the agent's windows bias its extrapolated rates (windowed vs full, ABBA)
   probe-effect   jvmos's estimate of its probe effect against the effect observed, ABBA pairs
+  sampler-cost   the sampler's calibrated cost by stack depth, and against a chat server, ABBA
 
 examples:
   jvmos run blocking-io                          # 1,000,000 iterations, results under results/runs/
@@ -271,7 +272,7 @@ def cmd_calibrate(args) -> int:
         from jvmos import samplercost
         jvm = jvms[0]
         log(f"measuring what a CPU profile window costs JDK {jvm.version} (jvmos agent "
-            f"--sample; {args.trials} blocks, about {6 * args.trials + 10} s)")
+            f"--sample; {args.trials} blocks, about {42 * args.trials + 20} s)")
         existing["sampler"] = samplercost.calibrate(jvm, blocks=args.trials, log=log)
         cal.save(path, existing)
         print(f"updated the sampler's cost in {path}")

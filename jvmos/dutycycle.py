@@ -152,34 +152,51 @@ SAMPLER_SHARE = 0.5
 MAX_SAMPLER_INTERVAL_NS = 1_000_000_000
 
 
-def sampler_interval(ns_per_sample: float, ns_per_window: float, cpu_per_s: float,
-                     window_s: float, limit_pct: float,
-                     base_interval_ns: int) -> Tuple[Optional[int], str]:
-    """The CPU interval between samples of a profile window (async-profiler's cpu event: a
-    sample per interval of each thread's CPU, so cpu_per_s / interval samples per second), so
-    that the window's estimated cost, ns_per_window for its start and stop plus ns_per_sample
-    per sample (jvmos calibrate --sampler), stays within SAMPLER_SHARE of the budget over the
-    window: base_interval_ns when that fits, longer when not. (None, why) when even the start
-    and stop would not fit, or the interval would pass MAX_SAMPLER_INTERVAL_NS."""
-    allowed = SAMPLER_SHARE * TARGET * limit_pct / 100.0 * cpu_per_s     # ns per second
-    start_stop = max(ns_per_window, 0.0) / window_s
-    left = allowed - start_stop
-    share = f"{100.0 * SAMPLER_SHARE * TARGET * limit_pct / 100.0:.3g}% of the JVM's CPU"
+def sampler_window(ns_per_sample: float, ns_per_window: float, ns_per_window_s: float,
+                   cpu_per_s: float, window_s: int, max_window_s: int, limit_pct: float,
+                   base_interval_ns: int) -> Tuple[Optional[int], int, str]:
+    """A profile window's sampling interval and length (whole seconds: async-profiler's
+    timeout), so that its estimated cost (jvmos calibrate --sampler: ns_per_window for its
+    start and stop, ns_per_window_s for each second it is open, ns_per_sample per sample)
+    stays within SAMPLER_SHARE of the budget (TARGET x limit_pct of the JVM's CPU, cpu_per_s
+    ns per second) over the window. async-profiler's cpu event takes a sample per interval of
+    each thread's CPU: cpu_per_s / interval samples per second.
+
+    The window is window_s long, unless what it costs without a sample (its start and stop
+    spread over it, and its cost per second) would take more than half the share: then it is
+    lengthened (at most max_window_s) to spread the start and stop thinner. The interval is
+    base_interval_ns when the samples fit in what is left, longer when not. (None, length,
+    why) when even max_window_s leaves nothing for the samples, the interval would pass
+    MAX_SAMPLER_INTERVAL_NS, or the JVM used no CPU."""
+    share_pct = 100.0 * SAMPLER_SHARE * TARGET * limit_pct / 100.0
+    share = f"{share_pct:.3g}% of the JVM's CPU"
+    if cpu_per_s <= 0:
+        return None, window_s, "the JVM used no CPU in its last interval: nothing to sample"
+    allowed = share_pct / 100.0 * cpu_per_s                           # ns per second
+    f, g = max(ns_per_window, 0.0), max(ns_per_window_s, 0.0)
+    length = window_s
+    if f / length + g > allowed / 2:
+        room = allowed / 2 - g
+        want = math.ceil(f / room) if room > 0 else max_window_s
+        length = min(max(window_s, want), max_window_s)
+    left = allowed - g - f / length
     if left <= 0:
-        return None, (f"a window's start and stop alone ({ns_per_window / 1e6:.1f} ms of CPU "
-                      f"per {window_s:g} s window) would pass the sampler's share of "
-                      f"--max-overhead {limit_pct:g}% ({share})")
-    interval = max(float(base_interval_ns),
-                   max(ns_per_sample, 0.0) * cpu_per_s / left)
+        return None, length, (f"a {length} s window without a sample ({f / 1e6:.1f} ms of CPU "
+                              f"to start and stop, {g / 1e6:.1f} ms a second open) would pass "
+                              f"the sampler's share of --max-overhead {limit_pct:g}% ({share}; "
+                              f"the JVM used {cpu_per_s / 1e7:.2g}% of a core)")
+    interval = max(float(base_interval_ns), max(ns_per_sample, 0.0) * cpu_per_s / left)
     if interval > MAX_SAMPLER_INTERVAL_NS:
-        return None, (f"a window would need a sample per {interval / 1e9:.2f} s of CPU to stay "
-                      f"within the sampler's share of --max-overhead {limit_pct:g}% ({share})")
-    return int(math.ceil(interval)), ""
+        return None, length, (f"a {length} s window would need a sample per "
+                              f"{interval / 1e9:.2f} s of CPU to stay within the sampler's "
+                              f"share of --max-overhead {limit_pct:g}% ({share})")
+    return int(math.ceil(interval)), length, ""
 
 
-def sampler_cost_per_s(ns_per_sample: float, ns_per_window: float, cpu_per_s: float,
-                       window_s: float, interval_ns: float) -> float:
+def sampler_cost_per_s(ns_per_sample: float, ns_per_window: float, ns_per_window_s: float,
+                       cpu_per_s: float, window_s: float, interval_ns: float) -> float:
     """What a running profile window is estimated to cost the JVM per second (ns/s): its
-    samples (cpu_per_s / interval_ns per second) and its start and stop spread over it."""
-    return (max(ns_per_sample, 0.0) * cpu_per_s / interval_ns
+    samples (cpu_per_s / interval_ns per second), its cost per second open, and its start and
+    stop spread over it."""
+    return (max(ns_per_sample, 0.0) * cpu_per_s / interval_ns + max(ns_per_window_s, 0.0)
             + max(ns_per_window, 0.0) / window_s)

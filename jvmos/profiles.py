@@ -5,7 +5,8 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
   * A window: async-profiler (build/async-profiler, the one `jvmos record --sample` uses) is
     loaded into the JVM with jattach (Debian's package: a native program that speaks HotSpot's
     attach protocol as the JVM's own user and in its mount namespace; no JVM is started per
-    command, as jcmd would) with `start,event=cpu,interval=...,jfr,file=...,timeout=W`: it
+    command, as jcmd would) with `start,event=itimer,interval=...,jfr,file=...,timeout=W` (the
+    event: jvmos.samplercost.EVENT, which says why): it
     stops by itself after W seconds and closes its JFR file, so a window ends even if the
     agent dies in it, and the JVM is left with the profiler idle. The JVM writes the file in
     its own /tmp (a JVM of another user, or in a container, could not write into the agent's
@@ -18,14 +19,17 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
     of older windows are deleted (KEEP windows are kept per JVM).
   * Cost, within --max-overhead: the sampler runs in the JVM during its windows only, a CPU
     sample every `interval` of each thread's CPU time. Before a window starts, the agent's
-    plan (Agent.sampler_plan, dutycycle.sampler_interval) picks that interval from the
-    calibrated cost of a window and of a sample (jvmos calibrate --sampler) and the JVM's CPU
-    in its last interval: INTERVAL_MS when that keeps the window within its share of the
-    budget, longer when not, and no window at all (counted as skipped, with the reason) when
-    even the start and stop would not fit. The probes' windows are sized with what a running
-    profile window is estimated to take. After a window, its cost is estimated from the JVM's
+    plan (Agent.sampler_plan, dutycycle.sampler_window) picks that interval and the window's
+    length from the calibrated cost of a window and of a sample (jvmos calibrate --sampler)
+    and the JVM's CPU in its last interval: INTERVAL_MS and --sample-window when that keeps
+    the window within its share of the budget; a longer window (at most half of
+    --sample-every) when its start and stop would take more than half the share, a longer
+    interval when the samples would not fit; no window at all (counted as skipped, with the
+    reason) when neither does. The probes' windows are sized with what a running (or
+    starting, or due) profile window is estimated to take. After a window, its cost is estimated from the JVM's
     CPU during it (the process clock, read at its start and end): samples = CPU / interval,
-    cost = ns_per_window + ns_per_sample x samples; an estimate, exported as one.
+    cost = ns_per_window + ns_per_window_s x its seconds + ns_per_sample x samples; an
+    estimate, exported as one.
 """
 import math
 import shutil
@@ -70,6 +74,7 @@ class JvmProfiles:
     skipped: int = 0                  # windows not started: over the budget (plan's reason)
     last_skip: str = ""
     interval_ns: Optional[int] = None  # the last window's sampling interval
+    seconds: Optional[int] = None     # the last window's length (s)
     cost_ns: float = 0.0              # finished windows' estimated cost (model x CPU)
     cost_known: bool = True           # every finished window had a model to estimate it by
     last_cost_ratio: Optional[float] = None   # the last window's estimated cost / its CPU
@@ -88,8 +93,9 @@ def start_window(pid: int, jfr: str, seconds: int, interval_ns: int) -> None:
     CPU, writing JFR to jfr (a path in the JVM's own mount namespace); JvmosError when the JVM
     refused (attach disabled, another profiler running, ...)."""
     from jvmos import sampling
+    from jvmos.samplercost import EVENT
     lib = sampling.lib()
-    opts = f"start,event=cpu,interval={interval_ns},jfr,file={jfr},timeout={seconds}"
+    opts = f"start,event={EVENT},interval={interval_ns},jfr,file={jfr},timeout={seconds}"
     try:
         r = subprocess.run([jattach(), str(pid), "load", str(lib), "true", opts],
                            capture_output=True, text=True, timeout=JATTACH_TIMEOUT_S)
@@ -99,6 +105,11 @@ def start_window(pid: int, jfr: str, seconds: int, interval_ns: int) -> None:
     if r.returncode != 0 or "return code: 0" not in out:
         last = (out.splitlines() or ["no output"])[-1]
         raise JvmosError(f"async-profiler could not start in pid {pid}: {last}")
+
+
+def run_seconds(window_s: float) -> int:
+    """The length a --sample-window runs (async-profiler's timeout is whole seconds)."""
+    return max(1, round(window_s))
 
 
 def _process_cpu(pid: int) -> Optional[int]:
@@ -114,7 +125,7 @@ def window_cost(model: Optional[dict], run: Window) -> Optional[Tuple[float, flo
         return None
     from jvmos.samplercost import cost_ns
     cpu = max(run.cpu_end - run.cpu_start, 0)
-    ns = cost_ns(model, cpu / run.interval_ns)
+    ns = cost_ns(model, cpu / run.interval_ns, run.end - run.start)
     return ns, (ns / cpu if cpu > 0 else math.inf)
 
 
@@ -156,10 +167,10 @@ class Profiles:
         self.converting = threading.Lock()
         self.clock = time.time                                # Unix time (a test's own)
         self.root_of = lambda pid: Path(f"/proc/{pid}/root")   # the JVM's file system
-        # before a window: (interval_ns, "") to start it at, (None, why it is skipped), or
-        # (None, None): not yet (nothing to size it by)
-        self.plan: Callable[[int], Tuple[Optional[int], Optional[str]]] = \
-            lambda pid: (INTERVAL_MS * 1_000_000, "")
+        # before a window: (interval_ns, seconds, "") to start it with, (None, seconds, why it
+        # is skipped), or (None, seconds, None): not yet (nothing to size it by)
+        self.plan: Callable[[int], Tuple[Optional[int], int, Optional[str]]] = \
+            lambda pid: (INTERVAL_MS * 1_000_000, run_seconds(self.window_s), "")
         # the sampler's cost model (platform file "sampler"; None: costs not estimated)
         self.model: Optional[dict] = None
         self.cpu_of: Callable[[int], Optional[int]] = _process_cpu
@@ -177,7 +188,7 @@ class Profiles:
             self.file(pid, p, run)
         if p.running is None and not p.starting and now >= due:
             self.next_at[pid] = now + self.every_s
-            interval, why = self.plan(pid)
+            interval, seconds, why = self.plan(pid)
             if interval is None and why is None:
                 # nothing to size it by yet (the JVM's first interval): looked at again soon
                 self.next_at[pid] = now + WAIT_S
@@ -190,8 +201,10 @@ class Profiles:
                     self.log(f"pid {pid}: --sample: window skipped: {why} (tried again every "
                              f"{self.every_s:g} s; counted in jvmos_profile_skipped_total)")
             else:
-                p.starting = True
-                threading.Thread(target=self._start, args=(pid, p, int(now), interval),
+                with self.lock:
+                    p.starting = True
+                    p.interval_ns, p.seconds = interval, seconds
+                threading.Thread(target=self._start, args=(pid, p, int(now), interval, seconds),
                                  daemon=True, name=f"jvmos-sample-{pid}").start()
         run = p.running
         if run is None:
@@ -199,8 +212,8 @@ class Profiles:
         return min(self.next_at[pid], run.end if run.cpu_end is None
                    else run.end + FILE_AFTER_S)
 
-    def _start(self, pid: int, p: "JvmProfiles", t: int, interval_ns: int) -> None:
-        seconds = max(1, round(self.window_s))
+    def _start(self, pid: int, p: "JvmProfiles", t: int, interval_ns: int,
+               seconds: int) -> None:
         in_jvm = f"/tmp/jvmos-profile-{pid}-{t}.jfr"
         cpu0 = self.cpu_of(pid)
         try:
@@ -222,20 +235,23 @@ class Profiles:
         with self.lock:
             # running before starting is cleared: the loop reads both without the lock
             p.running = run
-            p.interval_ns = interval_ns
             p.starting = False
 
-    def running_interval(self, pid: int, until: float) -> Optional[int]:
-        """The sampling interval of pid's window if one runs, starts or is due before `until`
-        (Unix time): what the probes' windows must leave room for. None: no window then."""
+    def window_plan(self, pid: int, until: float):
+        """pid's window the probes' windows must leave room for before `until` (Unix time):
+        (interval_ns, seconds) of one that runs or is starting, "due" for one due by then
+        (not planned yet), None for none."""
         with self.lock:
             p = self.jvms.get(pid)
             if p is None:
                 return None
             if p.running is not None:
-                return p.running.interval_ns
-            if p.starting or self.next_at.get(pid, math.inf) <= until:
-                return p.interval_ns or INTERVAL_MS * 1_000_000
+                r = p.running
+                return r.interval_ns, max(r.end - r.start, 1.0)
+            if p.starting:
+                return p.interval_ns, p.seconds
+            if self.next_at.get(pid, math.inf) <= until:
+                return "due"
         return None
 
     def file(self, pid: int, p: "JvmProfiles", run: Window) -> None:
@@ -306,7 +322,8 @@ class Profiles:
                           "last_error": p.last_error, "skipped": p.skipped,
                           "last_skip": p.last_skip,
                           "interval_s": p.interval_ns / 1e9 if p.interval_ns else None,
+                          "window_s": p.seconds,
                           "estimated_cost_s": (p.cost_ns / 1e9 if p.cost_known
                                                and self.model else None),
-                          "last_cost_of_cpu": p.last_cost_ratio}
+                          "last_estimated_cost_ratio": p.last_cost_ratio}
                     for pid, p in self.jvms.items()}

@@ -4,27 +4,34 @@ agent's --sample windows can be sized within --max-overhead as its probes are.
 async-profiler's cpu event takes a sample every INTERVAL of a thread's CPU time: a signal, a
 walk of the thread's stack, a record in the profile. A window also costs the JVM something
 whatever its length: the attach (jattach's command, answered by the JVM's attach listener),
-the start (a perf event opened per thread) and the stop (the JFR file written). So the model
-has two constants, both CPU time of the sampled JVM's process (every thread, the kernel's time
-on its behalf included):
+the start (a perf event opened per thread) and the stop (the JFR file written). And while it
+is open, with or without samples, the profiler costs the JVM something every second (measured
+here: about 13 ms a second of an idle JVM, a window's length making it grow by that much). So
+the model has three constants, all CPU time of the sampled JVM's process (every thread, the
+kernel's time on its behalf included):
 
-    cost of a window = ns_per_window + ns_per_sample x samples
+    cost of a window = ns_per_window + ns_per_window_s x its seconds + ns_per_sample x samples
 
 Measured on a fixed CPU loop (workloads/java/io SamplerLoad: one thread, a xorshift over a
-4 KiB table at the bottom of DEPTH nested Java calls), in segments of the same number of units
-of work, three arms in blocks of six segments in the order bare, sampled, window, window,
-sampled, bare (ABCCBA: a linear drift cancels within a block):
+4 KiB table at the bottom of DEPTH nested Java calls). Each window is made as the agent makes
+its own: one jattach command, `start,...,timeout=T`, and async-profiler stops by itself T
+seconds later and closes its JFR. A block is twelve segments of six arms in the order idle,
+window, short idle, short window, bare, sampled, sampled, bare, short window, short idle,
+window, idle (each arm's mean position is the block's middle, so a linear drift cancels):
 
-  * bare: the loop alone;
-  * sampled: a window at CALIBRATION_INTERVAL_NS around the segment (started before it, stopped
-    after it), its samples counted afterwards from its JFR by async-profiler's converter;
-  * window: a window around the segment at an interval longer than the segment (no sample, or
-    one): what starting and stopping a window costs.
+  * window / idle: a window of LONG_S seconds with no sample (an interval no idle JVM
+    reaches), or the JVM idle as long;
+  * short window / short idle: the same with a 1 s window;
+  * bare: the loop (SEGMENT_S of CPU), then idle until as long as a sampled segment;
+  * sampled: the loop inside a T s window at CALIBRATION_INTERVAL_NS (its timeout ends after
+    the loop); its samples counted afterwards from its JFR by async-profiler's converter.
 
-Per block: ns_per_window = mean(window) - mean(bare), ns_per_sample = (mean(sampled) -
-mean(window)) / mean(samples of the sampled segments); each constant is the mean over blocks
-with Student's t 95% interval (n = blocks). The process CPU is the kernel's process-wide clock
-(jvmos.cputime), read before the window starts and after it stopped.
+Each segment's figure is the process CPU (the kernel's process-wide clock, jvmos.cputime),
+read before the window's jattach and GAP_S after its timeout. Per block, with W = window -
+idle and S = short window - short idle: ns_per_window_s = (W - S) / (LONG_S - 1),
+ns_per_window = S - ns_per_window_s, ns_per_sample = (sampled - bare - ns_per_window -
+ns_per_window_s x T) / samples; each constant is the mean over blocks with Student's t 95%
+interval (n = blocks).
 
 Limits, said where the constants are shown: the cost of a sample grows with the depth of the
 stack it walks (the calibration's is DEPTH Java frames requested; a server's stacks are often
@@ -36,20 +43,30 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from jvmos import JvmosError
 from jvmos.jdk import Jvm
 
 DEPTH = 64
+# async-profiler's CPU sampling engine for the agent's windows: setitimer(ITIMER_PROF), a
+# signal per interval of the process's CPU. Its "cpu" engine (a perf event per thread) cost
+# the chat server here 0.5-0.9 s of CPU per 8 s loaded window at 10 ms and took a third of
+# the samples due (its events are switched with every thread at every context switch); itimer
+# took every sample due at no CPU cost that the loads resolved (jvmos run sampler-cost).
+EVENT = "itimer"
 # 10x the agent's rate (jvmos.profiles.INTERVAL_MS): the samples stand out of the loop's noise
 CALIBRATION_INTERVAL_NS = 1_000_000
-SEGMENT_S = 1.0                 # the CPU a segment's units take, bare (sized by a pilot)
-ORDER = ("idle", "window", "bare", "sampled", "sampled", "bare", "window", "idle")
-METHOD = ("ABBA blocks of idle / window gaps and bare / sampled loops (a fixed CPU loop, one "
-          "thread at a depth of {depth} Java calls), process CPU; per block ns_per_window = "
-          "window - idle, ns_per_sample = (sampled - bare - ns_per_window) / samples; mean over "
-          "blocks, Student's t 95% (n = {n})")
+SEGMENT_S = 0.6                 # the CPU a segment's units take, bare (sized by a pilot)
+ORDER = ("idle", "window", "short_idle", "short_window", "bare", "sampled", "sampled", "bare",
+         "short_window", "short_idle", "window", "idle")
+METHOD = ("ABBA blocks of idle / window gaps of {L} s and 1 s and bare / sampled loops in "
+          "{T} s windows (a fixed CPU loop, one thread at a depth of {depth} Java calls; each "
+          "window one jattach start that stops by its timeout, as the agent's), process CPU; "
+          "per block W = window - idle, S = short window - short idle, ns_per_window_s = "
+          "(W - S) / ({L} - 1), ns_per_window = S - ns_per_window_s, ns_per_sample = (sampled "
+          "- bare - ns_per_window - ns_per_window_s x {T}) / samples; mean over blocks, "
+          "Student's t 95% (n = {n})")
 
 
 def _mean_ci(xs: List[float]) -> dict:
@@ -143,25 +160,26 @@ def count_samples(jfr: Path) -> int:
     return n
 
 
-IDLE_S = 0.3                    # an idle gap: the window's start and stop, or nothing
+GAP_S = 0.6                     # after a window's timeout, before the CPU is read
+LONG_S = 4                      # the long windows without a sample (the short ones: 1 s)
 
 
-def segment(loop: Loop, units: int, arm: str, jfr: Optional[Path], interval_ns: int) -> dict:
-    """One segment: the process CPU (ns) of `units` of the loop (arm "bare"), or of the loop
-    inside a window (arm "sampled": started before the loop, stopped after it), or of an idle
-    gap of IDLE_S with (arm "window", at an interval no idle JVM reaches) or without (arm
-    "idle") a window's start and stop in it."""
+def segment(loop: Loop, units: int, arm: str, jfr: Optional[Path], interval_ns: int,
+            timeout_s: int, event: str = None) -> dict:
+    """One segment (the arms above): its process CPU (ns) from before the window's jattach to
+    GAP_S after its timeout (timeout_s with the loop, LONG_S or 1 s without)."""
     from jvmos.cputime import process_cpu_ns
+    event = event or EVENT
+    seconds = (1 if arm.startswith("short") else LONG_S if arm in ("window", "idle")
+               else timeout_s)
     c0 = process_cpu_ns(loop.pid)
     t0 = time.monotonic()
-    if arm in ("sampled", "window"):
-        every = interval_ns if arm == "sampled" else 10 * 10**9
-        _jattach(loop.pid, f"start,event=cpu,interval={every},jfr,file={jfr}")
+    if arm in ("sampled", "window", "short_window"):
+        every = interval_ns if arm == "sampled" else 100 * 10**9
+        _jattach(loop.pid, f"start,event={event},interval={every},jfr,file={jfr},"
+                           f"timeout={seconds}")
     r = loop.run(units) if arm in ("bare", "sampled") else {}
-    if arm in ("sampled", "window"):
-        _jattach(loop.pid, "stop")
-    if arm in ("idle", "window"):
-        time.sleep(max(IDLE_S - (time.monotonic() - t0), 0.0))
+    time.sleep(max(seconds + GAP_S - (time.monotonic() - t0), 0.0))
     c1 = process_cpu_ns(loop.pid)
     return {"arm": arm, "cpu_ns": c1 - c0, "wall_ns": int((time.monotonic() - t0) * 1e9),
             "thread_cpu_ns": r.get("thread_cpu_ns"), "jfr": str(jfr) if jfr else None}
@@ -169,7 +187,7 @@ def segment(loop: Loop, units: int, arm: str, jfr: Optional[Path], interval_ns: 
 
 def calibrate(jvm: Jvm, blocks: int = 4, log: Callable[[str], None] = print,
               interval_ns: int = CALIBRATION_INTERVAL_NS, depth: int = DEPTH,
-              segment_s: float = SEGMENT_S) -> dict:
+              segment_s: float = SEGMENT_S, event: str = EVENT) -> dict:
     """The two constants of the model above, measured on jvm."""
     if blocks < 2:
         raise JvmosError("the sampler's cost needs at least 2 blocks (an interval needs n >= 2)")
@@ -180,16 +198,21 @@ def calibrate(jvm: Jvm, blocks: int = 4, log: Callable[[str], None] = print,
         try:
             pilot = loop.run(20)
             units = max(1, round(20 * segment_s * 1e9 / max(pilot["thread_cpu_ns"], 1)))
+            # a sampled loop's window ends after it (the loop's wall time, sampled: longer)
+            timeout = math.ceil(1.5 * segment_s * pilot["elapsed_ns"]
+                                / max(pilot["thread_cpu_ns"], 1)) + 1
             # the first load of the library and a first window, not measured
-            segment(loop, units, "sampled", tmpd / "warm.jfr", interval_ns)
-            segment(loop, units, "window", tmpd / "warm-idle.jfr", interval_ns)
+            segment(loop, units, "sampled", tmpd / "warm.jfr", interval_ns, timeout, event)
+            segment(loop, units, "window", tmpd / "warm-idle.jfr", interval_ns, timeout, event)
+            segment(loop, units, "short_window", tmpd / "warm-short.jfr", interval_ns, timeout,
+                    event)
             log(f"sampler cost: {blocks} blocks of {len(ORDER)} segments (loops of {units} "
-                f"units, ~{segment_s:g} s of CPU; idle gaps of {IDLE_S:g} s), JDK "
+                f"units, ~{segment_s:g} s of CPU; windows of {timeout} s and 1 s), JDK "
                 f"{jvm.version}, interval {interval_ns / 1e6:g} ms, depth {depth}")
             for b in range(blocks):
                 for i, arm in enumerate(ORDER):
                     jfr = tmpd / f"b{b}-{i}-{arm}.jfr" if arm != "bare" else None
-                    row = segment(loop, units, arm, jfr, interval_ns)
+                    row = segment(loop, units, arm, jfr, interval_ns, timeout, event)
                     row["block"] = b
                     rows.append(row)
         finally:
@@ -198,12 +221,16 @@ def calibrate(jvm: Jvm, blocks: int = 4, log: Callable[[str], None] = print,
             if row["arm"] == "sampled":
                 row["samples"] = count_samples(Path(row["jfr"]))
             row.pop("jfr")
-    return fit(rows, jvm, interval_ns, depth, units)
+    model = fit(rows, jvm, interval_ns, depth, units, timeout)
+    model["event"] = event
+    return model
 
 
-def fit(rows: List[dict], jvm, interval_ns: int, depth: int, units: int) -> dict:
+def fit(rows: List[dict], jvm, interval_ns: int, depth: int, units: int,
+        timeout_s: int) -> dict:
     """The constants from the segments (per block, then mean and interval over blocks)."""
-    per_sample, per_window, rate = [], [], []
+    long_s = LONG_S
+    per_sample, per_window, per_second, rate = [], [], [], []
     for b in sorted({r["block"] for r in rows}):
         arm = {a: [r for r in rows if r["block"] == b and r["arm"] == a] for a in set(ORDER)}
         if not all(arm.values()):
@@ -213,42 +240,66 @@ def fit(rows: List[dict], jvm, interval_ns: int, depth: int, units: int) -> dict
         if samples <= 0:
             raise JvmosError(f"block {b}: the sampled segments have no sample: is "
                              "async-profiler's cpu event available here?")
-        window = cpu["window"] - cpu["idle"]
-        per_window.append(window)
-        per_sample.append((cpu["sampled"] - cpu["bare"] - window) / samples)
-        rate.append(samples / (cpu["sampled"] / 1e9))
+        long_w = cpu["window"] - cpu["idle"]
+        short_w = cpu["short_window"] - cpu["short_idle"]
+        g = (long_w - short_w) / (long_s - 1)
+        f = short_w - g
+        per_second.append(g)
+        per_window.append(f)
+        per_sample.append((cpu["sampled"] - cpu["bare"] - f - g * timeout_s) / samples)
+        rate.append(samples / (arm_cpu(arm["sampled"]) / 1e9))
     if len(per_sample) < 2:
         raise JvmosError("fewer than 2 complete blocks: no interval")
     return {
         "jdk": jvm.version, "home": str(jvm.home),
-        "method": METHOD.format(depth=depth, n=len(per_sample)),
+        "method": METHOD.format(depth=depth, n=len(per_sample), T=timeout_s, L=long_s),
         "depth": depth, "interval_ns": interval_ns, "units_per_segment": units,
-        "idle_s": IDLE_S,
+        "window_s": timeout_s, "long_window_s": long_s, "gap_s": GAP_S,
         "ns_per_sample": _mean_ci(per_sample),
         "ns_per_window": _mean_ci(per_window),
-        # what the interval promises: a sample per interval of CPU (1e9 / interval_ns per s)
+        "ns_per_window_s": _mean_ci(per_second),
+        # what the interval promises: a sample per interval of the sampled thread's CPU
         "samples_per_cpu_s": _mean_ci(rate),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "segments": rows,
     }
 
 
+def arm_cpu(rows: List[dict]) -> float:
+    """The sampled loop's own CPU (its thread's, as the JVM measured it), or the process's."""
+    vals = [r.get("thread_cpu_ns") or r["cpu_ns"] for r in rows]
+    return sum(vals) / len(vals)
+
+
 def validate(model: Optional[dict]) -> Optional[str]:
     """Why a platform file's sampler model cannot be used (None: it can)."""
     if not model:
         return "not calibrated (jvmos calibrate --sampler)"
-    for k in ("ns_per_sample", "ns_per_window"):
+    if model.get("event") != EVENT:
+        return (f"measured with async-profiler's {model.get('event', 'cpu')} event, the agent "
+                f"samples with {EVENT} (jvmos calibrate --sampler measures it again)")
+    if "ns_per_window_s" not in model:
+        return ("measured before its cost per second of a window was (jvmos calibrate "
+                "--sampler measures it again)")
+    for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"):
         v = (model.get(k) or {}).get("mean")
         if not isinstance(v, (int, float)) or not math.isfinite(v):
             return f"{k} is missing or not a number"
     return None
 
 
-def cost_ns(model: Dict, samples: float, windows: float = 1.0) -> float:
-    """The model's estimate of what `windows` windows with `samples` samples cost (CPU ns);
-    a constant measured below 0 (noise around a small cost) counts as 0."""
-    return (max(model["ns_per_window"]["mean"], 0.0) * windows
-            + max(model["ns_per_sample"]["mean"], 0.0) * samples)
+def constants(model: Dict) -> Tuple[float, float, float]:
+    """(ns_per_sample, ns_per_window, ns_per_window_s) as the agent prices with them: the
+    means, a constant measured below 0 (noise around a small cost) as 0."""
+    return tuple(max(model[k]["mean"], 0.0)
+                 for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"))
+
+
+def cost_ns(model: Dict, samples: float, seconds: float, windows: float = 1.0) -> float:
+    """The model's estimate of what `windows` windows open `seconds` in all with `samples`
+    samples cost (CPU ns)."""
+    c, f, g = constants(model)
+    return f * windows + g * seconds + c * samples
 
 
 def _ci_text(v: dict, scale: float, unit: str) -> str:
@@ -259,12 +310,15 @@ def _ci_text(v: dict, scale: float, unit: str) -> str:
 
 def summary(model: dict) -> str:
     """The sampler's cost as `jvmos calibrate` prints it."""
-    per_s = model["ns_per_sample"]["mean"] / 10 ** 7     # at the agent's 10 ms
-    return (f"sampler (async-profiler, JDK {model['jdk']}, stacks {model['depth']} Java calls "
+    share = model["ns_per_sample"]["mean"] / 10 ** 7     # samples alone, at the agent's 10 ms
+    per_s = model.get("ns_per_window_s")
+    return (f"sampler (async-profiler's {model.get('event', 'cpu')} event, JDK {model['jdk']}, "
+            f"stacks {model['depth']} Java calls "
             f"deep): {_ci_text(model['ns_per_sample'], 1e3, 'µs')} of CPU per sample, "
-            f"{_ci_text(model['ns_per_window'], 1e6, 'ms')} per window started and stopped; "
-            f"at a sample per 10 ms of CPU that is {100 * per_s:.2g}% of the sampled JVM's CPU "
-            "while a window runs")
+            f"{_ci_text(model['ns_per_window'], 1e6, 'ms')} per window started and stopped"
+            + (f", {_ci_text(per_s, 1e6, 'ms')} per second a window is open" if per_s else "")
+            + f"; at a sample per 10 ms of CPU the samples alone are {100 * share:.2g}% of the "
+            "sampled JVM's CPU while a window runs (the agent prices windows with the means)")
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,8 @@
 """Experiments: each reproduces a table of the paper and writes it under its --out directory."""
 from jvmos.experiments import (accuracy, agent_overhead, agent_windows, blocking_io, chat,
                                heldout, heuristic, interventions, ipc, jni_census, matmul,
-                               memory, overhead, predictions, probe_effect, serialization,
-                               server, threads, tomcat)
+                               memory, overhead, predictions, probe_effect, sampler_cost,
+                               serialization, server, threads, tomcat)
 
 EXPERIMENTS = {
     "blocking-io": blocking_io.main,
@@ -24,4 +24,5 @@ EXPERIMENTS = {
     "agent-overhead": agent_overhead.main,
     "agent-windows": agent_windows.main,
     "probe-effect": probe_effect.main,
+    "sampler-cost": sampler_cost.main,
 }

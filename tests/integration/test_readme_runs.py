@@ -44,6 +44,8 @@ NOT_RUN = {
     "jvmos calibrate --trials 3": "make demo's first calibration, about a minute and a half "
                                   "(the test session calibrates with it: conftest.py)",
     "jvmos calibrate --probes": "minutes (test_calibrate.py)",
+    "jvmos calibrate --sampler": "make test's calibration runs it (Makefile; conftest.py "
+                                 "without one); test_agent.py checks what it measured",
     "jvmos calibrate --constants --chunk 8192": "minutes (test_calibrate.py)",
     "jvmos calibrate --in-situ": "tens of minutes of servers (test_theta.py fits a small one)",
     "jvmos predict --from-run RUN --what-if NAME": "NAME stands for any change: the line "

@@ -39,6 +39,7 @@ COMMITTED = {
     "agent-overhead": "results/agent-overhead",
     "agent-windows": "results/agent-windows",
     "probe-effect": "results/probe-effect/servers",
+    "sampler-cost": "results/sampler-cost",
 }
 # experiments that wrote no committed result of their own, and why
 NONE_COMMITTED = {

@@ -15,7 +15,8 @@ P = 5.0
 BASE = profiles.INTERVAL_MS * 1_000_000
 # the order of magnitude measured here (jvmos calibrate --sampler, JDK 17, 2-core VM)
 MODEL = {"ns_per_sample": {"mean": 50_000.0, "ci95": [40_000.0, 60_000.0], "n": 3},
-         "ns_per_window": {"mean": 5_000_000.0, "ci95": [3e6, 7e6], "n": 3}}
+         "ns_per_window": {"mean": 5_000_000.0, "ci95": [3e6, 7e6], "n": 3},
+         "ns_per_window_s": {"mean": 0.0, "ci95": [-1e6, 1e6], "n": 3}, "event": "itimer"}
 
 
 def share(limit_pct):
@@ -24,38 +25,57 @@ def share(limit_pct):
 
 def test_the_default_interval_is_kept_when_it_fits_and_lengthened_when_not():
     # 2%: 50 µs per 10 ms is 0.5% while on, 5 ms per 5 s window 0.1%: fits the 0.8% share
-    assert dc.sampler_interval(50e3, 5e6, CPU, 5.0, 2.0, BASE) == (BASE, "")
-    # 0.5%: the share is 0.2% of the CPU, 0.1% left after the start and stop: a sample per
-    # 50 µs / 0.1% = 50 ms
-    got, why = dc.sampler_interval(50e3, 5e6, CPU, 5.0, 0.5, BASE)
-    assert why == "" and got == pytest.approx(50_000_000, rel=1e-9)
-    # 0.1%: the start and stop alone (0.1% of the CPU over 5 s) pass the share (0.04%)
-    got, why = dc.sampler_interval(50e3, 5e6, CPU, 5.0, 0.1, BASE)
-    assert got is None and "start and stop alone" in why and "--max-overhead 0.1%" in why
+    assert dc.sampler_window(50e3, 5e6, 0.0, CPU, 5, 30, 2.0, BASE) == (BASE, 5, "")
+    # 0.5%: the share is 0.2% of the CPU (2e6 ns/s), the start and stop 1e6 of it (half:
+    # not lengthened); the samples get 1e6 ns/s: a sample per 50 µs x 1e9 / 1e6 = 50 ms
+    got, length, why = dc.sampler_window(50e3, 5e6, 0.0, CPU, 5, 30, 0.5, BASE)
+    assert why == "" and length == 5 and got == pytest.approx(50_000_000, rel=1e-9)
+    # 0.1% (share 4e5 ns/s): 5 ms per 5 s is 1e6 ns/s, over half the share: the window is
+    # lengthened to take half (ceil(2 x 5e6 / 4e5) = 25 s), the samples get 2e5 ns/s
+    got, length, why = dc.sampler_window(50e3, 5e6, 0.0, CPU, 5, 30, 0.1, BASE)
+    assert why == "" and length == 25 and got == pytest.approx(250_000_000, rel=1e-9)
+    # ... unless --sample-every's half (here 8 s) is too short even to fit them: skipped
+    got, length, why = dc.sampler_window(50e3, 5e6, 0.0, CPU, 5, 8, 0.1, BASE)
+    assert got is None and "without a sample" in why and "--max-overhead 0.1%" in why
+    # a cost per second open: 1e5 ns/s of the 4e5 share, so the start and stop must spread
+    # over ceil(5e6 / (2e5 - 1e5)) = 50 s ... at most 30 here: 30 s, 1.67e5 ns/s, and the
+    # samples get 4e5 - 1e5 - 1.67e5
+    got, length, why = dc.sampler_window(50e3, 5e6, 1e5, CPU, 5, 30, 0.1, BASE)
+    assert why == "" and length == 30
+    assert got == pytest.approx(50e3 * CPU / (4e5 - 1e5 - 5e6 / 30), rel=1e-6)
+    # a cost per second open above the whole share: nothing a length can do
+    got, length, why = dc.sampler_window(50e3, 0.0, 5e5, CPU, 5, 30, 0.1, BASE)
+    assert got is None and "0.5 ms a second open" in why
     # 0.5 ms per sample in a 0.04% share would need a sample per 1.25 s of CPU: skipped too
-    got, why = dc.sampler_interval(500e3, 0.0, 0.01 * CPU, 5.0, 0.1, BASE)
+    got, length, why = dc.sampler_window(500e3, 0.0, 0.0, 0.01 * CPU, 5, 30, 0.1, BASE)
     assert got is None and "a sample per" in why
+    # a JVM that used no CPU: nothing to sample
+    got, length, why = dc.sampler_window(50e3, 5e6, 0.0, 0.0, 5, 30, 2.0, BASE)
+    assert got is None and "no CPU" in why
 
 
-def test_a_window_run_at_the_chosen_interval_stays_within_its_share():
+def test_a_window_run_as_planned_stays_within_its_share():
     """Whatever the costs, the JVM's CPU and the limit: a window the plan lets run is
-    estimated to cost at most the sampler's share of the budget while it runs."""
+    estimated to cost at most the sampler's share of the budget while it runs, and its
+    length stays between --sample-window and the longest allowed."""
     rng = random.Random(11)
-    ran = skipped = 0
+    ran = skipped = longer = 0
     for _ in range(5000):
-        c, f = rng.uniform(1e3, 200e3), rng.uniform(0, 50e6)
-        cpu, window, limit = rng.uniform(0.01, 8) * CPU, rng.choice([1.0, 5.0, 30.0]), \
+        c, f, g = rng.uniform(1e3, 200e3), rng.uniform(0, 50e6), rng.choice([0, 1e5, 1e7])
+        cpu, window, limit = rng.uniform(0.001, 8) * CPU, rng.choice([1, 5, 30]), \
             rng.choice([0.1, 0.5, 1.0, 2.0, 5.0])
-        interval, why = dc.sampler_interval(c, f, cpu, window, limit, BASE)
+        interval, length, why = dc.sampler_window(c, f, g, cpu, window, 60, limit, BASE)
         if interval is None:
             skipped += 1
             assert why
             continue
         ran += 1
-        assert interval >= BASE
-        cost = dc.sampler_cost_per_s(c, f, cpu, window, interval)
-        assert cost <= share(limit) * cpu * (1 + 1e-9), (c, f, cpu, window, limit)
-    assert ran > 1000 and skipped > 100          # both branches exercised
+        longer += length > window
+        assert interval >= BASE and window <= length <= max(window, 60)
+        cost = c * cpu / interval + f / length + g       # the model, written out here
+        assert cost <= share(limit) * cpu * (1 + 1e-9), (c, f, g, cpu, window, limit)
+        assert dc.sampler_cost_per_s(c, f, g, cpu, length, interval) == pytest.approx(cost)
+    assert ran > 1000 and skipped > 100 and longer > 100     # every branch exercised
 
 
 def agent_with_profiles(tmp_path, limit=2.0, model=MODEL):
@@ -92,25 +112,29 @@ def test_the_probes_windows_leave_room_for_a_running_profile_window(tmp_path, mo
     p.next_at[7] = time.time() + 3600                     # no window due
     alone = plan()
     assert alone == pytest.approx(dc.TARGET * 0.02 * CPU / r * P)
-    interval, _ = a.sampler_plan(7)
-    assert interval == BASE
+    interval, seconds, _ = a.sampler_plan(7)
+    assert (interval, seconds) == (BASE, 5)
     p.jvms[7] = profiles.JvmProfiles(running=profiles.Window(
-        start=0, end=1e12, jfr=tmp_path / "x.jfr", interval_ns=interval))
+        start=1000.0, end=1005.0, jfr=tmp_path / "x.jfr", interval_ns=interval))
     beside = plan()
-    sampler = dc.sampler_cost_per_s(50e3, 5e6, CPU, 5.0, interval)
+    sampler = 50e3 * CPU / interval + 5e6 / 5.0         # samples + start and stop, per s
     assert beside == pytest.approx((dc.TARGET * 0.02 * CPU - sampler) / r * P)
     assert r * beside / P + sampler <= 0.02 * CPU
     # a window due within the next period counts as running
     p.jvms[7] = profiles.JvmProfiles()
     p.next_at[7] = time.time() + 1.0
     assert plan() == pytest.approx(beside)
+    # ... unless its plan would skip it (a limit its start and stop cannot fit): no room kept
+    a.cfg.max_overhead_pct = 0.001
+    assert a.sampler_plan(7)[0] is None
+    assert a.sampler_reserve(w, CPU, P) == 0.0
 
 
 def test_a_window_over_the_budget_is_skipped_counted_and_said_once(tmp_path, monkeypatch):
     started, said = [], []
     monkeypatch.setattr(profiles, "start_window",
                         lambda pid, jfr, s, interval: started.append(interval))
-    a, p, w = agent_with_profiles(tmp_path, limit=0.1)
+    a, p, w = agent_with_profiles(tmp_path, limit=0.01)
     p.log = said.append
     w.last, w.last_cpu = {"interval_s": P}, CPU * P
     p.next_at[7] = 1005.0
@@ -118,7 +142,7 @@ def test_a_window_over_the_budget_is_skipped_counted_and_said_once(tmp_path, mon
         p.step(7, t)
     assert not started
     st = p.exposed()[7]
-    assert st["skipped"] == 3 and "start and stop alone" in st["last_skip"]
+    assert st["skipped"] == 3 and "without a sample" in st["last_skip"]
     assert len(said) == 1 and "window skipped" in said[0]
     # a limit it fits again: started, at the interval the plan chose
     a.cfg.max_overhead_pct = 0.5
@@ -138,7 +162,7 @@ def test_a_window_waits_for_the_jvms_first_interval(tmp_path, monkeypatch):
     monkeypatch.setattr(profiles, "start_window",
                         lambda pid, jfr, s, interval: started.append(interval))
     a, p, w = agent_with_profiles(tmp_path, limit=0.5)
-    assert a.sampler_plan(7) == (None, None)
+    assert a.sampler_plan(7) == (None, 5, None)
     p.next_at[7] = 1005.0
     assert p.step(7, 1005.0) == 1005.0 + profiles.WAIT_S
     assert not started and p.exposed()[7]["skipped"] == 0
@@ -151,21 +175,31 @@ def test_a_window_waits_for_the_jvms_first_interval(tmp_path, monkeypatch):
     assert started == [pytest.approx(50_000_000, rel=1e-6)]
 
 
-def test_an_idle_jvm_and_no_limit_get_the_default_interval(tmp_path):
-    a, p, w = agent_with_profiles(tmp_path, limit=0.1)
-    w.last, w.last_cpu = {"interval_s": P}, 1_000_000          # 1 ms of CPU in 5 s
-    assert a.sampler_plan(7) == (BASE, "")
+def test_a_jvm_using_little_cpu_gets_a_longer_window_and_an_idle_one_none(tmp_path):
+    """At 2%, 5 ms per window: 0.1 of a core would spend 1% of its CPU on a 5 s window's start
+    and stop (more than half the 0.8% share): its window is lengthened to 13 s, which leaves
+    its samples 0.8e5 - 5e6 / 13 ns a second: a sample per 12.0 ms; a JVM that used no CPU
+    gets no window; without a limit, the defaults."""
+    a, p, w = agent_with_profiles(tmp_path, limit=2.0)
+    w.last, w.last_cpu = {"interval_s": P}, 0.1 * CPU * P
+    interval, seconds, why = a.sampler_plan(7)
+    assert why == "" and seconds == 13
+    assert interval == pytest.approx(50e3 * 0.1 * CPU / (0.8e6 - 5e6 / 13), rel=1e-6)
+    w.last_cpu = 0
+    interval, _, why = a.sampler_plan(7)
+    assert interval is None and "no CPU" in why
     a.cfg.max_overhead_pct = None
-    w.last_cpu = CPU * P
-    assert a.sampler_plan(7) == (BASE, "")
+    assert a.sampler_plan(7) == (BASE, 5, "")
 
 
 def test_a_finished_window_is_estimated_from_the_cpu_it_ran_over(tmp_path):
     run = profiles.Window(start=0, end=5, jfr=tmp_path / "x.jfr", interval_ns=20_000_000,
                           cpu_start=10**9, cpu_end=3 * 10**9)
     ns, ratio = profiles.window_cost(MODEL, run)
-    # 2 s of CPU at a sample per 20 ms: 100 samples x 50 µs + 5 ms
+    # 2 s of CPU at a sample per 20 ms: 100 samples x 50 µs + 5 ms (+ 0 a second)
     assert ns == pytest.approx(100 * 50e3 + 5e6)
+    dear = dict(MODEL, ns_per_window_s={"mean": 2e6})
+    assert profiles.window_cost(dear, run)[0] == pytest.approx(100 * 50e3 + 5e6 + 5 * 2e6)
     assert ratio == pytest.approx(ns / 2e9)
     assert profiles.window_cost(None, run) is None
     run.cpu_end = None
@@ -202,17 +236,18 @@ def test_the_metrics_say_the_interval_the_cost_and_the_skips(tmp_path, monkeypat
     (root / run.in_jvm.lstrip("/")).write_bytes(b"JFR")
     p.step(pid, run.end)                               # its CPU at its end
     p.step(pid, run.end + profiles.FILE_AFTER_S)       # filed
-    a.cfg.max_overhead_pct = 0.1
+    a.cfg.max_overhead_pct = 0.01
     p.next_at[pid] = 0.0
     p.step(pid, 2000.0)                                # skipped
     st = p.exposed()[pid]
-    assert st["windows"] == 1 and st["skipped"] == 1
+    assert st["windows"] == 1 and st["skipped"] == 1 and st["window_s"] == 5
     want = 5e6 + 50e3 * 2e9 / 50e6                     # 40 samples at 50 ms, and the window
     assert st["estimated_cost_s"] == pytest.approx(want / 1e9)
     text = generate_latest(agentmetrics.registry_for(a)).decode()
     got = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
            if s.name.startswith("jvmos_profile_")}
     assert got["jvmos_profile_interval_seconds"] == pytest.approx(0.05, rel=1e-6)
+    assert got["jvmos_profile_window_seconds"] == 5
     assert got["jvmos_profile_estimated_cost_seconds_total"] == pytest.approx(want / 1e9)
     assert got["jvmos_profile_skipped_total"] == 1
     assert got["jvmos_profile_windows_total"] == 1
@@ -221,31 +256,43 @@ def test_the_metrics_say_the_interval_the_cost_and_the_skips(tmp_path, monkeypat
 def test_fit_recovers_known_constants_and_refuses_what_it_cannot_fit():
     class J:
         version, home = "17", "/jdk"
+    T, L = 3, samplercost.LONG_S
     rows = []
-    for b, (f, c) in enumerate([(4e6, 50e3), (6e6, 60e3), (5e6, 40e3)]):
+    for b, (f, g, c) in enumerate([(4e6, 10e6, 50e3), (6e6, 14e6, 60e3), (5e6, 12e6, 40e3)]):
         for arm in samplercost.ORDER:
-            cpu = {"idle": 1e6, "window": 1e6 + f, "bare": 900e6,
-                   "sampled": 900e6 + f + c * 950}[arm]
-            row = {"arm": arm, "cpu_ns": cpu, "block": b}
+            cpu = {"idle": 1e6 * L, "window": 1e6 * L + f + g * L, "short_idle": 1e6,
+                   "short_window": 1e6 + f + g, "bare": 900e6,
+                   "sampled": 900e6 + f + g * T + c * 950}[arm]
+            row = {"arm": arm, "cpu_ns": cpu, "block": b, "thread_cpu_ns": None}
             if arm == "sampled":
                 row["samples"] = 950
             rows.append(row)
-    m = samplercost.fit(rows, J, 1_000_000, 64, 100)
+    # a linear drift over each block's segments (the machine warming): ORDER puts every arm's
+    # mean position at the block's middle, so it cancels
+    for k, r in enumerate(rows):
+        r["cpu_ns"] += 3e6 * (k % len(samplercost.ORDER))
+    m = samplercost.fit(rows, J, 1_000_000, 64, 100, T)
     assert m["ns_per_window"]["mean"] == pytest.approx(5e6)
+    assert m["ns_per_window_s"]["mean"] == pytest.approx(12e6)
     assert m["ns_per_sample"]["mean"] == pytest.approx(50e3)
     lo, hi = m["ns_per_sample"]["ci95"]
     assert lo < 50e3 < hi and m["ns_per_sample"]["n"] == 3
-    assert "Student's t 95% (n = 3)" in m["method"]
+    assert "Student's t 95% (n = 3)" in m["method"] and f"({L} - 1)" in m["method"]
+    assert "cpu event" in samplercost.validate(m)      # fit alone does not say its event
+    m["event"] = samplercost.EVENT
     assert samplercost.validate(m) is None
     assert "not calibrated" in samplercost.validate(None)
+    old = {k: v for k, v in m.items() if k != "ns_per_window_s"}
+    assert "measures it again" in samplercost.validate(old)
     for r in rows:
         if r["arm"] == "sampled":
             r["samples"] = 0
     with pytest.raises(JvmosError, match="no sample"):
-        samplercost.fit(rows, J, 1_000_000, 64, 100)
+        samplercost.fit(rows, J, 1_000_000, 64, 100, T)
     # a constant measured below 0 is noise around a small cost: 0 in an estimate
-    neg = {"ns_per_sample": {"mean": -5.0}, "ns_per_window": {"mean": -1e6}}
-    assert samplercost.cost_ns(neg, 100) == 0.0
+    neg = {"ns_per_sample": {"mean": -5.0}, "ns_per_window": {"mean": -1e6},
+           "ns_per_window_s": {"mean": -1.0}}
+    assert samplercost.cost_ns(neg, 100, 5.0) == 0.0
 
 
 def test_sample_within_a_limit_without_a_model_is_refused_in_one_line(tmp_path, monkeypatch):
@@ -263,4 +310,21 @@ def test_sample_within_a_limit_without_a_model_is_refused_in_one_line(tmp_path, 
     a.platform = {"engine_probes": {}, "sampler": MODEL}
     a.cfg.max_overhead_pct = 2.0
     a.set_sampling()
-    assert a.profiles.model is MODEL and a.profiles.plan == a.sampler_plan
+    assert a.profiles.model is MODEL and a.profiles.plan == a.planned_window
+
+
+def test_a_window_is_started_with_the_calibrated_engine_and_the_planned_interval(monkeypatch):
+    """The agent's window asks async-profiler for the engine its price was measured with
+    (samplercost.EVENT), the planned interval and a timeout of the planned length."""
+    import subprocess
+    from jvmos import sampling
+    seen = []
+    monkeypatch.setattr(profiles, "jattach", lambda: "/usr/bin/jattach")
+    monkeypatch.setattr(sampling, "lib", lambda: "/x/libasyncProfiler.so")
+    monkeypatch.setattr(subprocess, "run", lambda argv, **kw: seen.append(argv) or
+                        types.SimpleNamespace(returncode=0, stdout="return code: 0", stderr=""))
+    profiles.start_window(42, "/tmp/w.jfr", 7, 25_000_000)
+    opts = seen[0][-1]
+    assert seen[0][:3] == ["/usr/bin/jattach", "42", "load"]
+    assert opts == "start,event=itimer,interval=25000000,jfr,file=/tmp/w.jfr,timeout=7"
+    assert samplercost.EVENT == "itimer"

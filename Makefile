@@ -61,11 +61,12 @@ test: build
 	wait $$otel || { cat build/otelcol/make.log; rc=1; }; exit $$rc
 	@if [ ! -s $(TEST_PLATFORM) ]; then \
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
-	  $(JVMOS) calibrate --trials 3 --every-jdk --sampler --platform $(TEST_PLATFORM).tmp && \
+	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
 	  mv $(TEST_PLATFORM).tmp $(TEST_PLATFORM); fi
 	$(JVMOS) calibrate --trials 3 --platform $(TEST_PLATFORM) >/dev/null
-	@$(PY) -c 'import json, sys; sys.exit("sampler" not in json.load(open("$(TEST_PLATFORM)")))' \
-	  || $(JVMOS) calibrate --trials 3 --sampler --platform $(TEST_PLATFORM) >/dev/null
+	@$(PY) -c 'import json, sys; from jvmos.samplercost import validate; \
+	  sys.exit(validate(json.load(open("$(TEST_PLATFORM)")).get("sampler")) is not None)' \
+	  || $(PY) -m jvmos.samplercost --platform $(TEST_PLATFORM) --blocks 2 >/dev/null
 	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
 	  --dist worksteal --durations=15 tests/integration
 	$(MAKE) -s container-test

@@ -271,18 +271,20 @@ def _window_families(L: list) -> dict:
             "jvmos_profile_last_window_end_time_seconds", "When the JVM's last finished "
             "profile window ended (Unix time)", labels=L, unit="seconds"),
         "prof_skipped": CounterMetricFamily(
-            "jvmos_profile_skipped", "Profile windows not started because even the coarsest "
-            "sampling would pass the sampler's share of --max-overhead (the reason is in "
-            "/status and the log)", labels=L),
+            "jvmos_profile_skipped", "Profile windows not started: even the longest window "
+            "without a sample, or the coarsest sampling, would pass the sampler's share of "
+            "--max-overhead, or the JVM used no CPU (the reason is in /status and the log)",
+            labels=L),
         "prof_interval": GaugeMetricFamily(
             "jvmos_profile_interval_seconds", "The last profile window's sampling interval: a "
-            "sample per this much CPU time of each thread; 0.01 by default (and always "
+            "sample per this much of the process's CPU time; 0.01 by default (and always "
             "without --max-overhead), longer when the sampler's share of --max-overhead "
             "needs it", labels=L, unit="seconds"),
         "prof_window": GaugeMetricFamily(
             "jvmos_profile_window_seconds", "The last profile window's length: "
-            "--sample-window, longer (at most half of --sample-every) when its start and stop "
-            "would take more than half of the sampler's share of --max-overhead",
+            "--sample-window, or the shortest longer one (at most half of --sample-every) "
+            "whose start, stop, seconds open and samples fit the sampler's share of "
+            "--max-overhead",
             labels=L, unit="seconds"),
         "prof_cost": CounterMetricFamily(
             "jvmos_profile_estimated_cost_seconds", "CPU time the finished profile windows "

@@ -148,7 +148,7 @@ def unwindowed(layers: Sequence[str]) -> List[str]:
 # this share of the windows' budget (TARGET x --max-overhead of the JVM's CPU); the probes'
 # windows are sized with what it is estimated to take
 SAMPLER_SHARE = 0.5
-# the coarsest sampling a window is still run at: a sample per second of CPU per thread
+# the coarsest sampling a window is still run at: a sample per second of the process's CPU
 MAX_SAMPLER_INTERVAL_NS = 1_000_000_000
 
 
@@ -159,33 +159,37 @@ def sampler_window(ns_per_sample: float, ns_per_window: float, ns_per_window_s: 
     timeout), so that its estimated cost (jvmos calibrate --sampler: ns_per_window for its
     start and stop, ns_per_window_s for each second it is open, ns_per_sample per sample)
     stays within SAMPLER_SHARE of the budget (TARGET x limit_pct of the JVM's CPU, cpu_per_s
-    ns per second) over the window. async-profiler's cpu event takes a sample per interval of
-    each thread's CPU: cpu_per_s / interval samples per second.
+    ns per second) over the window. The itimer engine takes a sample per interval of the
+    process's CPU: cpu_per_s / interval samples per second.
 
-    The window is window_s long, unless what it costs without a sample (its start and stop
-    spread over it, and its cost per second) would take more than half the share: then it is
-    lengthened (at most max_window_s) to spread the start and stop thinner. The interval is
-    base_interval_ns when the samples fit in what is left, longer when not. (None, length,
-    why) when even max_window_s leaves nothing for the samples, the interval would pass
-    MAX_SAMPLER_INTERVAL_NS, or the JVM used no CPU."""
+    window_s at base_interval_ns when that fits; else, when the samples fit at that interval
+    but the start and stop do not in window_s, the shortest longer window (up to
+    max_window_s) they fit in; else window_s, or if nothing is left for its samples
+    max_window_s, at the interval the samples need. (None, length, why) when even that
+    leaves nothing for the samples, the interval would pass MAX_SAMPLER_INTERVAL_NS, or the
+    JVM used no CPU."""
     share_pct = 100.0 * SAMPLER_SHARE * TARGET * limit_pct / 100.0
     share = f"{share_pct:.3g}% of the JVM's CPU"
     if cpu_per_s <= 0:
         return None, window_s, "the JVM used no CPU in its last interval: nothing to sample"
     allowed = share_pct / 100.0 * cpu_per_s                           # ns per second
-    f, g = max(ns_per_window, 0.0), max(ns_per_window_s, 0.0)
+    c, f, g = max(ns_per_sample, 0.0), max(ns_per_window, 0.0), max(ns_per_window_s, 0.0)
+    # what the start and stop may take per second when the samples run at the base interval
+    room = allowed - g - c * cpu_per_s / base_interval_ns
+    if room > 0:
+        length = window_s if f <= room * window_s else math.ceil(f / room)
+        if length <= max_window_s:
+            return int(base_interval_ns), length, ""
     length = window_s
-    if f / length + g > allowed / 2:
-        room = allowed / 2 - g
-        want = math.ceil(f / room) if room > 0 else max_window_s
-        length = min(max(window_s, want), max_window_s)
+    if allowed - g - f / length <= 0:
+        length = max(window_s, max_window_s)
     left = allowed - g - f / length
     if left <= 0:
         return None, length, (f"a {length} s window without a sample ({f / 1e6:.1f} ms of CPU "
                               f"to start and stop, {g / 1e6:.1f} ms a second open) would pass "
                               f"the sampler's share of --max-overhead {limit_pct:g}% ({share}; "
                               f"the JVM used {cpu_per_s / 1e7:.2g}% of a core)")
-    interval = max(float(base_interval_ns), max(ns_per_sample, 0.0) * cpu_per_s / left)
+    interval = max(float(base_interval_ns), c * cpu_per_s / left)
     if interval > MAX_SAMPLER_INTERVAL_NS:
         return None, length, (f"a {length} s window would need a sample per "
                               f"{interval / 1e9:.2f} s of CPU to stay within the sampler's "

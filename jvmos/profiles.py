@@ -18,16 +18,16 @@ as pprof at GET /debug/pprof/profile?pid=PID, the way Pyroscope and Parca pull p
     for it, and the result is kept; a window nobody asks for is never converted. The JFR files
     of older windows are deleted (KEEP windows are kept per JVM).
   * Cost, within --max-overhead: the sampler runs in the JVM during its windows only, a CPU
-    sample every `interval` of each thread's CPU time. Before a window starts, the agent's
+    sample every `interval` of the process's CPU time. Before a window starts, the agent's
     plan (Agent.sampler_plan, dutycycle.sampler_window) picks that interval and the window's
     length from the calibrated cost of a window and of a sample (jvmos calibrate --sampler)
     and the JVM's CPU in its last interval: INTERVAL_MS and --sample-window when that keeps
-    the window within its share of the budget; a longer window (at most half of
-    --sample-every) when its start and stop would take more than half the share, a longer
-    interval when the samples would not fit; no window at all (counted as skipped, with the
-    reason) when neither does. The probes' windows are sized with what a running (or
-    starting, or due) profile window is estimated to take. After a window, its cost is estimated from the JVM's
-    CPU during it (the process clock, read at its start and end): samples = CPU / interval,
+    the window within its share of the budget; else the shortest longer window (at most half
+    of --sample-every) that keeps it there, else the longest at a longer interval; no window
+    at all (counted as skipped, with the reason) when none does. The probes' windows are
+    sized with what a running (or starting, or due) profile window is estimated to take.
+    After a window, its cost is estimated from the JVM's CPU during it (the process clock,
+    read at its start and end): samples = CPU / interval,
     cost = ns_per_window + ns_per_window_s x its seconds + ns_per_sample x samples; an
     estimate, exported as one.
 """
@@ -43,7 +43,7 @@ from typing import Callable, Deque, Dict, Optional, Tuple
 
 from jvmos import JvmosError
 
-INTERVAL_MS = 10          # a CPU sample every 10 ms of CPU time, per thread
+INTERVAL_MS = 10          # a CPU sample every 10 ms of the process's CPU time (itimer)
 KEEP = 2                  # finished windows kept per JVM
 FILE_AFTER_S = 1.0        # a window's JFR is taken this long after it stopped by itself
 JATTACH_TIMEOUT_S = 30

@@ -1,14 +1,14 @@
 """What a CPU profile costs the JVM it samples (`jvmos calibrate --sampler`), so that the
 agent's --sample windows can be sized within --max-overhead as its probes are.
 
-async-profiler's cpu event takes a sample every INTERVAL of a thread's CPU time: a signal, a
-walk of the thread's stack, a record in the profile. A window also costs the JVM something
-whatever its length: the attach (jattach's command, answered by the JVM's attach listener),
-the start (a perf event opened per thread) and the stop (the JFR file written). And while it
-is open, with or without samples, the profiler costs the JVM something every second (measured
-here: about 13 ms a second of an idle JVM, a window's length making it grow by that much). So
-the model has three constants, all CPU time of the sampled JVM's process (every thread, the
-kernel's time on its behalf included):
+async-profiler's itimer engine (EVENT) takes a sample every INTERVAL of the process's CPU
+time: a signal, a walk of the running thread's stack, a record in the profile. A window also
+costs the JVM something whatever its length: the attach (jattach's command, answered by the
+JVM's attach listener), the start and the stop (the JFR file written). And while it is open,
+with or without samples, the profiler costs the JVM something every second (an empty window
+of 4 s cost more than one of 1 s, by hand and in every calibration since). So the model has
+three constants, all CPU time of the sampled JVM's process (every thread, the kernel's time
+on its behalf included):
 
     cost of a window = ns_per_window + ns_per_window_s x its seconds + ns_per_sample x samples
 
@@ -50,10 +50,9 @@ from jvmos.jdk import Jvm
 
 DEPTH = 64
 # async-profiler's CPU sampling engine for the agent's windows: setitimer(ITIMER_PROF), a
-# signal per interval of the process's CPU. Its "cpu" engine (a perf event per thread) cost
-# the chat server here 0.5-0.9 s of CPU per 8 s loaded window at 10 ms and took a third of
-# the samples due (its events are switched with every thread at every context switch); itimer
-# took every sample due at no CPU cost that the loads resolved (jvmos run sampler-cost).
+# signal per interval of the process's CPU. On the chat server at 10 ms (results/sampler-cost,
+# 12 triples) its "cpu" engine (a perf event per thread) cost 982 ms of CPU a 12 s loaded
+# window and took 0.46 of the samples due; itimer 109 ms (the interval holding 0) and all.
 EVENT = "itimer"
 # 10x the agent's rate (jvmos.profiles.INTERVAL_MS): the samples stand out of the loop's noise
 CALIBRATION_INTERVAL_NS = 1_000_000
@@ -310,7 +309,7 @@ def _ci_text(v: dict, scale: float, unit: str) -> str:
 
 def summary(model: dict) -> str:
     """The sampler's cost as `jvmos calibrate` prints it."""
-    share = model["ns_per_sample"]["mean"] / 10 ** 7     # samples alone, at the agent's 10 ms
+    share = constants(model)[0] / 10 ** 7      # samples alone, at the agent's 10 ms (floored)
     per_s = model.get("ns_per_window_s")
     return (f"sampler (async-profiler's {model.get('event', 'cpu')} event, JDK {model['jdk']}, "
             f"stacks {model['depth']} Java calls "

@@ -19,8 +19,8 @@ load's deliveries (a load that delivered fewer messages is not counted as cheape
 samples (async-profiler's converter, from the window's JFR) against those due (the load's
 server CPU / the interval); predicted = ns_per_window + ns_per_window_s x the window's
 seconds + ns_per_sample x its samples. Per engine: the mean measured with Student's t 95%
-interval over the triples; the price holds for itimer if that interval holds the mean
-predicted (the cpu engine is priced alike, to show what the itimer price would miss). N: a
+interval over the triples; the price is not rejected for itimer if that interval holds the
+mean predicted (the cpu engine is priced alike, to show what the itimer price would miss). N: a
 pilot of --pilot triples, then as many as a 95% half-width of 25% of the itimer prediction
 needs at the pilot's spread, at most --max-triples. Every triple is kept, misses included.
 """
@@ -177,7 +177,7 @@ def triples_wanted(measured: List[float], predicted: float, cap: int, pilot: int
     sd = statistics.stdev(measured)
     for n in range(pilot, cap + 1):
         if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) <= HALF_WIDTH * predicted:
-            return n + (n % 2)          # whole pairs of triples (both orders)
+            return min(n + (n % 2), cap)    # whole pairs of triples (both orders)
     return cap
 
 
@@ -270,7 +270,7 @@ def tables(results: dict) -> List[Table]:
                f"{st['ratio']:.2f} [{st['ratio_ci95'][0]:.2f}, {st['ratio_ci95'][1]:.2f}]",
                "—" if st.get("taken_of_due") is None else f"{st['taken_of_due']:.2f}",
                "—" if "holds" not in st else
-               ("the price holds (the interval holds it)" if st["holds"] else
+               ("not rejected (the interval holds the price)" if st["holds"] else
                 "the price misses (the interval does not hold it)")])
     return [t, s]
 

@@ -3,7 +3,6 @@ exits, SIGHUP, a JVM that execs, shedding under --max-overhead, SIGKILL (no link
 left in the kernel) and a restart, the capabilities of the systemd unit, and a real
 Prometheus server scraping it, checked against one-off `jvmos record` runs of the same JVMs."""
 import json
-import math
 import os
 import re
 import shutil
@@ -574,29 +573,30 @@ def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_pa
             prof = next(w for w in ag.status()["watched"] if w["pid"] == j.pid)["profiles"]
             assert "without a sample" in prof["last_skip"], prof
             ag.wait_log("window skipped")
-        # a limit at which an empty window takes half the sampler's share only once it is 4 s
-        # long (at the CPU measured here): --sample-every 10 lets it grow to 5 s
-        lengthen = 2 * (f / 4 + g) / share
+        # a limit whose share fits a window's start and stop only once it is 4 s long (at
+        # the CPU measured here): --sample-every 10 lets it grow to 5 s
+        lengthen = (g + 1.1 * f / 4 + c * cpu / 10e6) / share
         with Agent(tmp_path, args + ["--sample-every", "10", "--max-overhead",
                                      f"{lengthen:.6f}"], name="lengthen") as ag:
             got = ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid)
                                          or 0) >= 1, 60, "a profile window")
             prof = next(w for w in ag.status()["watched"] if w["pid"] == j.pid)["profiles"]
             basis = prof["planned_cpu_per_s"]          # the JVM's CPU the agent planned by
-            allowed = dc.SAMPLER_SHARE * dc.TARGET * lengthen / 100.0 * basis
-            length = window
-            if f / window + g > allowed / 2:
-                room = allowed / 2 - g
-                length = min(max(window, math.ceil(f / room)) if room > 0 else 5, 5)
+            # the plan for that CPU (dutycycle's rule, unit-tested with numbers by hand)
+            want, length, _ = dc.sampler_window(c, f, g, basis, window, 5, lengthen, 10**7)
             assert value(got, "jvmos_profile_window_seconds", pid=j.pid) == length, \
                 (length, basis, cpu)
+            assert value(got, "jvmos_profile_interval_seconds", pid=j.pid) == \
+                pytest.approx(want / 1e9, rel=1e-6)
             # at the CPU measured here the design is a 4 s window
             assert length > window or basis > 1.3 * cpu, (length, basis, cpu)
-            want = max(c * basis / (allowed - g - f / length) / 1e9, 0.01)
-            interval = value(got, "jvmos_profile_interval_seconds", pid=j.pid)
-            assert interval == pytest.approx(want, rel=0.01), (interval, want, basis)
             cost = value(got, "jvmos_profile_estimated_cost_seconds_total", pid=j.pid)
-            assert cost >= (f + g * length) / 1e9, cost
+            n = value(got, "jvmos_profile_windows_total", pid=j.pid)
+            # each window its start, stop and seconds, and its samples (none priced when a
+            # sample's cost came out at or below 0)
+            assert cost >= n * (f + g * length) / 1e9 * (1 - 1e-9), (cost, n)
+            if c == 0:
+                assert cost == pytest.approx(n * (f + g * length) / 1e9, rel=1e-6)
             assert prof["skipped"] == 0, prof
     finally:
         stop_jvm(j)

@@ -89,22 +89,14 @@ def jattach() -> str:
 
 
 def start_window(pid: int, jfr: str, seconds: int, interval_ns: int) -> None:
-    """async-profiler started in pid for `seconds`, a sample per interval_ns of each thread's
+    """async-profiler started in pid for `seconds`, a sample per interval_ns of the process's
     CPU, writing JFR to jfr (a path in the JVM's own mount namespace); JvmosError when the JVM
     refused (attach disabled, another profiler running, ...)."""
     from jvmos import sampling
     from jvmos.samplercost import EVENT
-    lib = sampling.lib()
     opts = f"start,event={EVENT},interval={interval_ns},jfr,file={jfr},timeout={seconds}"
-    try:
-        r = subprocess.run([jattach(), str(pid), "load", str(lib), "true", opts],
-                           capture_output=True, text=True, timeout=JATTACH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise JvmosError(f"jattach to pid {pid} did not answer in {JATTACH_TIMEOUT_S} s")
-    out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "return code: 0" not in out:
-        last = (out.splitlines() or ["no output"])[-1]
-        raise JvmosError(f"async-profiler could not start in pid {pid}: {last}")
+    sampling.jattach_load(jattach(), pid, opts, JATTACH_TIMEOUT_S,
+                          "async-profiler could not start")
 
 
 def run_seconds(window_s: float) -> int:

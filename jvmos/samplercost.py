@@ -129,12 +129,7 @@ def _jattach(pid: int, opts: str) -> None:
     if not jattach:
         raise JvmosError("the sampler's cost is measured through jattach, as the agent samples "
                          "(apt-get install jattach; make deps installs it)")
-    r = subprocess.run([jattach, str(pid), "load", str(sampling.lib()), "true", opts],
-                       capture_output=True, text=True, timeout=60)
-    out = (r.stdout + r.stderr).strip()
-    if r.returncode != 0 or "return code: 0" not in out:
-        raise JvmosError(f"async-profiler '{opts.split(',')[0]}' in pid {pid}: "
-                         + (out.splitlines() or ["no output"])[-1])
+    sampling.jattach_load(jattach, pid, opts, 60, f"async-profiler '{opts.split(',')[0]}'")
 
 
 def count_samples(jfr: Path) -> int:

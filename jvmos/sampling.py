@@ -35,6 +35,19 @@ def lib() -> Path:
     return LIB
 
 
+def jattach_load(jattach: str, pid: int, opts: str, timeout: float, what: str) -> None:
+    """async-profiler's command `opts` in pid through jattach (loaded first if it is not yet);
+    JvmosError "WHAT in pid PID: ..." when jattach or the JVM refused or did not answer."""
+    try:
+        r = subprocess.run([jattach, str(pid), "load", str(lib()), "true", opts],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise JvmosError(f"jattach to pid {pid} did not answer in {timeout:g} s")
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode != 0 or "return code: 0" not in out:
+        raise JvmosError(f"{what} in pid {pid}: " + (out.splitlines() or ["no output"])[-1])
+
+
 def agent_args(run_dir: Path, pid_pattern: bool = True, wall: bool = False) -> str:
     # absolute: a launched command that changes directory still writes into the run directory
     if wall:

@@ -38,6 +38,7 @@ from jvmos.tools import CHAT_JAR
 from jvmos.experiments.common import (headline, jdk_label, load_finished, log, out_dir,
                                       publish, select_jdks)
 from jvmos.experiments.server import save_partial
+from jvmos.samplercost import _mean_ci
 from jvmos.experiments.agent_overhead import (ROOMS, USERS_PER_ROOM, arm_of, chat_load_cmd,
                                               chat_server, ns, own_jar, warm_up)
 
@@ -140,20 +141,11 @@ def figures(t: dict, model: dict) -> dict:
     return out
 
 
-def _mean_ci(xs: List[float]) -> Optional[dict]:
-    from scipy import stats
-    if len(xs) < 2:
-        return None
-    m, sd = statistics.fmean(xs), statistics.stdev(xs)
-    h = float(stats.t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs))
-    return {"mean": m, "ci95": [m - h, m + h], "n": len(xs), "sd": sd}
-
-
 def analyse(results: dict) -> dict:
     out = {}
     for e in ENGINES:
         figs = [t["figures"][e] for t in results["triples"] if (t.get("figures") or {}).get(e)]
-        st = _mean_ci([f["measured_ns"] for f in figs])
+        st = _mean_ci([f["measured_ns"] for f in figs]) if len(figs) >= 2 else None
         pred = statistics.fmean(f["predicted_ns"] for f in figs) if figs else None
         taken = [f["taken_of_due"] for f in figs if f["taken_of_due"] is not None]
         row = {"n": len(figs), "misses": len(results["triples"]) - len(figs),

@@ -77,6 +77,14 @@ def test_a_window_run_as_planned_stays_within_its_share():
     assert ran > 1000 and skipped > 100 and longer > 100     # every branch exercised
 
 
+def started_by_thread(p, pid) -> None:
+    """Wait (2 s at most) for the window's jattach thread to have run."""
+    for _ in range(200):
+        if not p.jvms[pid].starting:
+            return
+        time.sleep(0.01)
+
+
 def agent_with_profiles(tmp_path, limit=2.0, model=MODEL):
     a = agent.Agent(agentconfig.Config(max_overhead_pct=limit, interval_s=P, layers=("io",),
                                        sample_window_s=5.0, sample_every_s=60.0),
@@ -150,10 +158,7 @@ def test_a_window_over_the_budget_is_skipped_counted_and_said_once(tmp_path, mon
     # a limit it fits again: started, at the interval the plan chose
     a.cfg.max_overhead_pct = 0.5
     p.step(7, 1185.0)
-    for _ in range(200):
-        if not p.jvms[7].starting:
-            break
-        time.sleep(0.01)
+    started_by_thread(p, 7)
     assert started == [pytest.approx(50_000_000, rel=1e-6)]
     assert p.exposed()[7]["interval_s"] == pytest.approx(0.05, rel=1e-6)
 
@@ -171,10 +176,7 @@ def test_a_window_waits_for_the_jvms_first_interval(tmp_path, monkeypatch):
     assert not started and p.exposed()[7]["skipped"] == 0
     w.last, w.last_cpu = {"interval_s": P}, CPU * P
     p.step(7, 1006.0)
-    for _ in range(200):
-        if not p.jvms[7].starting:
-            break
-        time.sleep(0.01)
+    started_by_thread(p, 7)
     assert started == [pytest.approx(50_000_000, rel=1e-6)]
 
 
@@ -228,10 +230,7 @@ def test_the_metrics_say_the_interval_the_cost_and_the_skips(tmp_path, monkeypat
     pid = w.proc.pid
     p.next_at[pid] = 1005.0
     p.step(pid, 1005.0)
-    for _ in range(200):
-        if not p.jvms[pid].starting:
-            break
-        time.sleep(0.01)
+    started_by_thread(p, pid)
     run = p.jvms[pid].running
     assert run is not None, p.exposed()
     (root / run.in_jvm.lstrip("/")).write_bytes(b"JFR")

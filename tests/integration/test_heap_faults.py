@@ -70,7 +70,9 @@ def test_first_touches_of_the_heap_are_heap_faults(platform_file, tmp_path):
 
 def test_a_pretouched_heap_has_few_heap_faults(platform_file, tmp_path):
     s, _ = record_touch(tmp_path, "-XX:+AlwaysPreTouch")
-    vm = s["categories"]["vm"]
+    # a window in which the pretouched JVM made no vm event at all has no vm category (a CI
+    # run of 28 Nov): no page fault was counted in it
+    vm = s["categories"].get("vm") or {"page_faults": 0, "page_faults_heap": 0}
     print(f"page_faults {vm['page_faults']:,}, page_faults_heap {vm['page_faults_heap']:,}")
     # the heap was touched whole at startup: the array's pages fault no more
     assert vm["page_faults_heap"] is not None and vm["page_faults_heap"] < ARRAY_PAGES / 10

@@ -70,7 +70,12 @@ section "intro"; `###` subsections belong to their `##` section):
                         results/ no longer holds), with the scan's scalings; without git
                         history (a shallow clone) the entry is counted as unverified;
        "in PATH"        the number must be in that file of the repository, of any kind (a
-                        workload's stdout.txt or .jsonl, which the scan does not read);
+                        workload's stdout.txt or .jsonl, which the scan does not read; a
+                        log; docs/, CHANGELOG.md, the Makefile);
+       "setting: PATH [near \"TEXT\"]"
+                        an option's default, a command's argument, a version pin: the number
+                        must be in the source file PATH that sets it, on a line holding TEXT
+                        when given (the README's settings; scripts/check_readme.py);
        anything else    (a machine fact, a run's wall time, an uncommitted run) is counted as
                         unverified.
    A failure: an entry whose number no longer appears in its section (stale), or whose reason
@@ -93,6 +98,10 @@ The claims are the check on the numbers that matter most.
 CLI: `python scripts/check_reproduction.py [--verbose] [--power]` prints a per-section report
 (numbers checked; found in the files; allowlisted, by kind of reason; claims; failures) and
 every failure, and exits 1 on any failure.
+
+The same check runs on README.md (scripts/check_readme.py, issue 45): `check(spec=...)` takes
+the document, its allowlist and claims, how it is cut into sections, and which of a section's
+parts a number is looked up in (there, the paths each paragraph, list item or table row cites).
 """
 from __future__ import annotations
 
@@ -265,6 +274,13 @@ class Section:
     name: str          # the heading without "## ", or "intro"
     first_line: int    # 1-based line of the heading (1 for the intro)
     text: str
+    # The parts whose own citations their numbers are checked against: (first line, text).
+    # None: the whole section is one part (REPRODUCTION); the README checks each paragraph,
+    # list item, table row and code block against the paths it cites itself.
+    blocks: list[tuple[int, str]] | None = None
+
+    def parts(self) -> list[tuple[int, str]]:
+        return self.blocks if self.blocks is not None else [(self.first_line, self.text)]
 
 
 def sections(doc: str) -> list[Section]:
@@ -287,14 +303,23 @@ PATH = re.compile(r"results/[A-Za-z0-9_.*/-]*[A-Za-z0-9_*]")
 IMAGE = re.compile(r"\]\(([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*)\)")
 
 
-def cited_paths(text: str, root: Path = ROOT) -> tuple[list[Path], list[str]]:
-    """The directories a section cites, and the cited paths that do not exist."""
+def _not_cited(p: str) -> bool:
+    """REPRODUCTION's own files are no evidence for it."""
+    return p in ("results/REPRODUCTION.md",) or p.startswith("results/reproduction-")
+
+
+def cited_paths(text: str, root: Path = ROOT, link_base: str = "results/",
+                not_cited=_not_cited) -> tuple[list[Path], list[str]]:
+    """The directories a section cites, and the cited paths that do not exist. Links are
+    relative to `link_base` (REPRODUCTION sits in results/; the README's links are relative
+    to the repository, and only those into results/ are citations)."""
     found: list[str] = [m.group(0) for m in PATH.finditer(text)]
-    found += ["results/" + m.group(1) for m in IMAGE.finditer(text)]
+    found += [q for q in (link_base + m.group(1) for m in IMAGE.finditer(text))
+              if q.startswith("results/")]
     dirs: list[Path] = []
     missing: list[str] = []
     for p in found:
-        if p in ("results/REPRODUCTION.md",) or p.startswith("results/reproduction-"):
+        if not_cited(p):
             continue
         matches = sorted(root.glob(p)) if "*" in p else [root / p]
         matches = [m for m in matches if m.exists()]
@@ -542,7 +567,8 @@ def git_numbers(commit: str, path: str) -> dict | None:
 
 
 def verify_reason(a: Allowed, unit: str | None = None) -> tuple[str, str | None]:
-    """(kind, problem): kind is seed, calc, git or unverified; problem is None when it holds."""
+    """(kind, problem): kind is seed, calc, git, file, setting or unverified; problem is None
+    when it holds."""
     text = a.number.replace(",", "")
     try:
         value = float(text)
@@ -580,7 +606,29 @@ def verify_reason(a: Allowed, unit: str | None = None) -> tuple[str, str | None]
         if not found_any:
             return "git-unavailable", None      # a shallow clone, or no git: not checkable
         return "git", f"{a.number} is not in {m.group(1)}:{m.group(2)}"
-    m = re.match(r"in ((?:results|tests|jvmos|workloads|probes|scripts)/\S+)", a.reason)
+    m = re.match(r'setting:\s*([\w./+-]+?)[;,.]?(?:\s+near\s+"([^"]+)")?(?:\s*;|$)',
+                 a.reason)
+    if m:
+        # an option's default, a command's argument, a version pin: the number is in the
+        # source file that sets it, on a line holding the `near` text when one is given
+        path = ROOT / m.group(1)
+        if not path.is_file():
+            return "setting", f"no file {m.group(1)}"
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+        if m.group(2):
+            lines = [ln for ln in lines if m.group(2) in ln]
+            if not lines:
+                return "setting", f'no line of {m.group(1)} holds "{m.group(2)}"'
+        vals: Values = {}
+        for ln in lines:
+            _numbers_in_text(re.sub(r"(?<=\d)_(?=\d)", "", ln), vals)    # 1_000_000
+        if not matches({None: sorted(set().union(*vals.values()))} if vals else {},
+                       value, decimals, unit):
+            return "setting", (f"{a.number} is not in {m.group(1)}"
+                               + (f' on a line holding "{m.group(2)}"' if m.group(2) else ""))
+        return "setting", None
+    m = re.match(r"in ((?:results|tests|jvmos|workloads|probes|scripts|docs)/\S+"
+                 r"|(?:CHANGELOG\.md|Makefile|Dockerfile|pyproject\.toml)\b)", a.reason)
     if m:
         path = ROOT / m.group(1).rstrip(";,.")
         if not path.is_file():
@@ -726,9 +774,10 @@ def doc_quote(sec: Section, d: dict) -> tuple[str, int] | str:
     return nums[n], sec.first_line + li
 
 
-def check_claim(c: dict, secs: list[Section], root: Path = ROOT) -> list[Failure]:
+def check_claim(c: dict, secs: list[Section], root: Path = ROOT,
+                owns=section_matches) -> list[Failure]:
     cid, exp = c["id"], c["expected"]
-    sec = next((s for s in secs if section_matches(s.name, c["section"])), None)
+    sec = next((s for s in secs if owns(s.name, c["section"])), None)
     if sec is None:
         return [Failure("claim", c["section"], exp, cid, "no such section")]
     got = doc_quote(sec, c["doc"])
@@ -759,10 +808,10 @@ def check_claim(c: dict, secs: list[Section], root: Path = ROOT) -> list[Failure
     return fails
 
 
-def read_claims(path: Path = CLAIMS) -> list[dict]:
+def read_claims(path: Path = CLAIMS, key: str = "claims") -> list[dict]:
     if not path.exists():
         return []
-    return json.loads(path.read_text(encoding="utf-8"))["claims"]
+    return json.loads(path.read_text(encoding="utf-8")).get(key, [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -781,6 +830,7 @@ class SectionReport:
     claims: int = 0
     quotes: list[Quote] = field(default_factory=list)
     unfound_values: list[Quote] = field(default_factory=list)
+    part_dirs: list[tuple] = field(default_factory=list)    # per quote: its part's cited dirs
 
 
 @dataclass
@@ -793,26 +843,60 @@ class Report:
         return not self.failures
 
 
+@dataclass
+class DocSpec:
+    """A document this check reads: where it is, its allowlist and claims, how it is cut into
+    sections, and what its links are relative to."""
+    doc: Path
+    allowlist: Path
+    claims: Path
+    split: object = None                 # text -> list[Section]; None: `sections`
+    link_base: str = "results/"
+    not_cited: object = _not_cited       # a cited path that is no evidence (str -> bool)
+    claims_key: str = "claims"
+    exact_sections: bool = False         # allowlist and claims name a section in full
+
+    def owns(self, section: str, key: str) -> bool:
+        return section == key if self.exact_sections else section_matches(section, key)
+
+    @property
+    def tsv(self) -> str:
+        return self.allowlist.name
+
+
+REPRODUCTION = DocSpec(DOC, ALLOWLIST, CLAIMS)
+
+
 def check(doc: str | None = None, allowlist: list[Allowed] | None = None,
-          claims: list[dict] | None = None, root: Path = ROOT) -> Report:
-    doc = DOC.read_text(encoding="utf-8") if doc is None else doc
-    allowlist = read_allowlist() if allowlist is None else allowlist
-    claims = read_claims() if claims is None else claims
-    secs = sections(doc)
+          claims: list[dict] | None = None, root: Path = ROOT,
+          spec: DocSpec = REPRODUCTION) -> Report:
+    doc = spec.doc.read_text(encoding="utf-8") if doc is None else doc
+    allowlist = read_allowlist(spec.allowlist) if allowlist is None else allowlist
+    claims = read_claims(spec.claims, spec.claims_key) if claims is None else claims
+    secs = (spec.split or sections)(doc)
     reports: list[SectionReport] = []
     failures: list[Failure] = []
     used: set[int] = set()
     for s in secs:
-        dirs, missing = cited_paths(s.text, root)
-        r = SectionReport(s.name, dirs)
-        for p in missing:
-            r.failures.append(Failure("missing-path", s.name, p, "", "cited path does not exist"))
-        vals = values_under(tuple(dirs))
-        mine = [(i, a) for i, a in enumerate(allowlist) if section_matches(s.name, a.section)]
-        r.quotes = quotes_in(s.name, s.text, s.first_line)
+        r = SectionReport(s.name, [])
+        # each quote with the values of the files its part cites
+        quoted: list[tuple[Quote, dict]] = []
+        for first, text in s.parts():
+            dirs, missing = cited_paths(text, root, spec.link_base, spec.not_cited)
+            for p in missing:
+                r.failures.append(Failure("missing-path", s.name, p, "",
+                                          "cited path does not exist"))
+            r.dirs += [d for d in dirs if d not in r.dirs]
+            bv = values_under(tuple(dirs))
+            for q in quotes_in(s.name, text, first):
+                quoted.append((q, bv))
+                r.part_dirs.append(tuple(dirs))
+        qvals = {id(q): v for q, v in quoted}
+        mine = [(i, a) for i, a in enumerate(allowlist) if spec.owns(s.name, a.section)]
+        r.quotes = [q for q, _ in quoted]
         present = {q.text for q in r.quotes}
         held: dict[int, str | None] = {}     # entry -> None once one occurrence verified it
-        for q in r.quotes:
+        for q, vals in quoted:
             r.checked += 1
             entry = next(((i, a) for i, a in mine if a.number == q.text), None)
             if entry is not None:
@@ -837,37 +921,44 @@ def check(doc: str | None = None, allowlist: list[Allowed] | None = None,
             used.add(i)
             if a.number not in present:
                 r.failures.append(Failure("stale-allowlist", s.name, a.number,
-                                          f"unchecked.tsv:{a.line}",
+                                          f"{spec.tsv}:{a.line}",
                                           "allowlisted but no longer in the section"))
             elif held.get(i) is not None:
                 r.failures.append(Failure("bad-reason", s.name, a.number,
-                                          f"unchecked.tsv:{a.line}", held[i]))
+                                          f"{spec.tsv}:{a.line}", held[i]))
             else:
                 qs = [q for q in r.quotes if q.text == a.number]
                 if verify_reason(a, qs[0].unit)[0] in ("unverified", "git-unavailable",
                                                        "seed-unavailable") and all(
-                        matches(vals, q.value, q.decimals, q.unit) for q in qs):
+                        matches(qvals[id(q)], q.value, q.decimals, q.unit) for q in qs):
                     r.redundant.append(a)
         for c in claims:
-            if section_matches(s.name, c["section"]):
+            if spec.owns(s.name, c["section"]):
                 r.claims += 1
-                r.failures.extend(check_claim(c, secs, root))
+                r.failures.extend(check_claim(c, secs, root, spec.owns))
         failures.extend(r.failures)
         reports.append(r)
     for i, a in enumerate(allowlist):
-        if i not in used and not any(section_matches(s.name, a.section) for s in secs):
+        if i not in used and not any(spec.owns(s.name, a.section) for s in secs):
             failures.append(Failure("stale-allowlist", a.section, a.number,
-                                    f"unchecked.tsv:{a.line}", "no such section"))
+                                    f"{spec.tsv}:{a.line}", "no such section"))
     return Report(reports, failures)
+
+
+def allowed_by_kind(allowed: dict) -> list[int]:
+    """A section's allowlisted quotes as seed, calc, git + in, setting, other (unverified)."""
+    g = allowed.get
+    return [g("seed", 0), g("calc", 0), g("git", 0) + g("file", 0), g("setting", 0),
+            g("unverified", 0) + g("git-unavailable", 0) + g("seed-unavailable", 0)]
 
 
 def power(r: SectionReport) -> tuple[int, int, int]:
     """How many of the section's checked quotes would still be found (by chance) with their
     last printed digit changed by one (up, or down for a 9), and how many moved by +10% (at
     the same precision); and how many quotes there are."""
-    vals = values_under(tuple(r.dirs))
     digit = ten = 0
-    for q in r.quotes:
+    for q, dirs in zip(r.quotes, r.part_dirs):
+        vals = values_under(dirs)
         last = int(q.text.replace(",", "")[-1])
         step = 10.0 ** -q.decimals * (1 if last < 9 else -1)
         digit += matches(vals, q.value + step, q.decimals, q.unit)
@@ -876,35 +967,34 @@ def power(r: SectionReport) -> tuple[int, int, int]:
     return digit, ten, len(r.quotes)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, spec: DocSpec = REPRODUCTION,
+         description: str | None = None) -> int:
+    ap = argparse.ArgumentParser(description=description or __doc__.split("\n")[0])
     ap.add_argument("--verbose", "-v", action="store_true",
                     help="list the redundant allowlist entries too")
     ap.add_argument("--power", action="store_true",
                     help="per section, how many quotes would still be found with their last "
                          "digit changed, or moved by 10%%")
     a = ap.parse_args(argv)
-    rep = check()
+    rep = check(spec=spec)
     w = 44
     print(f"{'section':<{w}} {'checked':>7} {'found':>5} {'allowlisted':>11}"
-          f" {'(seed calc git+in other)':>24} {'claims':>6} {'failures':>8}"
+          f" {'(seed calc git+in setting other)':>32} {'claims':>6} {'failures':>8}"
           + ("  still found: last digit / +10%" if a.power else ""))
-    tot = [0] * 9
+    tot = [0] * 10
     for r in rep.sections:
-        ks = [r.allowed.get("seed", 0), r.allowed.get("calc", 0),
-              r.allowed.get("git", 0) + r.allowed.get("file", 0),
-              r.allowed.get("unverified", 0) + r.allowed.get("git-unavailable", 0)
-              + r.allowed.get("seed-unavailable", 0)]
-        row = [r.checked, r.found, sum(ks), *ks, r.claims, len(r.failures)]
+        row = [r.checked, r.found, sum(r.allowed.values()), *allowed_by_kind(r.allowed),
+               r.claims, len(r.failures)]
         line = (f"{r.name[:w]:<{w}} {row[0]:7d} {row[1]:5d} {row[2]:11d}"
-                f"   ({row[3]:4d} {row[4]:4d} {row[5]:3d} {row[6]:5d}) {row[7]:6d} {row[8]:8d}")
+                f"   ({row[3]:4d} {row[4]:4d} {row[5]:3d} {row[6]:7d} {row[7]:5d})"
+                f" {row[8]:6d} {row[9]:8d}")
         if a.power:
             digit, ten, n = power(r)
             line += f"  {digit}/{n} / {ten}/{n}"
         print(line)
         tot = [t + v for t, v in zip(tot, row)]
     print(f"{'total':<{w}} {tot[0]:7d} {tot[1]:5d} {tot[2]:11d}   ({tot[3]:4d} {tot[4]:4d}"
-          f" {tot[5]:3d} {tot[6]:5d}) {tot[7]:6d} {tot[8]:8d}")
+          f" {tot[5]:3d} {tot[6]:7d} {tot[7]:5d}) {tot[8]:6d} {tot[9]:8d}")
     for f in rep.failures:
         print(f)
     if a.verbose:

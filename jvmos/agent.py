@@ -1221,6 +1221,8 @@ def load_platform(path: Path, cfg: Config, calibrate: bool = False,
         why = samplercost.validate(platform.get("sampler"))
         jdks = discover_jdks()
         if why and jdks:
+            from jvmos.writable import check_writable
+            check_writable(path, "platform file")
             (log or print)(f"the sampler's cost is {why}: measuring it once on JDK "
                            f"{jdks[0].version} (--sample within --max-overhead; about two "
                            "minutes of a CPU loop and idle windows on the host)")
@@ -1289,6 +1291,10 @@ def main(args, log: Callable[[str], None] = default_log) -> int:
     if not _can_load_bpf():
         raise JvmosError("jvmos agent needs root (or CAP_BPF with CAP_PERFMON; see the "
                          "systemd unit in deploy/): it loads BPF programs")
+    if getattr(args, "state_dir", None):
+        # before a calibration of the platform file may take minutes
+        from jvmos.writable import check_writable
+        check_writable(args.state_dir, "--state-dir", "dir")
     engine_mod.check_env()
     engine_mod.check_built(cfg.layers)
     ensure_tracefs()

@@ -35,8 +35,10 @@ def platform_path(explicit: Optional[str] = None) -> Path:
 def load(path: Path) -> Optional[dict]:
     try:
         data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None                 # none there (what can be written there: jvmos.writable)
+    except IsADirectoryError:
+        raise JvmosError(f"platform file {path} is a directory: give a file's path")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise JvmosError(f"platform file {path} is unreadable ({e}): "
                          f"recalibrate with 'jvmos calibrate --force'")
@@ -213,17 +215,23 @@ def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[
             "its jni_copy and nio_copy are counted, without a time (calibrate it where it "
             "runs: jvmos calibrate on that side)")
     jvms = [j for j in jvms if j not in away]
+    from jvmos.writable import check_writable
+    # before each measurement: a file that cannot be written is said before minutes of it
+    writable = lambda: check_writable(platform_file, "platform file")
     if platform is None:
+        writable()
         log(f"no calibration in {platform_file}: measuring this machine's copy and probe costs "
             "first (once; 'jvmos calibrate --force' redoes it)")
         platform = calibrate_copy(jvms, log=log)
         save(platform_file, platform)
     nio = platform["copy"].setdefault("nio_heap_to_direct", {})
     for j in [j for j in jvms if str(j.home) not in nio]:
+        writable()
         log(f"no NIO copy calibration for JDK {j.version} in {platform_file}: measuring it once")
         nio[str(j.home)] = calibrate_nio(j)
         save(platform_file, platform)
     if enginecost.incomplete(platform.get("engine_probes"), list(layers)):
+        writable()
         log(f"no (or an incomplete) probe-cost calibration of the compiled engine for "
             f"{','.join(layers)} in {platform_file}: measuring it once (a minute)")
         got = enginecost.calibrate(trials=3, log=log, layers=list(layers))
@@ -241,6 +249,7 @@ def ensure_calibrated(platform: Optional[dict], platform_file: Path, jvms: List[
                 log(f"note: no JNI copy cost model for JDK {j.version}: {why}")
                 jr.pop(str(j.home), None)       # never one that does not fit the window
                 continue
+            writable()
             log(f"JNI copy cost model for JDK {j.version}: "
                 + ("measuring it once (--mode count)" if stale == "none"
                    else f"measuring it again ({stale})"))

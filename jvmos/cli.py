@@ -96,6 +96,10 @@ def cmd_record(args) -> int:
 
 def cmd_report(args) -> int:
     from jvmos import report
+    if args.html:
+        from jvmos.writable import check_writable
+        report.load_run(args.run_dir)       # not a run directory: said first
+        check_writable(Path(args.run_dir) / "report.html", "report page")
     if args.json:
         _, s = report.load_run(args.run_dir)
         print(json.dumps(s, indent=2))
@@ -123,7 +127,10 @@ def cmd_index(args) -> int:
     """An experiment's directory (it has tables: *.md) gets its page, with a report.html per
     recording; a directory of experiments gets a page linking theirs."""
     from jvmos import htmlreport
+    from jvmos.writable import check_writable
     d = Path(args.dir)
+    if d.is_dir():                  # (not a directory: said by htmlreport)
+        check_writable(d / "index.html", "index page")
     if d.is_dir() and any(d.glob("*.md")):
         page = htmlreport.write_index_html(d, args.title or f"jvmos: {d.name}")
     else:
@@ -148,7 +155,6 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
         print("\n".join(insitu.summary_lines(r)))
         print(f"wrote θ (refitted from {args.refit}/insitu.json) into {path}")
         return 0
-    out = rec.prepare_out(Path(args.out) if args.out else rec.default_out("insitu"))
     if args.in_situ_requests < 8:
         raise JvmosError("--in-situ-requests must be at least 8 (the doses open a connection "
                          "every 1, 2 and 4 requests)")
@@ -164,6 +170,7 @@ def calibrate_in_situ(args, jvm, path: Path, log) -> int:
     if len(chunks) < 3 or chunks[0] < 1 or chunks[-1] > 16 << 20:
         raise JvmosError(f"--in-situ-chunks: three or more write sizes in bytes, 1 to "
                          f"16,777,216 (got '{args.in_situ_chunks}')")
+    out = rec.prepare_out(Path(args.out) if args.out else rec.default_out("insitu"))
     req, trials = args.in_situ_requests, args.trials
     # per term, in this order: where its windows go and how it is measured
     fits = {
@@ -207,6 +214,13 @@ def cmd_calibrate(args) -> int:
         raise JvmosError("--trials must be at least 2 (for an interval)")
     if args.chunk is not None and args.chunk <= 0:
         raise JvmosError("--chunk must be a positive number of bytes")
+    # the platform file is checked before anything is measured (a read-only one that lacks
+    # nothing is still shown)
+    from jvmos.writable import check_writable
+    writable = lambda: check_writable(path, "platform file")
+    if (not existing or args.force or args.probes or args.sampler or args.constants
+            or args.every_jdk or args.in_situ):
+        writable()
     jvms = discover_jdks()
     if args.jdk:
         from jvmos.experiments.common import select_jdks
@@ -237,14 +251,17 @@ def cmd_calibrate(args) -> int:
         # fill in what an older platform file lacks; re-measure the constants on request
         changed = []
         if any(k not in existing["copy"] for k in ("malloc_call", "free_call", "page_fault")):
+            writable()
             existing["copy"].update(cal.calibrate_memory(args.trials))
             changed.append("memory costs")
         nio = existing["copy"].setdefault("nio_heap_to_direct", {})
         if str(jvms[0].home) not in nio:
+            writable()
             nio[str(jvms[0].home)] = cal.calibrate_nio(jvms[0], args.trials)
             changed.append("NIO copy")
         if enginecost.incomplete(existing.get("engine_probes")):
             # a file made before a compiled layer's probe costs were measured
+            writable()
             engine_mod.check_built(engine_mod.LAYERS)
             existing["engine_probes"] = enginecost.merge(
                 existing.get("engine_probes"), enginecost.calibrate(args.trials, log=log))
@@ -260,6 +277,7 @@ def cmd_calibrate(args) -> int:
         chunk_changed = (args.chunk is not None and existing.get("constants")
                          and existing["constants"].get("chunk_bytes") != args.chunk)
         if args.constants or not existing.get("constants") or chunk_changed:
+            writable()
             existing["constants"] = calibrate_constants(existing, jvms[0], path, args.trials,
                                                         args.chunk, log=log)
             changed.append("platform constants")
@@ -471,6 +489,9 @@ def cmd_diff(args) -> int:
         if not platform:
             raise JvmosError(f"no platform file at {path}: run 'jvmos calibrate' (--what-if "
                              f"prices the removed uses with its constants)")
+    if args.out:
+        from jvmos.writable import check_writable
+        check_writable(args.out, "--out directory", "dir")
     res = diff.run(_dirs(args.before), _dirs(args.after), args.pid, units, args.unit, names,
                    platform)
     if args.out:

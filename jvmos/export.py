@@ -507,8 +507,8 @@ def export(run_dir, fmt: str, out: Optional[Path] = None) -> Path:
     if target.resolve() in {(run_dir / n).resolve() for n in ("manifest.json", "summary.json")}:
         raise JvmosError(f"{target}: export would overwrite the recording itself; "
                          "choose another output file")
-    if not target.parent.is_dir():
-        raise JvmosError(f"{target.parent} is not a directory: cannot write {target.name}")
+    from jvmos.writable import check_writable
+    check_writable(target, "export file", make_parents=False)
     if fmt == "openmetrics":
         data = openmetrics_text(manifest, summary, run_name=run_dir.resolve().name).encode()
     else:

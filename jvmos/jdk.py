@@ -87,9 +87,43 @@ def maps_of(pid: int) -> List[str]:
                         paths.append(p)
     except FileNotFoundError:
         raise JvmosError(f"no process with pid {pid}")
-    except PermissionError:
-        raise JvmosError(f"cannot read /proc/{pid}/maps: run jvmos as root")
+    except OSError as e:
+        raise JvmosError(f"cannot read /proc/{pid}/maps: {maps_refused(pid, e)}")
     return paths
+
+
+CAP_SYS_PTRACE = 19
+
+
+def cap_eff() -> Optional[int]:
+    """This process's effective capabilities (/proc/self/status CapEff), None if unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def maps_refused(pid: int, e: OSError) -> str:
+    """Why /proc/PID/maps could not be read: "run jvmos as root" only to a user who is not
+    root; to root, the kernel's reason (the errno) and what it means."""
+    if not isinstance(e, PermissionError):
+        return e.strerror or str(e)
+    if os.geteuid() != 0:
+        return "run jvmos as root"
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        comm = "?"
+    eff = cap_eff()
+    if eff is not None and not eff >> CAP_SYS_PTRACE & 1:
+        why = ("jvmos runs as root without CAP_SYS_PTRACE (a container's default: add it, "
+               "e.g. docker run --cap-add SYS_PTRACE)")
+    else:
+        why = ("the kernel's ptrace access check refuses it (the process made itself "
+               "non-dumpable, runs in another user namespace, or a security module such as "
+               "Yama, AppArmor or SELinux forbids it); whether it is a JVM cannot be seen")
+    return f"{e.strerror} to root for pid {pid} ({comm}): {why}"
 
 
 def jvm_of_pid(pid: int) -> Optional[Jvm]:

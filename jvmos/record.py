@@ -21,7 +21,7 @@ from jvmos.jdk import (Jvm, discover_jdks, executable_kind, jvm_of_executable, j
 from jvmos.session import alive
 from jvmos.tools import ensure_tracefs, host_info
 from jvmos.enginelayers import mem as mem_layer
-from jvmos.recording import Options, Result, Run, default_out, prepare_out
+from jvmos.recording import Options, Result, Run, check_out, default_out, prepare_out
 from jvmos.conclusion import conclude, host_tax
 from jvmos.recordsample import record_sampled
 from jvmos.recordengine import trace
@@ -124,16 +124,32 @@ def _can_load_bpf() -> bool:
     return has(CAP_SYS_ADMIN) or (has(CAP_BPF) and has(CAP_PERFMON))
 
 
+def check_outputs(opts: Options) -> None:
+    """What the recording will write, checked before anything runs or is measured: the run
+    directory (fixed here when it is the default one), --metrics-file, and the platform file
+    when a missing one is to be calibrated first (an incomplete one is checked by
+    calibrate.ensure_calibrated before it measures)."""
+    from jvmos.writable import check_writable
+    opts.out = Path(opts.out or default_out("record"))
+    check_out(opts.out)
+    if opts.metrics_file is not None:
+        check_writable(opts.metrics_file, "--metrics-file")
+    platform_file = cal.platform_path(opts.platform)
+    if opts.mode != "sample" and opts.calibrate_if_missing and not platform_file.is_file():
+        check_writable(platform_file, "platform file")
+
+
 def record(opts: Options) -> Result:
     """One recording: options checked, then (probe modes) prepared, traced and concluded;
     --mode sample has its own path without BPF probes (record_sampled)."""
     log = opts.log or (lambda m: print(m, file=sys.stderr))
     check_options(opts)
-    if opts.mode == "sample":
-        return record_sampled(opts, log)
-    if not _can_load_bpf():
+    if opts.mode != "sample" and not _can_load_bpf():
         raise JvmosError("jvmos record needs root (or CAP_BPF with CAP_PERFMON): it loads "
                          "BPF programs; run it as root, or use --mode sample")
+    check_outputs(opts)
+    if opts.mode == "sample":
+        return record_sampled(opts, log)
     run = _prepare(opts, log)
     trace(run)
     return conclude(run)

@@ -187,18 +187,23 @@ def default_out(label: str) -> Path:
     return ROOT / "results" / "runs" / f"{stamp}-{label}"
 
 
+def check_out(out: Path) -> None:
+    """Refuse a run directory that cannot be written, or that holds a finished recording:
+    said before anything runs, and nothing is made."""
+    from jvmos.writable import check_writable
+    check_writable(out, "output directory", "dir")
+    if (Path(out) / "summary.json").exists():
+        raise JvmosError(f"{out} already holds a recording: choose another --out")
+
+
 def prepare_out(out: Path) -> Path:
     """Create the run directory, or fail at once (before anything runs) if it cannot be."""
     out = Path(out)
+    check_out(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".jvmos-write-test"
-        probe.write_text("")
-        probe.unlink()
     except OSError as e:
         raise JvmosError(f"cannot write to output directory {out}: {e.strerror or e}")
-    if (out / "summary.json").exists():
-        raise JvmosError(f"{out} already holds a recording: choose another --out")
     return out
 
 

@@ -898,6 +898,8 @@ def main(argv) -> int:
             raise JvmosError(f"--resume {out}: no unfinished run to go on with ({e})")
         if results.get("experiment") != "agent-overhead":
             raise JvmosError(f"--resume {out}: not an agent-overhead run")
+        from jvmos.writable import check_writable
+        check_writable(out, "--resume directory", "dir")
         # the run's own settings, whatever this command line says
         a.messages, a.rate = results["messages"], results["rate"]
         a.layer_list = results["layers"].split(",")

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +272,164 @@ def test_non_root_user_is_told_root_is_needed_first(args):
     line = one_error_line(r)
     assert "needs root (or CAP_BPF with CAP_PERFMON)" in line, r.stderr
     assert r.stderr.strip() == line, "the one line is all that is said"
+
+
+# ---- where a verb writes: refused before anything is measured (issue 45, item 5) ------------
+
+FIXTURE_RUN = ROOT / "tests/fixtures/blocking-java17"
+PROC = "/proc/1/nonexistent/x.json"
+PROC_HINT = "/proc is the kernel's proc filesystem, where no file can be made"
+SYS_HINT = "/sys is the kernel's sysfs filesystem, where no file can be made"
+
+
+def listing(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() if p.is_file() else None
+            for p in sorted(d.rglob("*"))}
+
+
+@pytest.fixture
+def places(tmp_path):
+    """{tmp}: tmp_path; {file}: a regular file; {dir}: a directory; {run}: a finished
+    recording; {ro}: a read-only tmpfs holding a finished recording (ro/run) and a platform
+    file (ro/platform.json), or None when no tmpfs can be mounted."""
+    (tmp_path / "file").write_text("a file\n")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "kept").write_text("kept\n")
+    shutil.copytree(FIXTURE_RUN, tmp_path / "run")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(ro)],
+        capture_output=True).returncode == 0
+    if mounted:
+        shutil.copytree(FIXTURE_RUN, ro / "run")
+        (ro / "platform.json").write_text('{"schema": "jvmos.platform/1"}\n')
+        mounted = subprocess.run(["mount", "-o", "remount,ro", str(ro)],
+                                 capture_output=True).returncode == 0
+    yield {"tmp": str(tmp_path), "file": str(tmp_path / "file"), "dir": str(tmp_path / "dir"),
+           "run": str(tmp_path / "run"), "ro": str(ro) if mounted else None}
+    subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+
+
+# (jvmos arguments, the one line's text); {name} is a place of the fixture above
+WHERE_VERBS_WRITE = [
+    # calibrate's platform file: was measured for minutes, then lost (2 min 46 s for the first)
+    (["calibrate", "--platform", PROC],
+     f"cannot write to platform file {PROC}: cannot create /proc/1/nonexistent: {PROC_HINT}"),
+    (["calibrate", "--platform", "{file}/x.json"],
+     "cannot write to platform file {file}/x.json: {file} is not a directory"),
+    (["calibrate", "--platform", "{dir}"], "platform file {dir} is a directory"),
+    (["calibrate", "--sampler", "--platform", "/sys/x.json"],
+     f"cannot write to platform file /sys/x.json: cannot create a file in /sys: {SYS_HINT}"),
+    (["calibrate", "--force", "--platform", "{ro}/platform.json"],
+     "cannot write to platform file {ro}/platform.json: cannot create a file in {ro}: "
+     "Read-only file system"),
+    (["calibrate", "--in-situ", "--platform", "{tmp}/p.json", "--out", "/proc/x"],
+     f"cannot write to output directory /proc/x: cannot create /proc/x: {PROC_HINT}"),
+    (["calibrate", "--in-situ", "--platform", "{tmp}/p.json", "--out", "{file}"],
+     "cannot write to output directory {file}: {file} exists and is not a directory"),
+    # record's --out, --metrics-file and the platform file it calibrates when there is none
+    (["record", "--out", "/proc/1/nonexistent/run", "--", "/bin/true"],
+     f"cannot write to output directory /proc/1/nonexistent/run: cannot create "
+     f"/proc/1/nonexistent: {PROC_HINT}"),
+    (["record", "--out", "{file}/run", "--", "/bin/true"],
+     "cannot write to output directory {file}/run: {file} is not a directory"),
+    (["record", "--out", "{file}", "--", "/bin/true"],
+     "cannot write to output directory {file}: {file} exists and is not a directory"),
+    (["record", "--out", "/sys/x", "--", "/bin/true"],
+     f"cannot write to output directory /sys/x: cannot create /sys/x: {SYS_HINT}"),
+    (["record", "--out", "{ro}/new", "--", "/bin/true"],
+     "cannot write to output directory {ro}/new: cannot create {ro}/new: Read-only file system"),
+    (["record", "--mode", "sample", "--out", "{ro}/new", "--", "/bin/true"],
+     "cannot write to output directory {ro}/new: cannot create {ro}/new: Read-only file system"),
+    (["record", "--platform", PROC, "--out", "{tmp}/new", "--", "/bin/true"],
+     f"cannot write to platform file {PROC}: cannot create /proc/1/nonexistent: {PROC_HINT}"),
+    (["record", "--platform", "{dir}", "--out", "{tmp}/new", "--", "/bin/true"],
+     "cannot write to platform file {dir}: {dir} is a directory"),
+    (["record", "--interval", "1", "--metrics-file", "{dir}", "--out", "{tmp}/new", "--",
+      "/bin/true"], "cannot write to --metrics-file {dir}: {dir} is a directory"),
+    (["record", "--interval", "1", "--metrics-file", "/proc/x.prom", "--out", "{tmp}/new", "--",
+      "/bin/true"],
+     f"cannot write to --metrics-file /proc/x.prom: cannot create a file in /proc: {PROC_HINT}"),
+    # an experiment's --out
+    (["run", "blocking-io", "--out", "/proc/1/nonexistent/x"],
+     f"cannot write to output directory /proc/1/nonexistent/x: cannot create "
+     f"/proc/1/nonexistent: {PROC_HINT}"),
+    (["run", "jni-census", "--out", "{file}/x"],
+     "cannot write to output directory {file}/x: {file} is not a directory"),
+    # the agent's state directory, and the platform file it calibrates when there is none
+    (["agent", "--state-dir", "/proc/1/nonexistent/state"],
+     f"cannot write to --state-dir /proc/1/nonexistent/state: cannot create "
+     f"/proc/1/nonexistent: {PROC_HINT}"),
+    (["agent", "--state-dir", "{file}"],
+     "cannot write to --state-dir {file}: {file} exists and is not a directory"),
+    (["agent", "--platform", PROC, "--state-dir", "{tmp}/state"],
+     f"cannot write to platform file {PROC}: cannot create /proc/1/nonexistent: {PROC_HINT}"),
+    # export's --out (its directory must exist), report --html, diff --out: nothing measured,
+    # the cause said all the same
+    (["export", "{run}", "--format", "openmetrics", "--out", "/proc/1/nonexistent/x.prom"],
+     "cannot write to export file /proc/1/nonexistent/x.prom: /proc/1/nonexistent does not "
+     "exist"),
+    (["export", "{run}", "--format", "openmetrics", "--out", "/proc/x.prom"],
+     f"cannot write to export file /proc/x.prom: cannot create a file in /proc: {PROC_HINT}"),
+    (["export", "{run}", "--format", "openmetrics", "--out", "{dir}"],
+     "cannot write to export file {dir}: {dir} is a directory"),
+    (["export", "{ro}/run", "--format", "openmetrics"],
+     "cannot write to export file {ro}/run/metrics.prom: cannot create a file in {ro}/run: "
+     "Read-only file system"),
+    (["report", "{ro}/run", "--html"],
+     "cannot write to report page {ro}/run/report.html: cannot create a file in {ro}/run: "
+     "Read-only file system"),
+    (["diff", "{run}", "{run}", "--out", "{file}"],
+     "cannot write to --out directory {file}: {file} exists and is not a directory"),
+]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="record, calibrate and agent need root first")
+@pytest.mark.parametrize("args, says", WHERE_VERBS_WRITE,
+                         ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in
+                              enumerate(WHERE_VERBS_WRITE)])
+def test_where_a_verb_writes_is_checked_before_it_measures(places, tmp_path, args, says):
+    text = " ".join(args) + says
+    if "{ro}" in text and places["ro"] is None:
+        pytest.skip("cannot mount a read-only tmpfs here")
+    args = [a.format(**places) for a in args]
+    says = says.format(**places)
+    before = listing(tmp_path)
+    t0 = time.monotonic()
+    r = run_jvmos(args, timeout=120)
+    elapsed = time.monotonic() - t0
+    line = one_error_line(r)
+    assert says in line, line
+    assert r.stderr.strip() == line, "the one line is all that is said (nothing measured)"
+    assert elapsed < 20, f"{elapsed:.1f} s: the path was checked only after measuring"
+    assert listing(tmp_path) == before, "nothing is created, nothing kept is changed"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="calibrate needs root first")
+def test_a_platform_file_is_kept_when_the_in_situ_output_is_refused(tmp_path):
+    good = tmp_path / "platform.json"
+    text = '{"schema": "jvmos.platform/1", "copy": {}, "created": "before"}\n'
+    good.write_text(text)
+    line = one_error_line(run_jvmos(["calibrate", "--in-situ", "--platform", str(good),
+                                     "--out", "/proc/x"], timeout=120))
+    assert "cannot write to output directory /proc/x" in line
+    assert good.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["platform.json"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_pid_whose_maps_root_cannot_read_names_the_cause(tmp_path):
+    """Root refused /proc/PID/maps (pid 1 of a sandbox, a non-dumpable process) is not told
+    to run as root: the errno, the process and the kernel's reason."""
+    try:
+        open("/proc/1/maps").close()
+        pytest.skip("root can read pid 1's maps here")
+    except PermissionError:
+        pass
+    out = tmp_path / "never"
+    line = one_error_line(run_jvmos(["record", "--pid", "1", "--duration", "1", "--out",
+                                     str(out)], timeout=120))
+    assert "run jvmos as root" not in line
+    assert "cannot read /proc/1/maps: Permission denied to root for pid 1" in line, line
+    assert not out.exists()

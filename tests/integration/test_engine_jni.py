@@ -14,12 +14,11 @@ recorded
 import json
 import secrets
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, stop_witness, ROOT, can_trace, run_jvmos
 from test_usdt import copy_jdk
 from jvmos.jdk import symbols, usdt_probes
 
@@ -61,8 +60,7 @@ class Witness:
         self.p = bpftrace_witness(self.out, ",".join(probes) + " { @n[pid, probe] = count(); }")
 
     def stop(self) -> dict:
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=300)
+        stop_witness(self.p)
         seen = {}
         for line in self.out.read_text().splitlines():
             rec = json.loads(line)

@@ -8,13 +8,12 @@ against an independent count of the same events:
 """
 import json
 import secrets
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, stop_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -137,8 +136,7 @@ class LinkWitness:
                                   env=dict(BPFTRACE_MAP_KEYS_MAX="65536"))
 
     def stop(self):
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=120)
+        stop_witness(self.p)
 
     def counts(self, pids):
         """({syscall: calls that made a link/descriptor}, {category: failed calls}) of pids"""

@@ -17,12 +17,11 @@ witness filters on, and a fault there is the engine's and not the witness's.
 import json
 import secrets
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, stop_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -65,8 +64,7 @@ class Witness:
         self.p = bpftrace_witness(self.out, text)
 
     def stop(self) -> dict:
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=300)
+        stop_witness(self.p)
         seen = {n: 0 for n in self.names}
         for line in self.out.read_text().splitlines():
             rec = json.loads(line)

@@ -13,12 +13,11 @@ must agree exactly.
 import json
 import secrets
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
 
-from conftest import bpftrace_witness, ROOT, can_trace, run_jvmos
+from conftest import bpftrace_witness, stop_witness, ROOT, can_trace, run_jvmos
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(can_trace()), reason=can_trace() or "ok")]
@@ -67,8 +66,7 @@ class Witness:
         self.p = bpftrace_witness(self.out, script)
 
     def stop(self) -> dict:
-        self.p.send_signal(signal.SIGINT)
-        self.p.wait(timeout=300)
+        stop_witness(self.p)
         maps = {}
         for line in self.out.read_text().splitlines():
             rec = json.loads(line)

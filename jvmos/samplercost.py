@@ -16,22 +16,30 @@ Measured on a fixed CPU loop (workloads/java/io SamplerLoad: one thread, a xorsh
 4 KiB table at the bottom of DEPTH nested Java calls). Each window is made as the agent makes
 its own: one jattach command, `start,...,timeout=T`, and async-profiler stops by itself T
 seconds later and closes its JFR. A block is twelve segments of six arms in the order idle,
-window, short idle, short window, bare, sampled, sampled, bare, short window, short idle,
+window, short idle, short window, loaded, sampled, sampled, loaded, short window, short idle,
 window, idle (each arm's mean position is the block's middle, so a linear drift cancels):
 
   * window / idle: a window of LONG_S seconds with no sample (an interval no idle JVM
     reaches), or the JVM idle as long;
   * short window / short idle: the same with a 1 s window;
-  * bare: the loop (SEGMENT_S of CPU), then idle until as long as a sampled segment;
+  * loaded: the loop (SEGMENT_S of CPU) inside a T s window with no sample (an interval of
+    100 s), started and stopped as a sampled one is;
   * sampled: the loop inside a T s window at CALIBRATION_INTERVAL_NS (its timeout ends after
     the loop); its samples counted afterwards from its JFR by async-profiler's converter.
+    A sampled segment differs from a loaded one only by its samples, so their difference is
+    the samples' cost alone, with none of the window's noise in it (an earlier design took
+    the samples' cost as sampled - bare - window: the windows' noise, tens of ms, swamped the
+    samples' few ms, and one calibration priced a sample at -17.6 µs).
 
 Each segment's figure is the process CPU (the kernel's process-wide clock, jvmos.cputime),
 read before the window's jattach and GAP_S after its timeout. Per block, with W = window -
 idle and S = short window - short idle: ns_per_window_s = (W - S) / (LONG_S - 1),
-ns_per_window = S - ns_per_window_s, ns_per_sample = (sampled - bare - ns_per_window -
-ns_per_window_s x T) / samples; each constant is the mean over blocks with Student's t 95%
-interval (n = blocks).
+ns_per_window = S - ns_per_window_s, ns_per_sample = (sampled - loaded) / samples; each
+constant is the mean over blocks with Student's t 95% interval (n = blocks).
+
+itimer's signal comes at the kernel's tick at the earliest: below the tick's length (4 ms at
+CONFIG_HZ 250) an interval gives a sample per tick, not per interval. The model keeps the
+kernel's tick rate where the kernel says it (tick_hz), and the samples per CPU second it got.
 
 Limits, said where the constants are shown: the cost of a sample grows with the depth of the
 stack it walks (the calibration's is DEPTH Java frames requested; a server's stacks are often
@@ -56,16 +64,33 @@ DEPTH = 64
 EVENT = "itimer"
 # 10x the agent's rate (jvmos.profiles.INTERVAL_MS): the samples stand out of the loop's noise
 CALIBRATION_INTERVAL_NS = 1_000_000
-SEGMENT_S = 0.6                 # the CPU a segment's units take, bare (sized by a pilot)
-ORDER = ("idle", "window", "short_idle", "short_window", "bare", "sampled", "sampled", "bare",
-         "short_window", "short_idle", "window", "idle")
-METHOD = ("ABBA blocks of idle / window gaps of {L} s and 1 s and bare / sampled loops in "
-          "{T} s windows (a fixed CPU loop, one thread at a depth of {depth} Java calls; each "
-          "window one jattach start that stops by its timeout, as the agent's), process CPU; "
-          "per block W = window - idle, S = short window - short idle, ns_per_window_s = "
-          "(W - S) / ({L} - 1), ns_per_window = S - ns_per_window_s, ns_per_sample = (sampled "
-          "- bare - ns_per_window - ns_per_window_s x {T}) / samples; mean over blocks, "
+SEGMENT_S = 0.6                 # the CPU a segment's units take, unsampled (sized by a pilot)
+ORDER = ("idle", "window", "short_idle", "short_window", "loaded", "sampled", "sampled",
+         "loaded", "short_window", "short_idle", "window", "idle")
+METHOD = ("ABBA blocks of idle / window gaps of {L} s and 1 s and loops in {T} s windows "
+          "without (loaded) and with samples (sampled) (a fixed CPU loop, one thread at a "
+          "depth of {depth} Java calls; each window one jattach start that stops by its "
+          "timeout, as the agent's), process CPU; per block W = window - idle, S = short "
+          "window - short idle, ns_per_window_s = (W - S) / ({L} - 1), ns_per_window = S - "
+          "ns_per_window_s, ns_per_sample = (sampled - loaded) / samples; mean over blocks, "
           "Student's t 95% (n = {n})")
+
+
+def kernel_hz() -> Optional[int]:
+    """The kernel's tick rate (CONFIG_HZ) from its build configuration, where the system keeps
+    it (/boot/config-RELEASE or /proc/config.gz); None when neither says."""
+    import gzip
+    import os
+    release = os.uname().release
+    for path, opener in ((f"/boot/config-{release}", open), ("/proc/config.gz", gzip.open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _mean_ci(xs: List[float]) -> dict:
@@ -168,11 +193,11 @@ def segment(loop: Loop, units: int, arm: str, jfr: Optional[Path], interval_ns: 
                else timeout_s)
     c0 = process_cpu_ns(loop.pid)
     t0 = time.monotonic()
-    if arm in ("sampled", "window", "short_window"):
+    if arm in ("sampled", "loaded", "window", "short_window"):
         every = interval_ns if arm == "sampled" else 100 * 10**9
         _jattach(loop.pid, f"start,event={event},interval={every},jfr,file={jfr},"
                            f"timeout={seconds}")
-    r = loop.run(units) if arm in ("bare", "sampled") else {}
+    r = loop.run(units) if arm in ("loaded", "sampled") else {}
     time.sleep(max(seconds + GAP_S - (time.monotonic() - t0), 0.0))
     c1 = process_cpu_ns(loop.pid)
     return {"arm": arm, "cpu_ns": c1 - c0, "wall_ns": int((time.monotonic() - t0) * 1e9),
@@ -205,7 +230,7 @@ def calibrate(jvm: Jvm, blocks: int = 4, log: Callable[[str], None] = print,
                 f"{jvm.version}, interval {interval_ns / 1e6:g} ms, depth {depth}")
             for b in range(blocks):
                 for i, arm in enumerate(ORDER):
-                    jfr = tmpd / f"b{b}-{i}-{arm}.jfr" if arm != "bare" else None
+                    jfr = tmpd / f"b{b}-{i}-{arm}.jfr"
                     row = segment(loop, units, arm, jfr, interval_ns, timeout, event)
                     row["block"] = b
                     rows.append(row)
@@ -240,7 +265,7 @@ def fit(rows: List[dict], jvm, interval_ns: int, depth: int, units: int,
         f = short_w - g
         per_second.append(g)
         per_window.append(f)
-        per_sample.append((cpu["sampled"] - cpu["bare"] - f - g * timeout_s) / samples)
+        per_sample.append((cpu["sampled"] - cpu["loaded"]) / samples)
         rate.append(samples / (arm_cpu(arm["sampled"]) / 1e9))
     if len(per_sample) < 2:
         raise JvmosError("fewer than 2 complete blocks: no interval")
@@ -254,6 +279,7 @@ def fit(rows: List[dict], jvm, interval_ns: int, depth: int, units: int,
         "ns_per_window_s": _mean_ci(per_second),
         # what the interval promises: a sample per interval of the sampled thread's CPU
         "samples_per_cpu_s": _mean_ci(rate),
+        "tick_hz": kernel_hz(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "segments": rows,
     }
@@ -275,10 +301,19 @@ def validate(model: Optional[dict]) -> Optional[str]:
     if "ns_per_window_s" not in model:
         return ("measured before its cost per second of a window was (jvmos calibrate "
                 "--sampler measures it again)")
+    if any(r.get("arm") == "bare" for r in model.get("segments") or []):
+        return ("measured with a design that took a sample's cost from the windows' noise "
+                "(jvmos calibrate --sampler measures it again)")
     for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"):
         v = (model.get(k) or {}).get("mean")
         if not isinstance(v, (int, float)) or not math.isfinite(v):
             return f"{k} is missing or not a number"
+    # a sample and a window's start and stop cost the JVM something: a mean at or below 0
+    # is noise that the blocks did not resolve, not a price
+    for k, unit, scale in (("ns_per_sample", "µs", 1e3), ("ns_per_window", "ms", 1e6)):
+        if model[k]["mean"] <= 0:
+            return (f"{k} came out at {model[k]['mean'] / scale:.3g} {unit}, not above 0: "
+                    "unresolved (jvmos calibrate --sampler measures it again)")
     return None
 
 

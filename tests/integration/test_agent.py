@@ -452,9 +452,9 @@ def test_duty_cycling_counts_a_busy_jvm_in_every_period(platform_file, app, tmp_
     assert all(0 < c < 1 for c in covs), report
     # the windows are sized to 80% of the limit; a window can overrun when the agent is not
     # scheduled in time (the suite's load: one interval at 2.14% of 2% once): the limit holds
-    # on average, and no interval passes it by half
+    # on average, and no interval passes it by half (the README's stated limit)
     assert all(r is not None for r in ratios), report
-    assert sum(ratios) / len(ratios) <= 0.02 and max(ratios) <= 0.03, report
+    assert sum(ratios) / len(ratios) <= 0.02 and max(ratios) <= 1.5 * 0.02, report
     assert est > 2 * exact, report            # most of each period is extrapolated
     assert done[0] == "done", report
     truth = int(done[1]) / (int(done[2]) / 1e9)
@@ -523,16 +523,25 @@ def test_the_sampler_calibration_is_the_agents_engine_with_its_intervals(platfor
     async-profiler): the agent's engine (itimer), each constant with a 95% interval and its
     n, every arm of the design measured, the sampled segments with samples, and never more
     samples than a sample per interval of the loop's CPU (itimer fires at the kernel's tick:
-    fewer when the interval is below it)."""
+    fewer when the interval is below it): on a kernel that does not say its tick rate, the
+    rate is checked against the interval alone)."""
     from jvmos import samplercost
     m = _sampler_model(platform_file)
     assert m["event"] == samplercost.EVENT == "itimer"
     assert samplercost.validate(m) is None
     for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"):
-        lo, hi = m[k]["ci95"]
-        assert m[k]["n"] >= 2 and lo <= m[k]["mean"] <= hi, m[k]
+        assert m[k]["n"] >= 2 and len(m[k]["ci95"]) == 2, m[k]
+    # a sample and a window's start and stop cost the sampled JVM some CPU: a price at or
+    # below 0 is a calibration that did not resolve it
+    assert m["ns_per_sample"]["mean"] > 0, m["ns_per_sample"]
+    assert m["ns_per_window"]["mean"] > 0, m["ns_per_window"]
+    # a sample per interval of the loop's CPU, or per tick where the interval is shorter
+    # than the kernel's tick (itimer's signal comes at a tick)
     per_s = 1e9 / m["interval_ns"]
-    assert 0 < m["samples_per_cpu_s"]["mean"] <= 1.05 * per_s, m["samples_per_cpu_s"]
+    if m.get("tick_hz"):
+        per_s = min(per_s, m["tick_hz"])
+    assert 0.85 * per_s <= m["samples_per_cpu_s"]["mean"] <= 1.05 * per_s, \
+        (m["samples_per_cpu_s"], m.get("tick_hz"))
     assert "Student's t 95%" in m["method"]
     assert {r["arm"] for r in m["segments"]} == set(samplercost.ORDER)
     assert all(r["samples"] > 0 for r in m["segments"] if r["arm"] == "sampled")
@@ -592,14 +601,16 @@ def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_pa
             assert length > window or basis > 1.3 * cpu, (length, basis, cpu)
             cost = value(got, "jvmos_profile_estimated_cost_seconds_total", pid=j.pid)
             n = value(got, "jvmos_profile_windows_total", pid=j.pid)
-            # each window its start, stop and seconds, and its samples (none priced when a
-            # sample's cost came out at or below 0)
+            # each window its start, stop and seconds, and its samples
             assert cost >= n * (f + g * length) / 1e9 * (1 - 1e-9), (cost, n)
-            if c == 0:
-                assert cost == pytest.approx(n * (f + g * length) / 1e9, rel=1e-6)
+            # the budget: a window's estimated cost within the sampler's share of the limit
+            # over its length, at the CPU the agent planned by (a quarter of slack: the
+            # samples follow the JVM's CPU during the window, which may be above the plan's)
+            allowed = dc.SAMPLER_SHARE * dc.TARGET * lengthen / 100.0 * basis     # ns per s
+            assert cost / n <= 1.25 * allowed * length / 1e9, (cost, n, allowed, length)
             # a window may have been skipped at a moment the JVM's CPU (as the agent read it,
-            # on a busy machine) fell: only ever for the budget, and said so
-            assert prof["skipped"] == 0 or "window" in prof["last_skip"], prof
+            # on a busy machine) fell: only ever for the sampler's share, and said so
+            assert prof["skipped"] == 0 or "the sampler's share" in prof["last_skip"], prof
     finally:
         stop_jvm(j)
 

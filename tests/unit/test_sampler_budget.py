@@ -260,9 +260,12 @@ def test_fit_recovers_known_constants_and_refuses_what_it_cannot_fit():
     rows = []
     for b, (f, g, c) in enumerate([(4e6, 10e6, 50e3), (6e6, 14e6, 60e3), (5e6, 12e6, 40e3)]):
         for arm in samplercost.ORDER:
+            # the loaded loop pays the window and its noise too (here +-20 ms a block, more
+            # than its 950 samples cost): only the sampled minus loaded difference prices them
+            noise = 20e6 * (-1) ** b
             cpu = {"idle": 1e6 * L, "window": 1e6 * L + f + g * L, "short_idle": 1e6,
-                   "short_window": 1e6 + f + g, "bare": 900e6,
-                   "sampled": 900e6 + f + g * T + c * 950}[arm]
+                   "short_window": 1e6 + f + g, "loaded": 900e6 + f + g * T + noise,
+                   "sampled": 900e6 + f + g * T + noise + c * 950}[arm]
             row = {"arm": arm, "cpu_ns": cpu, "block": b, "thread_cpu_ns": None}
             if arm == "sampled":
                 row["samples"] = 950
@@ -289,6 +292,18 @@ def test_fit_recovers_known_constants_and_refuses_what_it_cannot_fit():
             r["samples"] = 0
     with pytest.raises(JvmosError, match="no sample"):
         samplercost.fit(rows, J, 1_000_000, 64, 100, T)
+    # a price at or below 0 is refused (unresolved), a model of the old design too
+    m["ns_per_sample"] = {"mean": 0.0, "ci95": [-1e3, 1e3], "n": 3}
+    assert "unresolved" in samplercost.validate(m)
+    m["ns_per_sample"] = {"mean": -17.6e3, "ci95": [-40e3, 5e3], "n": 3}
+    assert "ns_per_sample came out at -17.6 µs" in samplercost.validate(m)
+    m["ns_per_sample"] = {"mean": 50e3, "ci95": [40e3, 60e3], "n": 3}
+    m["ns_per_window"] = {"mean": 0.0, "ci95": [-1e6, 1e6], "n": 3}
+    assert "ns_per_window came out" in samplercost.validate(m)
+    m["ns_per_window"] = {"mean": 5e6, "ci95": [4e6, 6e6], "n": 3}
+    assert samplercost.validate(m) is None
+    m["segments"] = [{"arm": "bare", "cpu_ns": 1.0}]
+    assert "design" in samplercost.validate(m)
     # a constant measured below 0 is noise around a small cost: 0 in an estimate
     neg = {"ns_per_sample": {"mean": -5.0}, "ns_per_window": {"mean": -1e6},
            "ns_per_window_s": {"mean": -1.0}}

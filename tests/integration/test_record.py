@@ -98,12 +98,13 @@ def test_socket_stream_copies_through_nio_not_jni(platform_file, tmp_path):
 
 def test_attach_by_pid_detaches_and_jvm_exits_normally(platform_file, tmp_path):
     out = tmp_path / "attach"
-    # the loop ends by itself after 150 s: longer than the attach takes while other tests'
-    # bpftrace processes are being torn down (the kernel serialises uprobe attach and detach;
-    # 53 s seen here), so that it is still running when the recording ends
+    # the loop runs until the test makes its stop file, after the recording (at most 600 s:
+    # longer than the attach takes while other tests' probes are being torn down, the kernel
+    # serialising uprobe attach and detach; 53 s seen here), then ends by itself
+    stop = tmp_path / "stop"
     jvm = subprocess.Popen([java(), "-cp", str(IO_JAR), "org.jvmos.workloads.BlockingIo",
-                            "--iterations", "100000000000", "--seconds", "150", "--size", "10",
-                            "--target", "/dev/null"],
+                            "--iterations", "100000000000", "--seconds", "600", "--size", "10",
+                            "--target", "/dev/null", "--stop-file", str(stop)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)
@@ -121,8 +122,10 @@ def test_attach_by_pid_detaches_and_jvm_exits_normally(platform_file, tmp_path):
         lo, hi = b["kernel_writes_range"]
         assert b["pid"] == jvm.pid and lo > 1000
         assert lo <= b["wrapper_writes"] <= hi and b["writes_not_seen_at_least"] == 0, b
-        out_, err = jvm.communicate(timeout=300)
+        stop.touch()
+        out_, err = jvm.communicate(timeout=120)
         assert jvm.returncode == 0, err
+        assert json.loads(out_.splitlines()[-1])["ops"] > 1000
     finally:
         if jvm.poll() is None:
             jvm.kill()

@@ -11,16 +11,17 @@ import java.util.List;
  * tight loop. Each call is one JNI transition plus one write(2) system call; the default
  * (10-byte writes to /dev/null) isolates the per-call overhead of the JDK I/O path.
  *
- * <pre>BlockingIo --iterations N --size S --target PATH [--seconds T]</pre>
+ * <pre>BlockingIo --iterations N --size S --target PATH [--seconds T [--stop-file F]]</pre>
  *
  * With {@code --seconds T} the loop also ends after T seconds (checked every 65,536 writes, in a
- * loop of its own so that the untimed loop stays the one the experiments measure); ops says how
- * many writes were made.
+ * loop of its own so that the untimed loop stays the one the experiments measure), or, with
+ * {@code --stop-file F}, as soon as F exists (checked as often); ops says how many writes were
+ * made.
  */
 public final class BlockingIo extends Workload {
 
     BlockingIo() {
-        super(List.of("iterations", "size", "target", "seconds"), List.of());
+        super(List.of("iterations", "size", "target", "seconds", "stop-file"), List.of());
     }
 
     public static void main(String[] args) {
@@ -33,6 +34,8 @@ public final class BlockingIo extends Workload {
         long iterations = cli.longValue("iterations", 1_000_000L, 0, Long.MAX_VALUE);
         int size = cli.intValue("size", 10, 1, 64 << 20);
         String target = cli.string("target", "/dev/null");
+        String stopFile = cli.string("stop-file", "");
+        java.io.File stop = stopFile.isEmpty() ? null : new java.io.File(stopFile);
 
         byte[] buf = new byte[size];
         Arrays.fill(buf, (byte) 'x');
@@ -49,7 +52,8 @@ public final class BlockingIo extends Workload {
                 long deadline = t0 + seconds * 1_000_000_000L;
                 long i = 0;
                 for (; i < iterations; i++) {
-                    if ((i & 0xFFFF) == 0 && System.nanoTime() > deadline) {
+                    if ((i & 0xFFFF) == 0
+                            && (System.nanoTime() > deadline || (stop != null && stop.exists()))) {
                         break;
                     }
                     fos.write(buf);

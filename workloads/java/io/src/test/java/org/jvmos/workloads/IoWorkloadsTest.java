@@ -43,6 +43,19 @@ class IoWorkloadsTest {
     }
 
     @Test
+    void blockingIoStopsAtItsStopFile(@TempDir Path tmp) throws Exception {
+        Path stop = tmp.resolve("stop");
+        Files.createFile(stop);
+        // an existing stop file ends an otherwise hour-long loop at its first check
+        long t0 = System.nanoTime();
+        Run r = Run.of(new BlockingIo(), "--iterations", "100000000000", "--seconds", "3600",
+                "--target", "/dev/null", "--stop-file", stop.toString());
+        assertEquals(0, r.rc, r::toString);
+        assertEquals(0, r.num("ops"));
+        assertTrue(System.nanoTime() - t0 < 60_000_000_000L);
+    }
+
+    @Test
     void randomRwIsDeterministicAndCleansUp(@TempDir Path tmp) throws Exception {
         Path f = tmp.resolve("rw.dat");
         String[] args = {"--ops", "500", "--size", "4096", "--file", f.toString(), "--seed", "3"};

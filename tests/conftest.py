@@ -274,3 +274,52 @@ def start_prometheus(prom: str, where: Path, target_port: int, port: int) -> sub
         [prom, f"--config.file={where / 'prometheus.yml'}", f"--storage.tsdb.path={where / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(where / "prometheus.log", "w"))
+
+
+# ---------------------------------------------------------------------- the suite's order
+# make test runs the integration tests on TEST_WORKERS xdist workers with --dist worksteal,
+# which hands each worker an equal count of consecutive tests and lets an idle worker take the
+# tail of another's queue. In file order the longest tests (minutes each) fall where they
+# fall, often into one queue's end: the suite then waits on one worker. So the tests are dealt
+# longest first, in turn, into one queue per worker (each queue longest first, its short tests
+# at its end for the others to take), by the durations of an earlier run kept in
+# DURATIONS (setup, call and teardown per test; a test not in it counts as the median).
+# JVMOS_STORE_DURATIONS=FILE writes this run's durations there (to refresh DURATIONS:
+# JVMOS_STORE_DURATIONS=$PWD/tests/integration/durations.json make test).
+DURATIONS = Path(__file__).resolve().parent / "integration" / "durations.json"
+
+
+def _workers(config) -> int:
+    wi = getattr(config, "workerinput", None)
+    if wi:
+        return int(wi.get("workercount") or 1)
+    n = config.getoption("numprocesses", default=None) if config.pluginmanager.hasplugin(
+        "xdist") else None
+    return int(n) if isinstance(n, int) and n > 0 else 1
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not items or not all(Path(str(it.fspath)).parent.name == "integration" for it in items):
+        return
+    try:
+        seconds = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+    by_id = {it.nodeid: it for it in items}
+    from suiteorder import deal
+    items[:] = [by_id[i] for i in deal(list(by_id), seconds, _workers(config))]
+
+
+_durations: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("JVMOS_STORE_DURATIONS"):
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("JVMOS_STORE_DURATIONS")
+    if path and _durations and not hasattr(session.config, "workerinput"):
+        Path(path).write_text(json.dumps({k: round(v, 1) for k, v in sorted(_durations.items())},
+                                         indent=0) + "\n")

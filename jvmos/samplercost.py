@@ -19,7 +19,7 @@ seconds later and closes its JFR. A block is sixteen segments of six arms in the
 window, short idle, short window, loaded, sampled, sampled, loaded, loaded, sampled, sampled,
 loaded, short window, short idle, window, idle (each arm's mean position is the block's
 middle, so a linear drift cancels; four loops of each kind, for a sample costs the loop about
-1% of its CPU, no more than the loop's own spread from one segment to the next):
+0.7% of its CPU, less than the loop's own spread from one segment to the next, about 1%):
 
   * window / idle: a window of LONG_S seconds with no sample (an interval no idle JVM
     reaches), or the JVM idle as long;
@@ -327,15 +327,15 @@ def validate(model: Optional[dict]) -> Optional[str]:
 def constants(model: Dict) -> Tuple[float, float, float]:
     """(ns_per_sample, ns_per_window, ns_per_window_s) as the agent prices with them: the
     upper ends of their 95% intervals (at least 0), so that a window's budget holds for any
-    cost the calibration could not tell from its mean (a sample costs the loop about 1% of its
-    CPU, near the loop's own spread: two blocks once gave a mean below 0)."""
+    cost the calibration could not tell from its mean (a sample costs the loop about 0.7% of
+    its CPU, the loop's own spread is about 1%: two blocks once gave a mean below 0)."""
     return tuple(max(model[k]["ci95"][1], 0.0)
                  for k in ("ns_per_sample", "ns_per_window", "ns_per_window_s"))
 
 
 def cost_ns(model: Dict, samples: float, seconds: float, windows: float = 1.0) -> float:
-    """The model's estimate of what `windows` windows open `seconds` in all with `samples`
-    samples cost (CPU ns)."""
+    """What `windows` windows open `seconds` in all with `samples` samples cost (CPU ns), an
+    upper estimate: each constant at its 95% interval's upper end (constants)."""
     c, f, g = constants(model)
     return f * windows + g * seconds + c * samples
 
@@ -355,7 +355,8 @@ def summary(model: dict) -> str:
             f"deep): {_ci_text(model['ns_per_sample'], 1e3, 'µs')} of CPU per sample, "
             f"{_ci_text(model['ns_per_window'], 1e6, 'ms')} per window started and stopped"
             + (f", {_ci_text(per_s, 1e6, 'ms')} per second a window is open" if per_s else "")
-            + f"; at a sample per 10 ms of CPU the samples alone are {100 * share:.2g}% of the "
+            + f"; at a sample per 10 ms of CPU the samples alone are at most "
+            f"{100 * share:.2g}% of the "
             "sampled JVM's CPU while a window runs (the agent prices windows with the upper "
             "ends of the intervals)")
 

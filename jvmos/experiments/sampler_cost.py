@@ -270,12 +270,13 @@ def tables(results: dict) -> List[Table]:
 def notes_for(results: dict) -> List[str]:
     ref = results["model"]
     return [
-        f"The platform file's price (the agent's, async-profiler's {ref.get('event')} event): "
+        f"The platform file's constants (async-profiler's {ref.get('event')} event), means: "
         f"{ref['ns_per_sample']['mean'] / 1e3:.1f} µs per sample, "
         f"{ref['ns_per_window']['mean'] / 1e6:.1f} ms per window, "
-        f"{ref['ns_per_window_s']['mean'] / 1e6:.1f} ms per second open (a constant below 0 "
-        f"counts as 0), measured {ref.get('measured_at', '?')} on JDK {ref.get('jdk')} "
-        f"({ref.get('method')}).",
+        f"{ref['ns_per_window_s']['mean'] / 1e6:.1f} ms per second open; the price predicted "
+        f"here is the agent's, each constant at its 95% interval's upper end (at least 0) "
+        f"where the model has one, measured {ref.get('measured_at', '?')} on JDK "
+        f"{ref.get('jdk')} ({ref.get('method')}).",
         "CPU: the server's process-wide CPU clock (every thread, the kernel's time on its "
         "behalf), from before a window's start to 0.6 s after its timeout (a bare load: as "
         "long); the load generator's own CPU is not in it.",

@@ -543,11 +543,15 @@ def test_the_sampler_calibration_is_the_agents_engine_with_its_intervals(platfor
     assert c == m["ns_per_sample"]["ci95"][1] and f == m["ns_per_window"]["ci95"][1]
     # never more than a sample per interval of the CPU; at least 0.85 of one per interval, or
     # per tick where the interval is shorter than the kernel's tick (itimer's signal comes at
-    # a tick: 247-306 a CPU second were seen at 250 Hz and a 1 ms interval)
+    # a tick; 247-306 a CPU second were seen at 250 Hz and a 1 ms interval: more than one per
+    # tick at times, not explained), where the kernel says its tick
     per_s = 1e9 / m["interval_ns"]
-    low = min(per_s, m["tick_hz"]) if m.get("tick_hz") else per_s
-    assert 0.85 * low <= m["samples_per_cpu_s"]["mean"] <= 1.05 * per_s, \
-        (m["samples_per_cpu_s"], m.get("tick_hz"))
+    rate = m["samples_per_cpu_s"]["mean"]
+    assert 0 < rate <= 1.05 * per_s, m["samples_per_cpu_s"]
+    if m.get("tick_hz"):
+        assert rate >= 0.85 * min(per_s, m["tick_hz"]), (m["samples_per_cpu_s"], m["tick_hz"])
+    elif 1e9 / m["interval_ns"] <= 100:        # at 10 ms and above no tick (>= 100 Hz) limits it
+        assert rate >= 0.85 * per_s, m["samples_per_cpu_s"]
     assert "Student's t 95%" in m["method"]
     assert {r["arm"] for r in m["segments"]} == set(samplercost.ORDER)
     assert all(r["samples"] > 0 for r in m["segments"] if r["arm"] == "sampled")

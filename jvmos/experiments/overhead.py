@@ -539,6 +539,7 @@ def cost_table(results: dict) -> Table:
     """The main table: every configuration's added cost per op, bystander slowdowns, goals."""
     rows = results["rows"]
     loops = bystander_loops(rows)
+    control = next((r["bystander"] for r in rows if r["kind"] == "control"), None)
     t = Table(f"What jvmos costs the traced JVM and the host ({results['jdk']}; bystander: "
               "C loops beside the run)",
               ["configuration", "scope", "traced loop", "added per op", "vs floor"]
@@ -559,7 +560,8 @@ def cost_table(results: dict) -> Table:
         def pct(b):
             return ("—" if b.get("slowdown_pct") is None or r["kind"] == "control"
                     else f"{b['slowdown_pct']:+.0f}%")
-        goal = "—" if r["kind"] == "control" else goal_text(*bystander_goal(r, loops))
+        g = None if r["kind"] == "control" else bystander_goal(r, loops, control)
+        goal, goal_csv = ("—", "—") if g is None else (goal_text(g), goal_raw(g))
         fr = r.get("floor_ratio")
         full = "," in (r.get("layer") or "")
 
@@ -579,7 +581,7 @@ def cost_table(results: dict) -> Table:
               + [goal, secs(r.get("attach_seconds")), secs(r.get("teardown_seconds"))],
               [r["name"], r["scope"], r["loop"], r["added_ns_per_op"], fr]
               + [c for _, b in bys for c in (b["ns_per_call"], b.get("slowdown_pct"))]
-              + [goal, r.get("attach_seconds"), r.get("teardown_seconds")])
+              + [goal_csv, r.get("attach_seconds"), r.get("teardown_seconds")])
     return t
 
 
@@ -588,20 +590,82 @@ def bystander_loops(rows: list) -> List[str]:
     return [n for n in LOOPS if all(n in r["bystander"] for r in rows)]
 
 
-def bystander_goal(r: dict, loops: List[str]) -> tuple:
-    """A row's bystander against the goal: (the worst slowdown in % of its loops that ran at
-    least MIN_ROUNDS rounds, or None; the loops that did not)."""
-    bys = [(n, r["bystander"][n]) for n in loops]
-    judged = [(n, b) for n, b in bys
-              if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS]
-    worst = max((b["slowdown_pct"] for _, b in judged), default=None)
-    return worst, [n for n, b in bys if (n, b) not in judged]
+GOAL_NAMES = {"write": "write", "malloc": "malloc", "pingpong": "ping-pong"}
 
 
-def goal_text(worst: Optional[float], unjudged: List[str]) -> str:
-    if worst is not None and worst >= BYSTANDER_GOAL_PCT:
-        return f"NOT reached ({worst:+.0f}%)"
-    return f"too few rounds for {' and '.join(unjudged)}" if unjudged else "reached"
+def bystander_interval(rounds: List[float], base: List[float]) -> Optional[dict]:
+    """One bystander's rounds (CPU ns per call) against its baseline's rounds: the ratio of
+    their geometric means as a slowdown in %, with its 95% Welch t interval on the logarithms
+    (unequal variances, Welch-Satterthwaite df; scipy); None under two values on a side."""
+    import math
+    from jvmos.analyzers.stats import welch_diff_ci
+    xs = [math.log(v) for v in rounds if v and v > 0]
+    bs = [math.log(v) for v in base if v and v > 0]
+    if len(xs) < 2 or len(bs) < 2:
+        return None
+    w = welch_diff_ci(xs, bs, level=0.95)
+    return {"pct": 100 * (math.exp(w["diff"]) - 1),
+            "ci_pct": [100 * (math.exp(v) - 1) for v in w["ci"]],
+            "n": len(xs), "n_base": len(bs)}
+
+
+def _baseline_rounds(r: dict, n: str, control: Optional[dict]) -> List[float]:
+    """The rounds of the baseline score_rows chose for a row's bystander n: its paired
+    controls' (with MIN_ROUNDS or more), else the control row's."""
+    pc = (r.get("paired_control") or {}).get(n) or {}
+    if pc.get("rounds", 0) >= MIN_ROUNDS and pc.get("cpu_ns_per_call_rounds"):
+        return pc["cpu_ns_per_call_rounds"]
+    return ((control or {}).get(n) or {}).get("cpu_ns_per_call_rounds") or []
+
+
+def bystander_goal(r: dict, loops: List[str], control: Optional[dict] = None) -> dict:
+    """A row's bystanders against the goal (issue 45), each judged on its 95% interval
+    (bystander_interval: its rounds against its paired controls' rounds, else the control
+    row's, `control` being that row's bystander): only the loops with at least MIN_ROUNDS
+    rounds. {"verdict": "NOT reached" when a judged interval lies wholly at or above the goal;
+    else "too few rounds" when a loop was not judged; else "met" when every interval's upper
+    end is under the goal; else "unresolved", "judged": [(loop, interval)], "unjudged": [loop],
+    "worst_median": the worst median slowdown in % of the judged loops, or None}."""
+    judged, unjudged, medians = [], [], []
+    for n in loops:
+        b = r["bystander"][n]
+        iv = (bystander_interval(b.get("cpu_ns_per_call_rounds") or [],
+                                 _baseline_rounds(r, n, control))
+              if b.get("slowdown_pct") is not None and b["rounds"] >= MIN_ROUNDS else None)
+        if iv is None:
+            unjudged.append(n)
+        else:
+            judged.append((n, iv))
+            medians.append(b["slowdown_pct"])
+    if any(iv["ci_pct"][0] >= BYSTANDER_GOAL_PCT for _, iv in judged):
+        verdict = "NOT reached"
+    elif unjudged:
+        verdict = "too few rounds"
+    elif all(iv["ci_pct"][1] < BYSTANDER_GOAL_PCT for _, iv in judged):
+        verdict = "met"
+    else:
+        verdict = "unresolved"
+    return {"verdict": verdict, "judged": judged, "unjudged": unjudged,
+            "worst_median": max(medians, default=None)}
+
+
+def goal_text(g: dict) -> str:
+    """A row's bystander verdict as overhead.md prints it: each judged loop's slowdown
+    [95%], n = its rounds vs its baseline's."""
+    if g["verdict"] == "too few rounds":
+        return f"too few rounds for {' and '.join(g['unjudged'])}"
+    label = {"NOT reached": "NOT reached", "met": "met",
+             "unresolved": "not shown (unresolved)"}[g["verdict"]]
+    return label + ": " + "; ".join(
+        f"{GOAL_NAMES.get(n, n)} {iv['pct']:+.1f}% [{iv['ci_pct'][0]:+.1f}, "
+        f"{iv['ci_pct'][1]:+.1f}], n={iv['n']} vs {iv['n_base']}" for n, iv in g["judged"])
+
+
+def goal_raw(g: dict) -> str:
+    """The verdict as overhead.csv keeps it: goal_text, and the worst median slowdown of the
+    judged loops (what runs before issue 45 printed as the verdict)."""
+    w = g["worst_median"]
+    return goal_text(g) + ("" if w is None else f" (worst median {w:+.0f}%)")
 
 
 def sched_tax_table(results: dict) -> Table:
@@ -693,6 +757,15 @@ def notes_of(results: dict) -> list:
            "two pipes, the parent's and the child's CPU: at least two context switches)"
            if ctl.get("pingpong") else "")
         + f" beside the untraced JVM. Goal: < {BYSTANDER_GOAL_PCT:.0f}%.",
+        f"bystander goal <{BYSTANDER_GOAL_PCT:g}% (issue 45): each bystander with "
+        f"{MIN_ROUNDS} rounds or more is judged on its 95% interval: the geometric mean of its "
+        "rounds' CPU ns per call over its paired controls' rounds (cpu_ns_per_call_rounds "
+        "against paired_control; the control row's where the paired controls had fewer), "
+        "Welch's t on the logarithms, n = its rounds vs the controls'. met: every interval "
+        f"below +{BYSTANDER_GOAL_PCT:g}%; NOT reached: an interval wholly above; too few "
+        f"rounds: a bystander under {MIN_ROUNDS} rounds and none wholly above; otherwise not "
+        "shown (unresolved). overhead.csv adds the worst median of the judged bystanders, "
+        "the verdict of runs before issue 45.",
         "scope process: uprobes trap only in the traced process (uprobe_multi links with its "
         "pid), libc's wrappers stand for the io and mem layers' syscalls; scope host: those "
         "layers' syscall tracepoints instead. Syscall and scheduler tracepoints are host-wide "
@@ -865,9 +938,10 @@ def loop_headlines(results: dict) -> List[dict]:
                and r["scope"] == "process"), None)
     fr = (io or {}).get("floor_ratio")
     loops = bystander_loops(results["rows"])
-    goals = [bystander_goal(r, loops) for r in rows if r["kind"].startswith("jvmos")]
-    missed = sum(1 for w, _ in goals if w is not None and w >= BYSTANDER_GOAL_PCT)
-    few = sum(1 for w, u in goals if u and not (w is not None and w >= BYSTANDER_GOAL_PCT))
+    control = next((r["bystander"] for r in results["rows"] if r["kind"] == "control"), None)
+    goals = [bystander_goal(r, loops, control)["verdict"] for r in rows
+             if r["kind"].startswith("jvmos")]
+    met, few, unresolved = (goals.count(v) for v in ("met", "too few rounds", "unresolved"))
     names = {"write": "write(2)", "malloc": "malloc+free", "pingpong": "pipe ping-pong"}
     return [
         headline("added time per write of the traced JVM's loop of 10-byte writes under jvmos "
@@ -880,11 +954,14 @@ def loop_headlines(results: dict) -> List[dict]:
         headline("jvmos rows (every layer, mode and scope run, --mode sample included"
                  + ("; the retired bpftrace rows left out" if left else "") + ") whose "
                  f"bystander ({', '.join(names[n] for n in loops)} loops of an untraced C "
-                 f"process beside the run) slowed < {BYSTANDER_GOAL_PCT:g}% (the goal): each "
-                 f"row's worst loop with ≥ {MIN_ROUNDS} rounds, against its paired controls, "
-                 "else the control row",
-                 f"{len(goals) - missed - few} of {len(goals)}"
-                 + (f" ({few} with too few rounds)" if few else "") if goals else "unknown")]
+                 f"process beside the run) slowed < {BYSTANDER_GOAL_PCT:g}% (the goal): every "
+                 f"loop with ≥ {MIN_ROUNDS} rounds, its 95% interval (Welch t on the logs of "
+                 "its rounds against its paired controls', else the control row's) wholly "
+                 "under the goal",
+                 f"{met} of {len(goals)}"
+                 + "".join(f", {k} {what}" for k, what in ((unresolved, "unresolved"),
+                                                           (few, "with too few rounds")) if k)
+                 if goals else "unknown")]
 
 
 def tax_headlines(results: dict) -> List[dict]:

@@ -597,9 +597,19 @@ def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_pa
         lengthen = (g + 1.1 * f / 4 + c * cpu / 10e6) / share
         with Agent(tmp_path, args + ["--sample-every", "10", "--max-overhead",
                                      f"{lengthen:.6f}"], name="lengthen") as ag:
-            got = ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid)
-                                         or 0) >= 1, 60, "a profile window")
-            prof = next(w for w in ag.status()["watched"] if w["pid"] == j.pid)["profiles"]
+            ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid)
+                                   or 0) >= 1, 60, "a profile window")
+
+            def plan():
+                return next(w for w in ag.status()["watched"] if w["pid"] == j.pid)["profiles"]
+            # the metrics and the plan they came from: a window planned between the scrape
+            # and /status (every 10 s) would pair one window's gauges with the next's CPU
+            for _ in range(10):
+                before = plan()
+                got = ag.samples()
+                prof = plan()
+                if before["planned_cpu_per_s"] == prof["planned_cpu_per_s"]:
+                    break
             basis = prof["planned_cpu_per_s"]          # the JVM's CPU the agent planned by
             # the plan for that CPU (dutycycle's rule, unit-tested with numbers by hand)
             want, length, _ = dc.sampler_window(c, f, g, basis, window, 5, lengthen, 10**7)

@@ -594,7 +594,8 @@ def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_pa
             ag.wait_log("window skipped")
         # a limit whose share fits a window's start and stop only once it is 4 s long (at
         # the CPU measured here): --sample-every 10 lets it grow to 5 s
-        lengthen = (g + 1.1 * f / 4 + c * cpu / 10e6) / share
+        # (as the agent reads it: the command line's 6 decimals)
+        lengthen = float(f"{(g + 1.1 * f / 4 + c * cpu / 10e6) / share:.6f}")
         with Agent(tmp_path, args + ["--sample-every", "10", "--max-overhead",
                                      f"{lengthen:.6f}"], name="lengthen") as ag:
             ag.wait_for(lambda s: (value(s, "jvmos_profile_windows_total", pid=j.pid)
@@ -604,6 +605,7 @@ def test_sample_windows_are_sized_within_max_overhead(platform_file, app, tmp_pa
                 return next(w for w in ag.status()["watched"] if w["pid"] == j.pid)["profiles"]
             # the metrics and the plan they came from: a window planned between the scrape
             # and /status (every 10 s) would pair one window's gauges with the next's CPU
+            # (the limit on the command line has 6 decimals: lengthen is that value above)
             for _ in range(10):
                 before = plan()
                 got = ag.samples()
